@@ -1,0 +1,85 @@
+"""The data the store hands the resolver, and the interface between them.
+
+The resolver never touches files: it sees a :class:`SessionSource`, so the
+JSONL store, a cached index (performance issue) or a test double can sit
+behind it without the resolver changing. Store methods are synchronous and
+blocking on purpose; the resolver runs them in worker threads and passes a
+:class:`threading.Event` so a cancelled request stops reading promptly.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class StoreError(Exception):
+    """A session could not be listed or read; ``str(error)`` is the message
+    upstream's session-query would give (``session "x" not found``, ...)."""
+
+    def __init__(self, message: str, code: str = "SESSION_QUERY_READ_FAILED") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+class StoreStopped(Exception):
+    """Raised by a store read when its ``stop`` event was set mid-read."""
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    """One listed session: its validated header and where it lives.
+
+    ``header`` keeps the on-disk key order (it is cloned into snapshots);
+    ``location`` is opaque to everything but the store that produced it.
+    """
+
+    id: str
+    created_at: int
+    cwd: str | None
+    header: Mapping[str, Any]
+    location: str | None = None
+
+
+@dataclass(frozen=True)
+class SurfaceSnapshot:
+    """``readSurface()``: the header, the seq of the last event of any type
+    (``None`` for an empty log) and the current surface events in node order.
+
+    Events are plain dicts shaped as upstream's ``SessionEvent``."""
+
+    session: SessionRecord
+    captured_through_seq: int | None
+    events: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class TitleObservation:
+    """``readTitleSnapshots`` for one id: ``title`` is the last
+    ``session/title`` value (``None`` when the log has none); ``error`` is set
+    instead when the log could not be read (the label then falls back to the id)."""
+
+    session_id: str
+    title: str | None = None
+    error: str | None = None
+
+
+class SessionSource(Protocol):
+    """What the resolver needs from a sessions store (upstream's ``sessionQuery``)."""
+
+    def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
+        """Every visible session, newest ``createdAt`` first, ties by ICU ``localeCompare`` of ids."""
+        ...
+
+    def read_titles(
+        self, records: Sequence[SessionRecord], stop: threading.Event | None = None
+    ) -> list[TitleObservation]:
+        """One observation per record, in order (duplicates allowed)."""
+        ...
+
+    def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
+        """The folded current surface of one session; raises :class:`StoreError`."""
+        ...

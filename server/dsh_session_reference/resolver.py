@@ -1,0 +1,341 @@
+"""``SessionReferenceResolver``: ``list_candidates`` and ``prepare``, orchestration only.
+
+All I/O goes through a :class:`~dsh_session_reference.model.SessionSource`,
+run in worker threads so an event loop (the language server's) never blocks.
+Cancellation works two ways, both ending in ``SESSION_REFERENCE_CANCELLED``:
+an :class:`AbortSignal` (upstream's ``signal``), or cancelling the awaiting
+task; either one sets the stop event the store checks between chunks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import threading
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from .config import ResolverConfig, is_positive_safe_integer, resolver_config
+from .errors import (
+    BUDGET_EXCEEDED,
+    INVALID_REFERENCE,
+    READ_FAILED,
+    SELF_REFERENCE,
+    TOO_MANY,
+    SessionReferenceError,
+    cancelled,
+)
+from .jsjson import js_includes, js_lower, js_stringify
+from .model import SessionRecord, SessionSource, StoreStopped, SurfaceSnapshot
+from .retention import RetainedSource, retain_referenced_session
+from .snapshot import AdditionalContext, build_additional_context
+from .uri import SessionReference, format_session_reference_mention
+
+T = TypeVar("T")
+
+
+class AbortSignal:
+    """A thread-safe ``AbortController``/``AbortSignal`` pair in one object.
+
+    ``abort()`` may be called from any thread; awaiting code is woken on its
+    own loop, and store reads see :attr:`stop_event` set.
+    """
+
+    def __init__(self) -> None:
+        self.stop_event = threading.Event()
+        self.reason: object = None
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+
+    @property
+    def aborted(self) -> bool:
+        return self.stop_event.is_set()
+
+    def abort(self, reason: object = None) -> None:
+        with self._lock:
+            if self.stop_event.is_set():
+                return
+            self.reason = reason
+            self.stop_event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def _subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+        with self._lock:
+            if not self.stop_event.is_set():
+                self._callbacks.append(callback)
+
+                def unsubscribe() -> None:
+                    with self._lock:
+                        if callback in self._callbacks:
+                            self._callbacks.remove(callback)
+
+                return unsubscribe
+        callback()
+        return lambda: None
+
+
+@dataclass(frozen=True)
+class AgentRef:
+    """The session a message is being written for: excluded as self, its cwd ranks candidates."""
+
+    id: str
+    cwd: str | None = None
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One ``listCandidates`` entry."""
+
+    session_id: str
+    label: str
+    cwd: str | None
+    created_at: int
+
+    @property
+    def mention(self) -> str:
+        """The canonical mention a host inserts (upstream's remote ``candidates`` face)."""
+        return format_session_reference_mention(self.session_id, self.label)
+
+    def to_json(self) -> dict[str, Any]:
+        """Upstream's shape: the ``cwd`` key is absent, not null, for a cwd-less session."""
+        out: dict[str, Any] = {"sessionId": self.session_id, "label": self.label}
+        if self.cwd is not None:
+            out["cwd"] = self.cwd
+        out["createdAt"] = self.created_at
+        return out
+
+
+@dataclass(frozen=True)
+class PreparedMessage:
+    """``prepare``'s result: the detached content and zero or one context message."""
+
+    content: list[Any]
+    additional_context: AdditionalContext | None = None
+
+
+def candidate_rank(candidate_cwd: str | None, target_cwd: str | None) -> int:
+    """Same cwd 0, no cwd 1, another cwd 2 (every cwd is "other" when the target has none)."""
+    if candidate_cwd is not None and target_cwd is not None and candidate_cwd == target_cwd:
+        return 0
+    if candidate_cwd is None:
+        return 1
+    return 2
+
+
+def normalize_references(
+    target_id: str, references: Sequence[object], max_references: int
+) -> list[SessionReference]:
+    """Validate in input order, self check before dedupe, first mention wins, then the limit."""
+    seen: set[str] = set()
+    normalized: list[SessionReference] = []
+    for candidate in references:
+        session_id, label = _reference_fields(candidate)
+        if session_id == target_id:
+            raise SessionReferenceError(
+                f"session {js_stringify(target_id)} cannot reference itself", SELF_REFERENCE
+            )
+        if session_id in seen:
+            continue
+        seen.add(session_id)
+        normalized.append(SessionReference(session_id, session_id if label is None else label))
+    if len(normalized) > max_references:
+        raise SessionReferenceError(f"a message may reference at most {max_references} sessions", TOO_MANY)
+    return normalized
+
+
+_SHAPE = "session reference must contain a string sessionId and optional string label"
+
+
+def _reference_fields(candidate: object) -> tuple[str, str | None]:
+    """Upstream's runtime checks on one item, with JS types mapped: a dict or a list is
+    an object (a list has no ``sessionId``), ``None`` is ``null``, a missing key is ``undefined``."""
+    if isinstance(candidate, SessionReference):
+        fields: Mapping[str, object] = candidate.to_json()
+    elif isinstance(candidate, Mapping):
+        fields = candidate
+    elif isinstance(candidate, list | tuple):
+        fields = {}
+    else:
+        raise SessionReferenceError("session reference must be an object", INVALID_REFERENCE)
+    session_id = fields.get("sessionId")
+    label = fields.get("label", _MISSING)
+    if not isinstance(session_id, str) or (label is not _MISSING and not isinstance(label, str)):
+        raise SessionReferenceError(_SHAPE, INVALID_REFERENCE)
+    return session_id, None if label is _MISSING else str(label)
+
+
+_MISSING = object()
+
+
+class SessionReferenceResolver:
+    """Upstream's resolver over any :class:`SessionSource` (normally a ``JsonlSessionStore``)."""
+
+    def __init__(
+        self,
+        query: SessionSource,
+        *,
+        max_references: object = None,
+        candidate_limit: object = None,
+        max_reference_bytes: object = None,
+    ) -> None:
+        self.query = query
+        self.config: ResolverConfig = resolver_config(max_references, candidate_limit, max_reference_bytes)
+
+    async def list_candidates(
+        self,
+        agent: AgentRef,
+        query: str = "",
+        limit: object = None,
+        signal: AbortSignal | None = None,
+    ) -> list[Candidate]:
+        """Other sessions ranked same cwd, no cwd, other cwd; ``query`` filters id, cwd and title."""
+        chosen = self.config.candidate_limit if limit is None else limit
+        if not is_positive_safe_integer(chosen):
+            raise SessionReferenceError("candidate limit must be a positive safe integer", INVALID_REFERENCE)
+        cap = int(chosen)
+        needle = js_lower(query)
+        _assert_not_cancelled(signal)
+        records = await _run(lambda stop: self.query.list_sessions(stop), signal)
+        indexed = [(record, index) for index, record in enumerate(r for r in records if r.id != agent.id)]
+
+        def key(entry: tuple[SessionRecord, int]) -> tuple[int, int]:
+            return candidate_rank(entry[0].cwd, agent.cwd), entry[1]
+
+        inspected = sorted(indexed, key=key)[:cap] if needle == "" else indexed
+        chosen_records = [record for record, _ in inspected]
+        observations = await _run(lambda stop: self.query.read_titles(chosen_records, stop), signal)
+        labelled: list[tuple[SessionRecord, int, str]] = []
+        for (record, index), observation in zip(inspected, observations, strict=True):
+            title = observation.title if observation.error is None else None
+            label = record.id if title is None else title
+            if needle == "" or _matches(record, label, needle):
+                labelled.append((record, index, label))
+        labelled.sort(key=lambda entry: (candidate_rank(entry[0].cwd, agent.cwd), entry[1]))
+        return [
+            Candidate(record.id, label, record.cwd, record.created_at) for record, _, label in labelled[:cap]
+        ]
+
+    async def prepare(
+        self,
+        agent: AgentRef,
+        content: Sequence[Any],
+        references: Sequence[object],
+        signal: AbortSignal | None = None,
+    ) -> PreparedMessage:
+        """Snapshot every referenced session, all or nothing, into one context message."""
+        accepted = copy.deepcopy(list(content))
+        inputs = normalize_references(agent.id, references, self.config.max_references)
+        if not inputs:
+            return PreparedMessage(accepted)
+        _assert_not_cancelled(signal)
+        snapshots = await self.read_sources(inputs, signal)
+        _assert_not_cancelled(signal)
+        rendered = await asyncio.to_thread(self.render_sources, inputs, snapshots)
+        return PreparedMessage(accepted, build_additional_context(rendered))
+
+    async def read_sources(
+        self, inputs: Sequence[SessionReference], signal: AbortSignal | None = None
+    ) -> list[SurfaceSnapshot]:
+        """``readSurface`` for every input in parallel; the first failure fails them all."""
+        stop = threading.Event()
+
+        async def read(session_id: str) -> SurfaceSnapshot:
+            return await asyncio.to_thread(self.query.read_surface, session_id, stop)
+
+        try:
+            return await _race(
+                asyncio.gather(*(read(reference.session_id) for reference in inputs)), signal, stop
+            )
+        except SessionReferenceError:
+            raise
+        except Exception as error:
+            stop.set()
+            if signal is not None and signal.aborted:
+                raise cancelled(error) from error
+            message = getattr(error, "message", None)
+            raise SessionReferenceError(
+                f"failed to read referenced session: {message if isinstance(message, str) else error}",
+                READ_FAILED,
+                error,
+            ) from error
+
+    def render_sources(
+        self, inputs: Sequence[SessionReference], snapshots: Sequence[SurfaceSnapshot]
+    ) -> list[RetainedSource]:
+        """Retention per source, in reference order; any source that cannot fit fails the message."""
+        rendered: list[RetainedSource] = []
+        for reference, snapshot in zip(inputs, snapshots, strict=True):
+            label = reference.session_id if reference.label is None else reference.label
+            retained = retain_referenced_session(snapshot, label, self.config.max_reference_bytes)
+            if retained is None:
+                raise SessionReferenceError(
+                    "referenced session snapshot cannot fit the configured byte budget", BUDGET_EXCEEDED
+                )
+            rendered.append(retained)
+        return rendered
+
+
+def _matches(record: SessionRecord, label: str, needle: str) -> bool:
+    return (
+        js_includes(js_lower(record.id), needle)
+        or (record.cwd is not None and js_includes(js_lower(record.cwd), needle))
+        or js_includes(js_lower(label), needle)
+    )
+
+
+def _assert_not_cancelled(signal: AbortSignal | None) -> None:
+    if signal is not None and signal.aborted:
+        raise cancelled()
+
+
+async def _run(work: Callable[[threading.Event], T], signal: AbortSignal | None) -> T:
+    """Run one blocking store call in a thread, raced against ``signal``."""
+    stop = threading.Event()
+    return await _race(asyncio.to_thread(work, stop), signal, stop)
+
+
+async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.Event) -> T:
+    """``settleWithCancellation``: whichever of the work and the abort comes first.
+
+    On abort or task cancellation the store's ``stop`` event is set so the
+    worker thread stops at its next check instead of reading on.
+    """
+    task = asyncio.ensure_future(work)
+    if signal is None:
+        try:
+            return await task
+        except StoreStopped as error:
+            raise cancelled(error) from error
+        finally:
+            if not task.done():
+                stop.set()
+                task.cancel()
+    loop = asyncio.get_running_loop()
+    aborted = loop.create_future()
+
+    def settle() -> None:
+        if not aborted.done():
+            aborted.set_result(None)
+
+    def on_abort() -> None:
+        loop.call_soon_threadsafe(settle)
+
+    unsubscribe = signal._subscribe(on_abort)
+    try:
+        await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
+        if signal.aborted:
+            raise cancelled()
+        try:
+            return task.result()
+        except StoreStopped as error:
+            raise cancelled(error) from error
+    finally:
+        unsubscribe()
+        if not task.done():
+            stop.set()
+            task.cancel()
+        if not aborted.done():
+            aborted.cancel()

@@ -1,0 +1,227 @@
+"""Per-source byte budget: upstream's ``retainReferencedSession`` and its
+``dsh-output-retention`` head/tail truncation, reproduced step for step.
+
+The loops are kept exactly as upstream runs them (including the binary search
+that is *not* "largest r that fits"), because any shortcut changes which bytes
+the model sees. Sizes are maintained incrementally instead of re-serializing the
+whole object on every step; the arithmetic equals the full serialization's
+UTF-8 length because the conversation array is the only part that changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .jsjson import js_byte_length, js_utf8, stringify_tag_safe_json
+from .model import SurfaceSnapshot
+from .projection import ConversationItem, project_conversation
+
+
+@dataclass(frozen=True)
+class HeadTail:
+    """A ``TextRetainer({kind: 'headTail'})`` result on one complete string."""
+
+    text: str
+    omitted_bytes: int
+
+
+def _trim_trailing_partial_utf8(data: bytes) -> bytes:
+    i = len(data) - 1
+    while i >= 0 and (data[i] & 0xC0) == 0x80 and len(data) - i <= 3:
+        i -= 1
+    if i < 0:
+        return data
+    lead = data[i]
+    expected = 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4 if lead < 0xF8 else 0
+    if expected == 0:
+        return data
+    return data[:i] if len(data) - i < expected else data
+
+
+def _trim_leading_continuation_utf8(data: bytes) -> bytes:
+    i = 0
+    while i < len(data) and (data[i] & 0xC0) == 0x80:
+        i += 1
+    return data[i:]
+
+
+def head_tail_bytes(encoded: bytes, head: int, tail: int) -> tuple[bytes, bytes]:
+    """The kept prefix and suffix of ``encoded`` (UTF-8), each cut back to a character boundary."""
+    total = len(encoded)
+    if total <= head + tail:
+        return encoded, b""
+    prefix = encoded[:head]
+    suffix = encoded[total - tail :] if tail > 0 else b""
+    return _trim_trailing_partial_utf8(prefix), _trim_leading_continuation_utf8(suffix)
+
+
+def retain_head_tail(text: str, head: int, tail: int) -> HeadTail:
+    """``TextRetainer`` head/tail on a whole string: the kept text and exact omitted bytes."""
+    encoded = js_utf8(text)
+    prefix, suffix = head_tail_bytes(encoded, head, tail)
+    kept = prefix.decode("utf-8", "replace") + suffix.decode("utf-8", "replace")
+    return HeadTail(kept, len(encoded) - len(prefix) - len(suffix))
+
+
+def _notice(omitted: int) -> str:
+    return f"\n[… omitted {omitted} UTF-8 bytes …]"
+
+
+def truncate_with_notice(text: str, max_output_bytes: int) -> HeadTail:
+    """Head + tail + ``\\n[… omitted N UTF-8 bytes …]`` within ``max_output_bytes``, or ``""``.
+
+    ``encoded`` is valid UTF-8 (lone surrogates became U+FFFD), and the cuts are
+    trimmed to boundaries, so a candidate's UTF-8 length is the sum of its parts.
+    """
+    encoded = js_utf8(text)
+    total = len(encoded)
+    if total <= max_output_bytes:
+        return HeadTail(text, 0)
+    low, high = 0, max_output_bytes
+    best_parts: tuple[bytes, bytes, int] | None = None
+    while low <= high:
+        retained = (low + high) // 2
+        prefix, suffix = head_tail_bytes(encoded, (retained + 1) // 2, retained // 2)
+        omitted = total - len(prefix) - len(suffix)
+        if len(prefix) + len(suffix) + len(_notice(omitted).encode("utf-8")) <= max_output_bytes:
+            best_parts = (prefix, suffix, omitted)
+            low = retained + 1
+        else:
+            high = retained - 1
+    if best_parts is None:
+        return HeadTail("", total)
+    prefix, suffix, omitted = best_parts
+    kept = prefix.decode("utf-8", "replace") + suffix.decode("utf-8", "replace")
+    return HeadTail(kept + _notice(omitted), omitted)
+
+
+@dataclass(frozen=True)
+class RetentionStats:
+    compacted: bool
+    original_messages: int
+    retained_messages: int
+    omitted_messages: int
+    omitted_bytes: int
+    truncated: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """Upstream's stats keys, in upstream's order."""
+        return {
+            "compacted": self.compacted,
+            "originalMessages": self.original_messages,
+            "retainedMessages": self.retained_messages,
+            "omittedMessages": self.omitted_messages,
+            "omittedBytes": self.omitted_bytes,
+            "truncated": self.truncated,
+        }
+
+
+@dataclass(frozen=True)
+class RetainedSource:
+    """One source's model-facing data object (upstream key order) and its stats."""
+
+    data: dict[str, Any]
+    stats: RetentionStats
+
+    @property
+    def serialized_bytes(self) -> int:
+        return js_byte_length(stringify_tag_safe_json(self.data))
+
+
+def _item_bytes(item: ConversationItem) -> int:
+    return js_byte_length(stringify_tag_safe_json({"role": item.role, "text": item.text}))
+
+
+def retain_items(
+    original: Sequence[ConversationItem],
+    *,
+    session_id: str,
+    label: str,
+    cwd: str | None,
+    captured_through_seq: int | None,
+    max_bytes: int,
+) -> RetainedSource | None:
+    """The exact two-phase budget loop; ``None`` means the fixed fields cannot fit."""
+    retained = [
+        ConversationItem(i.role, i.text, i.checkpoint, i.original_text, i.omitted_bytes) for i in original
+    ]
+
+    def data() -> dict[str, Any]:
+        return {
+            "sessionId": session_id,
+            "label": label,
+            "cwd": cwd,
+            "capturedThroughSeq": captured_through_seq,
+            "conversation": [{"role": item.role, "text": item.text} for item in retained],
+        }
+
+    empty = dict(data(), conversation=[])
+    fixed = js_byte_length(stringify_tag_safe_json(empty))  # includes the "[]"
+    sizes = [_item_bytes(item) for item in retained]
+    items_total = sum(sizes)
+
+    def size() -> int:
+        return fixed + items_total + max(0, len(sizes) - 1)
+
+    omitted_messages = 0
+    dropped_omitted_bytes = 0
+    while size() > max_bytes:
+        newest = len(retained) - 1
+        drop = next(
+            (i for i, item in enumerate(retained) if not item.checkpoint and i != newest),
+            -1,
+        )
+        if drop < 0:
+            break
+        removed = retained.pop(drop)
+        items_total -= sizes.pop(drop)
+        omitted_messages += 1
+        dropped_omitted_bytes += js_byte_length(removed.original_text)
+
+    while size() > max_bytes:
+        longest_index = -1
+        longest_bytes = 0
+        for index, item in enumerate(retained):
+            length = js_byte_length(item.text)
+            if length > longest_bytes:
+                longest_bytes = length
+                longest_index = index
+        if longest_index < 0 or longest_bytes == 0:
+            return None
+        overflow = size() - max_bytes
+        target = max(0, longest_bytes - overflow)
+        item = retained[longest_index]
+        shortened = truncate_with_notice(item.original_text, target)
+        if shortened.text == item.text:
+            return None
+        item.text = shortened.text
+        item.omitted_bytes = shortened.omitted_bytes
+        items_total -= sizes[longest_index]
+        sizes[longest_index] = _item_bytes(item)
+        items_total += sizes[longest_index]
+
+    omitted_bytes = sum(item.omitted_bytes for item in retained) + dropped_omitted_bytes
+    stats = RetentionStats(
+        compacted=any(item.checkpoint for item in original),
+        original_messages=len(original),
+        retained_messages=len(retained),
+        omitted_messages=omitted_messages,
+        omitted_bytes=omitted_bytes,
+        truncated=omitted_messages > 0 or omitted_bytes > 0,
+    )
+    return RetainedSource(data(), stats)
+
+
+def retain_referenced_session(snapshot: SurfaceSnapshot, label: str, max_bytes: int) -> RetainedSource | None:
+    """Upstream's ``retainReferencedSession``: project a folded surface and fit it
+    into ``max_bytes`` of tag-safe JSON; ``None`` means BUDGET_EXCEEDED."""
+    return retain_items(
+        project_conversation(snapshot.events),
+        session_id=snapshot.session.id,
+        label=label,
+        cwd=snapshot.session.cwd,
+        captured_through_seq=snapshot.captured_through_seq,
+        max_bytes=max_bytes,
+    )

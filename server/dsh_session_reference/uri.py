@@ -1,0 +1,293 @@
+"""The ``dsh-session:`` URI, the ``@[label](uri)`` mention and the text parser.
+
+Everything here reproduces upstream's ``uri.ts`` exactly, including its regex
+semantics under V8's ``u`` flag, which differ from Python's ``re`` in the
+meaning of ``.`` and ``\\s``; those classes are spelled out below. The lenient
+scanner walks the *same* compiled pattern and judges validity with the *same*
+decoder, so the language server's diagnostics cannot disagree with what
+``parse_session_reference_text`` (and therefore dsh) accepts.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import SessionReferenceError, invalid_uri
+from .jsjson import js_normalize, js_stringify, js_utf8
+
+SESSION_REFERENCE_SCHEME = "dsh-session:"
+
+# V8 `\s` with the `u` flag (ECMAScript WhiteSpace + LineTerminator).
+_JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+# V8 `.` without the `s` flag: anything but a line terminator.
+_JS_DOT = "[^\n\r\u2028\u2029]"
+
+MENTION_PATTERN = re.compile(
+    r"@\[((?:\\" + _JS_DOT + r"|[^\\\]])*)\]\((dsh-session:[^" + _JS_SPACE + r")]*)\)"
+    r"|(dsh-session:[A-Za-z0-9_-]+)"
+)
+_PAYLOAD = re.compile(r"[A-Za-z0-9_-]+")
+_UNESCAPE = re.compile(r"\\(" + _JS_DOT + ")")
+_ESCAPE = re.compile(r"[\\\]]")
+
+
+@dataclass(frozen=True)
+class SessionReference:
+    """One structured reference: the session id and the label shown for it."""
+
+    session_id: str
+    label: str | None = None
+
+    def to_json(self) -> dict[str, str]:
+        """Upstream's ``{sessionId, label?}`` shape."""
+        out = {"sessionId": self.session_id}
+        if self.label is not None:
+            out["label"] = self.label
+        return out
+
+
+@dataclass(frozen=True)
+class ParsedText:
+    """``parseSessionReferenceText``'s result: readable text plus references in appearance order."""
+
+    text: str
+    references: list[SessionReference]
+
+
+def encode_session_reference_uri(session_id: str) -> str:
+    """``dsh-session:`` + unpadded base64url of ``JSON.stringify(session_id)``."""
+    payload = base64.urlsafe_b64encode(js_utf8(js_stringify(session_id))).rstrip(b"=")
+    return SESSION_REFERENCE_SCHEME + payload.decode("ascii")
+
+
+def _decode_payload(payload: str) -> object:
+    """Base64url payload -> JSON value, the way V8 reads it (may raise anything)."""
+    raw = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4))
+    # V8 decodes leniently (U+FFFD); strict decoding reaches the same verdict
+    # because invalid UTF-8 can never survive the canonical re-encoding check.
+    return json.loads(raw.decode("utf-8", "replace"))
+
+
+def decode_session_reference_uri(uri: str) -> str:
+    """Decode a canonical URI; anything else is ``SESSION_REFERENCE_INVALID_REFERENCE``."""
+    if not uri.startswith(SESSION_REFERENCE_SCHEME):
+        raise invalid_uri(uri)
+    payload = uri[len(SESSION_REFERENCE_SCHEME) :]
+    if not _PAYLOAD.fullmatch(payload):
+        raise invalid_uri(uri)
+    try:
+        parsed = _decode_payload(payload)
+    except (ValueError, binascii.Error) as error:
+        raise invalid_uri(uri, error) from error
+    if not isinstance(parsed, str):
+        raise invalid_uri(uri, TypeError("decoded session id is not a string"))
+    if encode_session_reference_uri(parsed) != uri:
+        raise invalid_uri(uri, TypeError("URI is not canonical"))
+    return parsed
+
+
+def escape_mention_label(label: str) -> str:
+    """Backslash-escape ``\\`` and ``]`` only, as upstream does (``[`` and ``)`` stay)."""
+    return _ESCAPE.sub(lambda m: "\\" + m.group(), label)
+
+
+def unescape_mention_label(raw_label: str) -> str:
+    """``/\\\\(.)/gu -> '$1'``: a backslash before a line terminator stays as it is."""
+    return _UNESCAPE.sub(lambda m: m.group(1), raw_label)
+
+
+def format_session_reference_mention(session_id: str, label: str | None = None) -> str:
+    """``@[escaped label](canonical uri)``; the label defaults to the id."""
+    shown = session_id if label is None else label
+    return f"@[{escape_mention_label(shown)}]({encode_session_reference_uri(session_id)})"
+
+
+def parse_session_reference_text(text: str) -> ParsedText:
+    """Replace each mention or bare canonical URI with ``@label``; throw on the first invalid one."""
+    text = js_normalize(text)
+    references: list[SessionReference] = []
+
+    def replace(match: re.Match[str]) -> str:
+        raw_label, markdown_uri, bare_uri = match.groups()
+        session_id = decode_session_reference_uri(markdown_uri if markdown_uri is not None else bare_uri)
+        label = session_id if raw_label is None else unescape_mention_label(raw_label)
+        references.append(SessionReference(session_id, label))
+        return "@" + label
+
+    return ParsedText(MENTION_PATTERN.sub(replace, text), references)
+
+
+# --- lenient scanner --------------------------------------------------------------------------
+
+Problem = Literal["malformed", "noncanonical", "not-a-string", "empty"]
+
+
+@dataclass(frozen=True)
+class MentionSpan:
+    """One mention-like match, valid or not, with what an editor needs to flag and fix it.
+
+    Offsets index the (JS-normalized) text. ``canonical_uri`` is set for valid
+    spans and for invalid ones whose intended id could be recovered; then
+    ``recovered_id`` is that id and ``replace_end`` says how much of the text
+    the canonical URI stands for (a bare URI glued to a following word keeps
+    that word after the fix).
+    """
+
+    start: int
+    end: int
+    kind: Literal["markdown", "bare"]
+    uri: str
+    uri_start: int
+    raw_label: str | None
+    label: str | None
+    session_id: str | None
+    problem: Problem | None
+    reason: str
+    canonical_uri: str | None
+    recovered_id: str | None
+    uri_replace_end: int
+
+    @property
+    def valid(self) -> bool:
+        return self.problem is None
+
+
+def scan_session_references(text: str) -> list[MentionSpan]:
+    """Every match of the parser's pattern, judged by the parser's own decoder."""
+    return list(iter_session_references(text))
+
+
+def iter_session_references(text: str) -> Iterator[MentionSpan]:
+    text = js_normalize(text)
+    for match in MENTION_PATTERN.finditer(text):
+        raw_label, markdown_uri, bare_uri = match.groups()
+        kind: Literal["markdown", "bare"] = "markdown" if markdown_uri is not None else "bare"
+        uri = markdown_uri if markdown_uri is not None else bare_uri
+        group = 2 if markdown_uri is not None else 3
+        uri_start, uri_end = match.span(group)
+        label = None if raw_label is None else unescape_mention_label(raw_label)
+        try:
+            session_id = decode_session_reference_uri(uri)
+        except SessionReferenceError:
+            problem, reason, recovered, consumed = _diagnose(uri, kind)
+            yield MentionSpan(
+                start=match.start(),
+                end=match.end(),
+                kind=kind,
+                uri=uri,
+                uri_start=uri_start,
+                raw_label=raw_label,
+                label=label,
+                session_id=None,
+                problem=problem,
+                reason=reason,
+                canonical_uri=None if recovered is None else encode_session_reference_uri(recovered),
+                recovered_id=recovered,
+                uri_replace_end=uri_start + len(SESSION_REFERENCE_SCHEME) + consumed,
+            )
+            continue
+        yield MentionSpan(
+            start=match.start(),
+            end=match.end(),
+            kind=kind,
+            uri=uri,
+            uri_start=uri_start,
+            raw_label=raw_label,
+            label=session_id if label is None else label,
+            session_id=session_id,
+            problem=None,
+            reason="",
+            canonical_uri=uri,
+            recovered_id=session_id,
+            uri_replace_end=uri_end,
+        )
+
+
+def _diagnose(uri: str, kind: str) -> tuple[Problem, str, str | None, int]:
+    """Why ``uri`` is rejected, and the id it most plausibly meant.
+
+    Returns the problem, a reason for people, the recovered id (or ``None``)
+    and how many payload characters that recovered id accounts for.
+    """
+    payload = uri[len(SESSION_REFERENCE_SCHEME) :]
+    if payload == "":
+        return "empty", "the dsh-session: URI has no payload", None, 0
+    if _PAYLOAD.fullmatch(payload):
+        try:
+            value = _decode_payload(payload)
+        except (ValueError, binascii.Error):
+            value = _NOT_JSON
+        if isinstance(value, str):
+            return (
+                "noncanonical",
+                f"the URI names session {js_stringify(value)} but is not in canonical form",
+                value,
+                len(payload),
+            )
+        if value is not _NOT_JSON:
+            return "not-a-string", "the URI's payload decodes to JSON that is not a string", None, 0
+    prefix = _longest_canonical_prefix(payload)
+    if prefix is not None:
+        recovered, consumed = prefix
+        rest = payload[consumed:]
+        where = "is followed by" if kind == "markdown" else "runs into"
+        return (
+            "malformed",
+            f"the URI for session {js_stringify(recovered)} {where} {js_stringify(rest[:20])}",
+            recovered,
+            consumed,
+        )
+    if not _PAYLOAD.fullmatch(payload):
+        return (
+            "malformed",
+            "the URI's payload has characters outside base64url (A-Z a-z 0-9 _ -)",
+            None,
+            0,
+        )
+    return "malformed", "the URI's payload is not base64url-encoded JSON", None, 0
+
+
+_NOT_JSON = object()
+_MAX_RECOVERY_CANDIDATES = 64
+
+
+def _longest_canonical_prefix(payload: str) -> tuple[str, int] | None:
+    """The longest payload prefix that is itself a canonical URI payload.
+
+    Only prefixes whose decoded bytes end in ``"`` can be JSON strings, so the
+    search tries those ends (longest first, a bounded number) instead of every
+    prefix: a 1 MB payload costs one base64 decode.
+    """
+    head = _PAYLOAD.match(payload)
+    if head is None:
+        return None
+    chars = head.group()
+    usable = len(chars) - (1 if len(chars) % 4 == 1 else 0)
+    try:
+        raw = base64.urlsafe_b64decode(chars[:usable] + "=" * (-usable % 4))
+    except (ValueError, binascii.Error):
+        return None
+    tried = 0
+    end = raw.rfind(b'"')
+    while end > 0 and tried < _MAX_RECOVERY_CANDIDATES:
+        tried += 1
+        candidate = raw[: end + 1]
+        encoded = base64.urlsafe_b64encode(candidate).rstrip(b"=").decode("ascii")
+        if payload.startswith(encoded):
+            try:
+                value = json.loads(candidate.decode("utf-8"))
+            except ValueError:
+                value = None
+            if (
+                isinstance(value, str)
+                and encode_session_reference_uri(value) == SESSION_REFERENCE_SCHEME + encoded
+            ):
+                return value, len(encoded)
+        end = raw.rfind(b'"', 0, end)
+    return None
