@@ -79,9 +79,12 @@ class AbortSignal:
 
 @dataclass(frozen=True)
 class AgentRef:
-    """The session a message is being written for: excluded as self, its cwd ranks candidates."""
+    """The session a message is being written for: excluded as self, its cwd ranks candidates.
 
-    id: str
+    ``id=None`` (an extension for editors with no target session) excludes nothing.
+    """
+
+    id: str | None
     cwd: str | None = None
 
 
@@ -126,14 +129,14 @@ def candidate_rank(candidate_cwd: str | None, target_cwd: str | None) -> int:
 
 
 def normalize_references(
-    target_id: str, references: Sequence[object], max_references: int
+    target_id: str | None, references: Sequence[object], max_references: int
 ) -> list[SessionReference]:
     """Validate in input order, self check before dedupe, first mention wins, then the limit."""
     seen: set[str] = set()
     normalized: list[SessionReference] = []
     for candidate in references:
         session_id, label = _reference_fields(candidate)
-        if session_id == target_id:
+        if target_id is not None and session_id == target_id:
             raise SessionReferenceError(
                 f"session {js_stringify(target_id)} cannot reference itself", SELF_REFERENCE
             )
@@ -339,3 +342,18 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.
             task.cancel()
         if not aborted.done():
             aborted.cancel()
+
+
+async def agent_for_target(
+    query: SessionSource, target_id: str | None, fallback_cwd: str | None = None
+) -> AgentRef:
+    """The ``AgentRef`` a message is written for: the target's own cwd when the store
+    knows the target, else ``fallback_cwd``. Without a target nothing is excluded as self
+    at all."""
+    if not target_id:
+        return AgentRef(None, fallback_cwd)
+    records = await asyncio.to_thread(query.list_sessions)
+    for record in records:
+        if record.id == target_id:
+            return AgentRef(target_id, record.cwd)
+    return AgentRef(target_id, fallback_cwd)

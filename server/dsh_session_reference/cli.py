@@ -1,0 +1,281 @@
+"""``dsh-session-reference``: the service for scripts, CI and terminals.
+
+A thin front end: every subcommand calls the same functions the language
+server uses. Human-readable output by default, ``--json`` for scripts; a
+failure prints its code and message on stderr and exits 1 (2 for usage).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import SessionReferenceError
+from .model import SessionSource, StoreError
+from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
+from .uri import decode_session_reference_uri, encode_session_reference_uri, parse_session_reference_text
+
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="machine-readable JSON output")
+    common.add_argument(
+        "--sessions",
+        metavar="DIR",
+        help="dsh sessions root (default: $DSH_HOME/sessions or ~/.dsh/sessions)",
+    )
+    return common
+
+
+def _limits(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--target",
+        metavar="ID",
+        default=None,
+        help="the session the message is written for (default: $DSH_SESSION_ID; none excludes nothing)",
+    )
+    parser.add_argument(
+        "--cwd",
+        default=None,
+        help="cwd used for ranking when the target is not in the store (default: the current directory)",
+    )
+    parser.add_argument("--max-references", type=int, default=None, metavar="N", help="1..3 (default 3)")
+    parser.add_argument("--candidate-limit", type=int, default=None, metavar="N", help="default 50")
+    parser.add_argument("--max-reference-bytes", type=int, default=None, metavar="N", help="default 65536")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="dsh-session-reference",
+        description="Mention dsh sessions as @[label](dsh-session:...) and prepare their bounded snapshots.",
+        parents=[common],
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    candidates = commands.add_parser("candidates", parents=[common], help="list sessions to mention, ranked")
+    candidates.add_argument(
+        "query", nargs="?", default="", help="case-insensitive id, cwd or title substring"
+    )
+    candidates.add_argument(
+        "--limit", type=int, default=None, help="at most this many (default: candidate limit)"
+    )
+    _limits(candidates)
+
+    prepare = commands.add_parser(
+        "prepare", parents=[common], help="parse a message and prepare the snapshot the model would see"
+    )
+    prepare.add_argument("file", help="message text file, or - for standard input")
+    _limits(prepare)
+
+    parse = commands.add_parser("parse", parents=[common], help="replace mentions with @label and list them")
+    parse.add_argument("file", help="text file, or - for standard input")
+
+    uri = commands.add_parser("uri", parents=[common], help="encode or decode a dsh-session: URI")
+    uri_commands = uri.add_subparsers(dest="uri_command", required=True, metavar="ACTION")
+    uri_commands.add_parser("encode", parents=[common], help="session id -> URI").add_argument("session_id")
+    uri_commands.add_parser("decode", parents=[common], help="URI -> session id").add_argument("uri")
+
+    sample = commands.add_parser("sample-store", parents=[common], help="write a sample dsh sessions root")
+    sample.add_argument("dir", help="a new or empty directory")
+
+    check = commands.add_parser(
+        "check", parents=[common], help="report invalid mentions and references that prepare would reject"
+    )
+    check.add_argument("files", nargs="+", metavar="FILE")
+    _limits(check)
+
+    demo = commands.add_parser(
+        "demo", parents=[common], help="play a scripted editor session against the server"
+    )
+    del demo
+
+    lsp = commands.add_parser("lsp", parents=[common], help="run the language server over stdio")
+    lsp.add_argument(
+        "--stdio", action="store_true", help="accepted for vscode-languageclient; stdio is the default"
+    )
+    return parser
+
+
+def _read(path: str) -> str:
+    if path == "-":
+        return sys.stdin.read()
+    with open(path, encoding="utf-8") as handle:
+        return handle.read()
+
+
+def _store(args: argparse.Namespace) -> SessionSource:
+    from .store.jsonl_store import JsonlSessionStore
+
+    return JsonlSessionStore(args.sessions)
+
+
+def _resolver(args: argparse.Namespace, store: SessionSource) -> SessionReferenceResolver:
+    return SessionReferenceResolver(
+        store,
+        max_references=args.max_references,
+        candidate_limit=args.candidate_limit,
+        max_reference_bytes=args.max_reference_bytes,
+    )
+
+
+async def _agent(args: argparse.Namespace, store: SessionSource) -> AgentRef:
+    target = args.target if args.target is not None else os.environ.get("DSH_SESSION_ID") or None
+    return await agent_for_target(store, target, args.cwd if args.cwd is not None else os.getcwd())
+
+
+def _emit(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+def _when(created_at: int) -> str:
+    return datetime.fromtimestamp(created_at / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+async def _candidates(args: argparse.Namespace) -> int:
+    store = _store(args)
+    resolver = _resolver(args, store)
+    agent = await _agent(args, store)
+    found = await resolver.list_candidates(agent, args.query, args.limit)
+    if args.json:
+        _emit([dict(candidate.to_json(), mention=candidate.mention) for candidate in found])
+        return 0
+    for candidate in found:
+        where = candidate.cwd if candidate.cwd is not None else "(no cwd)"
+        print(f"{candidate.label}\n    {candidate.session_id} · {where} · {_when(candidate.created_at)}")
+        print(f"    {candidate.mention}")
+    if not found:
+        print("no sessions match", file=sys.stderr)
+    return 0
+
+
+async def _prepare(args: argparse.Namespace) -> int:
+    from .report import render_prepared_report
+
+    text = _read(args.file)
+    parsed = parse_session_reference_text(text)
+    store = _store(args)
+    resolver = _resolver(args, store)
+    agent = await _agent(args, store)
+    prepared = await resolver.prepare(agent, [{"type": "text", "text": parsed.text}], parsed.references)
+    if args.json:
+        context = prepared.additional_context
+        _emit(
+            {
+                "content": prepared.content,
+                "additionalContext": None if context is None else context.to_json(),
+            }
+        )
+        return 0
+    sys.stdout.write(render_prepared_report(parsed.text, prepared, resolver.config) + "\n")
+    return 0
+
+
+def _parse(args: argparse.Namespace) -> int:
+    parsed = parse_session_reference_text(_read(args.file))
+    if args.json:
+        _emit({"text": parsed.text, "references": [r.to_json() for r in parsed.references]})
+        return 0
+    sys.stdout.write(parsed.text if parsed.text.endswith("\n") else parsed.text + "\n")
+    for reference in parsed.references:
+        print(f"  @{reference.label} -> {reference.session_id}", file=sys.stderr)
+    return 0
+
+
+def _uri(args: argparse.Namespace) -> int:
+    if args.uri_command == "encode":
+        result = encode_session_reference_uri(args.session_id)
+        key = "uri"
+    else:
+        result = decode_session_reference_uri(args.uri)
+        key = "sessionId"
+    if args.json:
+        _emit({key: result})
+    else:
+        print(result)
+    return 0
+
+
+def _sample_store(args: argparse.Namespace) -> int:
+    from .sample import write_sample_store
+
+    summary = write_sample_store(args.dir)
+    if args.json:
+        _emit(summary)
+    else:
+        print(f"wrote a sample dsh sessions root to {args.dir}")
+    return 0
+
+
+async def _check(args: argparse.Namespace) -> int:
+    from .lsp.diagnostics import check_files
+
+    store = _store(args)
+    resolver = _resolver(args, store)
+    agent = await _agent(args, store)
+    return await check_files(args.files, resolver, agent, as_json=args.json)
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .lsp.demo import run_demo
+
+    return run_demo(args.sessions)
+
+
+def _lsp(args: argparse.Namespace) -> int:
+    from .lsp.server import serve_stdio
+
+    serve_stdio(sessions=args.sessions)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        match args.command:
+            case "candidates":
+                return asyncio.run(_candidates(args))
+            case "prepare":
+                return asyncio.run(_prepare(args))
+            case "parse":
+                return _parse(args)
+            case "uri":
+                return _uri(args)
+            case "sample-store":
+                return _sample_store(args)
+            case "check":
+                return asyncio.run(_check(args))
+            case "demo":
+                return _demo(args)
+            case "lsp":
+                return _lsp(args)
+    except SessionReferenceError as error:
+        return _fail(args, error.code, error.message)
+    except StoreError as error:
+        return _fail(args, error.code, error.message)
+    except OSError as error:
+        return _fail(args, "IO_ERROR", f"{error.strerror or error}: {error.filename or ''}".rstrip(": "))
+    except KeyboardInterrupt:
+        return 130
+    return EXIT_USAGE
+
+
+def _fail(args: argparse.Namespace, code: str, message: str) -> int:
+    if getattr(args, "json", False):
+        sys.stderr.write(json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False) + "\n")
+    else:
+        sys.stderr.write(f"error: {code}: {message}\n")
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""A person-readable account of a prepared message: what the model receives and what it costs.
+
+Shared by ``dsh-session-reference prepare`` and the language server's preview
+document, so a terminal and an editor show the same figures.
+"""
+
+from __future__ import annotations
+
+import math
+
+from .config import ResolverConfig
+from .jsjson import js_byte_length
+from .resolver import PreparedMessage
+
+BYTES_PER_TOKEN = 4
+
+
+def estimate_tokens(byte_count: int) -> int:
+    """A rough count (UTF-8 bytes / 4); real tokenizers differ, most of all for CJK text."""
+    return math.ceil(byte_count / BYTES_PER_TOKEN)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def render_accounting(prepared: PreparedMessage, config: ResolverConfig, readable_text: str) -> list[str]:
+    """The byte-accounting table and totals, one line per list item."""
+    context = prepared.additional_context
+    lines = ["Byte accounting", "==============="]
+    message_bytes = js_byte_length(readable_text)
+    if context is None:
+        lines.append("No sessions referenced: the message is sent as it is.")
+        lines.append(f"Message: {message_bytes} bytes (~{estimate_tokens(message_bytes)} tokens)")
+        return lines
+    budget = config.max_reference_bytes
+    for index, source in enumerate(context.sources):
+        stats = source.stats
+        data = source.data
+        lines += [
+            "",
+            f"[{index + 1}] {data['label']}",
+            f"    session id        {data['sessionId']}",
+            f"    cwd               {data['cwd'] if data['cwd'] is not None else '(no cwd)'}",
+            f"    captured through  seq {data['capturedThroughSeq']}",
+            f"    compacted         {_yes(stats.compacted)}",
+            f"    messages          {stats.original_messages} original, {stats.retained_messages} retained, "
+            f"{stats.omitted_messages} omitted",
+            f"    omitted           {stats.omitted_bytes} UTF-8 bytes",
+            f"    truncated         {_yes(stats.truncated)}",
+            f"    serialized        {source.serialized_bytes} of {budget} bytes "
+            f"({100 * source.serialized_bytes / budget:.1f}% of maxReferenceBytes)",
+        ]
+    snapshot_bytes = context.text_bytes
+    total = snapshot_bytes + message_bytes
+    lines += [
+        "",
+        "Totals",
+        f"    snapshot message  {snapshot_bytes} bytes (~{estimate_tokens(snapshot_bytes)} tokens)",
+        f"    readable message  {message_bytes} bytes (~{estimate_tokens(message_bytes)} tokens)",
+        f"    both              {total} bytes (~{estimate_tokens(total)} tokens)",
+        f"    (token counts are estimates: UTF-8 bytes / {BYTES_PER_TOKEN})",
+    ]
+    return lines
+
+
+def render_prepared_report(readable_text: str, prepared: PreparedMessage, config: ResolverConfig) -> str:
+    """The two user-role messages exactly as the model sees them, then the accounting."""
+    context = prepared.additional_context
+    rule = "-" * 72
+    parts: list[str] = []
+    if context is not None:
+        parts += ["Message 1 of 2 (user): referenced-session snapshot", rule, context.text, rule, ""]
+        parts += ["Message 2 of 2 (user): the readable message", rule, readable_text, rule, ""]
+    else:
+        parts += ["Message (user)", rule, readable_text, rule, ""]
+    parts += render_accounting(prepared, config, readable_text)
+    return "\n".join(parts)
