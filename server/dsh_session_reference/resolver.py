@@ -303,8 +303,9 @@ async def _run(work: Callable[[threading.Event], T], signal: AbortSignal | None)
 async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.Event) -> T:
     """``settleWithCancellation``: whichever of the work and the abort comes first.
 
-    On abort or task cancellation the store's ``stop`` event is set so the
-    worker thread stops at its next check instead of reading on.
+    The store's ``stop`` event is set however this ends (harmless once the work
+    is done), so on abort or task cancellation the worker thread stops at its
+    next check instead of reading on.
     """
     task = asyncio.ensure_future(work)
     if signal is None:
@@ -313,8 +314,8 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.
         except StoreStopped as error:
             raise cancelled(error) from error
         finally:
+            stop.set()
             if not task.done():
-                stop.set()
                 task.cancel()
     loop = asyncio.get_running_loop()
     aborted = loop.create_future()
@@ -337,8 +338,8 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.
             raise cancelled(error) from error
     finally:
         unsubscribe()
+        stop.set()
         if not task.done():
-            stop.set()
             task.cancel()
         if not aborted.done():
             aborted.cancel()
