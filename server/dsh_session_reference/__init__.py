@@ -38,6 +38,7 @@ def __getattr__(name: str) -> Any:
         return JsonlSessionStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "DEFAULT_CANDIDATE_LIMIT",
     "DEFAULT_MAX_REFERENCE_BYTES",

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from typing import Final, TypeGuard
 
 from .errors import INVALID_CONFIG, SessionReferenceError
+from .jsjson import MAX_SAFE_INTEGER
 
 MAX_REFERENCES: Final = 3
 DEFAULT_CANDIDATE_LIMIT: Final = 50
 DEFAULT_MAX_REFERENCE_BYTES: Final = 65_536
-MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
 def is_positive_safe_integer(value: object) -> TypeGuard[int | float]:

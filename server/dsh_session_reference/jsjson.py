@@ -11,6 +11,7 @@ this module instead of ``json.dumps`` or ``str.encode``.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -51,15 +52,86 @@ def _escape_lone(match: re.Match[str]) -> str:
 def js_stringify(value: Any) -> str:
     """``JSON.stringify(value)`` for JSON-shaped Python data (dict key order kept).
 
-    ``json.dumps(ensure_ascii=False)`` already matches V8's escape set (``\\"``,
-    ``\\\\``, ``\\b\\f\\n\\r\\t``, other C0 controls as lowercase ``\\u00xx``, DEL and
-    U+2028/9 raw); the one difference is lone surrogates, which V8 writes as
-    escapes and Python would emit raw.
+    Strings go through ``json.dumps(ensure_ascii=False)``, whose escape set is
+    V8's (``\\"``, ``\\\\``, ``\\b\\f\\n\\r\\t``, other C0 controls as lowercase
+    ``\\u00xx``, DEL and U+2028/9 raw) except for lone surrogates, which V8
+    writes as escapes; numbers print as ``Number::toString`` does (``1e-7``, not
+    ``1e-07``; NaN and infinities as ``null``).
     """
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    if _SURROGATE.search(text):
-        text = _SURROGATE.sub(_escape_lone, js_normalize(text))
-    return text
+    if isinstance(value, str):
+        return _js_string_literal(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int | float):
+        return js_number_string(value) if math.isfinite(value) else "null"
+    if isinstance(value, dict):
+        return (
+            "{"
+            + ",".join(
+                _js_string_literal(_key(key)) + ":" + js_stringify(item) for key, item in value.items()
+            )
+            + "}"
+        )
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(js_stringify(item) for item in value) + "]"
+    raise TypeError(f"{type(value).__name__} is not JSON-serializable")
+
+
+def _key(key: object) -> str:
+    if isinstance(key, str):
+        return key
+    raise TypeError(f"JSON object keys must be strings, not {type(key).__name__}")
+
+
+def _js_string_literal(text: str) -> str:
+    literal = json.dumps(text, ensure_ascii=False)
+    if _SURROGATE.search(literal):
+        literal = _SURROGATE.sub(_escape_lone, js_normalize(literal))
+    return literal
+
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+
+def js_number_string(value: int | float) -> str:
+    """``String(number)``: ECMAScript's Number::toString with shortest round-trip digits."""
+    if isinstance(value, int):
+        if abs(value) <= MAX_SAFE_INTEGER:
+            return str(value)
+        value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "0"
+    if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+        return str(int(value))
+    sign = "-" if value < 0 else ""
+    mantissa, _, exponent = repr(abs(value)).partition("e")
+    whole, _, fraction = mantissa.partition(".")
+    all_digits = whole + fraction
+    point = len(whole) + (int(exponent) if exponent else 0)
+    leading = len(all_digits) - len(all_digits.lstrip("0"))
+    digits = all_digits[leading:].rstrip("0")
+    n = point - leading
+    k = len(digits)
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * (-n) + digits
+    else:
+        power = n - 1
+        sign_e = "+" if power >= 0 else "-"
+        head = digits if k == 1 else digits[0] + "." + digits[1:]
+        text = f"{head}e{sign_e}{abs(power)}"
+    return sign + text
 
 
 def stringify_tag_safe_json(value: Any) -> str:

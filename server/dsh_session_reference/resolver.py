@@ -26,7 +26,7 @@ from .errors import (
     SessionReferenceError,
     cancelled,
 )
-from .jsjson import js_includes, js_lower, js_stringify
+from .jsjson import js_includes, js_lower, js_normalize, js_stringify
 from .model import SessionRecord, SessionSource, StoreStopped, SurfaceSnapshot
 from .retention import RetainedSource, retain_referenced_session
 from .snapshot import AdditionalContext, build_additional_context
@@ -131,11 +131,18 @@ def candidate_rank(candidate_cwd: str | None, target_cwd: str | None) -> int:
 def normalize_references(
     target_id: str | None, references: Sequence[object], max_references: int
 ) -> list[SessionReference]:
-    """Validate in input order, self check before dedupe, first mention wins, then the limit."""
+    """Validate in input order, self check before dedupe, first mention wins, then the limit.
+
+    Ids are compared as JS compares them, as UTF-16 strings: a surrogate pair
+    spelled as two code points is the same id as the astral character.
+    """
     seen: set[str] = set()
     normalized: list[SessionReference] = []
+    target_id = None if target_id is None else js_normalize(target_id)
     for candidate in references:
         session_id, label = _reference_fields(candidate)
+        session_id = js_normalize(session_id)
+        label = None if label is None else js_normalize(label)
         if target_id is not None and session_id == target_id:
             raise SessionReferenceError(
                 f"session {js_stringify(target_id)} cannot reference itself", SELF_REFERENCE
@@ -199,10 +206,11 @@ class SessionReferenceResolver:
         if not is_positive_safe_integer(chosen):
             raise SessionReferenceError("candidate limit must be a positive safe integer", INVALID_REFERENCE)
         cap = int(chosen)
-        needle = js_lower(query)
+        needle = js_lower(js_normalize(query))
+        self_id = None if agent.id is None else js_normalize(agent.id)
         _assert_not_cancelled(signal)
         records = await _run(lambda stop: self.query.list_sessions(stop), signal)
-        indexed = [(record, index) for index, record in enumerate(r for r in records if r.id != agent.id)]
+        indexed = [(record, index) for index, record in enumerate(r for r in records if r.id != self_id)]
 
         def key(entry: tuple[SessionRecord, int]) -> tuple[int, int]:
             return candidate_rank(entry[0].cwd, agent.cwd), entry[1]

@@ -1,0 +1,475 @@
+"""A read-only :class:`~dsh_session_reference.model.SessionSource` over a real dsh sessions root.
+
+It answers as upstream's ``sessionQuery`` does over ``dsh-session-persistence-jsonl``:
+the same sessions, in the same order, with the same titles, surfaces and
+error messages, for every root upstream can read. Two things differ on purpose
+(see the upstream-semantics notes, "Where this project deliberately differs"):
+
+* **No root-wide failures.** Upstream's listing throws for the whole root on
+  the first bad artifact (a duplicate id, a header that does not match its
+  path, retired header fields, a damaged zstd header frame, a flat legacy
+  file, a session directory holding both encodings, an unreadable log...),
+  and every read re-lists the root, so one bad file makes every reference
+  fail. Here only that artifact is skipped, with a logged reason, and reading
+  the id it belongs to (named by its directory) fails with that reason; for a
+  duplicate id both copies are skipped. A root whose logs use different
+  encodings (upstream is configured for one) is read log by log, each in its
+  own encoding, exactly as upstream configured for that encoding would.
+* **Bounded memory.** Logs are streamed (``logfile.py``); a title read keeps
+  nothing but the last title, a surface read keeps only the current surface.
+
+Nothing under the root is ever written, created, locked or renamed: files are
+opened read-only, and only paths found by listing the root (or built with
+:func:`~.layout.encode_segment`) are opened, after resolving inside the root.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import stat
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..collation import locale_compare_key
+from ..jsjson import js_normalize, js_stringify
+from ..model import SessionRecord, StoreError, SurfaceSnapshot, TitleObservation
+from .jsvalue import UNDEFINED, js_string, strict_equal
+from .layout import LOG_NAMES, Compression, decode_segment, encode_segment, log_path, resolve_root
+from .logfile import (
+    LogChanged,
+    LogError,
+    check_stop,
+    open_artifact,
+    parse_header_meta,
+    read_first_line,
+    read_first_zstd_line,
+    read_log,
+)
+from .replay import Replay, ReplayFailure, ReplayResult
+
+_LOG = logging.getLogger("dsh_session_reference.store")
+
+NOT_FOUND = "SESSION_QUERY_SESSION_NOT_FOUND"
+PERSISTENCE_FAILED = "SESSION_QUERY_PERSISTENCE_FAILED"
+CORRUPT_SESSION = "SESSION_QUERY_CORRUPT_SESSION"
+SOURCE_CONFLICT = "SESSION_QUERY_SOURCE_CONFLICT"
+
+_READ_ATTEMPTS = 3
+_FLAT_SUFFIXES = (".jsonl.zstd", ".jsonl")
+
+
+def _fs_message(error: OSError, syscall: str, path: str) -> str:
+    """An ``fs`` error worded as Node words it (``EACCES: permission denied, open '/x'``)."""
+    code = errno.errorcode.get(error.errno or 0, "EIO")
+    text = (
+        "illegal operation on a directory" if error.errno == errno.EISDIR else (error.strerror or "").lower()
+    )
+    return f"{code}: {text}, {syscall} '{path}'"
+
+
+def _compression_of(path: str) -> Compression:
+    return "zstd" if path.endswith(".zstd") else "none"
+
+
+def _exists(path: str) -> bool:
+    """Upstream's ``exists``: absent (a dangling symlink too) is false; any other failure shows on open."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.realpath(a, strict=True) == os.path.realpath(b, strict=True)
+    except OSError:
+        return False
+
+
+def _sorted_entries(path: str) -> list[os.DirEntry[str]]:
+    """Directory entries in libuv's ``scandir`` order (byte order of the names)."""
+    with os.scandir(path) as iterator:
+        entries = list(iterator)
+    entries.sort(key=lambda entry: os.fsencode(entry.name))
+    return entries
+
+
+def _is_real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def _is_real_file(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def headers_compatible(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Upstream's ``assertSessionHeadersCompatible`` (two observations of one source)."""
+    keys = ("version", "id", "createdAt", "cwd", "parentSession", "seedLength")
+    if not all(strict_equal(a.get(key, UNDEFINED), b.get(key, UNDEFINED)) for key in keys):
+        return False
+    return strict_equal(a.get("delegationDepth", 0), b.get("delegationDepth", 0))
+
+
+@dataclass(frozen=True)
+class _Artifact:
+    path: str
+    compression: Compression
+    header: dict[str, Any]
+
+    @property
+    def session_id(self) -> str:
+        session_id: str = self.header["id"]
+        return session_id
+
+    def record(self) -> SessionRecord:
+        cwd = self.header.get("cwd")
+        return SessionRecord(
+            id=self.session_id,
+            created_at=int(self.header["createdAt"]),
+            cwd=cwd if isinstance(cwd, str) else None,
+            header=dict(self.header),
+            location=self.path,
+        )
+
+
+@dataclass
+class _Scan:
+    """One look at the root: the usable artifacts, and why other ids are unusable."""
+
+    artifacts: list[_Artifact] = field(default_factory=list)
+    blocked: dict[str, str] = field(default_factory=dict)
+    duplicates: set[str] = field(default_factory=set)
+    encodings: set[Compression] = field(default_factory=set)
+
+    def usable(self) -> dict[str, _Artifact]:
+        """Artifacts by id, in directory order, without ids that are blocked as duplicates."""
+        return {a.session_id: a for a in self.artifacts if a.session_id not in self.duplicates}
+
+
+class JsonlSessionStore:
+    """Read-only view of a dsh sessions root (``None``: ``$DSH_HOME/sessions`` or ``~/.dsh/sessions``).
+
+    Thread-safe: every call reads the disk afresh, so the resolver can run
+    several reads at once and always sees the logs as they are now.
+    """
+
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+        self.root = resolve_root(root)
+        self._reported: set[tuple[str, str]] = set()
+        self._report_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"JsonlSessionStore({self.root!r})"
+
+    # --- SessionSource -------------------------------------------------------
+
+    def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
+        """Every readable-header session, newest first, ties by ICU ``localeCompare`` of ids."""
+        root_real = self._root_real()
+        if root_real is None:
+            return []
+        scan = self._scan(root_real, None, stop)
+        records = [artifact.record() for artifact in scan.usable().values()]
+        # Python's sort is stable, as V8's is: ICU-equal ids keep directory order.
+        records.sort(key=lambda record: (-record.created_at, locale_compare_key(record.id)))
+        return records
+
+    def read_titles(
+        self, records: Sequence[SessionRecord], stop: threading.Event | None = None
+    ) -> list[TitleObservation]:
+        """The latest ``session/title`` of each record's log; a log that fails to read gives an error."""
+        seen: dict[str, TitleObservation] = {}
+        observations: list[TitleObservation] = []
+        for record in records:
+            check_stop(stop)
+            observation = seen.get(record.id)
+            if observation is None:
+                observation = self._title_of(record, stop)
+                seen[record.id] = observation
+            observations.append(observation)
+        return observations
+
+    def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
+        """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
+        session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
+        artifact = self._locate(session_id, stop)
+        header, result = self._replay(session_id, artifact, True, stop)
+        return SurfaceSnapshot(
+            session=_Artifact(artifact.path, artifact.compression, header).record(),
+            captured_through_seq=result.captured_through_seq,
+            events=result.surface,
+        )
+
+    # --- locating ------------------------------------------------------------
+
+    def _root_real(self) -> str | None:
+        """The resolved root, ``None`` when it does not exist; a root that is not a directory is an error."""
+        try:
+            mode = os.stat(self.root).st_mode
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise StoreError(
+                f"session persistence listing failed: {_fs_message(error, 'scandir', self.root)}",
+                PERSISTENCE_FAILED,
+            ) from error
+        if not stat.S_ISDIR(mode):
+            raise StoreError(
+                f"session persistence listing failed: ENOTDIR: not a directory, scandir '{self.root}'",
+                PERSISTENCE_FAILED,
+            )
+        return os.path.realpath(self.root)
+
+    def _locate(self, session_id: str, stop: threading.Event | None) -> _Artifact:
+        not_found = StoreError(f'session "{session_id}" not found', NOT_FOUND)
+        root_real = self._root_real()
+        if root_real is None or session_id == "":
+            raise not_found
+        scan = self._scan(root_real, encode_segment(session_id), stop)
+        artifact = scan.usable().get(session_id)
+        if artifact is not None:
+            return artifact
+        reason = scan.blocked.get(session_id)
+        if reason is not None:
+            raise StoreError(f"session persistence listing failed: {reason}", PERSISTENCE_FAILED)
+        raise not_found
+
+    def _report(self, path: str, reason: str) -> None:
+        with self._report_lock:
+            if (path, reason) in self._reported:
+                return
+            self._reported.add((path, reason))
+        _LOG.warning("skipping %s: %s", path, reason)
+
+    def _block(self, scan: _Scan, segment: str, path: str, reason: str) -> None:
+        self._report(path, reason)
+        blocked_id = decode_segment(segment)
+        if blocked_id is not None:
+            scan.blocked.setdefault(blocked_id, reason)
+
+    def _scan(self, root_real: str, only: str | None, stop: threading.Event | None) -> _Scan:
+        """Walk ``<root>/<project>/<session>/``, or only the ``<session>`` directories named ``only``."""
+        scan = _Scan()
+        try:
+            projects = _sorted_entries(self.root)
+        except OSError as error:
+            raise StoreError(
+                f"session persistence listing failed: {_fs_message(error, 'scandir', self.root)}",
+                PERSISTENCE_FAILED,
+            ) from error
+        for project in projects:
+            check_stop(stop)
+            if not project.is_dir(follow_symlinks=False):
+                continue
+            if only is None:
+                self._scan_project(scan, root_real, project.path, stop)
+            else:
+                self._scan_named(scan, root_real, project.path, only, stop)
+        counts: dict[str, int] = {}
+        for artifact in scan.artifacts:
+            counts[artifact.session_id] = counts.get(artifact.session_id, 0) + 1
+        for artifact in scan.artifacts:
+            if counts[artifact.session_id] > 1:
+                reason = (
+                    f'duplicate JSONL session id "{artifact.session_id}" '
+                    "appears in multiple project directories"
+                )
+                self._report(artifact.path, reason)
+                scan.duplicates.add(artifact.session_id)
+                scan.blocked[artifact.session_id] = reason
+        if len(scan.encodings) > 1:
+            self._report(
+                self.root,
+                "the root holds both .jsonl and .jsonl.zstd logs (dsh reads one encoding per root); "
+                "each log is read in its own encoding",
+            )
+        return scan
+
+    def _scan_project(self, scan: _Scan, root_real: str, project: str, stop: threading.Event | None) -> None:
+        try:
+            entries = _sorted_entries(project)
+        except OSError as error:
+            self._report(project, _fs_message(error, "scandir", project))
+            return
+        for entry in entries:
+            check_stop(stop)
+            if entry.is_file(follow_symlinks=False):
+                for suffix in _FLAT_SUFFIXES:
+                    if entry.name.endswith(suffix):
+                        self._block(scan, entry.name[: -len(suffix)], entry.path, _flat_layout(entry.path))
+                        break
+            elif entry.is_dir(follow_symlinks=False):
+                self._inspect(scan, root_real, entry.path, entry.name, stop)
+
+    def _scan_named(
+        self, scan: _Scan, root_real: str, project: str, segment: str, stop: threading.Event | None
+    ) -> None:
+        for suffix in _FLAT_SUFFIXES:
+            flat = os.path.join(project, segment + suffix)
+            if _is_real_file(flat):
+                self._block(scan, segment, flat, _flat_layout(flat))
+        directory = os.path.join(project, segment)
+        if _is_real_dir(directory):
+            self._inspect(scan, root_real, directory, segment, stop)
+
+    def _inspect(
+        self, scan: _Scan, root_real: str, directory: str, segment: str, stop: threading.Event | None
+    ) -> None:
+        """Upstream's per-directory listing step, with its root-wide failures turned into blocks."""
+        zstd_path = os.path.join(directory, LOG_NAMES["zstd"])
+        plain_path = os.path.join(directory, LOG_NAMES["none"])
+        has_zstd, has_plain = _exists(zstd_path), _exists(plain_path)
+        if has_zstd and has_plain:
+            self._block(scan, segment, plain_path, _encoding_mismatch(plain_path))
+            return
+        if not has_zstd and not has_plain:
+            return
+        compression: Compression = "zstd" if has_zstd else "none"
+        path = zstd_path if has_zstd else plain_path
+        try:
+            with open_artifact(path, root_real) as handle:
+                first = read_first_zstd_line(handle, stop) if has_zstd else read_first_line(handle, stop)
+            meta = None if first is None else parse_header_meta(first)
+        except LogError as error:
+            self._block(scan, segment, path, error.message)
+            return
+        except OSError as error:
+            self._block(scan, segment, path, _fs_message(error, "open", path))
+            return
+        if meta is None:
+            return  # an empty, torn or non-header first line hides the session, as upstream
+        problem = self._identity_problem(path, meta, compression)
+        if problem is not None:
+            self._block(scan, segment, path, problem)
+            return
+        scan.encodings.add(compression)
+        scan.artifacts.append(_Artifact(path, compression, meta))
+
+    def _identity_problem(self, path: str, meta: Mapping[str, Any], compression: Compression) -> str | None:
+        """Upstream's ``assertStoredIdentity`` (listing form): the header must name this very file."""
+        cwd: Any = meta.get("cwd", UNDEFINED)
+        if cwd is not UNDEFINED and not isinstance(cwd, str):
+            # Upstream lists some of these (a numeric cwd keys "--root--") and then fails every read;
+            # a session without a usable cwd is skipped here instead.
+            return f'corrupt session log "{path}": header cwd {js_string(cwd)} is not a string'
+        project_cwd = cwd if isinstance(cwd, str) else None
+        try:
+            expected = log_path(self.root, project_cwd, meta["id"], compression)
+        except ValueError:
+            return f'corrupt session log "{path}": header id cannot name a storage path'
+        if path != expected and not _same_file(path, expected):
+            return f'corrupt session log "{path}": header id "{meta["id"]}" and cwd identify "{expected}"'
+        return None
+
+    # --- reading ---------------------------------------------------------------
+
+    def _title_of(self, record: SessionRecord, stop: threading.Event | None) -> TitleObservation:
+        session_id = js_normalize(record.id)
+        try:
+            if record.location is None:
+                artifact = self._locate(session_id, stop)
+            else:
+                artifact = _Artifact(record.location, _compression_of(record.location), dict(record.header))
+            _, result = self._replay(session_id, artifact, False, stop)
+        except StoreError as error:
+            return TitleObservation(record.id, error=error.message)
+        title = result.title
+        if title is None:
+            return TitleObservation(record.id)
+        if title.error is not None:
+            return TitleObservation(record.id, error=f"session title cannot be folded: {title.error}")
+        if title.title is UNDEFINED or title.title is None:
+            return TitleObservation(record.id)  # upstream: title?.title ?? id
+        if not isinstance(title.title, str):
+            # Upstream would use the non-string value as the label; dsh never writes one.
+            return TitleObservation(record.id, error="session title is not a string")
+        return TitleObservation(record.id, title=title.title)
+
+    def _replay(
+        self, session_id: str, artifact: _Artifact, keep_surface: bool, stop: threading.Event | None
+    ) -> tuple[dict[str, Any], ReplayResult]:
+        """Upstream's ``inspect``: read, recover, validate; every failure worded as session-query words it."""
+        root_real = self._root_real()
+        if root_real is None:
+            raise StoreError(f'session "{session_id}" not found', NOT_FOUND)
+        path = artifact.path
+
+        def failed(message: str) -> StoreError:
+            return StoreError(f'failed to inspect session "{session_id}": {message}', PERSISTENCE_FAILED)
+
+        replays: list[Replay] = []
+
+        def start(header: dict[str, Any]) -> Any:
+            try:
+                location = log_path(self.root, header.get("cwd"), header["id"], artifact.compression)
+            except (ValueError, TypeError):
+                location = path
+            replays.append(Replay(session_id, header, location, keep_surface=keep_surface))
+            return replays[-1].push
+
+        meta: dict[str, Any] | None = None
+        for _ in range(_READ_ATTEMPTS):
+            replays.clear()
+            try:
+                with open_artifact(path, root_real) as handle:
+                    meta = read_log(handle, artifact.compression, start, stop).header
+                break
+            except LogChanged:
+                continue
+            except LogError as error:
+                suffix = f" (raw log: {path})" if error.unsupported else ""
+                raise failed(error.message + suffix) from error
+            except FileNotFoundError:
+                raise StoreError(f'session "{session_id}" not found', NOT_FOUND) from None
+            except OSError as error:
+                raise failed(_fs_message(error, "open", path)) from error
+        if meta is None:
+            raise failed("the log kept shrinking while it was read")
+        if meta["id"] != session_id:
+            raise failed(
+                f'corrupt session log "{path}": requested id "{session_id}" '
+                f'does not match header id "{meta["id"]}"'
+            )
+        problem = self._identity_problem(path, meta, artifact.compression)
+        if problem is not None:
+            raise failed(problem)
+        try:
+            result = replays[0].finish()
+        except ReplayFailure as failure:
+            if failure.unsupported:
+                raise failed(failure.message) from failure
+            raise StoreError(
+                f'stored session "{session_id}" is corrupt: stored session "{session_id}" failed validation: '
+                f"{failure.name}: {failure.message}",
+                CORRUPT_SESSION,
+            ) from failure
+        if not headers_compatible(meta, artifact.header):
+            raise StoreError(f'session source headers conflict for session "{session_id}"', SOURCE_CONFLICT)
+        return meta, result
+
+
+def _flat_layout(path: str) -> str:
+    return (
+        f"session artifact {js_stringify(path)} uses the unsupported flat-file layout; use a separate root "
+        "or move it into a project/session directory before loading"
+    )
+
+
+def _encoding_mismatch(path: str) -> str:
+    return (
+        f"session artifact {js_stringify(path)} uses .jsonl, but this backend is configured for compression "
+        '"zstd"; use a separate root or select the matching compression mode'
+    )

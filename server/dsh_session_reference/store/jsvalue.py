@@ -1,0 +1,202 @@
+"""JavaScript semantics for values parsed from a session log.
+
+Upstream validates logs with ``typeof``, ``===``, ``Number.isSafeInteger`` and
+template literals over ``JSON.parse`` results, and its error messages print
+values with JS's ``String()``. Python's ``json`` differs in small ways that
+change which logs are accepted and what the messages say (``True == 1``,
+unbounded ints, ``NaN`` literals, ``1.0`` versus ``1``, the key order of
+objects with integer-like keys), so every log line is parsed and inspected
+through this module.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any, Final
+
+from ..jsjson import js_number_string
+
+
+class _Undefined:
+    """JS ``undefined``: a key that is absent, as opposed to JSON ``null``."""
+
+    _instance: _Undefined | None = None
+
+    def __new__(cls) -> _Undefined:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "undefined"
+
+
+UNDEFINED: Final = _Undefined()
+
+MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+# A key JS would enumerate before every other key (an array index), or an
+# escape that could spell one; only then is the slower order-fixing hook used.
+_INDEX_KEY_HINT = re.compile(r'"(?:0|[1-9][0-9]{0,9})"\s*:|\\u003')
+
+
+def _from_double(value: float, keep_negative_zero: bool) -> int | float:
+    """The Python value that behaves (and prints) like the JS number ``value``."""
+    if value == 0:
+        return -0.0 if keep_negative_zero and math.copysign(1.0, value) < 0 else 0
+    if math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
+        # Beyond 2**53 JS prints the shortest digits that round-trip, padded with
+        # zeros; an int with exactly those digits prints (and converts back) the same.
+        return int(value) if abs(value) <= MAX_SAFE_INTEGER else int(js_number_string(value))
+    return value
+
+
+def _parse_int_as_js(text: str, keep_negative_zero: bool) -> int | float:
+    if len(text) <= 17:
+        number = int(text)
+        if abs(number) <= MAX_SAFE_INTEGER and (number != 0 or not text.startswith("-")):
+            return number
+    return _from_double(float(text), keep_negative_zero)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _is_array_index(key: str) -> bool:
+    return key.isdigit() and (key == "0" or key[0] != "0") and len(key) <= 10 and int(key) < 2**32 - 1
+
+
+def _js_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object with JS's enumeration order: array-index keys first, ascending."""
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        result[key] = value  # a repeated key keeps its first position and its last value, as in JS
+    indices = sorted((key for key in result if _is_array_index(key)), key=int)
+    if not indices:
+        return result
+    ordered = {key: result[key] for key in indices}
+    ordered.update((key, value) for key, value in result.items() if key not in ordered)
+    return ordered
+
+
+def _decoder(keep_negative_zero: bool, ordered: bool) -> json.JSONDecoder:
+    return json.JSONDecoder(
+        parse_int=lambda text: _parse_int_as_js(text, keep_negative_zero),
+        parse_float=lambda text: _from_double(float(text), keep_negative_zero),
+        parse_constant=_reject_constant,
+        object_pairs_hook=_js_object if ordered else None,
+    )
+
+
+_DECODERS: Final = {
+    (keep, ordered): _decoder(keep, ordered) for keep in (False, True) for ordered in (False, True)
+}
+
+
+def js_parse(text: str, *, keep_negative_zero: bool = False) -> Any:
+    """``JSON.parse(text)``; raises :class:`ValueError` where JS throws a ``SyntaxError``.
+
+    ``keep_negative_zero`` keeps ``-0`` as ``-0.0`` for the header checks that
+    reject it (``Object.is(x, -0)``); elsewhere ``-0`` behaves as ``0`` in
+    every check upstream makes and prints as ``0``, so it is parsed as ``0``.
+    Nesting deeper than Python's recursion limit counts as unparsable.
+    """
+    ordered = _INDEX_KEY_HINT.search(text) is not None
+    try:
+        return _DECODERS[(keep_negative_zero, ordered)].decode(text)
+    except RecursionError as error:
+        raise ValueError("JSON nesting is too deep") from error
+
+
+def is_number(value: object) -> bool:
+    """``typeof value === 'number'``."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_safe_integer(value: object) -> bool:
+    """``Number.isSafeInteger(value)``."""
+    if type(value) is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if isinstance(value, float):
+        return value.is_integer() and abs(value) <= MAX_SAFE_INTEGER
+    return False
+
+
+def is_negative_zero(value: object) -> bool:
+    """``Object.is(value, -0)``."""
+    return isinstance(value, float) and value == 0 and math.copysign(1.0, value) < 0
+
+
+def as_record(value: object) -> dict[str, Any] | None:
+    """A plain (non-array) object, else ``None``."""
+    return value if isinstance(value, dict) else None
+
+
+def prop(value: object, key: str) -> Any:
+    """``value[key]`` for a value that is not null or undefined (missing keys are ``UNDEFINED``)."""
+    if isinstance(value, dict):
+        return value.get(key, UNDEFINED)
+    if isinstance(value, str) and key == "length":
+        return len(value.encode("utf-16-le", "surrogatepass")) // 2
+    if isinstance(value, list) and key == "length":
+        return len(value)
+    return UNDEFINED
+
+
+def read_prop(value: object, key: str) -> Any:
+    """``value.key`` including the ``TypeError`` JS throws on ``null``/``undefined``."""
+    if value is None or value is UNDEFINED:
+        raise JsTypeError(f"Cannot read properties of {js_string(value)} (reading '{key}')")
+    return prop(value, key)
+
+
+class JsTypeError(Exception):
+    """A ``TypeError`` upstream's code would throw at this point (``String(e)`` starts ``TypeError: ``)."""
+
+
+def strict_equal(a: object, b: object) -> bool:
+    """``a === b`` over parsed JSON values."""
+    if is_number(a) and is_number(b):
+        return a == b
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
+    return a is b  # booleans, null and undefined are singletons; objects compare by identity
+
+
+def deep_equal_json(a: object, b: object) -> bool:
+    """Upstream's ``isDeepEqualJson`` (used to police tool-result rewrites)."""
+    if strict_equal(a, b):
+        return True
+    if isinstance(a, list) or isinstance(b, list):
+        if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
+            return False
+        return all(deep_equal_json(x, y) for x, y in zip(a, b, strict=True))
+    if not isinstance(a, dict) or not isinstance(b, dict):
+        return False
+    if len(a) != len(b):
+        return False
+    return all(key in b and deep_equal_json(value, b[key]) for key, value in a.items())
+
+
+def js_string(value: object) -> str:
+    """``String(value)`` / a template-literal substitution, for parsed JSON values."""
+    if value is UNDEFINED:
+        return "undefined"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return js_number_string(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return ",".join("" if item is None or item is UNDEFINED else js_string(item) for item in value)
+    return "[object Object]"

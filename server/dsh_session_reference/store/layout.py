@@ -1,0 +1,143 @@
+"""Where dsh keeps a session on disk, and the rules that keep a read inside the root.
+
+``<root>/<projectDir>/<encodeSegment(id)>/session.jsonl[.zstd]`` exactly as
+upstream's ``dsh-session-persistence-jsonl`` lays it out. A session id comes
+from text anyone can type (a URI in a document), so it only ever reaches the
+filesystem through :func:`encode_segment`, whose output is one safe path
+segment (never ``.``, ``..``, a separator or NUL); anything the store opens is
+additionally checked to resolve inside the root, so a symlink cannot lead a
+read out of it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Final, Literal
+
+Compression = Literal["zstd", "none"]
+
+LOG_NAMES: Final[dict[Compression, str]] = {"zstd": "session.jsonl.zstd", "none": "session.jsonl"}
+"""The artifact file name per encoding (upstream's ``session${logSuffix(compression)}``)."""
+
+NO_CWD_DIR: Final = "_no-cwd"
+
+_SAFE = re.compile(r"[A-Za-z0-9._-]")
+_ESCAPE = re.compile(r"~([0-9A-F]{4})")
+
+
+def _code_units(text: str) -> list[int]:
+    """The UTF-16 code units JS iterates with ``charCodeAt`` (lone surrogates kept)."""
+    raw = text.encode("utf-16-le", "surrogatepass")
+    return [raw[i] | raw[i + 1] << 8 for i in range(0, len(raw), 2)]
+
+
+def _escape_unit(unit: int) -> str:
+    char = chr(unit)
+    if char != "~" and _SAFE.fullmatch(char):
+        return char
+    return f"~{unit:04X}"
+
+
+def encode_segment(raw: str) -> str:
+    """Upstream's ``encodeSegment``: an injective encoding of any JS string as one safe segment."""
+    if raw == "":
+        raise ValueError("cannot encode an empty path segment")
+    if raw == ".":
+        return "~002E"
+    if raw == "..":
+        return "~002E~002E"
+    if raw.isascii():
+        return "".join(_escape_unit(ord(char)) for char in raw)
+    return "".join(_escape_unit(unit) for unit in _code_units(raw))
+
+
+def decode_segment(segment: str) -> str | None:
+    """The id whose :func:`encode_segment` is ``segment``, or ``None`` if no id encodes to it.
+
+    Used to name the session a damaged artifact belongs to when its header
+    cannot say so itself.
+    """
+    units: list[int] = []
+    index = 0
+    while index < len(segment):
+        match = _ESCAPE.match(segment, index)
+        if match is not None:
+            units.append(int(match.group(1), 16))
+            index = match.end()
+        elif _SAFE.fullmatch(segment[index]):
+            units.append(ord(segment[index]))
+            index += 1
+        else:
+            return None
+    data = b"".join(unit.to_bytes(2, "little") for unit in units)
+    decoded = data.decode("utf-16-le", "surrogatepass")
+    try:
+        canonical = encode_segment(decoded)
+    except ValueError:
+        return None
+    return decoded if canonical == segment else None
+
+
+def project_key(cwd: str) -> str:
+    """Upstream's ``projectKey``: a readable, lossy, length-bounded directory name for a cwd."""
+    if cwd == "":
+        raise ValueError("cannot encode an empty project path")
+    readable: list[str] = []
+    separator_run = False
+    for unit in _code_units(cwd):
+        char = chr(unit)
+        if char in "/\\:":
+            if not separator_run:
+                readable.append("-")
+            separator_run = True
+        else:
+            readable.append(_escape_unit(unit))
+            separator_run = False
+    slug = "".join(readable).lstrip("-") or "root"
+    return f"--{slug[:251]}--"
+
+
+def project_dir_name(cwd: str | None) -> str:
+    """``_no-cwd`` or ``--<projectKey>--`` (upstream's ``projectDir`` without the root)."""
+    return NO_CWD_DIR if cwd is None else project_key(cwd)
+
+
+def log_path(root: str, cwd: str | None, session_id: str, compression: Compression) -> str:
+    """Upstream's ``logPath``: the one place a session's log may live."""
+    return os.path.join(root, project_dir_name(cwd), encode_segment(session_id), LOG_NAMES[compression])
+
+
+def expand_home(path: str) -> str:
+    """``~``, ``~/x`` and ``~\\x`` against the user's home, as dsh expands ``DSH_HOME``."""
+    if path == "~":
+        return os.path.expanduser("~")
+    if path.startswith(("~/", "~\\")):
+        return os.path.join(os.path.expanduser("~"), path[2:])
+    return path
+
+
+def default_root(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
+    """``$DSH_HOME/sessions``, or ``~/.dsh/sessions`` when ``DSH_HOME`` is unset or blank."""
+    env = os.environ if environ is None else environ
+    home = env.get("DSH_HOME")
+    if home is None or home.strip() == "":
+        base = os.path.join(os.path.expanduser("~"), ".dsh")
+    else:
+        base = expand_home(home)
+    return os.path.join(os.path.abspath(base), "sessions")
+
+
+def resolve_root(root: str | os.PathLike[str] | None) -> str:
+    """The absolute, normalised root (``path.resolve`` in upstream); ``None`` means the default."""
+    if root is None:
+        return default_root()
+    return os.path.abspath(expand_home(os.fspath(root)))
+
+
+def is_within(root_real: str, path_real: str) -> bool:
+    """Whether a fully resolved path lies inside a fully resolved root."""
+    if path_real == root_real:
+        return False
+    prefix = root_real if root_real.endswith(os.sep) else root_real + os.sep
+    return path_real.startswith(prefix)

@@ -1,0 +1,791 @@
+"""Reading one dsh session log, plain or zstd, exactly as upstream's JSONL backend reads it.
+
+This is upstream's ``loadStored`` (``dsh-session-persistence-jsonl``): the
+header record, the event scanner with its crash-tail rule, packed chunk rows,
+the zstd frame container with its torn-final-frame recovery, and every error
+message those produce. The next stage (``replay.py``) validates what it yields.
+
+Crash tails, as upstream defines them. A log is committed line by line; the
+first line that is torn, unparsable or out of ``seq`` order starts an *issue*:
+nothing from it on is kept, and the log is rejected only if a later line still
+decodes and contains a ``turn/end`` (a crash cannot be followed by a completed
+turn). In zstd logs that cut is only allowed inside a torn final frame: a bad
+or unterminated line in a complete frame rejects the log. A torn final frame
+gives up every complete record it holds, unless decoding it fails, in which
+case it gives up nothing.
+
+Two deliberate differences, both about resources rather than results:
+
+* Logs are streamed, never read whole. Zstd frames are fed to the decoder one
+  block at a time, so one call never produces more than a block (128 KiB) of
+  output and a decompression bomb costs time, not memory. A frame's output is
+  buffered up to :data:`FRAME_BUFFER_BYTES` so that, as upstream, a frame is
+  validated before any of its records is used; a larger frame is decoded
+  twice (validate, then scan) instead of being held.
+* A single record (line) may be at most :data:`MAX_LINE_BYTES`. A committed
+  line above that fails the log with a clear error (upstream would try to
+  hold it, e.g. a 200 MB line or a bomb without newlines); an oversized torn
+  tail is ignored like any torn tail, and after an issue an oversized line
+  that cannot contain a ``turn/end`` is skipped unread, as upstream would.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+from array import array
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import IO, Any, Final
+
+import zstandard
+
+from ..model import StoreStopped
+from .jsvalue import (
+    UNDEFINED,
+    is_negative_zero,
+    is_number,
+    is_safe_integer,
+    js_parse,
+    js_string,
+)
+from .layout import Compression, is_within
+
+MAX_LINE_BYTES: Final = 32 * 1024 * 1024
+"""Largest committed record (one JSONL line, header included) this reader accepts."""
+
+FRAME_BUFFER_BYTES: Final = 8 * 1024 * 1024
+"""Zstd frame output held for single-pass validation; larger frames are decoded twice."""
+
+READ_CHUNK: Final = 1024 * 1024
+SESSION_FORMAT_VERSION: Final = 0
+ZSTD_MAGIC: Final = 0xFD2FB528
+_NEWLINE: Final = 10
+_JSON_SPACE: Final = b" \t\r"
+_ROW_TAGS: Final = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
+
+Sink = Callable[[dict[str, Any]], None]
+StartLog = Callable[[dict[str, Any]], Sink]
+
+
+class LogError(Exception):
+    """A failure of upstream's ``loadStored`` for this log; ``message`` is upstream's text.
+
+    ``unsupported`` marks upstream's ``SessionFormatUnsupportedError`` (a log
+    from another format version), which callers report without the
+    "corrupt" wording.
+    """
+
+    def __init__(self, message: str, *, unsupported: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.unsupported = unsupported
+
+
+class LimitExceeded(LogError):
+    """This reader's own size limit (see :data:`MAX_LINE_BYTES`); upstream has none."""
+
+
+class LogChanged(Exception):
+    """The log was truncated or rewritten while it was being read; read it again."""
+
+
+class _RowError(Exception):
+    """A malformed packed chunk row (upstream: an unparsable committed event)."""
+
+
+def check_stop(stop: threading.Event | None) -> None:
+    """Raise :class:`StoreStopped` once the caller has given up (checked between chunks)."""
+    if stop is not None and stop.is_set():
+        raise StoreStopped("session store read stopped")
+
+
+# --- header ---------------------------------------------------------------
+
+
+def version_refusal(session_id: object, version: int | float) -> str:
+    """Upstream's ``sessionFormatVersionRefusal`` text."""
+    name = session_id if isinstance(session_id, str) else js_string(session_id)
+    shown = js_string(version)
+    if version > SESSION_FORMAT_VERSION:
+        return (
+            f'session "{name}" uses log format v{shown}, but this harness reads only '
+            f"v{SESSION_FORMAT_VERSION}: the log was written by a newer harness — "
+            "upgrade the harness to open it"
+        )
+    return (
+        f'session "{name}" uses log format v{shown}, older than the supported '
+        f"v{SESSION_FORMAT_VERSION}, and this build ships no upgrade path for it"
+    )
+
+
+def _non_negative_safe(value: object) -> bool:
+    return is_safe_integer(value) and value >= 0 and not is_negative_zero(value)  # type: ignore[operator]
+
+
+def is_header_line(value: object) -> bool:
+    """Upstream's ``isHeaderLine`` guard."""
+    if not isinstance(value, dict):
+        return False
+    origin = value.get("origin", UNDEFINED)
+    preset = value.get("agentPreset", UNDEFINED)
+    return (
+        value.get("type") == "session"
+        and is_number(value.get("version", UNDEFINED))
+        and isinstance(value.get("id"), str)
+        and _non_negative_safe(value.get("createdAt", UNDEFINED))
+        and _non_negative_safe(value.get("delegationDepth", UNDEFINED))
+        and (origin is UNDEFINED or origin == "subagent")
+        and (preset is UNDEFINED or isinstance(preset, str))
+    )
+
+
+_OPTIONAL_BEFORE_DEPTH: Final = ("cwd", "parentSession", "seedLength", "origin")
+
+
+def from_header_line(line: dict[str, Any]) -> dict[str, Any]:
+    """Upstream's ``fromHeaderLine``: the header in its fixed key order (absent fields omitted)."""
+    if "sandboxMode" in line or "approvalPolicy" in line:
+        raise LogError("session header uses retired policy baseline fields")
+    header: dict[str, Any] = {"version": line["version"], "id": line["id"], "createdAt": line["createdAt"]}
+    for key in _OPTIONAL_BEFORE_DEPTH:
+        if key in line:
+            header[key] = line[key]
+    header["delegationDepth"] = line["delegationDepth"]
+    if "agentPreset" in line:
+        header["agentPreset"] = line["agentPreset"]
+    return header
+
+
+def _parse_header_value(text: str) -> Any:
+    return js_parse(text, keep_negative_zero=True)
+
+
+def parse_header_meta(first_line: str) -> dict[str, Any] | None:
+    """Upstream's ``parseHeaderMeta`` (listing): the header, or ``None`` when the line is not one.
+
+    Raises :class:`LogError` for a header with retired fields, which upstream
+    lets fail the whole listing.
+    """
+    try:
+        parsed = _parse_header_value(first_line)
+    except ValueError:
+        return None
+    if not is_header_line(parsed):
+        return None
+    return from_header_line(parsed)
+
+
+def parse_header_record(record: bytes) -> dict[str, Any]:
+    """Upstream's ``parseHeaderRecord``: one newline-terminated header record, or a :class:`LogError`."""
+    if len(record) == 0 or record[-1] != _NEWLINE or record.find(b"\n") != len(record) - 1:
+        raise LogError("empty or header-less session log")
+    try:
+        parsed = _parse_header_value(record[:-1].decode("utf-8", "replace"))
+    except ValueError:
+        raise LogError("corrupt session log: header line is not valid JSON") from None
+    if isinstance(parsed, dict):
+        version = parsed.get("version", UNDEFINED)
+        if is_number(version) and version != SESSION_FORMAT_VERSION:
+            raise LogError(version_refusal(parsed.get("id", UNDEFINED), version), unsupported=True)
+    if not is_header_line(parsed):
+        raise LogError("corrupt session log: first line is not a session header")
+    return from_header_line(parsed)
+
+
+# --- packed chunk rows ----------------------------------------------------
+
+
+def _exact_keys(value: dict[str, Any], keys: tuple[str, ...]) -> bool:
+    return len(value) == len(keys) and all(key in value for key in keys)
+
+
+def _run_payload(data: dict[str, Any], payload_key: str) -> list[str]:
+    if not (is_number(data.get("turn")) and is_number(data.get("step")) and is_number(data.get("index"))):
+        raise _RowError("turn/step/index must be numbers")
+    payload = data.get(payload_key)
+    if not isinstance(payload, list) or not payload or not all(isinstance(item, str) for item in payload):
+        raise _RowError(f"{payload_key} must be a non-empty string array")
+    dt = data.get("dt")
+    if not isinstance(dt, list) or not all(is_safe_integer(gap) for gap in dt):
+        raise _RowError("dt must be an array of safe integers")
+    if len(dt) != len(payload) - 1:
+        raise _RowError("dt length does not match members")
+    return payload
+
+
+_TOOL_KEYS_NAMED: Final = ("turn", "step", "index", "id", "name", "dt", "args")
+_TOOL_KEYS: Final = ("turn", "step", "index", "id", "dt", "args")
+_TEXT_KEYS: Final = ("turn", "step", "index", "dt", "texts")
+
+
+def _expand_row(value: dict[str, Any], tag: str) -> list[Any]:
+    """Upstream's ``validateRow`` + ``expandRow``: the exact events a packed row stores."""
+    if not _exact_keys(value, ("type", "seq0", "time0", "data")):
+        raise _RowError("envelope")
+    seq0, time0, data = value["seq0"], value["time0"], value["data"]
+    if not is_safe_integer(seq0) or seq0 < 0:
+        raise _RowError("seq0")
+    if not is_safe_integer(time0):
+        raise _RowError("time0")
+    if not isinstance(data, dict):
+        raise _RowError("data")  # an array has index keys, never the exact row keys
+    if tag == "tool-call-chunks":
+        named = _exact_keys(data, _TOOL_KEYS_NAMED)
+        if not named and not _exact_keys(data, _TOOL_KEYS):
+            raise _RowError("data keys")
+        if not isinstance(data["id"], str) or (named and not isinstance(data["name"], str)):
+            raise _RowError("id/name")
+        members = _run_payload(data, "args")
+    else:
+        if not _exact_keys(data, _TEXT_KEYS):
+            raise _RowError("data keys")
+        members = _run_payload(data, "texts")
+    if not is_safe_integer(seq0 + len(members) - 1):
+        raise _RowError("member seqs")
+    time = time0
+    for gap in data["dt"]:
+        time += gap
+        if not is_safe_integer(time):
+            raise _RowError("member times")
+    events: list[Any] = []
+    time = time0
+    for k, member in enumerate(members):
+        if k > 0:
+            time += data["dt"][k - 1]
+        chunk: dict[str, Any]
+        if tag == "tool-call-chunks":
+            chunk = {"type": "tool-call-delta", "index": data["index"], "id": data["id"]}
+            if "name" in data:
+                chunk["name"] = data["name"]
+            chunk["argumentsDelta"] = member
+        else:
+            kind = "text-delta" if tag == "text-chunks" else "reasoning-delta"
+            chunk = {"type": kind, "index": data["index"], "text": member}
+        events.append(
+            {
+                "type": "assistant/chunk",
+                "seq": seq0 + k,
+                "time": time,
+                "data": {"turn": data["turn"], "step": data["step"], "chunk": chunk},
+            }
+        )
+    return events
+
+
+def decode_storage_record(value: Any) -> list[Any]:
+    """Upstream's ``decodeStorageRecord``: a packed row expands, anything else is one event as is."""
+    tag = value.get("type") if isinstance(value, dict) else None
+    if isinstance(tag, str) and tag in _ROW_TAGS:
+        return _expand_row(value, tag)
+    return [value]
+
+
+# --- the event scanner ----------------------------------------------------
+
+
+def _type_of(value: Any) -> Any:
+    """``value.type``, throwing JS's TypeError for ``null``."""
+    if value is None:
+        raise LogError("Cannot read properties of null (reading 'type')")
+    return value.get("type", UNDEFINED) if isinstance(value, dict) else UNDEFINED
+
+
+def _could_close_turn(line: bytes) -> bool:
+    """After an issue, only a line that might decode to a ``turn/end`` (or to ``null``,
+    which makes upstream throw) can change the outcome; the rest need not be parsed."""
+    return b"turn/end" in line or b"\\" in line or line.strip(_JSON_SPACE) == b"null"
+
+
+class EventScanner:
+    """Upstream's ``SessionLogScanner``, streaming: committed events go to a sink in order.
+
+    ``start(header)`` is called once the header record is valid and returns
+    the sink. A row's events reach the sink only once the whole row is known
+    to continue the contiguous prefix, so the sink sees exactly upstream's
+    ``events``.
+    """
+
+    def __init__(self, header_record: bytes, start: StartLog) -> None:
+        self.header = parse_header_record(header_record)
+        self.input_bytes = len(header_record)
+        self.committed_bytes = len(header_record)
+        self.event_count = 0
+        self._sink = start(self.header)
+        self._parts: list[bytes] = []
+        self._part_bytes = 0
+        self._oversized = False
+        self._oversized_matters = False
+        self._overlap = b""
+        self._line = 0
+        self._issue: str | None = None
+
+    def write(self, chunk: bytes) -> None:
+        """Consume the next bytes of the log."""
+        base = self.input_bytes
+        self.input_bytes += len(chunk)
+        start = 0
+        end = len(chunk)
+        while start < end:
+            newline = chunk.find(b"\n", start)
+            if newline == -1:
+                self._hold(chunk[start:])
+                return
+            if self._issue is not None and not self._parts and not self._oversized:
+                last = chunk.rfind(b"\n", start)
+                if not any(chunk.find(marker, start, last) != -1 for marker in (b"turn/end", b"\\", b"null")):
+                    start = last + 1  # nothing in these lines can matter any more
+                    continue
+            self._take_line(chunk[start:newline], base + newline + 1)
+            start = newline + 1
+
+    def _hold(self, fragment: bytes) -> None:
+        if self._oversized:
+            self._note_oversized(fragment)
+            return
+        if self._part_bytes + len(fragment) > MAX_LINE_BYTES:
+            self._oversized = True
+            self._oversized_matters = False
+            self._overlap = b""
+            for part in self._parts:
+                self._note_oversized(part)
+            self._note_oversized(fragment)
+            self._parts = []
+            self._part_bytes = 0
+            return
+        self._parts.append(fragment)
+        self._part_bytes += len(fragment)
+
+    def _note_oversized(self, piece: bytes) -> None:
+        window = self._overlap + piece
+        if b"turn/end" in window or b"\\" in window:
+            self._oversized_matters = True
+        self._overlap = window[-8:]
+
+    def _take_line(self, tail: bytes, end_byte: int) -> None:
+        if self._oversized:
+            self._note_oversized(tail)
+            self._oversized = False
+            self._line += 1
+            if self._issue is None or self._oversized_matters:
+                raise LimitExceeded(
+                    f"session log line {self._line} is larger than {MAX_LINE_BYTES} bytes, "
+                    "the most this reader holds in memory"
+                )
+            return
+        if self._parts:
+            if self._part_bytes + len(tail) > MAX_LINE_BYTES:
+                self._hold(tail)
+                self._take_line(b"", end_byte)
+                return
+            self._parts.append(tail)
+            line = b"".join(self._parts)
+            self._parts = []
+            self._part_bytes = 0
+        else:
+            if len(tail) > MAX_LINE_BYTES:
+                self._hold(tail)
+                self._take_line(b"", end_byte)
+                return
+            line = tail
+        self._consume(line, end_byte)
+
+    def _consume(self, line: bytes, end_byte: int) -> None:
+        self._line += 1
+        if self._issue is not None and not _could_close_turn(line):
+            return
+        try:
+            decoded = decode_storage_record(js_parse(line.decode("utf-8", "replace")))
+        except (ValueError, _RowError):
+            if self._issue is None:
+                self._issue = f"corrupt session log: unparsable committed event at line {self._line}"
+            return
+        if self._issue is not None:
+            if any(_type_of(event) == "turn/end" for event in decoded):
+                raise LogError(self._issue)
+            return
+        expected = self.event_count
+        for event in decoded:
+            if event is None:
+                raise LogError("Cannot read properties of null (reading 'seq')")
+            seq = event.get("seq", UNDEFINED) if isinstance(event, dict) else UNDEFINED
+            if not (is_number(seq) and seq == expected):
+                self._issue = (
+                    f"corrupt session log: seq gap in committed region at line {self._line} "
+                    f"(expected {expected}, got {js_string(seq)})"
+                )
+                if any(_type_of(candidate) == "turn/end" for candidate in decoded):
+                    raise LogError(self._issue)
+                return
+            expected += 1
+        for event in decoded:
+            self._sink(event)
+        self.event_count = expected
+        self.committed_bytes = end_byte
+
+
+# --- files ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LogPrefix:
+    """What one read produced: the header, and how much of the log the events cover."""
+
+    header: dict[str, Any]
+    event_count: int
+    torn: bool
+
+
+def open_artifact(path: str, root_real: str) -> IO[bytes]:
+    """Open a log read-only, refusing anything that resolves outside the root or is not a file.
+
+    A symlinked ``session.jsonl`` inside the root works as upstream; one that
+    points outside the root is never followed (upstream would read it).
+    """
+    real = os.path.realpath(path)
+    if not is_within(root_real, real):
+        raise LogError(f'session artifact "{path}" resolves outside the sessions root and is not followed')
+    flags = (
+        os.O_RDONLY
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_NONBLOCK", 0)
+        | getattr(os, "O_CLOEXEC", 0)
+    )
+    fd = os.open(real, flags)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise LogError("EISDIR: illegal operation on a directory, read")
+        if not stat.S_ISREG(mode):
+            raise LogError(f'session artifact "{path}" is not a regular file')
+        return os.fdopen(fd, "rb", buffering=READ_CHUNK)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _file_size(handle: IO[bytes]) -> int:
+    return os.fstat(handle.fileno()).st_size
+
+
+def _read_span(handle: IO[bytes], offset: int, length: int) -> bytes:
+    handle.seek(offset)
+    return handle.read(length)
+
+
+def read_first_line(handle: IO[bytes], stop: threading.Event | None = None) -> str | None:
+    """Upstream's ``readFirstLine`` (plain listing): the first line, or ``None`` without one."""
+    parts: list[bytes] = []
+    total = 0
+    while True:
+        check_stop(stop)
+        chunk = handle.read(8192)
+        if not chunk:
+            return None
+        newline = chunk.find(b"\n")
+        if newline != -1:
+            parts.append(chunk[:newline])
+            return b"".join(parts).decode("utf-8", "replace")
+        parts.append(chunk)
+        total += len(chunk)
+        if total > MAX_LINE_BYTES:
+            raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
+
+
+# --- zstd container -----------------------------------------------------------
+
+
+@dataclass
+class FrameScan:
+    """Complete frame ranges (``starts``/``ends``) and where a torn final frame starts."""
+
+    starts: array[int]
+    ends: array[int]
+    torn_start: int | None
+
+
+def scan_zstd_frames(
+    handle: IO[bytes], size: int, max_frames: int | None = None, stop: threading.Event | None = None
+) -> FrameScan:
+    """Upstream's ``scanZstdFrames`` over the first ``size`` bytes of a file, without decoding.
+
+    Invalid complete structure raises; end of data inside the last frame marks it torn.
+    """
+    starts: array[int] = array("q")
+    ends: array[int] = array("q")
+    offset = 0
+    handle.seek(0)
+
+    def torn(start: int) -> FrameScan:
+        return FrameScan(starts, ends, start)
+
+    while offset < size:
+        check_stop(stop)
+        start = offset
+        if size - offset < 4:
+            return torn(start)
+        handle.seek(offset)
+        if int.from_bytes(handle.read(4), "little") != ZSTD_MAGIC:
+            raise LogError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
+        offset += 4
+        if offset == size:
+            return torn(start)
+        descriptor = handle.read(1)[0]
+        offset += 1
+        if descriptor & 24:
+            raise LogError(f"corrupt Zstandard session log: reserved frame-header bit at byte {offset - 1}")
+        content_size_flag = descriptor >> 6
+        single_segment = bool(descriptor & 32)
+        checksum = bool(descriptor & 4)
+        dictionary_flag = descriptor & 3
+        dictionary_bytes = 4 if dictionary_flag == 3 else dictionary_flag
+        if content_size_flag == 0:
+            content_size_bytes = 1 if single_segment else 0
+        else:
+            content_size_bytes = 1 << content_size_flag
+        remaining = (0 if single_segment else 1) + dictionary_bytes + content_size_bytes
+        if size - offset < remaining:
+            return torn(start)
+        offset += remaining
+        while True:
+            if size - offset < 3:
+                return torn(start)
+            handle.seek(offset)
+            block_header = int.from_bytes(handle.read(3), "little")
+            offset += 3
+            last_block = bool(block_header & 1)
+            block_type = (block_header >> 1) & 3
+            block_size = block_header >> 3
+            if block_type == 3:
+                raise LogError(f"corrupt Zstandard session log: reserved block type at byte {offset - 3}")
+            payload = 1 if block_type == 1 else block_size
+            if size - offset < payload:
+                return torn(start)
+            offset += payload
+            if last_block:
+                break
+        if checksum:
+            if size - offset < 4:
+                return torn(start)
+            offset += 4
+        starts.append(start)
+        ends.append(offset)
+        if max_frames is not None and len(starts) == max_frames:
+            return FrameScan(starts, ends, None)
+    return FrameScan(starts, ends, None)
+
+
+def _frame_pieces(handle: IO[bytes], start: int, end: int) -> Iterator[bytes]:
+    """A frame's bytes cut at block boundaries, so each decoder call yields at most one block.
+
+    For a torn frame ``end`` is the end of the data and the last piece may be partial.
+    """
+    header = _read_span(handle, start, min(end - start, 5))
+    if len(header) < 5:
+        if header:
+            yield header
+        return
+    descriptor = header[4]
+    single_segment = bool(descriptor & 32)
+    dictionary_flag = descriptor & 3
+    content_flag = descriptor >> 6
+    rest = (
+        (0 if single_segment else 1)
+        + (4 if dictionary_flag == 3 else dictionary_flag)
+        + ((1 if single_segment else 0) if content_flag == 0 else 1 << content_flag)
+    )
+    offset = start + 5 + rest
+    yield header + _read_span(handle, start + 5, min(rest, end - start - 5))
+    while offset < end:
+        block_header = _read_span(handle, offset, min(3, end - offset))
+        if len(block_header) < 3:
+            yield block_header
+            return
+        value = int.from_bytes(block_header, "little")
+        payload = 1 if (value >> 1) & 3 == 1 else value >> 3
+        length = min(3 + payload, end - offset)
+        while length > 0:  # a declared block may be up to 2 MiB: hand it over in bounded slices
+            piece = _read_span(handle, offset, min(length, READ_CHUNK))
+            if not piece:
+                return
+            yield piece
+            offset += len(piece)
+            length -= len(piece)
+        if value & 1:
+            break
+    if offset < end:
+        yield _read_span(handle, offset, end - offset)
+
+
+class _FrameFailed(Exception):
+    pass
+
+
+def _decode_frame(
+    handle: IO[bytes],
+    start: int,
+    end: int,
+    emit: Callable[[bytes], None] | None,
+    complete: bool,
+    stop: threading.Event | None,
+) -> None:
+    """Decode one frame, passing output to ``emit``; raise :class:`_FrameFailed` if it does not decode.
+
+    A complete frame must end exactly at ``end`` (checksum verified); a torn
+    frame is decoded as far as its bytes go (upstream's ``ZSTD_e_flush`` read).
+    """
+    decoder = zstandard.ZstdDecompressor().decompressobj()
+    try:
+        for piece in _frame_pieces(handle, start, end):
+            check_stop(stop)
+            if decoder.eof:
+                raise _FrameFailed("trailing input")
+            output = decoder.decompress(piece)
+            if output and emit is not None:
+                emit(output)
+    except zstandard.ZstdError as error:
+        raise _FrameFailed(str(error)) from error
+    if complete and (not decoder.eof or decoder.unused_data):
+        raise _FrameFailed("incomplete frame")
+
+
+def _frame_output(
+    handle: IO[bytes], start: int, end: int, stop: threading.Event | None, limit: int
+) -> bytes | None:
+    """A validated complete frame's plaintext, or ``None`` if it is larger than ``limit``."""
+    held: list[bytes] = []
+    held_bytes = 0
+    overflow = False
+
+    def keep(output: bytes) -> None:
+        nonlocal held_bytes, overflow
+        if overflow:
+            return
+        held_bytes += len(output)
+        if held_bytes > limit:
+            overflow = True
+            held.clear()
+        else:
+            held.append(output)
+
+    _decode_frame(handle, start, end, keep, True, stop)
+    return None if overflow else b"".join(held)
+
+
+def read_first_zstd_line(handle: IO[bytes], stop: threading.Event | None = None) -> str | None:
+    """Upstream's ``readFirstZstdLine`` (zstd listing): the header line from the first frame.
+
+    ``None`` when the file ends before its first frame does; :class:`LogError`
+    (upstream: a root-wide listing failure) for a bad first frame.
+    """
+    size = _file_size(handle)
+    scan = scan_zstd_frames(handle, size, 1, stop)
+    if not scan.starts:
+        return None
+    try:
+        plaintext = _frame_output(handle, scan.starts[0], scan.ends[0], stop, MAX_LINE_BYTES + 1)
+    except _FrameFailed:
+        raise LogError("corrupt Zstandard session log: header frame failed validation") from None
+    if plaintext is None:
+        raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
+    _assert_header_frame(plaintext)
+    return plaintext[:-1].decode("utf-8", "replace")
+
+
+def _assert_header_frame(plaintext: bytes) -> None:
+    if len(plaintext) == 0 or plaintext.find(b"\n") != len(plaintext) - 1:
+        raise LogError("corrupt Zstandard session log: first frame is not exactly one header line")
+
+
+# --- whole logs ----------------------------------------------------------------
+
+
+def _read_plain(handle: IO[bytes], size: int, start: StartLog, stop: threading.Event | None) -> LogPrefix:
+    handle.seek(0)
+    header_parts: list[bytes] = []
+    header_bytes = 0
+    remaining = size
+    chunk = b""
+    while True:
+        check_stop(stop)
+        chunk = handle.read(min(READ_CHUNK, remaining)) if remaining > 0 else b""
+        remaining -= len(chunk)
+        if not chunk:
+            raise LogError("empty or header-less session log")
+        newline = chunk.find(b"\n")
+        if newline != -1:
+            header_parts.append(chunk[: newline + 1])
+            chunk = chunk[newline + 1 :]
+            break
+        header_parts.append(chunk)
+        header_bytes += len(chunk)
+        if header_bytes > MAX_LINE_BYTES:
+            raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
+    scanner = EventScanner(b"".join(header_parts), start)
+    while chunk:
+        scanner.write(chunk)
+        check_stop(stop)
+        chunk = handle.read(min(READ_CHUNK, remaining)) if remaining > 0 else b""
+        remaining -= len(chunk)
+    return LogPrefix(scanner.header, scanner.event_count, scanner.committed_bytes < size)
+
+
+def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: threading.Event | None) -> LogPrefix:
+    scan = scan_zstd_frames(handle, size, None, stop)
+    if not scan.starts:
+        raise LogError("empty or header-less Zstandard session log")
+
+    def frame_failed(start: int) -> LogError:
+        return LogError(f"corrupt Zstandard session log: frame at byte {start} failed validation")
+
+    try:
+        header = _frame_output(handle, scan.starts[0], scan.ends[0], stop, MAX_LINE_BYTES + 1)
+    except _FrameFailed:
+        raise frame_failed(scan.starts[0]) from None
+    if header is None:
+        raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
+    _assert_header_frame(header)
+    scanner = EventScanner(header, start)
+    for frame_start, frame_end in zip(scan.starts[1:], scan.ends[1:], strict=True):
+        check_stop(stop)
+        try:
+            plaintext = _frame_output(handle, frame_start, frame_end, stop, FRAME_BUFFER_BYTES)
+        except _FrameFailed:
+            raise frame_failed(frame_start) from None
+        if plaintext is not None:
+            scanner.write(plaintext)
+        else:
+            _decode_frame(handle, frame_start, frame_end, scanner.write, True, stop)
+    if scanner.committed_bytes != scanner.input_bytes:
+        raise LogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
+    if scan.torn_start is None:
+        return LogPrefix(scanner.header, scanner.event_count, False)
+    try:
+        # Upstream decodes the torn frame in one call and keeps nothing if it
+        # fails, so it is validated before any of it reaches the scanner.
+        _decode_frame(handle, scan.torn_start, size, None, False, stop)
+    except _FrameFailed:
+        return LogPrefix(scanner.header, scanner.event_count, True)
+    _decode_frame(handle, scan.torn_start, size, scanner.write, False, stop)
+    return LogPrefix(scanner.header, scanner.event_count, True)
+
+
+def read_log(
+    handle: IO[bytes],
+    compression: Compression,
+    start: StartLog,
+    stop: threading.Event | None = None,
+) -> LogPrefix:
+    """Stream one log's committed events into the sink ``start(header)`` returns; raise
+    :class:`LogError` where upstream's read fails.
+
+    The log is read as it was when opened (it is append-only); if it shrank
+    meanwhile (a repair truncated it) :class:`LogChanged` asks for a new read.
+    """
+    size = _file_size(handle)
+    reader = _read_zstd if compression == "zstd" else _read_plain
+    prefix = reader(handle, size, start, stop)
+    if _file_size(handle) < size:
+        raise LogChanged()
+    return prefix

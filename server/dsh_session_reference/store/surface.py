@@ -1,0 +1,195 @@
+"""Upstream's surface fold (``dsh-session`` ``surface.ts``) with its exact validation messages.
+
+The surface is the ordered list of events the model currently sees. Only
+``user/message``, ``assistant/message`` and ``tool/result`` join it, each
+declaring ``surfaceOp``: ``'append'`` adds it at the end, ``{op:'replace',
+start, end}`` swaps a current range for it (so surface order is not seq
+order). A log whose fold breaks a rule is refused, never half-read: the
+error text is what dsh reports for that log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .jsvalue import UNDEFINED, deep_equal_json, is_number, is_safe_integer, js_string
+
+SURFACE_EVENT_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+
+
+class SurfaceError(Exception):
+    """A fold rule was broken; ``str(error)`` is upstream's message."""
+
+
+def _is_event_seq(value: object) -> bool:
+    return is_number(value) and is_safe_integer(value) and value >= 0  # type: ignore[operator]
+
+
+def _is_replace_op(op: dict[str, Any]) -> bool:
+    return (
+        len(op) == 3
+        and "op" in op
+        and "start" in op
+        and "end" in op
+        and op["op"] == "replace"
+        and _is_event_seq(op["start"])
+        and _is_event_seq(op["end"])
+    )
+
+
+def _surface_op(event: Mapping[str, Any]) -> str | dict[str, Any] | None:
+    """Upstream's ``surfaceOpOf``: the event's operation, ``None`` for non-surface events."""
+    kind = event.get("type")
+    if not (isinstance(kind, str) and kind in SURFACE_EVENT_TYPES):
+        name = js_string(event.get("type", UNDEFINED))
+        if "surfaceOp" in event:
+            raise SurfaceError(f'session event "{name}" is not surface-eligible and cannot carry surfaceOp')
+        if "sourceEventSeqs" in event:
+            raise SurfaceError(
+                f'session event "{name}" is not surface-eligible and cannot carry sourceEventSeqs'
+            )
+        return None
+    if "surfaceOp" not in event:
+        raise SurfaceError(f'session event "{kind}" is surface-eligible and requires a surfaceOp marker')
+    op = event["surfaceOp"]
+    if op == "append":
+        return "append"
+    if not isinstance(op, dict):
+        raise SurfaceError(f'session event "{kind}" carries an invalid surfaceOp')
+    if not _is_replace_op(op):
+        raise SurfaceError(f'session event "{kind}" carries an invalid replace surfaceOp')
+    return op
+
+
+def _assert_provenance(event: Mapping[str, Any], shadowed: list[int]) -> None:
+    seq = event["seq"]
+    sources: set[int | float] = set()
+    if "sourceEventSeqs" in event:
+        raw = event["sourceEventSeqs"]
+        if not isinstance(raw, list):
+            raise SurfaceError(
+                f"sourceEventSeqs on event at seq {js_string(seq)} must be an array when present"
+            )
+        if len(raw) == 0 and event.get("type") != "assistant/message":
+            raise SurfaceError("sourceEventSeqs must not be empty except on assistant/message")
+        later: int | float | None = None
+        for source in raw:
+            if not _is_event_seq(source):
+                raise SurfaceError(
+                    f'session event "{js_string(event.get("type", UNDEFINED))}" sourceEventSeqs must densely '
+                    "contain non-negative safe integers"
+                )
+            sources.add(source)
+            if later is None and source >= seq:
+                later = source
+        if len(sources) != len(raw):
+            raise SurfaceError("sourceEventSeqs must not contain duplicates")
+        if later is not None:
+            raise SurfaceError(
+                f"sourceEventSeqs must reference earlier events: {js_string(later)} "
+                f">= current seq {js_string(seq)}"
+            )
+    missing = [node for node in shadowed if node not in sources]
+    if missing:
+        raise SurfaceError(
+            "surface replace: sourceEventSeqs must include every shadowed surface node; missing "
+            + ", ".join(js_string(node) for node in missing)
+        )
+
+
+def _without_result_content(data: Mapping[str, Any]) -> dict[str, Any]:
+    rest = dict(data)
+    message = data["message"]
+    rest["message"] = {**message, "content": [{**message["content"][0], "content": None}]}
+    return rest
+
+
+@dataclass
+class SurfaceFold:
+    """Incremental fold state: the current nodes, and what each current node is.
+
+    ``keep_events`` keeps every current node's event (``readSurface`` returns
+    them); otherwise only ``tool/result`` nodes are kept, the one kind a later
+    replacement must be compared with, so a title read holds almost nothing.
+    """
+
+    keep_events: bool = True
+    nodes: list[int] = field(default_factory=list)
+    types: dict[int, str] = field(default_factory=dict)
+    events: dict[int, Mapping[str, Any]] = field(default_factory=dict)
+
+    def apply(self, event: Mapping[str, Any]) -> None:
+        """Validate ``event`` as the next log entry and fold it; :class:`SurfaceError` on a broken rule.
+
+        The caller has already checked that ``event['seq']`` is its index.
+        """
+        op = _surface_op(event)
+        if op is None:
+            return
+        seq: int = event["seq"]
+        kind: str = event["type"]
+        if op == "append":
+            _assert_provenance(event, [])
+            self._add(seq, kind, event)
+            self.nodes.append(seq)
+            return
+        assert isinstance(op, dict)
+        start_idx = self._index(op["start"], "start")
+        end_idx = self._index(op["end"], "end")
+        if start_idx > end_idx:
+            raise SurfaceError(
+                f"surface replace: start seq {js_string(op['start'])} (index {start_idx}) is after end seq "
+                f"{js_string(op['end'])} (index {end_idx})"
+            )
+        shadowed = self.nodes[start_idx : end_idx + 1]
+        _assert_provenance(event, shadowed)
+        if kind == "tool/result":
+            self._assert_tool_result_rewrite(event, shadowed)
+        self.nodes[start_idx : end_idx + 1] = [seq]
+        for node in shadowed:
+            self.types.pop(node, None)
+            self.events.pop(node, None)
+        self._add(seq, kind, event)
+
+    def _index(self, target: int, which: str) -> int:
+        try:
+            return self.nodes.index(target)
+        except ValueError:
+            raise SurfaceError(
+                f"surface replace: {which} seq {js_string(target)} not found in surface"
+            ) from None
+
+    def _add(self, seq: int, kind: str, event: Mapping[str, Any]) -> None:
+        self.types[seq] = kind
+        if self.keep_events or kind == "tool/result":
+            self.events[seq] = event
+
+    def _assert_tool_result_rewrite(self, event: Mapping[str, Any], shadowed: list[int]) -> None:
+        if len(shadowed) != 1:
+            raise SurfaceError("tool/result surface replacement must rewrite exactly one current node")
+        original = self.events.get(shadowed[0]) if self.types.get(shadowed[0]) == "tool/result" else None
+        if original is None:
+            raise SurfaceError("tool/result surface replacement must target a current tool/result")
+        if not deep_equal_json(
+            _without_result_content(original["data"]), _without_result_content(event["data"])
+        ):
+            raise SurfaceError("tool/result surface replacement may change only content")
+
+    def current_events(self) -> list[Mapping[str, Any]]:
+        """The current surface events in node order (none unless ``keep_events``)."""
+        return [self.events[seq] for seq in self.nodes] if self.keep_events else []
+
+
+def fold_surface(events: Iterable[Mapping[str, Any]]) -> list[int]:
+    """Upstream's ``foldSurface`` over a whole (already envelope-valid) log: the current node seqs."""
+    fold = SurfaceFold(keep_events=False)
+    for index, event in enumerate(events):
+        if event.get("seq") != index or not is_number(event.get("seq")):
+            raise SurfaceError(
+                f"session event seq {js_string(event.get('seq', UNDEFINED))} "
+                f"is not contiguous; expected {index}"
+            )
+        fold.apply(event)
+    return list(fold.nodes)

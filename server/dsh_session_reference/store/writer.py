@@ -1,0 +1,342 @@
+"""Write session logs in dsh's real on-disk format, for sample stores and test fixtures.
+
+The bytes follow upstream's JSONL backend: the header line, then one
+``JSON.stringify`` line per event (or per packed chunk row), newline
+terminated; as ``.jsonl.zstd`` the header is its own checksummed zstd frame
+and every append batch one more frame. Only ever used on a directory the
+caller owns (never a user's sessions root), and it refuses to overwrite a log.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import zstandard
+
+from ..jsjson import js_stringify
+from .jsvalue import is_number, is_safe_integer
+from .layout import LOG_NAMES, Compression, log_path
+
+MIN_RUN: Final = 3
+"""Upstream packs runs of at least three same-block delta chunks into one row."""
+
+_HEADER_OPTIONAL: Final = ("cwd", "parentSession", "seedLength", "origin")
+
+
+def header_line(header: Mapping[str, Any]) -> dict[str, Any]:
+    """Upstream's ``toHeaderLine``: the first line's object, absent fields omitted."""
+    line: dict[str, Any] = {
+        "type": "session",
+        "version": header.get("version", 0),
+        "id": header["id"],
+        "createdAt": header["createdAt"],
+    }
+    for key in _HEADER_OPTIONAL:
+        if header.get(key) is not None:
+            line[key] = header[key]
+    line["delegationDepth"] = header.get("delegationDepth", 0)
+    if header.get("agentPreset") is not None:
+        line["agentPreset"] = header["agentPreset"]
+    return line
+
+
+# --- chunk packing (upstream chunk-rows.ts) -------------------------------------
+
+
+def _exact(value: Mapping[str, Any], keys: tuple[str, ...]) -> bool:
+    return len(value) == len(keys) and all(key in value for key in keys)
+
+
+def _delta_kind(event: Mapping[str, Any]) -> str | None:
+    """Upstream's ``classify``: the delta kind when the whole shape is whitelisted."""
+    if event.get("type") != "assistant/chunk" or not _exact(event, ("type", "seq", "time", "data")):
+        return None
+    if not is_safe_integer(event["seq"]) or event["seq"] < 0 or not is_safe_integer(event["time"]):
+        return None
+    data = event["data"]
+    if not isinstance(data, dict) or not _exact(data, ("turn", "step", "chunk")):
+        return None
+    if not (is_number(data["turn"]) and is_number(data["step"])):
+        return None
+    chunk = data["chunk"]
+    if not isinstance(chunk, dict) or not is_number(chunk.get("index")):
+        return None
+    kind = chunk.get("type")
+    if kind in ("text-delta", "reasoning-delta"):
+        return kind if _exact(chunk, ("type", "index", "text")) and isinstance(chunk["text"], str) else None
+    if kind == "tool-call-delta":
+        shaped = _exact(chunk, ("type", "index", "id", "argumentsDelta")) or (
+            _exact(chunk, ("type", "index", "id", "name", "argumentsDelta"))
+            and isinstance(chunk["name"], str)
+        )
+        if shaped and isinstance(chunk["id"], str) and isinstance(chunk["argumentsDelta"], str):
+            return "tool-call-delta"
+    return None
+
+
+def _continues(prev: Mapping[str, Any], nxt: Mapping[str, Any], kind: str) -> bool:
+    if nxt["seq"] != prev["seq"] + 1 or not is_safe_integer(nxt["time"] - prev["time"]):
+        return False
+    a, b = prev["data"], nxt["data"]
+    if a["turn"] != b["turn"] or a["step"] != b["step"] or a["chunk"]["index"] != b["chunk"]["index"]:
+        return False
+    if kind != "tool-call-delta":
+        return True
+    ca, cb = a["chunk"], b["chunk"]
+    return ca["id"] == cb["id"] and ("name" in ca) == ("name" in cb) and ca.get("name") == cb.get("name")
+
+
+def _row(kind: str, run: list[Mapping[str, Any]]) -> dict[str, Any]:
+    first = run[0]
+    base = {
+        "turn": first["data"]["turn"],
+        "step": first["data"]["step"],
+        "index": first["data"]["chunk"]["index"],
+        "dt": [event["time"] - run[i]["time"] for i, event in enumerate(run[1:])],
+    }
+    envelope = {"seq0": first["seq"], "time0": first["time"]}
+    if kind == "tool-call-delta":
+        call = first["data"]["chunk"]
+        data = {**base, "id": call["id"]}
+        if "name" in call:
+            data["name"] = call["name"]
+        data["args"] = [event["data"]["chunk"]["argumentsDelta"] for event in run]
+        return {"type": "tool-call-chunks", **envelope, "data": data}
+    texts = {**base, "texts": [event["data"]["chunk"]["text"] for event in run]}
+    tag = "text-chunks" if kind == "text-delta" else "reasoning-chunks"
+    return {"type": tag, **envelope, "data": texts}
+
+
+def pack_chunk_runs(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Upstream's ``packChunkRuns``: runs of ≥3 same-block deltas become rows, all else verbatim."""
+    out: list[Mapping[str, Any]] = []
+    kind: str | None = None
+    run: list[Mapping[str, Any]] = []
+
+    def flush() -> None:
+        nonlocal kind, run
+        if kind is not None and len(run) >= MIN_RUN:
+            out.append(_row(kind, run))
+        else:
+            out.extend(run)
+        kind, run = None, []
+
+    for event in events:
+        delta = _delta_kind(event)
+        if delta is None:
+            flush()
+            out.append(event)
+            continue
+        if delta == kind and run and _continues(run[-1], event, delta):
+            run.append(event)
+            continue
+        flush()
+        kind, run = delta, [event]
+    flush()
+    return out
+
+
+# --- building logs ------------------------------------------------------------------
+
+
+@dataclass
+class SessionLog:
+    """A session's header and events, built in order; ``commit()`` ends one append batch.
+
+    Times advance by ``step_ms`` per event unless given, so fixtures are deterministic.
+    """
+
+    session_id: str
+    created_at: int
+    cwd: str | None = None
+    header_extra: dict[str, Any] = field(default_factory=dict)
+    step_ms: int = 1000
+    events: list[dict[str, Any]] = field(default_factory=list)
+    batch_ends: list[int] = field(default_factory=list)
+    turn: int = 0
+    step: int = 0
+
+    @property
+    def header(self) -> dict[str, Any]:
+        header: dict[str, Any] = {"version": 0, "id": self.session_id, "createdAt": self.created_at}
+        if self.cwd is not None:
+            header["cwd"] = self.cwd
+        header.update(self.header_extra)
+        return header
+
+    @property
+    def next_seq(self) -> int:
+        return len(self.events)
+
+    def append(
+        self,
+        kind: str,
+        data: Any,
+        *,
+        time: int | None = None,
+        surface_op: Any = None,
+        source_event_seqs: Sequence[int] | None = None,
+        ignorable: bool = False,
+    ) -> int:
+        """Append one event (upstream's key order) and return its seq."""
+        seq = len(self.events)
+        when = time if time is not None else self.created_at + (seq + 1) * self.step_ms
+        event: dict[str, Any] = {"type": kind, "seq": seq, "time": when, "data": data}
+        if source_event_seqs is not None:
+            event["sourceEventSeqs"] = list(source_event_seqs)
+        if surface_op is not None:
+            event["surfaceOp"] = surface_op
+        if ignorable:
+            event["ignorable"] = True
+        self.events.append(event)
+        return seq
+
+    def commit(self) -> None:
+        """End the current append batch (one zstd frame)."""
+        if not self.batch_ends or self.batch_ends[-1] != len(self.events):
+            self.batch_ends.append(len(self.events))
+
+    def batches(self) -> list[list[dict[str, Any]]]:
+        ends = [*self.batch_ends]
+        if not ends or ends[-1] != len(self.events):
+            ends.append(len(self.events))
+        starts = [0, *ends[:-1]]
+        return [self.events[start:end] for start, end in zip(starts, ends, strict=True) if end > start]
+
+    # Conversation helpers: the shapes dsh writes.
+
+    def message_id(self) -> str:
+        return f"00000000-0000-4000-8000-{len(self.events):012d}"
+
+    def start_turn(self) -> int:
+        self.turn += 1
+        self.step = 0
+        return self.append("turn/start", {"turn": self.turn})
+
+    def end_turn(self, reason: Mapping[str, Any] | None = None) -> int:
+        return self.append("turn/end", {"turn": self.turn, "reason": dict(reason or {"kind": "completed"})})
+
+    def start_step(self) -> int:
+        self.step += 1
+        return self.append("step/start", {"turn": self.turn, "step": self.step})
+
+    def end_step(self) -> int:
+        return self.append("step/end", {"turn": self.turn, "step": self.step})
+
+    def user(
+        self,
+        content: str | Sequence[Mapping[str, Any]],
+        *,
+        source: Mapping[str, Any] | None = None,
+        surface_op: Any = "append",
+        source_event_seqs: Sequence[int] | None = None,
+        extra: Mapping[str, Any] | None = None,
+    ) -> int:
+        blocks = (
+            [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+        )
+        data: dict[str, Any] = {"content": blocks, "source": dict(source or {"kind": "user"})}
+        data.update(extra or {})
+        data["role"] = "user"
+        data["id"] = self.message_id()
+        return self.append("user/message", data, surface_op=surface_op, source_event_seqs=source_event_seqs)
+
+    def assistant(
+        self,
+        content: str | Sequence[Mapping[str, Any]],
+        *,
+        usage: Mapping[str, Any] | None = None,
+        interrupted: bool = False,
+        provider: str = "deepseek",
+        model: str = "deepseek-chat",
+    ) -> int:
+        blocks = (
+            [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+        )
+        message = {
+            "role": "assistant",
+            "content": blocks,
+            "source": {"kind": "model", "provider": provider, "model": model},
+            "id": self.message_id(),
+        }
+        data: dict[str, Any] = {"turn": self.turn, "step": self.step, "message": message}
+        if usage is not None:
+            data["usage"] = dict(usage)
+        if interrupted:
+            data["interrupted"] = True
+        return self.append("assistant/message", data, surface_op="append")
+
+    def chunk(self, kind: str, text: str, *, index: int = 0) -> int:
+        return self.append(
+            "assistant/chunk",
+            {"turn": self.turn, "step": self.step, "chunk": {"type": kind, "index": index, "text": text}},
+        )
+
+    def tool_call(self, call_id: str, name: str, arguments: str) -> int:
+        data = {"turn": self.turn, "step": self.step, "callId": call_id, "name": name, "arguments": arguments}
+        return self.append("tool/call", data)
+
+    def tool_result(
+        self, call_id: str, text: str, *, is_error: bool = False, call_seq: int | None = None
+    ) -> int:
+        block: dict[str, Any] = {
+            "type": "tool-result",
+            "toolCallId": call_id,
+            "content": [{"type": "text", "text": text}],
+        }
+        if is_error:
+            block["isError"] = True
+        message = {
+            "role": "user",
+            "content": [block],
+            "source": {"kind": "tool", "callId": call_id},
+            "id": self.message_id(),
+        }
+        return self.append(
+            "tool/result",
+            {"turn": self.turn, "step": self.step, "message": message},
+            surface_op="append",
+            source_event_seqs=None if call_seq is None else [call_seq],
+        )
+
+    def title(
+        self, title: str, *, source: Mapping[str, Any] | None = None, message_seqs: Sequence[int] = ()
+    ) -> int:
+        data = {"title": title, "messageSeqs": list(message_seqs), "source": dict(source or {"kind": "user"})}
+        return self.append("session/title", data)
+
+
+def encode_log(log: SessionLog, compression: Compression = "zstd", *, pack_chunks: bool = True) -> bytes:
+    """The log's bytes as upstream's backend writes them (header frame + one frame per batch)."""
+    header = (js_stringify(header_line(log.header)) + "\n").encode("utf-8")
+    bodies = []
+    for batch in log.batches():
+        records = pack_chunk_runs(batch) if pack_chunks else batch
+        bodies.append(("\n".join(js_stringify(record) for record in records) + "\n").encode("utf-8"))
+    if compression == "none":
+        return header + b"".join(bodies)
+    compressor = zstandard.ZstdCompressor(level=3, write_checksum=True)
+    return b"".join(compressor.compress(part) for part in (header, *bodies))
+
+
+def write_session_log(
+    root: str | os.PathLike[str],
+    log: SessionLog,
+    compression: Compression = "zstd",
+    *,
+    pack_chunks: bool = True,
+) -> str:
+    """Write ``log`` at its upstream path under ``root``; refuses to replace an existing log."""
+    root_path = os.path.abspath(os.fspath(root))
+    path = log_path(root_path, log.cwd, log.session_id, compression)
+    directory = os.path.dirname(path)
+    for name in LOG_NAMES.values():
+        if os.path.lexists(os.path.join(directory, name)):
+            raise FileExistsError(f"refusing to overwrite the existing session log in {directory}")
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    with open(path, "xb") as handle:
+        handle.write(encode_log(log, compression, pack_chunks=pack_chunks))
+    return path

@@ -1,0 +1,78 @@
+"""``JSON.parse`` / ``String()`` semantics for log values (expected values from Node 24)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dsh_session_reference.jsjson import js_stringify
+from dsh_session_reference.store.jsvalue import (
+    UNDEFINED,
+    deep_equal_json,
+    is_negative_zero,
+    is_safe_integer,
+    js_parse,
+    js_string,
+    strict_equal,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        (
+            "[12345678901234567890, 1e20, 123456789012345678, 9007199254740993, 1e21, 1.5e300]",
+            "12345678901234567000,100000000000000000000,123456789012345680,9007199254740992,1e+21,1.5e+300",
+        ),
+        (
+            "[1e-7, 0.000001, 1.5e-10, 123e-20, 2.5e25, 1.0, -0, -0.0, 0.1]",
+            "1e-7,0.000001,1.5e-10,1.23e-18,2.5e+25,1,0,0,0.1",
+        ),
+        ("[1e400, -1e400]", "Infinity,-Infinity"),
+        ('[null, true, "s", [1, [2, 3]], {}, [null]]', ",true,s,1,2,3,[object Object],"),
+    ],
+)
+def test_numbers_parse_and_print_as_in_js(text: str, shown: str) -> None:
+    assert js_string(js_parse(text)) == shown
+
+
+def test_integral_values_are_ints_so_they_print_as_js_does() -> None:
+    value = js_parse('{"a": 1.0, "b": 2e3, "c": 12345678901234567890}')
+    assert value == {"a": 1, "b": 2000, "c": 12345678901234567000}
+    assert js_stringify(value) == '{"a":1,"b":2000,"c":12345678901234567000}'
+
+
+def test_negative_zero_is_kept_only_for_header_checks() -> None:
+    assert not is_negative_zero(js_parse("-0"))
+    assert is_negative_zero(js_parse("-0", keep_negative_zero=True))
+    assert is_negative_zero(js_parse("-0.0e5", keep_negative_zero=True))
+
+
+def test_object_key_order_follows_js() -> None:
+    value = js_parse('{"b":1,"10":2,"2":3,"a":4,"b":5,"4294967295":6,"01":7}')
+    assert list(value) == ["2", "10", "b", "a", "4294967295", "01"]
+    assert value["b"] == 5
+    assert list(js_parse('{"z":1,"\\u0031":2}')) == ["1", "z"]
+
+
+@pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "\ufeff{}", "{'a':1}", "", "[1,]", "01"])
+def test_invalid_json_is_rejected(text: str) -> None:
+    with pytest.raises(ValueError):
+        js_parse(text)
+
+
+def test_deep_nesting_counts_as_unparsable() -> None:
+    with pytest.raises(ValueError):
+        js_parse("[" * 100_000 + "]" * 100_000)
+
+
+def test_type_checks_are_javascripts() -> None:
+    assert not is_safe_integer(True)
+    assert is_safe_integer(2**53 - 1) and not is_safe_integer(2**53)
+    assert is_safe_integer(3.0) and not is_safe_integer(3.5)
+    assert not strict_equal(True, 1)
+    assert strict_equal(1, 1.0)
+    assert not strict_equal({}, {})
+    assert deep_equal_json({"a": [1, {"b": None}]}, {"a": [1.0, {"b": None}]})
+    assert not deep_equal_json({"a": True}, {"a": 1})
+    assert not deep_equal_json({"a": 1}, {"a": 1, "b": 2})
+    assert js_string(UNDEFINED) == "undefined"
