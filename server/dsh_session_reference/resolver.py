@@ -353,16 +353,19 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.
             aborted.cancel()
 
 
+async def find_session(query: SessionSource, session_id: str) -> SessionRecord | None:
+    """The listed record for ``session_id`` (compared as JS strings), or ``None``."""
+    wanted = js_normalize(session_id)
+    records = await asyncio.to_thread(query.list_sessions)
+    return next((record for record in records if record.id == wanted), None)
+
+
 async def agent_for_target(
     query: SessionSource, target_id: str | None, fallback_cwd: str | None = None
 ) -> AgentRef:
     """The ``AgentRef`` a message is written for: the target's own cwd when the store
-    knows the target, else ``fallback_cwd``. Without a target nothing is excluded as self
-    at all."""
+    knows the target, else ``fallback_cwd``. Without a target nothing is excluded as self."""
     if not target_id:
         return AgentRef(None, fallback_cwd)
-    records = await asyncio.to_thread(query.list_sessions)
-    for record in records:
-        if record.id == target_id:
-            return AgentRef(target_id, record.cwd)
-    return AgentRef(target_id, fallback_cwd)
+    record = await find_session(query, target_id)
+    return AgentRef(target_id, fallback_cwd if record is None else record.cwd)

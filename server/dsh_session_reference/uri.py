@@ -24,12 +24,12 @@ from .jsjson import js_normalize, js_stringify, js_utf8
 SESSION_REFERENCE_SCHEME = "dsh-session:"
 
 # V8 `\s` with the `u` flag (ECMAScript WhiteSpace + LineTerminator).
-_JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 # V8 `.` without the `s` flag: anything but a line terminator.
 _JS_DOT = "[^\n\r\u2028\u2029]"
 
 MENTION_PATTERN = re.compile(
-    r"@\[((?:\\" + _JS_DOT + r"|[^\\\]])*)\]\((dsh-session:[^" + _JS_SPACE + r")]*)\)"
+    r"@\[((?:\\" + _JS_DOT + r"|[^\\\]])*)\]\((dsh-session:[^" + JS_SPACE + r")]*)\)"
     r"|(dsh-session:[A-Za-z0-9_-]+)"
 )
 _PAYLOAD = re.compile(r"[A-Za-z0-9_-]+")

@@ -1,0 +1,190 @@
+"""Code actions: quick fixes for mentions, and the "Preview referenced-session context" source action.
+
+Fixes are computed from the document's analysis (offsets), not from the
+diagnostics the client echoes back, so they work the same in clients that send
+no or stale diagnostics with the request. Every rewrite produces a mention the
+strict parser accepts; labels are escaped as upstream's TUI did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from lsprotocol import types
+
+from ..jsjson import js_stringify
+from ..uri import MentionSpan, format_session_reference_mention
+from .analysis import (
+    DUPLICATE_REFERENCE,
+    MALFORMED_URI,
+    NONCANONICAL_URI,
+    SELF_REFERENCE,
+    STALE_LABEL,
+    TOO_MANY_REFERENCES,
+    UNKNOWN_SESSION,
+    Analysis,
+)
+from .diagnostics import SOURCE
+from .display import display_inline_text
+from .positions import Encoding, LineIndex
+
+PREVIEW_COMMAND: Final = "dshSessionReference.preview"
+PREVIEW_TITLE: Final = "Preview referenced-session context"
+PREVIEW_KIND: Final = "source.dshSessionReference.preview"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One quick fix: replace ``[start, end)`` of the analysed text with ``new_text``."""
+
+    title: str
+    start: int
+    end: int
+    new_text: str
+    codes: tuple[str, ...]
+    preferred: bool = False
+    span: MentionSpan | None = None
+
+
+def fixes_for(analysis: Analysis, start: int, end: int) -> list[Fix]:
+    """The quick fixes for every mention touching ``[start, end]``."""
+    fixes: list[Fix] = []
+    for span in analysis.spans_at(start, end):
+        fixes.extend(_span_fixes(analysis, span))
+    return fixes
+
+
+def _span_fixes(analysis: Analysis, span: MentionSpan) -> list[Fix]:
+    fixes: list[Fix] = []
+    if span.session_id is None:
+        if span.canonical_uri is not None and span.recovered_id is not None:
+            if span.kind == "markdown":
+                replace_end = span.uri_start + len(span.uri)
+                new_text = span.canonical_uri
+            else:
+                # A bare URI glued to a following word: keep the word, separated by a space.
+                replace_end = span.uri_replace_end
+                new_text = span.canonical_uri + (" " if replace_end < span.end else "")
+            fixes.append(
+                Fix(
+                    f"Rewrite as the canonical URI for session {js_stringify(span.recovered_id)}",
+                    span.uri_start,
+                    replace_end,
+                    new_text,
+                    (MALFORMED_URI, NONCANONICAL_URI),
+                    preferred=True,
+                    span=span,
+                )
+            )
+    else:
+        reference = analysis.reference_for(span.session_id)
+        title = None if reference is None else reference.title
+        if span.kind == "bare":
+            label = display_inline_text(span.session_id if title is None else title)
+            fixes.append(
+                Fix(
+                    f"Turn into a labelled mention @[{label}]",
+                    span.start,
+                    span.end,
+                    format_session_reference_mention(span.session_id, label),
+                    (),
+                    span=span,
+                )
+            )
+        elif title is not None and span.label not in (title, display_inline_text(title)):
+            label = display_inline_text(title)
+            fixes.append(
+                Fix(
+                    f"Refresh the label to the current title {js_stringify(label)}",
+                    span.start,
+                    span.end,
+                    format_session_reference_mention(span.session_id, label),
+                    (STALE_LABEL,),
+                    preferred=True,
+                    span=span,
+                )
+            )
+    fixes.append(
+        Fix(
+            "Remove this mention",
+            span.start,
+            span.end,
+            "",
+            (
+                MALFORMED_URI,
+                NONCANONICAL_URI,
+                SELF_REFERENCE,
+                TOO_MANY_REFERENCES,
+                UNKNOWN_SESSION,
+                DUPLICATE_REFERENCE,
+            ),
+            span=span,
+        )
+    )
+    return fixes
+
+
+def _kind_wanted(kind: str, only: Sequence[str] | None) -> bool:
+    if not only:
+        return True
+    return any(kind == wanted or kind.startswith(wanted + ".") for wanted in only)
+
+
+def _overlaps(a: types.Range, b: types.Range) -> bool:
+    def key(position: types.Position) -> tuple[int, int]:
+        return position.line, position.character
+
+    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
+
+
+def code_actions(
+    analysis: Analysis,
+    index: LineIndex,
+    encoding: Encoding,
+    params: types.CodeActionParams,
+    *,
+    version: int | None,
+    literal_support: bool,
+    document_changes: bool,
+) -> list[types.CodeAction | types.Command]:
+    """``textDocument/codeAction``'s answer for one request."""
+    uri = params.text_document.uri
+    preview = types.Command(title=PREVIEW_TITLE, command=PREVIEW_COMMAND, arguments=[uri])
+    if not literal_support:
+        return [preview]
+    only = params.context.only
+    start = index.offset_at(params.range.start, encoding)
+    end = max(start, index.offset_at(params.range.end, encoding))
+    actions: list[types.CodeAction | types.Command] = []
+    if _kind_wanted(types.CodeActionKind.QuickFix.value, only):
+        ours = [d for d in params.context.diagnostics if d.source == SOURCE]
+        for fix in fixes_for(analysis, start, end):
+            fix_range = index.range_of(fix.start, fix.end, encoding)
+            edit = types.TextEdit(range=fix_range, new_text=fix.new_text)
+            span_range = index.range_of(fix.span.start, fix.span.end, encoding) if fix.span else fix_range
+            related = [d for d in ours if d.code in fix.codes and _overlaps(d.range, span_range)]
+            actions.append(
+                types.CodeAction(
+                    title=fix.title,
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=related or None,
+                    is_preferred=fix.preferred or None,
+                    edit=_workspace_edit(uri, version, edit, document_changes),
+                )
+            )
+    if _kind_wanted(PREVIEW_KIND, only):
+        actions.append(types.CodeAction(title=PREVIEW_TITLE, kind=PREVIEW_KIND, command=preview))
+    return actions
+
+
+def _workspace_edit(
+    uri: str, version: int | None, edit: types.TextEdit, document_changes: bool
+) -> types.WorkspaceEdit:
+    if document_changes:
+        identifier = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
+        return types.WorkspaceEdit(
+            document_changes=[types.TextDocumentEdit(text_document=identifier, edits=[edit])]
+        )
+    return types.WorkspaceEdit(changes={uri: [edit]})

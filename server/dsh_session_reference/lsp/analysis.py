@@ -1,0 +1,358 @@
+"""What is wrong with a prompt's mentions, judged the way ``prepare`` judges it.
+
+One pass over a document produces every fact the editor features need: the
+mention spans, the distinct referenced sessions in ``prepare``'s order, what
+each one would cost, and the findings that become diagnostics. The checks are
+``prepare``'s own steps applied per reference instead of stopping at the first
+failure, which is what makes the tested invariant hold: a document has an
+error finding exactly when ``parse`` + ``prepare`` of its text would fail.
+
+- parse: every span the lenient scanner marks invalid (the strict parser throws on the first);
+- self reference: every mention of the target session (checked before dedupe);
+- too many: mentions of each distinct session beyond ``maxReferences``;
+- read failure / unknown session and byte budget: ``read_surface`` and retention of the
+  sessions ``prepare`` would read, using the first mention's label as ``prepare`` does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from ..errors import BUDGET_EXCEEDED, SessionReferenceError
+from ..jsjson import js_normalize, js_stringify
+from ..model import SessionRecord, StoreStopped, SurfaceSnapshot
+from ..resolver import AgentRef, SessionReferenceResolver
+from ..retention import RetainedSource
+from ..uri import MentionSpan, SessionReference, iter_session_references
+from .display import display_inline_text
+
+Severity = Literal["error", "warning", "information", "hint"]
+
+# Stable diagnostic codes (documented in docs/architecture.md's LSP contract).
+MALFORMED_URI: Final = "malformed-uri"
+NONCANONICAL_URI: Final = "noncanonical-uri"
+SELF_REFERENCE: Final = "self-reference"
+TOO_MANY_REFERENCES: Final = "too-many-references"
+UNKNOWN_SESSION: Final = "unknown-session"
+READ_FAILED: Final = "read-failed"
+BUDGET_EXCEEDED_CODE: Final = "budget-exceeded"
+DUPLICATE_REFERENCE: Final = "duplicate-reference"
+STALE_LABEL: Final = "stale-label"
+MORE_PROBLEMS: Final = "more-problems"
+
+MAX_KEPT_SPANS: Final = 10_000
+"""Spans kept individually; beyond this a pathological document is still judged
+(the invariant holds) but only summarised, so memory stays bounded."""
+MAX_FINDINGS: Final = 1_000
+_STOP_CHECK_EVERY: Final = 256
+
+
+class AnalysisCancelled(Exception):
+    """The document changed (or the request was cancelled) while it was being analysed."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem or hint, positioned by offsets into the analysed (normalized) text."""
+
+    start: int
+    end: int
+    severity: Severity
+    code: str
+    message: str
+    session_id: str | None = None
+
+
+@dataclass
+class Reference:
+    """One distinct session the document mentions, with ``prepare``'s view of it."""
+
+    session_id: str
+    label: str
+    spans: list[MentionSpan] = field(default_factory=list)
+    index: int | None = None
+    """Position among the distinct non-self references (``inputIndex``), ``None`` for self."""
+    self_reference: bool = False
+    record: SessionRecord | None = None
+    title: str | None = None
+    error: SessionReferenceError | None = None
+    retained: RetainedSource | None = None
+    snapshot: SurfaceSnapshot | None = None
+
+
+@dataclass
+class Analysis:
+    text: str
+    spans: list[MentionSpan]
+    references: list[Reference]
+    findings: list[Finding]
+    mention_count: int
+    max_references: int
+    max_reference_bytes: int
+
+    @property
+    def error_count(self) -> int:
+        return sum(1 for finding in self.findings if finding.severity == "error")
+
+    @property
+    def has_errors(self) -> bool:
+        return self.error_count > 0
+
+    def reference_for(self, session_id: str) -> Reference | None:
+        for reference in self.references:
+            if reference.session_id == session_id:
+                return reference
+        return None
+
+    def spans_at(self, start: int, end: int | None = None) -> list[MentionSpan]:
+        """Kept spans touching ``[start, end]`` (a cursor touches a span at either edge)."""
+        stop = start if end is None else end
+        return [span for span in self.spans if span.start <= stop and start <= span.end]
+
+
+@dataclass
+class _Scan:
+    spans: list[MentionSpan]
+    references: dict[str, Reference]
+    mention_count: int
+    overflow_start: int | None
+    overflow_invalid: int
+
+
+def _scan(text: str, stop: threading.Event | None) -> _Scan:
+    spans: list[MentionSpan] = []
+    references: dict[str, Reference] = {}
+    count = overflow_invalid = 0
+    overflow_start: int | None = None
+    for span in iter_session_references(text):
+        count += 1
+        if stop is not None and count % _STOP_CHECK_EVERY == 0 and stop.is_set():
+            raise AnalysisCancelled
+        kept = len(spans) < MAX_KEPT_SPANS
+        if kept:
+            spans.append(span)
+        elif overflow_start is None:
+            overflow_start = span.start
+        if span.session_id is None:
+            overflow_invalid += 0 if kept else 1
+            continue
+        reference = references.get(span.session_id)
+        if reference is None:
+            label = span.session_id if span.label is None else span.label
+            reference = references[span.session_id] = Reference(span.session_id, label)
+        if kept:
+            reference.spans.append(span)
+    return _Scan(spans, references, count, overflow_start, overflow_invalid)
+
+
+async def analyze(
+    text: str,
+    resolver: SessionReferenceResolver,
+    agent: AgentRef,
+    stop: threading.Event | None = None,
+) -> Analysis:
+    """Scan ``text`` and check every reference against the store (reads run in threads)."""
+    text = js_normalize(text)
+    scan = await asyncio.to_thread(_scan, text, stop)
+    config = resolver.config
+    references = list(scan.references.values())
+    distinct = 0
+    for reference in references:
+        if agent.id is not None and reference.session_id == agent.id:
+            reference.self_reference = True
+        else:
+            reference.index = distinct
+            distinct += 1
+    if references:
+        await _load_store_facts(references, resolver, stop)
+    to_read = [r for r in references if r.index is not None and r.index < config.max_references]
+    await asyncio.gather(*(_read_and_render(reference, resolver) for reference in to_read))
+    findings = _findings(scan, references, config.max_references, config.max_reference_bytes, agent)
+    return Analysis(
+        text=text,
+        spans=scan.spans,
+        references=references,
+        findings=findings,
+        mention_count=scan.mention_count,
+        max_references=config.max_references,
+        max_reference_bytes=config.max_reference_bytes,
+    )
+
+
+async def _load_store_facts(
+    references: Sequence[Reference], resolver: SessionReferenceResolver, stop: threading.Event | None
+) -> None:
+    """Listing record and current title of every referenced session (cached by the source)."""
+    query = resolver.query
+    wanted = {reference.session_id for reference in references}
+    try:
+        records = await asyncio.to_thread(query.list_sessions, stop)
+    except StoreStopped as error:
+        raise AnalysisCancelled from error
+    except Exception:
+        # An unreadable root: every read below fails too and says why.
+        return
+    by_id = {record.id: record for record in records if record.id in wanted}
+    for reference in references:
+        reference.record = by_id.get(reference.session_id)
+    found = [reference for reference in references if reference.record is not None]
+    if not found:
+        return
+    try:
+        titles = await asyncio.to_thread(
+            query.read_titles, [reference.record for reference in found if reference.record], stop
+        )
+    except StoreStopped as error:
+        raise AnalysisCancelled from error
+    except Exception:
+        return
+    for reference, observation in zip(found, titles, strict=True):
+        if observation.error is None:
+            reference.title = observation.title
+
+
+async def _read_and_render(reference: Reference, resolver: SessionReferenceResolver) -> None:
+    """``prepare``'s read and retention for one reference (its failures, one reference at a time)."""
+    inputs = [SessionReference(reference.session_id, reference.label)]
+    try:
+        snapshots = await resolver.read_sources(inputs)
+        reference.snapshot = snapshots[0]
+        reference.retained = (await asyncio.to_thread(resolver.render_sources, inputs, snapshots))[0]
+    except SessionReferenceError as error:
+        reference.error = error
+
+
+def _findings(
+    scan: _Scan,
+    references: Sequence[Reference],
+    max_references: int,
+    max_bytes: int,
+    agent: AgentRef,
+) -> list[Finding]:
+    findings: list[Finding] = []
+    for span in scan.spans:
+        if span.problem is not None:
+            end = span.uri_start + len(span.uri)
+            code = NONCANONICAL_URI if span.problem == "noncanonical" else MALFORMED_URI
+            fixable = " (a quick fix can rewrite it)" if span.canonical_uri is not None else ""
+            findings.append(
+                Finding(
+                    span.uri_start,
+                    end,
+                    "error",
+                    code,
+                    f"invalid session reference URI {js_stringify(span.uri)}: {span.reason}{fixable}",
+                    span.recovered_id,
+                )
+            )
+    overflow = scan.overflow_start if scan.overflow_start is not None else 0
+    for reference in references:
+        findings.extend(_reference_findings(reference, max_references, max_bytes, agent, overflow))
+    findings.sort(key=lambda finding: (finding.start, finding.end))
+    if scan.overflow_start is not None:
+        severity: Severity = "error" if scan.overflow_invalid else "information"
+        findings.append(
+            Finding(
+                scan.overflow_start,
+                scan.overflow_start,
+                severity,
+                MORE_PROBLEMS,
+                f"only the first {MAX_KEPT_SPANS} of {scan.mention_count} mentions are shown individually; "
+                f"{scan.overflow_invalid} of the rest are invalid",
+            )
+        )
+    if len(findings) > MAX_FINDINGS:
+        hidden = findings[MAX_FINDINGS:]
+        findings = findings[:MAX_FINDINGS]
+        hidden_errors = sum(1 for finding in hidden if finding.severity == "error")
+        findings.append(
+            Finding(
+                hidden[0].start,
+                hidden[0].start,
+                "error" if hidden_errors else "information",
+                MORE_PROBLEMS,
+                f"{len(hidden)} more findings not shown ({hidden_errors} errors)",
+            )
+        )
+    return findings
+
+
+def _reference_findings(
+    reference: Reference, max_references: int, max_bytes: int, agent: AgentRef, overflow: int
+) -> list[Finding]:
+    """Findings for one distinct session; ``overflow`` places those whose mentions were not kept."""
+    sid = reference.session_id
+    quoted = js_stringify(sid)
+    spans = reference.spans
+    places = [(span.start, span.end) for span in spans] or [(overflow, overflow)]
+    first = places[0]
+    if reference.self_reference:
+        message = f"session {js_stringify(agent.id)} cannot reference itself (it is the target session)"
+        return [Finding(start, end, "error", SELF_REFERENCE, message, sid) for start, end in places]
+    out: list[Finding] = []
+    for span in spans[1:]:
+        note = (
+            ""
+            if span.label == reference.label
+            else f"; the first mention's label {js_stringify(reference.label)} is used"
+        )
+        out.append(
+            Finding(
+                span.start,
+                span.end,
+                "hint",
+                DUPLICATE_REFERENCE,
+                f"session {quoted} is already referenced above; prepare ignores this mention{note}",
+                sid,
+            )
+        )
+    if reference.index is not None and reference.index >= max_references:
+        message = (
+            f"a message may reference at most {max_references} sessions; "
+            f"this is distinct session {reference.index + 1}"
+        )
+        out.extend(Finding(start, end, "error", TOO_MANY_REFERENCES, message, sid) for start, end in places)
+        if reference.record is None:
+            out.append(_unknown(first, sid))
+        return out
+    error = reference.error
+    if error is not None:
+        if error.code == BUDGET_EXCEEDED:
+            message = (
+                f"{error.message}: session {quoted} does not fit in maxReferenceBytes ({max_bytes} bytes) "
+                "even with its messages omitted"
+            )
+            out.append(Finding(*first, "error", BUDGET_EXCEEDED_CODE, message, sid))
+        elif reference.record is None:
+            out.append(_unknown(first, sid, error.message))
+        else:
+            out.append(Finding(*first, "error", READ_FAILED, error.message, sid))
+        return out
+    title = reference.title
+    if title is not None:
+        shown = display_inline_text(title)
+        for span in spans:
+            if span.kind == "markdown" and span.label not in (title, shown):
+                out.append(
+                    Finding(
+                        span.start,
+                        span.end,
+                        "hint",
+                        STALE_LABEL,
+                        f"the label {js_stringify(span.label)} differs from the session's current title "
+                        f"{js_stringify(shown)}",
+                        sid,
+                    )
+                )
+    return out
+
+
+def _unknown(place: tuple[int, int], session_id: str, detail: str | None = None) -> Finding:
+    message = f"no session {js_stringify(session_id)} in the sessions store"
+    if detail is not None:
+        message += f" ({detail})"
+    return Finding(place[0], place[1], "error", UNKNOWN_SESSION, message, session_id)

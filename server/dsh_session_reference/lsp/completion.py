@@ -1,0 +1,126 @@
+"""``@`` completion: which token is being completed, and the items for the candidates.
+
+The active token is upstream TUI's: an ``@`` at the start of the text or after
+whitespace, followed by non-whitespace up to the cursor (JS ``\\s``). A quoted
+``@"...`` token was a file search there and is left alone, as is ``@[``, which
+is a mention being typed (or already inserted) by hand.
+
+Real VS Code drops or doubles the ``@`` unless every item carries a
+``text_edit`` from the ``@`` to the cursor and a ``filter_text`` that starts
+with ``@``, and re-sorts unless ``sort_text`` keeps the server's rank; the
+server filters by the typed query itself (``list_candidates`` searches every
+session, not a loaded subset), so the list is always ``is_incomplete``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from lsprotocol import types
+
+from ..resolver import Candidate
+from ..uri import JS_SPACE, format_session_reference_mention
+from .display import display_inline_text, relative_time
+
+MAX_TOKEN_LENGTH: Final = 512
+"""A longer run of non-space text before the cursor is not a mention being typed."""
+
+
+@dataclass(frozen=True)
+class Trigger:
+    """An ``@`` token before the cursor: ``at`` is the offset of the ``@``, ``query`` what follows it."""
+
+    at: int
+    cursor: int
+    query: str
+
+
+_SPACE: Final = re.compile("[" + JS_SPACE + "]")
+
+
+def find_trigger(text: str, cursor: int) -> Trigger | None:
+    """The active ``@`` token ending at ``cursor`` (an offset into ``text``), if any."""
+    cursor = max(0, min(cursor, len(text)))
+    floor = max(0, cursor - MAX_TOKEN_LENGTH - 1)
+    window = text[floor:cursor]
+    start = max((match.end() for match in _SPACE.finditer(window)), default=None)
+    if start is None:
+        if floor > 0:
+            return None
+        start = 0
+    token = window[start:]
+    if not token.startswith("@") or token.startswith(('@"', "@[")):
+        return None
+    return Trigger(floor + start, cursor, token[1:])
+
+
+def mention_for(candidate: Candidate) -> str:
+    """The mention a pick inserts: the label escaped as upstream's TUI did, then formatted."""
+    return format_session_reference_mention(candidate.session_id, display_inline_text(candidate.label))
+
+
+def _where(cwd: str | None) -> str:
+    return "no cwd" if cwd is None else cwd
+
+
+def completion_items(
+    candidates: Sequence[Candidate],
+    edit_range: types.Range,
+    *,
+    now_ms: int,
+    label_details: bool,
+    filter_text: bool = True,
+) -> list[types.CompletionItem]:
+    """One item per candidate, in ``list_candidates`` order.
+
+    VS Code filters on ``filter_text`` (which must start with the ``@`` the edit
+    replaces, or the list vanishes as the user types); Neovim 0.7 inserts at the
+    cursor instead of the edit's start whenever ``filterText`` is present. Clients
+    with ``insertReplaceSupport`` get it; the others filter on the label.
+    """
+    width = max(4, len(str(len(candidates))))
+    items: list[types.CompletionItem] = []
+    for rank, candidate in enumerate(candidates):
+        label = display_inline_text(candidate.label)
+        age = relative_time(candidate.created_at, now_ms)
+        id_differs = candidate.label != candidate.session_id
+        if label_details:
+            details = types.CompletionItemLabelDetails(description=f"{_where(candidate.cwd)} · {age}")
+            detail = candidate.session_id if id_differs else None
+        else:
+            details = None
+            detail = " · ".join([*([candidate.session_id] if id_differs else []), _where(candidate.cwd), age])
+        searchable = " ".join(part for part in (label, candidate.session_id, candidate.cwd) if part)
+        items.append(
+            types.CompletionItem(
+                label=label,
+                label_details=details,
+                kind=types.CompletionItemKind.Reference,
+                detail=detail,
+                sort_text=f"{rank:0{width}d}",
+                filter_text="@" + searchable if filter_text else None,
+                text_edit=types.TextEdit(range=edit_range, new_text=mention_for(candidate)),
+                data={"sessionId": candidate.session_id, "label": candidate.label},
+            )
+        )
+    return items
+
+
+def item_data(item: types.CompletionItem) -> tuple[str, str] | None:
+    """``(session id, label)`` from an item this server produced, else ``None``."""
+    data = item.data
+    if not isinstance(data, Mapping):
+        return None
+    session_id = data.get("sessionId")
+    label = data.get("label")
+    if not isinstance(session_id, str) or not isinstance(label, str):
+        return None
+    return session_id, label
+
+
+def candidate_json(candidate: Candidate) -> dict[str, Any]:
+    """The ``dshSessionReference.candidates`` command's row (upstream's remote face plus ``mention``)."""
+    return {**candidate.to_json(), "cwd": candidate.cwd, "mention": mention_for(candidate)}

@@ -1,0 +1,90 @@
+"""Open documents, kept by the server itself with LSP's line rules.
+
+pygls' own workspace applies incremental edits through ``str.splitlines``,
+which breaks lines where editors do not (U+2028, ``\\x0b``, ...), and re-splits
+the whole text on every keystroke. These documents splice edits by offset
+(:mod:`.positions`) and build a line index only when a feature asks for one.
+Text is stored JS-normalized (surrogate pairs joined) because the scanner and
+parser index that form; UTF-16 positions are the same either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from lsprotocol import types
+
+from ..jsjson import js_normalize
+from .positions import Encoding, LineIndex
+
+
+def read_text(path: str) -> str:
+    """A prompt file as dsh would read it (UTF-8; undecodable bytes become U+FFFD), JS-normalized.
+
+    Blocking: call it in a worker thread.
+    """
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return js_normalize(handle.read())
+
+
+@dataclass
+class Document:
+    uri: str
+    text: str
+    version: int | None = None
+    language_id: str = ""
+    _index: LineIndex | None = field(default=None, repr=False)
+
+    @property
+    def index(self) -> LineIndex:
+        if self._index is None or self._index.text is not self.text:
+            self._index = LineIndex(self.text)
+        return self._index
+
+
+class DocumentStore:
+    """uri -> :class:`Document` for every document the client has opened."""
+
+    def __init__(self) -> None:
+        self._documents: dict[str, Document] = {}
+
+    def open(self, item: types.TextDocumentItem) -> Document:
+        document = Document(item.uri, js_normalize(item.text), item.version, item.language_id)
+        self._documents[item.uri] = document
+        return document
+
+    def change(
+        self,
+        uri: str,
+        version: int | None,
+        changes: Iterable[types.TextDocumentContentChangeEvent],
+        encoding: Encoding,
+    ) -> Document | None:
+        """Apply ``changes`` in order; ``None`` when the document is not open."""
+        document = self._documents.get(uri)
+        if document is None:
+            return None
+        text = document.text
+        index = document.index
+        for change in changes:
+            if isinstance(change, types.TextDocumentContentChangePartial):
+                if index.text is not text:
+                    index = LineIndex(text)
+                start = index.offset_at(change.range.start, encoding)
+                end = max(start, index.offset_at(change.range.end, encoding))
+                text = text[:start] + change.text + text[end:]
+            else:
+                text = change.text
+        document.text = js_normalize(text)
+        document.version = version
+        return document
+
+    def close(self, uri: str) -> Document | None:
+        return self._documents.pop(uri, None)
+
+    def get(self, uri: str) -> Document | None:
+        return self._documents.get(uri)
+
+    def __iter__(self) -> Iterator[Document]:
+        return iter(list(self._documents.values()))

@@ -1,0 +1,193 @@
+"""Hover on a mention, and the session summary it shares with completion previews.
+
+Everything shown comes from one :class:`~.analysis.Analysis` (or one read for
+a completion item), so a hover never disagrees with the diagnostics. Text from
+sessions is escaped for Markdown, and Markdown is only sent to clients that
+declare it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from lsprotocol import types
+
+from ..errors import SessionReferenceError
+from ..jsjson import js_stringify
+from ..model import SurfaceSnapshot
+from ..projection import project_conversation
+from ..resolver import SessionReferenceResolver
+from ..retention import RetainedSource
+from ..uri import MentionSpan, SessionReference
+from .analysis import Analysis, Reference
+from .display import display_inline_text, iso_time, relative_time
+
+RECENT_MESSAGES: Final = 3
+PREVIEW_CHARS: Final = 240
+
+
+def _clip(text: str, limit: int = PREVIEW_CHARS) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def escape_markdown(text: str) -> str:
+    """Text shown literally in Markdown: every ASCII punctuation mark backslash-escaped."""
+    return "".join("\\" + char if char in _MARKDOWN_PUNCTUATION else char for char in text)
+
+
+_MARKDOWN_PUNCTUATION: Final = frozenset("\\`*_{}[]()<>#+-.!|~\"'&$=:")
+
+
+@dataclass(frozen=True)
+class SessionFacts:
+    """What a completion preview or a hover says about one session."""
+
+    session_id: str
+    label: str
+    cwd: str | None
+    created_at: int | None
+    snapshot: SurfaceSnapshot | None = None
+    retained: RetainedSource | None = None
+    error: str | None = None
+    budget: int = 0
+
+
+def session_summary(facts: SessionFacts, *, markdown: bool, now_ms: int, recent: bool = True) -> str:
+    """Id, cwd, created time, message counts, the last few direct messages and the byte cost."""
+    label = display_inline_text(facts.label)
+    lines: list[str] = []
+    text: Callable[[str], str] = escape_markdown if markdown else _plain
+    code: Callable[[str], str] = _code_span if markdown else _plain
+    lines.append(f"**{text(label)}**" if markdown else label)
+    lines.append(f"id: {code(display_inline_text(facts.session_id))}")
+    lines.append(f"cwd: {text(display_inline_text(facts.cwd)) if facts.cwd is not None else 'no cwd'}")
+    if facts.created_at is not None:
+        lines.append(f"created: {iso_time(facts.created_at)} ({relative_time(facts.created_at, now_ms)})")
+    if facts.error is not None:
+        lines.append(f"cannot be referenced: {text(facts.error)}")
+        return _join(lines, markdown)
+    if facts.snapshot is not None:
+        items = project_conversation(facts.snapshot.events)
+        users = sum(1 for item in items if item.role == "user" and not item.checkpoint)
+        assistants = sum(1 for item in items if item.role == "assistant")
+        checkpoints = sum(1 for item in items if item.checkpoint)
+        counts = f"messages: {users} from the user, {assistants} from the assistant"
+        if checkpoints:
+            counts += f", {checkpoints} compaction checkpoint{'s' if checkpoints != 1 else ''}"
+        lines.append(counts)
+        direct = [item.text for item in items if item.role == "user" and not item.checkpoint][
+            -RECENT_MESSAGES:
+        ]
+        if direct and recent:
+            lines.append("recent direct messages:")
+            lines.extend(f"> {text(_clip(display_inline_text(message)))}" for message in direct)
+    if facts.retained is not None:
+        lines.append(cost_line(facts.retained, facts.budget))
+    return _join(lines, markdown)
+
+
+def _code_span(value: str) -> str:
+    return escape_markdown(value) if "`" in value else f"`{value}`"
+
+
+def cost_line(retained: RetainedSource, budget: int) -> str:
+    """``what the reference would cost``: serialized bytes against ``maxReferenceBytes``."""
+    stats = retained.stats
+    used = retained.serialized_bytes
+    line = f"reference cost: {used} of {budget} bytes ({100 * used / budget:.1f}% of maxReferenceBytes)"
+    if stats.truncated:
+        line += (
+            f"; keeps {stats.retained_messages} of {stats.original_messages} messages, "
+            f"omits {stats.omitted_bytes} UTF-8 bytes"
+        )
+    return line
+
+
+def _join(lines: Sequence[str], markdown: bool) -> str:
+    # Separate Markdown paragraphs, so a quoted message cannot swallow the lines after it.
+    return ("\n\n" if markdown else "\n").join(lines)
+
+
+def documentation(value: str, markdown: bool) -> types.MarkupContent | str:
+    return types.MarkupContent(kind=types.MarkupKind.Markdown, value=value) if markdown else value
+
+
+async def read_session_facts(resolver: SessionReferenceResolver, session_id: str, label: str) -> SessionFacts:
+    """A completion candidate's facts: one listing lookup, one read and ``prepare``'s retention.
+
+    The cost is computed for the label a pick would insert, so it is what the
+    mention will cost once it is in the prompt.
+    """
+    budget = resolver.config.max_reference_bytes
+    cwd: str | None = None
+    created_at: int | None = None
+    try:
+        records = await asyncio.to_thread(resolver.query.list_sessions)
+        record = next((record for record in records if record.id == session_id), None)
+        if record is not None:
+            cwd, created_at = record.cwd, record.created_at
+        inputs = [SessionReference(session_id, display_inline_text(label))]
+        snapshots = await resolver.read_sources(inputs)
+        retained = (await asyncio.to_thread(resolver.render_sources, inputs, snapshots))[0]
+    except SessionReferenceError as error:
+        return SessionFacts(session_id, label, cwd, created_at, error=error.message, budget=budget)
+    except Exception as error:  # an unreadable root: say so instead of failing the request
+        return SessionFacts(session_id, label, cwd, created_at, error=str(error), budget=budget)
+    return SessionFacts(session_id, label, cwd, created_at, snapshots[0], retained, None, budget)
+
+
+def reference_facts(reference: Reference, budget: int) -> SessionFacts:
+    record = reference.record
+    error = None if reference.error is None else reference.error.message
+    return SessionFacts(
+        session_id=reference.session_id,
+        label=reference.title if reference.title is not None else reference.label,
+        cwd=None if record is None else record.cwd,
+        created_at=None if record is None else record.created_at,
+        snapshot=reference.snapshot,
+        retained=reference.retained,
+        error=error,
+        budget=budget,
+    )
+
+
+def hover_text(
+    analysis: Analysis, offset: int, *, markdown: bool, now_ms: int
+) -> tuple[str, MentionSpan] | None:
+    """What hovering at ``offset`` shows, and the mention it belongs to."""
+    spans = analysis.spans_at(offset)
+    if not spans:
+        return None
+    span = spans[-1]
+    text = escape_markdown if markdown else _plain
+    if span.session_id is None:
+        lines = [f"invalid session reference URI: {text(span.reason)}"]
+        if span.canonical_uri is not None and span.recovered_id is not None:
+            intended = text(js_stringify(span.recovered_id))
+            lines.append(f"canonical URI for session {intended}: {text(span.canonical_uri)}")
+        return _join(lines, markdown), span
+    reference = analysis.reference_for(span.session_id)
+    if reference is None:
+        return None
+    notes: list[str] = []
+    if reference.self_reference:
+        notes.append("this is the target session: it cannot reference itself")
+    elif reference.index is not None and reference.index >= analysis.max_references:
+        notes.append(f"beyond maxReferences ({analysis.max_references}): prepare rejects the message")
+    elif reference.spans and span is not reference.spans[0]:
+        notes.append("a duplicate mention: prepare uses the first mention of this session")
+    summary = session_summary(
+        reference_facts(reference, analysis.max_reference_bytes),
+        markdown=markdown,
+        now_ms=now_ms,
+        recent=False,
+    )
+    return _join([summary, *(text(note) for note in notes)], markdown), span
+
+
+def _plain(value: str) -> str:
+    return value

@@ -1,0 +1,112 @@
+"""The "Preview referenced-session context" document and the status-bar summary.
+
+The preview runs the real ``parse`` + ``prepare`` on the document, so what it
+shows is what dsh would send, and renders it with :mod:`..report`, the same
+text ``dsh-session-reference prepare`` prints. It lives at a ``dsh-preview:``
+URI that clients with LSP 3.18 virtual documents open read-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import quote, unquote, urlsplit
+
+from ..errors import SessionReferenceError
+from ..jsjson import js_byte_length
+from ..report import estimate_tokens, render_prepared_report
+from ..resolver import AgentRef, PreparedMessage, SessionReferenceResolver
+from ..snapshot import build_additional_context
+from ..uri import parse_session_reference_text
+from .analysis import Analysis
+
+PREVIEW_SCHEME: Final = "dsh-preview"
+
+
+@dataclass(frozen=True)
+class Preview:
+    """``dshSessionReference.preview``'s result: ``{uri, text, summary, ok}``."""
+
+    uri: str
+    text: str
+    summary: str
+    ok: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"uri": self.uri, "text": self.text, "summary": self.summary, "ok": self.ok}
+
+
+def preview_uri(document_uri: str) -> str:
+    """``dsh-preview:/<name> (context).txt?<document uri>``: readable in a tab, reversible."""
+    name = urlsplit(document_uri).path.rsplit("/", 1)[-1] or "untitled"
+    return f"{PREVIEW_SCHEME}:/{quote(unquote(name) + ' (context).txt')}?{quote(document_uri, safe='')}"
+
+
+def document_of_preview(uri: str) -> str | None:
+    """The document a preview URI was made for (``None`` for anything else)."""
+    parts = urlsplit(uri)
+    if parts.scheme != PREVIEW_SCHEME or not parts.query:
+        return None
+    return unquote(parts.query)
+
+
+async def build_preview(
+    document_uri: str, text: str, resolver: SessionReferenceResolver, agent: AgentRef
+) -> Preview:
+    """Parse and prepare ``text`` as dsh would, and render the result or the failure."""
+    header = [
+        "Referenced-session context preview",
+        f"document: {document_uri}",
+        f"target session: {agent.id if agent.id is not None else '(none)'}",
+        "",
+    ]
+    try:
+        parsed = await asyncio.to_thread(parse_session_reference_text, text)
+        prepared: PreparedMessage = await resolver.prepare(
+            agent, [{"type": "text", "text": parsed.text}], parsed.references
+        )
+    except SessionReferenceError as error:
+        summary = f"prepare failed: {error.code}: {error.message}"
+        body = [
+            summary,
+            "",
+            "dsh would not send this message; fix the mentions flagged in the document and preview again.",
+        ]
+        return Preview(preview_uri(document_uri), "\n".join(header + body) + "\n", summary, False)
+    report = render_prepared_report(parsed.text, prepared, resolver.config)
+    context = prepared.additional_context
+    message_bytes = js_byte_length(parsed.text)
+    if context is None:
+        tokens = estimate_tokens(message_bytes)
+        summary = f"no sessions referenced; message {message_bytes} bytes (~{tokens} tokens)"
+    else:
+        total = message_bytes + context.text_bytes
+        count = len(context.sources)
+        summary = (
+            f"{count} session{'s' if count != 1 else ''} referenced; "
+            f"{total} bytes in all (~{estimate_tokens(total)} tokens), snapshot {context.text_bytes} bytes"
+        )
+    return Preview(preview_uri(document_uri), "\n".join(header) + report + "\n", summary, True)
+
+
+def document_summary(analysis: Analysis) -> dict[str, Any]:
+    """``dshSessionReference.documentSummary``: ``{mentions, sessions, errors, bytes, tokens}``.
+
+    ``bytes`` is what both user messages would weigh (readable text plus the
+    snapshot), ``None`` while the document has errors and prepare would fail.
+    """
+    errors = analysis.error_count
+    total: int | None = None
+    if errors == 0:
+        total = js_byte_length(parse_session_reference_text(analysis.text).text)
+        rendered = [reference.retained for reference in analysis.references if reference.retained is not None]
+        if rendered:
+            total += build_additional_context(rendered).text_bytes
+    return {
+        "mentions": analysis.mention_count,
+        "sessions": len(analysis.references),
+        "errors": errors,
+        "bytes": total,
+        "tokens": None if total is None else estimate_tokens(total),
+    }

@@ -1,0 +1,438 @@
+"""The feature functions on their own: settings, labels, completion, analysis, fixes, hover, preview."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+from pathlib import Path
+
+import pytest
+from lsp_support import NOW_MS, TARGET_ID, Spec, append_title, write_store
+from lsprotocol import types
+
+from dsh_session_reference.lsp import analysis as codes
+from dsh_session_reference.lsp.actions import PREVIEW_COMMAND, PREVIEW_KIND, code_actions, fixes_for
+from dsh_session_reference.lsp.analysis import MAX_FINDINGS, analyze
+from dsh_session_reference.lsp.completion import candidate_json, completion_items, find_trigger, item_data
+from dsh_session_reference.lsp.diagnostics import SOURCE, check_files, check_text
+from dsh_session_reference.lsp.display import display_inline_text, iso_time, relative_time
+from dsh_session_reference.lsp.hover import hover_text, read_session_facts, session_summary
+from dsh_session_reference.lsp.positions import LineIndex
+from dsh_session_reference.lsp.preview import (
+    build_preview,
+    document_of_preview,
+    document_summary,
+    preview_uri,
+)
+from dsh_session_reference.lsp.session_cache import CachedSessionSource
+from dsh_session_reference.lsp.settings import Settings, apply_settings, sessions_root, target_session_id
+from dsh_session_reference.resolver import AgentRef, Candidate, SessionReferenceResolver
+from dsh_session_reference.store.jsonl_store import JsonlSessionStore
+from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
+
+
+def mention(session_id: str, label: str | None = None) -> str:
+    return format_session_reference_mention(session_id, label)
+
+
+def noncanonical_uri(session_id: str) -> str:
+    """A URI whose payload decodes to ``session_id`` through a JSON escape (not canonical)."""
+    escaped = json.dumps(session_id, ensure_ascii=True).replace("-", "\\u002d")
+    return "dsh-session:" + base64.urlsafe_b64encode(escaped.encode()).rstrip(b"=").decode()
+
+
+@pytest.fixture
+def resolver(store_root: Path) -> SessionReferenceResolver:
+    return SessionReferenceResolver(JsonlSessionStore(store_root))
+
+
+@pytest.fixture
+def agent(workspace: Path) -> AgentRef:
+    return AgentRef(TARGET_ID, str(workspace))
+
+
+# --- settings -------------------------------------------------------------------------------
+
+
+def test_settings_accept_the_section_or_a_wrapper_and_reset_on_null() -> None:
+    settings, warnings = apply_settings(Settings(), {"dshSessionReference": {"maxReferences": 2}})
+    assert settings.max_references == 2 and warnings == []
+    settings, warnings = apply_settings(settings, {"candidateLimit": 7, "sessionsRoot": "/s"})
+    assert (settings.candidate_limit, settings.sessions_root, settings.max_references) == (7, "/s", 2)
+    settings, _ = apply_settings(settings, {"dshSessionReference": {"maxReferences": None}})
+    assert settings.max_references == 3
+    assert apply_settings(settings, None) == (settings, [])
+    assert apply_settings(settings, {"unrelated": 1}) == (settings, [])
+
+
+def test_invalid_settings_keep_the_old_value_with_upstreams_message() -> None:
+    settings, warnings = apply_settings(
+        Settings(), {"maxReferences": 4, "maxReferenceBytes": 1.5, "targetSessionId": 3}
+    )
+    assert settings == Settings()
+    assert warnings == [
+        "dshSessionReference.targetSessionId must be a string; keeping ''",
+        "dshSessionReference.maxReferences: session-reference: maxReferences must not exceed 3; keeping 3",
+        "dshSessionReference.maxReferenceBytes: session-reference: maxReferenceBytes must be a positive "
+        "safe integer; keeping 65536",
+    ]
+
+
+def test_target_and_root_fall_back_in_order(tmp_path: Path) -> None:
+    assert target_session_id(Settings(), {"DSH_SESSION_ID": "env"}) == "env"
+    assert target_session_id(Settings(target_session_id="set"), {"DSH_SESSION_ID": "env"}) == "set"
+    assert target_session_id(Settings(), {}) is None
+    assert sessions_root(Settings(sessions_root=str(tmp_path)), "/fallback") == str(tmp_path)
+    assert sessions_root(Settings(), str(tmp_path)) == str(tmp_path)
+
+
+# --- labels ---------------------------------------------------------------------------------
+
+
+def test_display_inline_text_matches_upstreams_tui() -> None:
+    assert display_inline_text("a\nb\tc\x1b[1m\x7f\x9f\u00a0") == "a\\x0ab\\x09c\\x1b[1m\\x7f\\x9f\u00a0"
+    assert display_inline_text("plain") == "plain"
+
+
+def test_times() -> None:
+    assert iso_time(0) == "1970-01-01T00:00:00.000Z"
+    assert relative_time(NOW_MS - 90_000, NOW_MS) == "1 minute ago"
+    assert relative_time(NOW_MS - 3 * 3600_000, NOW_MS) == "3 hours ago"
+    assert relative_time(NOW_MS, NOW_MS) == "just now"
+    assert relative_time(NOW_MS + 5000, NOW_MS) == "in the future"
+
+
+# --- completion -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("@", (0, "")),
+        ("see @ab", (4, "ab")),
+        ("line\n@x", (5, "x")),
+        ("tab\t@q", (4, "q")),
+        ("nbsp\u00a0@q", (5, "q")),
+        ("mail@example", None),
+        ('@"quoted', None),
+        ("@[label](dsh-session:x)", None),
+        ("no token", None),
+        ("@" + "a" * 600, None),
+    ],
+)
+def test_find_trigger_is_upstream_tuis_active_token(text: str, expected: tuple[int, str] | None) -> None:
+    trigger = find_trigger(text, len(text))
+    assert (None if trigger is None else (trigger.at, trigger.query)) == expected
+
+
+def test_completion_items_keep_rank_and_edit_from_the_at() -> None:
+    candidates = [
+        Candidate("s-1", "Title one", "/w", NOW_MS - 60_000),
+        Candidate("s-2", "s-2", None, NOW_MS),
+        Candidate("s-3", "bad\nlabel]", "/o", NOW_MS),
+    ]
+    edit_range = types.Range(start=types.Position(0, 4), end=types.Position(0, 6))
+    items = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=True)
+    assert [item.sort_text for item in items] == ["0000", "0001", "0002"]
+    assert [item.label for item in items] == ["Title one", "s-2", "bad\\x0alabel]"]
+    assert all(item.filter_text and item.filter_text.startswith("@") for item in items)
+    plain = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=True, filter_text=False)
+    assert all(item.filter_text is None for item in plain)
+    assert all(
+        isinstance(item.text_edit, types.TextEdit) and item.text_edit.range == edit_range for item in items
+    )
+    assert items[2].text_edit.new_text == mention("s-3", "bad\\x0alabel]")  # type: ignore[union-attr]
+    assert items[0].detail == "s-1" and items[1].detail is None
+    assert items[0].label_details == types.CompletionItemLabelDetails(description="/w · 1 minute ago")
+    assert items[1].label_details == types.CompletionItemLabelDetails(description="no cwd · just now")
+    assert item_data(items[0]) == ("s-1", "Title one")
+    plain = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=False)
+    assert plain[0].label_details is None and plain[0].detail == "s-1 · /w · 1 minute ago"
+    assert candidate_json(candidates[1]) == {
+        "sessionId": "s-2",
+        "label": "s-2",
+        "cwd": None,
+        "createdAt": NOW_MS,
+        "mention": mention("s-2", "s-2"),
+    }
+
+
+# --- analysis and diagnostics ---------------------------------------------------------------
+
+
+async def test_a_clean_document_has_no_findings(resolver: SessionReferenceResolver, agent: AgentRef) -> None:
+    text = f"Compare {mention('s-alpha', 'Refactor the parser')} with dsh-session:InMtZGVsdGEi."
+    result = await analyze(text, resolver, agent)
+    assert result.findings == []
+    assert [r.session_id for r in result.references] == ["s-alpha", "s-delta"]
+    assert all(r.retained is not None for r in result.references)
+
+
+async def test_every_problem_is_found_where_it_is(
+    resolver: SessionReferenceResolver, agent: AgentRef
+) -> None:
+    bad = noncanonical_uri("s-alpha")
+    text = "\n".join(
+        [
+            f"1 @[old label]({bad})",
+            f"2 {mention(TARGET_ID)}",
+            f"3 {mention('s-missing')}",
+            f"4 {mention('s-alpha', 'stale')}",
+            f"5 {mention('s-alpha', 'Refactor the parser')}",
+            "6 @[x](dsh-session:MTIz)",
+        ]
+    )
+    result = await analyze(text, resolver, agent)
+    found = {(f.code, f.severity, text.count("\n", 0, f.start) + 1) for f in result.findings}
+    assert found == {
+        (codes.NONCANONICAL_URI, "error", 1),
+        (codes.SELF_REFERENCE, "error", 2),
+        (codes.UNKNOWN_SESSION, "error", 3),
+        (codes.STALE_LABEL, "hint", 4),
+        (codes.DUPLICATE_REFERENCE, "hint", 5),
+        (codes.MALFORMED_URI, "error", 6),
+    }
+    noncanonical = next(f for f in result.findings if f.code == codes.NONCANONICAL_URI)
+    assert text[noncanonical.start : noncanonical.end] == bad
+    missing = next(f for f in result.findings if f.code == codes.UNKNOWN_SESSION)
+    assert text[missing.start : missing.end] == mention("s-missing")
+    assert 'session "s-missing" not found' in missing.message
+
+
+async def test_extra_sessions_and_budget(store_root: Path, agent: AgentRef) -> None:
+    resolver = SessionReferenceResolver(
+        JsonlSessionStore(store_root), max_references=2, max_reference_bytes=300
+    )
+    text = " ".join(mention(i) for i in ["s-alpha", "s-gamma", "s-delta", "s-alpha"])
+    result = await analyze(text, resolver, agent)
+    by_code = {(f.code, f.session_id) for f in result.findings if f.severity == "error"}
+    assert (codes.TOO_MANY_REFERENCES, "s-delta") in by_code
+    assert (codes.TOO_MANY_REFERENCES, "s-alpha") not in by_code
+    tiny = SessionReferenceResolver(JsonlSessionStore(store_root), max_reference_bytes=60)
+    result = await analyze(mention("s-gamma"), tiny, agent)
+    assert [f.code for f in result.findings] == [codes.BUDGET_EXCEEDED_CODE]
+
+
+async def test_findings_are_capped_but_errors_still_counted(
+    resolver: SessionReferenceResolver, agent: AgentRef
+) -> None:
+    text = "dsh-session:IiJ " * (MAX_FINDINGS + 10)
+    result = await analyze(text, resolver, agent)
+    assert len(result.findings) == MAX_FINDINGS + 1
+    assert result.findings[-1].code == codes.MORE_PROBLEMS and result.findings[-1].severity == "error"
+    assert result.has_errors
+
+
+async def test_mentions_beyond_the_kept_ones_are_summarised_but_still_judged(
+    resolver: SessionReferenceResolver, agent: AgentRef, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(codes, "MAX_KEPT_SPANS", 4)
+    alpha = mention("s-alpha", "Refactor the parser")
+    kept = f"{alpha} " * 4
+    clean = await analyze(kept + mention("s-delta", "Deploy checklist"), resolver, agent)
+    assert not clean.has_errors
+    assert clean.findings[-1].code == codes.MORE_PROBLEMS and clean.findings[-1].severity == "information"
+    # Four distinct sessions, the fourth only among the mentions not kept: still an error, placed there.
+    tail = " ".join(mention(i) for i in ("s-beta", "s-gamma", "s-delta"))
+    crowded = await analyze(kept + tail, resolver, agent)
+    too_many = [f for f in crowded.findings if f.code == codes.TOO_MANY_REFERENCES]
+    assert [(f.session_id, f.start) for f in too_many] == [("s-delta", len(kept))]
+    broken = await analyze(kept + "dsh-session:MTIz", resolver, agent)
+    assert broken.findings[-1].code == codes.MORE_PROBLEMS and broken.findings[-1].severity == "error"
+    assert broken.has_errors
+
+
+async def test_check_text_gives_lsp_diagnostics(resolver: SessionReferenceResolver, agent: AgentRef) -> None:
+    diagnostics = await check_text("😀 dsh-session:MTIz", resolver, agent)
+    assert len(diagnostics) == 1
+    diagnostic = diagnostics[0]
+    assert diagnostic.source == SOURCE and diagnostic.code == codes.MALFORMED_URI
+    assert diagnostic.range.start == types.Position(0, 3)  # the emoji is two UTF-16 units
+
+
+async def test_check_files_reports_and_exits(
+    tmp_path: Path, resolver: SessionReferenceResolver, agent: AgentRef
+) -> None:
+    good = tmp_path / "good.md"
+    good.write_text(f"see {mention('s-alpha', 'Refactor the parser')}\n")
+    bad = tmp_path / "bad.md"
+    bad.write_text(f"é\n  {mention('s-missing')}\n")
+    out = io.StringIO()
+    assert await check_files([str(good)], resolver, agent, out=out) == 0
+    assert "0 error(s)" in out.getvalue()
+    out = io.StringIO()
+    assert await check_files([str(good), str(bad), str(tmp_path / "nope.md")], resolver, agent, out=out) == 1
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith(f"{bad}:2:3: error: no session") and lines[0].endswith("[unknown-session]")
+    assert lines[1].startswith(f"{tmp_path / 'nope.md'}: error: cannot read")
+    out = io.StringIO()
+    assert await check_files([str(bad)], resolver, agent, as_json=True, out=out) == 1
+    report = json.loads(out.getvalue())
+    assert report["ok"] is False
+    [entry] = report["files"]
+    assert entry["errors"] == 1
+    assert entry["diagnostics"][0] | {"message": ""} == {
+        "line": 2,
+        "column": 3,
+        "endLine": 2,
+        "endColumn": 3 + len(mention("s-missing")),
+        "severity": "error",
+        "code": "unknown-session",
+        "message": "",
+        "sessionId": "s-missing",
+    }
+
+
+# --- fixes and code actions ------------------------------------------------------------------
+
+
+async def test_fixes_rewrite_to_text_the_parser_accepts(
+    resolver: SessionReferenceResolver, agent: AgentRef
+) -> None:
+    text = f"a @[x]({noncanonical_uri('s-alpha')}) b dsh-session:InMtZGVsdGEi c {mention('s-alpha', 'old')}"
+    result = await analyze(text, resolver, agent)
+    titles = [fix.title for fix in fixes_for(result, 0, len(text))]
+    assert titles == [
+        'Rewrite as the canonical URI for session "s-alpha"',
+        "Remove this mention",
+        "Turn into a labelled mention @[Deploy checklist]",
+        "Remove this mention",
+        'Refresh the label to the current title "Refactor the parser"',
+        "Remove this mention",
+    ]
+    fixes = fixes_for(result, 0, len(text))
+    for fix in fixes:
+        fixed = text[: fix.start] + fix.new_text + text[fix.end :]
+        assert (await analyze(fixed, resolver, agent)).error_count <= result.error_count
+    canonical = fixes[0]
+    fixed = text[: canonical.start] + canonical.new_text + text[canonical.end :]
+    assert fixed.startswith("a @[x](dsh-session:InMtYWxwaGEi) b")
+
+
+async def test_glued_bare_uri_fix_keeps_the_word(resolver: SessionReferenceResolver, agent: AgentRef) -> None:
+    text = f"{encode_session_reference_uri('s-alpha')}y"
+    result = await analyze(text, resolver, agent)
+    [fix, _remove] = fixes_for(result, 0, 0)
+    assert (
+        text[: fix.start] + fix.new_text + text[fix.end :] == f"{encode_session_reference_uri('s-alpha')} y"
+    )
+
+
+async def test_code_actions_respect_client_support(
+    resolver: SessionReferenceResolver, agent: AgentRef
+) -> None:
+    text = f"x {noncanonical_uri('s-alpha')}"
+    result = await analyze(text, resolver, agent)
+    index = LineIndex(result.text)
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri="file:///p.md"),
+        range=types.Range(start=types.Position(0, 3), end=types.Position(0, 3)),
+        context=types.CodeActionContext(diagnostics=[]),
+    )
+    actions = code_actions(
+        result, index, "utf-16", params, version=4, literal_support=True, document_changes=True
+    )
+    kinds = [action.kind for action in actions if isinstance(action, types.CodeAction)]
+    assert kinds == [types.CodeActionKind.QuickFix, types.CodeActionKind.QuickFix, PREVIEW_KIND]
+    first = actions[0]
+    assert isinstance(first, types.CodeAction) and first.edit is not None and first.edit.document_changes
+    assert first.edit.document_changes[0].text_document.version == 4  # type: ignore[union-attr]
+    no_literals = code_actions(
+        result, index, "utf-16", params, version=4, literal_support=False, document_changes=False
+    )
+    assert [(a.command, a.arguments) for a in no_literals] == [(PREVIEW_COMMAND, ["file:///p.md"])]  # type: ignore[union-attr]
+    params.context.only = [types.CodeActionKind.Source]
+    only_source = code_actions(
+        result, index, "utf-16", params, version=4, literal_support=True, document_changes=False
+    )
+    assert [a.kind for a in only_source] == [PREVIEW_KIND]  # type: ignore[union-attr]
+
+
+# --- hover and session facts -------------------------------------------------------------------
+
+
+async def test_hover_and_facts(resolver: SessionReferenceResolver, agent: AgentRef) -> None:
+    text = f"{mention('s-alpha', 'Refactor the parser')}   {noncanonical_uri('s-delta')}"
+    result = await analyze(text, resolver, agent)
+    found = hover_text(result, 3, markdown=False, now_ms=NOW_MS)
+    assert found is not None
+    shown, span = found
+    assert span.session_id == "s-alpha"
+    assert "id: s-alpha" in shown and "reference cost:" in shown and "of 65536 bytes" in shown
+    found = hover_text(result, len(text) - 2, markdown=True, now_ms=NOW_MS)
+    assert found is not None and "canonical URI for session" in found[0]
+    assert (
+        hover_text(result, len(mention("s-alpha", "Refactor the parser")) + 1, markdown=False, now_ms=0)
+        is None
+    )
+    facts = await read_session_facts(resolver, "s-beta", "Notes\nsecond line \x1b[1mbold")
+    summary = session_summary(facts, markdown=True, now_ms=NOW_MS)
+    assert summary.startswith("**Notes\\\\x0asecond line \\\\x1b\\[1mbold**")
+    assert "remember the deploy steps" in summary and "cwd: no cwd" in summary
+    missing = await read_session_facts(resolver, "s-missing", "s-missing")
+    assert missing.error is not None and "not found" in missing.error
+
+
+# --- preview and summary -----------------------------------------------------------------------
+
+
+def test_preview_uris_round_trip() -> None:
+    uri = "file:///work/my%20notes.md"
+    preview = preview_uri(uri)
+    assert preview.startswith("dsh-preview:/my%20notes.md%20%28context%29.txt?")
+    assert document_of_preview(preview) == uri
+    assert document_of_preview("file:///x") is None
+
+
+async def test_preview_shows_both_messages_and_the_accounting(
+    resolver: SessionReferenceResolver, agent: AgentRef
+) -> None:
+    text = f"Please compare {mention('s-alpha', 'Refactor the parser')} and {mention('s-beta', 'notes')}."
+    preview = await build_preview("file:///w/p.md", text, resolver, agent)
+    assert preview.ok
+    assert "Please compare @Refactor the parser and @notes." in preview.text
+    assert "## Referenced sessions" in preview.text and "<referenced-sessions>" in preview.text
+    # upstream 0.1.0-rc.8 order: the readable message, then the snapshot appended right after it
+    assert preview.text.index("Please compare @Refactor") < preview.text.index("## Referenced sessions")
+    assert "[1] Refactor the parser" in preview.text and "[2] notes" in preview.text
+    assert "of 65536 bytes" in preview.text and "tokens" in preview.text
+    assert preview.summary.startswith("2 sessions referenced;")
+    failed = await build_preview("file:///w/p.md", mention(TARGET_ID), resolver, agent)
+    assert not failed.ok
+    assert (
+        failed.summary
+        == 'prepare failed: SESSION_REFERENCE_SELF_REFERENCE: session "target-session" cannot reference itself'
+    )
+    plain = await build_preview("file:///w/p.md", "no mentions", resolver, agent)
+    assert plain.ok and plain.summary.startswith("no sessions referenced")
+
+
+async def test_document_summary(resolver: SessionReferenceResolver, agent: AgentRef) -> None:
+    ok = await analyze(f"{mention('s-alpha')} {mention('s-alpha')}", resolver, agent)
+    summary = document_summary(ok)
+    assert summary["mentions"] == 2 and summary["sessions"] == 1 and summary["errors"] == 0
+    assert summary["bytes"] > 0 and summary["tokens"] == -(-summary["bytes"] // 4)
+    bad = document_summary(await analyze("dsh-session:IiJ", resolver, agent))
+    assert bad == {"mentions": 1, "sessions": 0, "errors": 1, "bytes": None, "tokens": None}
+
+
+# --- the cache ----------------------------------------------------------------------------------
+
+
+def test_cache_sees_new_sessions_and_titles(tmp_path: Path) -> None:
+    root = write_store(tmp_path / "s", [Spec("one", "/w", "First", [("user", "hi")])], "none")
+    source = CachedSessionSource(JsonlSessionStore(root))
+    records = source.list_sessions()
+    assert [r.id for r in records] == ["one"]
+    assert source.list_sessions() == records
+    assert [o.title for o in source.read_titles(records)] == ["First"]
+    write_store(root, [Spec("two", None, "Second", [("user", "yo")], age_minutes=-1)], "none")
+    records = source.list_sessions()
+    assert [r.id for r in records] == ["two", "one"]
+    append_title(root, "one", "Renamed")
+    assert [o.title for o in source.read_titles(source.list_sessions())] == ["Second", "Renamed"]
+    first = source.read_surface("one")
+    assert source.read_surface("one") is first  # unchanged log: served from memory
+    append_title(root, "one", "Again")
+    assert source.read_surface("one") is not first
