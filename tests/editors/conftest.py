@@ -1,0 +1,252 @@
+"""Shared harness for the real-editor tests (Neovim, Emacs): a sample store, a prompt, one headless run.
+
+Each test writes a throwaway sessions root and a prompt file, runs a real editor in its
+own process group with an isolated HOME/XDG, lets an in-editor driver type the user's
+keys and record what the editor showed into a JSON file, and asserts on that file.
+Everything expected is computed with the library the server itself uses, so the tests
+check the editor-facing result against upstream's ranking and URI grammar, not against
+copies of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_session_reference.jsjson import js_stringify, js_utf8
+from dsh_session_reference.report import render_prepared_report
+from dsh_session_reference.resolver import Candidate, SessionReferenceResolver, agent_for_target
+from dsh_session_reference.sample import write_sample_store
+from dsh_session_reference.store.jsonl_store import JsonlSessionStore
+from dsh_session_reference.uri import (
+    SESSION_REFERENCE_SCHEME,
+    parse_session_reference_text,
+    scan_session_references,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+SERVER_SRC = REPO / "server"
+SERVER_COMMAND = [sys.executable, "-m", "dsh_session_reference", "lsp", "--stdio"]
+
+DRIVER_TIMEOUT_MS = 15_000
+"""The driver's own limit; it writes a result naming the step it was waiting for."""
+PROCESS_TIMEOUT_S = 25
+"""pytest's limit on top: the whole process group is killed if the driver's limit failed too."""
+
+
+def noncanonical_uri(session_id: str) -> str:
+    """A ``dsh-session:`` URI that decodes to ``session_id`` but is not canonical.
+
+    The JSON string escapes its first character as ``\\uXXXX``: ``JSON.parse`` reads the
+    same id, but re-encoding gives a different payload, so the strict parser rejects it
+    and the id is recoverable (the quick fix's case).
+    """
+    escaped = f'"\\u{ord(session_id[0]):04x}' + js_stringify(session_id[1:])[1:]
+    payload = base64.urlsafe_b64encode(js_utf8(escaped)).rstrip(b"=").decode("ascii")
+    uri = SESSION_REFERENCE_SCHEME + payload
+    (span,) = scan_session_references(uri)
+    assert span.problem == "noncanonical" and span.recovered_id == session_id, span
+    return uri
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One prompt over one sample store, and what a correct editor session must show."""
+
+    workspace: Path
+    sessions_root: Path
+    prompt: Path
+    target_id: str
+    candidates: list[Candidate]
+    """``list_candidates`` for the target, in upstream's rank order."""
+    fixed_id: str
+    """The session the noncanonical mention names."""
+    bad_uri: str
+    bad_line: str
+    pick: int
+    """Which completion item the driver accepts (1-based)."""
+    server_command: list[str]
+    last_line: str
+
+    @property
+    def picked(self) -> Candidate:
+        return self.candidates[self.pick - 1]
+
+    def prepared_report(self, document_text: str) -> str:
+        """What the preview must show for ``document_text``: dsh's own parse + prepare, rendered."""
+        store = JsonlSessionStore(str(self.sessions_root))
+
+        async def prepare() -> str:
+            agent = await agent_for_target(store, self.target_id, str(self.workspace))
+            resolver = SessionReferenceResolver(store)
+            parsed = parse_session_reference_text(document_text)
+            prepared = await resolver.prepare(
+                agent, [{"type": "text", "text": parsed.text}], parsed.references
+            )
+            return render_prepared_report(parsed.text, prepared, resolver.config)
+
+        return asyncio.run(prepare())
+
+
+@pytest.fixture
+def scenario(tmp_path: Path) -> Scenario:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    sessions_root = tmp_path / "sessions"
+    write_sample_store(str(sessions_root))
+    store = JsonlSessionStore(str(sessions_root))
+    records = store.list_sessions()
+    # Write for a session with a cwd, so self-exclusion and cwd ranking both show in the list.
+    target = next(record for record in records if record.cwd is not None)
+
+    async def ranked() -> list[Candidate]:
+        agent = await agent_for_target(store, target.id, str(workspace))
+        return await SessionReferenceResolver(store).list_candidates(agent)
+
+    candidates = asyncio.run(ranked())
+    assert len(candidates) >= 3, "the sample store needs a few sessions besides the target"
+    fixed = candidates[0]
+    bad_uri = noncanonical_uri(fixed.session_id)
+    bad_line = f"Compare with @[earlier work]({bad_uri}) before you start."
+    prompt = workspace / "prompt.md"
+    last_line = "Also ask about"
+    prompt.write_text(f"# Next step\n\n{bad_line}\n{last_line}\n", encoding="utf-8")
+    return Scenario(
+        workspace=workspace,
+        sessions_root=sessions_root,
+        prompt=prompt,
+        target_id=target.id,
+        candidates=candidates,
+        fixed_id=fixed.session_id,
+        bad_uri=bad_uri,
+        bad_line=bad_line,
+        pick=2,
+        server_command=SERVER_COMMAND,
+        last_line=last_line,
+    )
+
+
+DOCS = REPO / "docs" / "editors.md"
+
+
+@pytest.fixture
+def documented_config() -> Callable[[str, dict[str, str]], str]:
+    """The configuration block docs/editors.md marks ``<!-- editors-test: NAME -->``, with placeholders filled.
+
+    The tests run the documented setup itself, so a snippet that stops working fails here.
+    Each key of ``fill`` (the snippet's own default, such as ``sessionsRoot = ""``) must occur
+    exactly once and is replaced by its value (the test's server command, store, target).
+    """
+    docs = DOCS.read_text(encoding="utf-8")
+
+    def block(name: str, fill: dict[str, str]) -> str:
+        marker = f"<!-- editors-test: {name} -->\n```"
+        assert docs.count(marker) == 1, f"docs/editors.md has no single {marker!r} block"
+        start = docs.index("\n", docs.index(marker) + len(marker)) + 1
+        text = docs[start : docs.index("\n```\n", start) + 1]
+        for old, new in fill.items():
+            assert text.count(old) == 1, (
+                f"expected exactly one {old!r} in the {name} block of docs/editors.md"
+            )
+            text = text.replace(old, new)
+        return text
+
+    return block
+
+
+@dataclass(frozen=True)
+class EditorRun:
+    result: dict[str, Any]
+    returncode: int
+    output: str
+
+    def explain(self) -> str:
+        """What to print when an assertion fails: the driver's verdict, the editor's output, the server's log."""
+        log = self.result.get("server_log", "")
+        log_path = Path(self.result.get("lsp_log", "/nonexistent"))
+        if log_path.exists():
+            log = log_path.read_text(errors="replace")
+        return (
+            f"editor exit {self.returncode}; driver error: {self.result.get('error')!r}; "
+            f"last step: {self.result.get('last_step')!r}\n--- editor output ---\n{self.output[-4000:]}"
+            f"\n--- language server log ---\n{log[-8000:]}"
+        )
+
+
+def _isolated_env(home: Path) -> dict[str, str]:
+    """The user's own config, caches and sessions must not leak in (or be written to)."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("XDG_", "DSH_", "NVIM"))}
+    for name in ("config", "cache", "data", "state"):
+        (home / name).mkdir(parents=True, exist_ok=True)
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_STATE_HOME=str(home / "state"),
+        DSH_HOME=str(home / "dsh"),
+        PYTHONPATH=os.pathsep.join([str(SERVER_SRC), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        TERM="dumb",
+    )
+    return env
+
+
+@pytest.fixture
+def run_editor(tmp_path: Path) -> Callable[[list[str], Scenario, dict[str, Any]], EditorRun]:
+    """Run ``argv`` headless with a driver spec, then reap whatever is left of its process group."""
+
+    def run(argv: list[str], scenario: Scenario, extra: dict[str, Any]) -> EditorRun:
+        home = tmp_path / "home"
+        result_path = tmp_path / "result.json"
+        spec_path = tmp_path / "spec.json"
+        spec = {
+            "file": str(scenario.prompt),
+            "result": str(result_path),
+            "pick": scenario.pick,
+            "timeout_ms": DRIVER_TIMEOUT_MS,
+            **extra,
+        }
+        spec_path.write_text(json.dumps(spec), encoding="utf-8")
+        env = _isolated_env(home)
+        env["DSH_EDITOR_SPEC"] = str(spec_path)
+        process = subprocess.Popen(
+            argv,
+            cwd=scenario.workspace,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            output, _ = process.communicate(timeout=PROCESS_TIMEOUT_S)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            output, _ = process.communicate()
+            timed_out = True
+        finally:
+            # The group outlives the editor only if a child (the server) did.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+        text = output.decode(errors="replace")
+        if timed_out:
+            pytest.fail(f"{argv[0]} did not finish in {PROCESS_TIMEOUT_S} s:\n{text}")
+        if not result_path.exists():
+            pytest.fail(f"{argv[0]} exited {process.returncode} without a result file:\n{text}")
+        result = json.loads(result_path.read_text(encoding="utf-8"))
+        return EditorRun(result, process.returncode, text)
+
+    return run

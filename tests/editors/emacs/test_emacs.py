@@ -1,0 +1,122 @@
+"""Emacs 28 + eglot 1.9 (batch) drives the real server with real keys (drive.el).
+
+The same editor path as the Neovim test, through eglot's own code: ``M-x eglot`` with
+``initializationOptions`` from ``eglot-server-programs``, flymake showing the error on
+a noncanonical URI, ``@`` + ``completion-at-point`` listing the sessions in
+*Completions* in upstream's rank order (eglot sorts by ``sortText``), choosing one
+there runs eglot's exit function, which applies the item's ``textEdit``;
+``M-x eglot-code-actions`` with the preferred fix, and a preview command bound to a key.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from dsh_session_reference.lsp.display import display_inline_text
+from dsh_session_reference.uri import (
+    encode_session_reference_uri,
+    parse_session_reference_text,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from conftest import EditorRun, Scenario
+
+pytestmark = pytest.mark.editor
+
+DRIVER = Path(__file__).resolve().parent / "drive.el"
+ELPA = Path("/usr/share/emacs/site-lisp/elpa")
+
+
+def _emacs() -> str:
+    emacs = shutil.which("emacs")
+    assert emacs is not None, "emacs is not installed: run scripts/install-system-deps"
+    assert list(ELPA.glob("eglot-*")), (
+        "eglot is not installed (Debian elpa-eglot): run scripts/install-system-deps"
+    )
+    version = subprocess.run([emacs, "--version"], capture_output=True, text=True, check=True).stdout
+    assert version.startswith("GNU Emacs"), version
+    return emacs
+
+
+def _elisp_string(text: str) -> str:
+    return json.dumps(text)  # ASCII JSON string literals read as Emacs Lisp strings
+
+
+def test_emacs_eglot_completion_diagnostic_quick_fix_and_preview(
+    scenario: Scenario,
+    run_editor: Callable[[list[str], Scenario, dict[str, Any]], EditorRun],
+    documented_config: Callable[[str, dict[str, str]], str],
+    tmp_path: Path,
+) -> None:
+    config = documented_config(
+        "eglot",
+        {
+            '("dsh-session-reference" "lsp"': "(" + " ".join(map(_elisp_string, scenario.server_command)),
+            ':sessionsRoot ""': f":sessionsRoot {_elisp_string(str(scenario.sessions_root))}",
+            ':targetSessionId ""': f":targetSessionId {_elisp_string(scenario.target_id)}",
+        },
+    )
+    config_path = tmp_path / "init.el"
+    config_path.write_text(config, encoding="utf-8")
+    run = run_editor([_emacs(), "-Q", "--batch", "-l", str(DRIVER)], scenario, {"config": str(config_path)})
+    result = run.result
+    assert result.get("error") is None, run.explain()
+    assert run.returncode == 0, run.explain()
+    bad_line_number = 3  # 1-based: "# Next step", "", the bad line
+
+    # 1. flymake shows eglot's error on the noncanonical URI.
+    errors = [d for d in result["open"]["diagnostics"] if d["type"] == "eglot-error"]
+    assert len(errors) == 1, result["open"]
+    (error,) = errors
+    assert error["code"] == "noncanonical-uri"
+    assert error["source"] == "dsh-session-reference"
+    assert error["line"] == bad_line_number
+    assert "[noncanonical-uri]" in error["text"] and scenario.fixed_id in error["text"]
+    line_start = (
+        scenario.prompt.read_text(encoding="utf-8").index(scenario.bad_line) + 1
+    )  # Emacs points are 1-based
+    uri_start = line_start + scenario.bad_line.index(scenario.bad_uri)
+    assert error["beg"] <= uri_start < uri_start + len(scenario.bad_uri) <= error["end"], error
+
+    # 2. `@` + completion-at-point: *Completions* lists every candidate in upstream's rank order.
+    complete = result["complete"]
+    shown = complete["shown"]
+    assert shown == [display_inline_text(c.label).lstrip() for c in scenario.candidates]
+
+    # 3. Choosing the pick-th entry applies the item's textEdit: the canonical mention replaces the `@`.
+    picked = scenario.picked
+    accepted = result["accept"]["line"]
+    assert accepted.startswith(scenario.last_line + " @[")
+    (reference,) = parse_session_reference_text(accepted[len(scenario.last_line) + 1 :]).references
+    assert reference.session_id == picked.session_id
+    assert reference.label == display_inline_text(picked.label)
+
+    # 4. eglot-code-actions, RET on the default (the server's preferred fix): canonical URI, no error.
+    fix = result["fix"]
+    assert fix["line_before"] == scenario.bad_line
+    canonical = encode_session_reference_uri(scenario.fixed_id)
+    assert fix["line_after"] == scenario.bad_line.replace(scenario.bad_uri, canonical)
+    assert [d for d in fix["diagnostics"] or [] if d["type"] == "eglot-error"] == []
+    final_text = "\n".join(result["lines_at_end"])
+    references = parse_session_reference_text(final_text).references
+    assert [r.session_id for r in references] == [scenario.fixed_id, picked.session_id]
+
+    # 5. The preview key: the prepared context and byte accounting in a read-only buffer.
+    preview = result["preview"]
+    assert preview["ok"] is True, preview
+    text = preview["text"]
+    assert result["preview_buffer"] == text.split("\n")
+    assert "## Referenced sessions" in text and "Byte accounting" in text
+    assert scenario.prepared_report(final_text) in text
+    # eglot 1.9 has no window/showDocument either: the server adds a showMessage summary.
+    (message,) = result["messages"]
+    assert message["type"] == 3 and preview["summary"] in message["message"], message
+    assert "Traceback" not in result["server_log"]
