@@ -169,29 +169,19 @@ def iter_session_references(text: str) -> Iterator[MentionSpan]:
         raw_label, markdown_uri, bare_uri = match.groups()
         kind: Literal["markdown", "bare"] = "markdown" if markdown_uri is not None else "bare"
         uri = markdown_uri if markdown_uri is not None else bare_uri
-        group = 2 if markdown_uri is not None else 3
-        uri_start, uri_end = match.span(group)
+        uri_start, uri_end = match.span(2 if markdown_uri is not None else 3)
         label = None if raw_label is None else unescape_mention_label(raw_label)
+        problem: Problem | None = None
+        reason = ""
         try:
-            session_id = decode_session_reference_uri(uri)
+            session_id: str | None = decode_session_reference_uri(uri)
+            recovered = session_id
+            canonical: str | None = uri
         except SessionReferenceError:
+            session_id = None
             problem, reason, recovered, consumed = _diagnose(uri, kind)
-            yield MentionSpan(
-                start=match.start(),
-                end=match.end(),
-                kind=kind,
-                uri=uri,
-                uri_start=uri_start,
-                raw_label=raw_label,
-                label=label,
-                session_id=None,
-                problem=problem,
-                reason=reason,
-                canonical_uri=None if recovered is None else encode_session_reference_uri(recovered),
-                recovered_id=recovered,
-                uri_replace_end=uri_start + len(SESSION_REFERENCE_SCHEME) + consumed,
-            )
-            continue
+            canonical = None if recovered is None else encode_session_reference_uri(recovered)
+            uri_end = uri_start + len(SESSION_REFERENCE_SCHEME) + consumed
         yield MentionSpan(
             start=match.start(),
             end=match.end(),
@@ -201,10 +191,10 @@ def iter_session_references(text: str) -> Iterator[MentionSpan]:
             raw_label=raw_label,
             label=session_id if label is None else label,
             session_id=session_id,
-            problem=None,
-            reason="",
-            canonical_uri=uri,
-            recovered_id=session_id,
+            problem=problem,
+            reason=reason,
+            canonical_uri=canonical,
+            recovered_id=recovered,
             uri_replace_end=uri_end,
         )
 
