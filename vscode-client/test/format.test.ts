@@ -1,0 +1,105 @@
+// The words people read: status bar text, sizes, relative times and quick-pick rows.
+
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+
+import { formatBytes, formatCandidate, formatStatus, parseCreatedAt, relativeTime, shortId } from '../src/format';
+
+const NOW = new Date('2026-03-10T12:00:00Z');
+
+describe('formatBytes', () => {
+  test('uses decimal units with one decimal below ten', () => {
+    assert.equal(formatBytes(0), '0 B');
+    assert.equal(formatBytes(999), '999 B');
+    assert.equal(formatBytes(1000), '1.0 KB');
+    assert.equal(formatBytes(4321), '4.3 KB');
+    assert.equal(formatBytes(65536), '66 KB');
+    assert.equal(formatBytes(196608), '197 KB');
+    assert.equal(formatBytes(2_500_000), '2.5 MB');
+  });
+});
+
+describe('relativeTime', () => {
+  const ago = (ms: number): string => relativeTime(new Date(NOW.getTime() - ms), NOW);
+  test('reads like a person would say it, in the server\'s units', () => {
+    assert.equal(ago(5_000), 'just now');
+    assert.equal(ago(-60_000), 'in the future');
+    assert.equal(ago(60_000), '1 minute ago');
+    assert.equal(ago(59 * 60_000), '59 minutes ago');
+    assert.equal(ago(2 * 3_600_000), '2 hours ago');
+    assert.equal(ago(30 * 3_600_000), '1 day ago');
+    assert.equal(ago(3 * 86_400_000), '3 days ago');
+    assert.equal(ago(15 * 86_400_000), '2 weeks ago');
+    assert.equal(ago(45 * 86_400_000), '1 month ago');
+    assert.equal(ago(400 * 86_400_000), '1 year ago');
+    assert.equal(ago(800 * 86_400_000), '2 years ago');
+  });
+
+  test('createdAt may be epoch milliseconds or an ISO string; junk is no date', () => {
+    assert.equal(parseCreatedAt(NOW.getTime())?.toISOString(), NOW.toISOString());
+    assert.equal(parseCreatedAt('2026-03-10T12:00:00.000Z')?.getTime(), NOW.getTime());
+    assert.equal(parseCreatedAt('yesterday-ish'), undefined);
+    assert.equal(parseCreatedAt(null), undefined);
+    assert.equal(parseCreatedAt(''), undefined);
+  });
+});
+
+describe('formatStatus', () => {
+  const summary = { mentions: 2, sessions: 2, errors: 0, bytes: 12_345, tokens: 3_086 };
+
+  test('no target and no summary yet', () => {
+    const status = formatStatus(undefined, undefined);
+    assert.equal(status.text, '$(references) no target');
+    assert.match(status.tooltip, /DSH_SESSION_ID/);
+  });
+
+  test('target label, mention count and estimated size', () => {
+    const status = formatStatus({ id: 'sess-1', label: 'Fix the parser' }, summary);
+    assert.equal(status.text, '$(references) Fix the parser  2 mentions · 12 KB');
+    assert.match(status.tooltip, /2 mentions of 2 sessions: the message and its context weigh about 12 KB \(~3,086 tokens\)/);
+  });
+
+  test('singular forms and long ids shortened', () => {
+    const status = formatStatus({ id: '0123456789abcdef0123' }, { mentions: 1, sessions: 1, errors: 0, bytes: 800, tokens: 200 });
+    assert.equal(status.text, '$(references) 0123456789abc…  1 mention · 800 B');
+  });
+
+  test('with errors there is no size (dsh would not send the prompt), and the errors are flagged', () => {
+    const status = formatStatus({ id: '0123456789abcdef0123' }, { mentions: 1, sessions: 0, errors: 1, bytes: null, tokens: null });
+    assert.equal(status.text, '$(references) 0123456789abc…  1 mention  $(error) 1');
+    assert.match(status.tooltip, /1 problem to fix/);
+    assert.match(status.tooltip, /Target session: 0123456789abcdef0123/);
+  });
+
+  test('a prompt without mentions says so', () => {
+    assert.equal(formatStatus(undefined, { ...summary, mentions: 0, sessions: 0, bytes: 0, tokens: 0 }).text, '$(references) no target  no mentions');
+  });
+
+  test('a label that is just the id, or a long title, is shortened', () => {
+    assert.equal(formatStatus({ id: '0123456789abcdef0123', label: '0123456789abcdef0123' }, undefined).text, '$(references) 0123456789abc…');
+    const long = formatStatus({ id: 's', label: 'Stale price flash on checkout after coupon removal' }, undefined);
+    assert.equal(long.text, '$(references) Stale price flash on checko…');
+    assert.match(long.tooltip, /Stale price flash on checkout after coupon removal \(s\)/);
+  });
+
+  test('shortId keeps short ids whole', () => {
+    assert.equal(shortId('abc'), 'abc');
+    assert.equal(shortId('x'.repeat(20)).length, 14);
+  });
+});
+
+describe('formatCandidate', () => {
+  test('label, relative time and cwd; the id on the detail line', () => {
+    const row = formatCandidate(
+      { sessionId: 's-1', label: 'Refactor store', cwd: '/work/app', createdAt: NOW.getTime() - 7_200_000, mention: '@[Refactor store](dsh-session:InMtMSI)' },
+      NOW,
+    );
+    assert.deepEqual(row, { label: 'Refactor store', description: '2 hours ago · /work/app', detail: 's-1' });
+  });
+
+  test('no cwd and no date leave no stray separators', () => {
+    const row = formatCandidate({ sessionId: 's-2', label: 's-2', cwd: null, createdAt: undefined, mention: '' }, NOW);
+    assert.equal(row.description, '');
+    assert.equal(row.detail, '', 'an untitled session shows its id once, as the label');
+  });
+});

@@ -1,0 +1,236 @@
+// Interpreter lookup against real files and real processes: temporary folders with executable
+// scripts stand in for interpreters, and the pyenv-style Pythons on PATH are run for real.
+
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { promises as fs } from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, test } from 'node:test';
+
+import {
+  findInterpreter,
+  InterpreterNotFound,
+  isSupportedVersion,
+  LookupInput,
+  parseProbeOutput,
+  probeInterpreter,
+  probeProblems,
+  ProbeResult,
+  tooOldMessage,
+  which,
+} from '../src/interpreter';
+
+const LAUNCHER = path.resolve(__dirname, '..', '..', 'python', 'launch_server.py');
+
+let root: string;
+
+async function executable(file: string, body = '#!/bin/sh\nexit 0\n'): Promise<string> {
+  await fs.mkdir(path.dirname(file), { recursive: true });
+  await fs.writeFile(file, body, { mode: 0o755 });
+  return file;
+}
+
+function input(overrides: Partial<LookupInput>): LookupInput {
+  return {
+    setting: '',
+    workspaceFolders: [],
+    platform: 'linux',
+    envPath: '',
+    paths: { home: path.join(root, 'home'), env: {} },
+    ...overrides,
+  };
+}
+
+before(async () => {
+  root = await fs.mkdtemp(path.join(os.tmpdir(), 'dsh-interpreter-'));
+});
+
+after(async () => {
+  await fs.rm(root, { recursive: true, force: true });
+});
+
+describe('findInterpreter', () => {
+  test('the setting wins over a workspace .venv and PATH', async () => {
+    const configured = await executable(path.join(root, 'a', 'custom-python'));
+    const workspace = path.join(root, 'a', 'ws');
+    await executable(path.join(workspace, '.venv', 'bin', 'python'));
+    const bin = path.join(root, 'a', 'bin');
+    await executable(path.join(bin, 'python3'));
+    const choice = await findInterpreter(input({ setting: configured, workspaceFolders: [workspace], envPath: bin }));
+    assert.equal(choice.executable, configured);
+    assert.equal(choice.source, 'setting');
+  });
+
+  test('the setting expands ${workspaceFolder} and ~ and resolves bare names on PATH', async () => {
+    const workspace = path.join(root, 'b', 'ws');
+    const venvPython = await executable(path.join(workspace, 'tools', 'py'));
+    const viaFolder = await findInterpreter(
+      input({ setting: '${workspaceFolder}/tools/py', workspaceFolders: [workspace], paths: { home: root, workspaceFolder: workspace, env: {} } }),
+    );
+    assert.equal(viaFolder.executable, venvPython);
+
+    const home = path.join(root, 'b', 'home');
+    const homePython = await executable(path.join(home, '.pythons', 'python3.12'));
+    const viaHome = await findInterpreter(input({ setting: '~/.pythons/python3.12', paths: { home, env: {} } }));
+    assert.equal(viaHome.executable, homePython);
+
+    const bin = path.join(root, 'b', 'bin');
+    const onPath = await executable(path.join(bin, 'python3.13'));
+    const viaName = await findInterpreter(input({ setting: 'python3.13', envPath: `/nonexistent:${bin}` }));
+    assert.equal(viaName.executable, onPath);
+  });
+
+  test('a setting that names no executable is an error, not a reason to guess', async () => {
+    const bin = path.join(root, 'c', 'bin');
+    await executable(path.join(bin, 'python3'));
+    const notExecutable = path.join(root, 'c', 'python-text');
+    await fs.writeFile(notExecutable, 'not a program', { mode: 0o644 });
+    for (const setting of [path.join(root, 'c', 'missing'), notExecutable, 'no-such-python']) {
+      await assert.rejects(findInterpreter(input({ setting, envPath: bin })), (error: unknown) => {
+        assert.ok(error instanceof InterpreterNotFound);
+        assert.equal(error.source, 'setting');
+        assert.match(error.message, /dshSessionReference\.interpreter/);
+        return true;
+      });
+    }
+  });
+
+  test('without a setting, the first workspace folder with a .venv is used', async () => {
+    const plain = path.join(root, 'd', 'plain');
+    await fs.mkdir(plain, { recursive: true });
+    const withVenv = path.join(root, 'd', 'with-venv');
+    const venvPython = await executable(path.join(withVenv, '.venv', 'bin', 'python'));
+    const bin = path.join(root, 'd', 'bin');
+    await executable(path.join(bin, 'python3'));
+    const choice = await findInterpreter(input({ workspaceFolders: [plain, withVenv], envPath: bin }));
+    assert.equal(choice.executable, venvPython);
+    assert.equal(choice.source, 'workspace-venv');
+  });
+
+  test('the Windows .venv layout is Scripts\\python.exe', async () => {
+    const workspace = path.join(root, 'w', 'ws');
+    const venvPython = await executable(path.join(workspace, '.venv', 'Scripts', 'python.exe'));
+    const choice = await findInterpreter(input({ workspaceFolders: [workspace], platform: 'win32' }));
+    assert.equal(choice.executable, venvPython);
+  });
+
+  test('otherwise python3 on PATH, skipping non-executable files and folders', async () => {
+    const first = path.join(root, 'e', 'first');
+    await fs.mkdir(path.join(first, 'python3'), { recursive: true });
+    const second = path.join(root, 'e', 'second');
+    await fs.mkdir(second, { recursive: true });
+    await fs.writeFile(path.join(second, 'python3'), '', { mode: 0o644 });
+    const third = path.join(root, 'e', 'third');
+    const found = await executable(path.join(third, 'python3'));
+    const choice = await findInterpreter(input({ workspaceFolders: [path.join(root, 'e')], envPath: [first, second, third].join(':') }));
+    assert.equal(choice.executable, found);
+    assert.equal(choice.source, 'path');
+  });
+
+  test('nothing at all is a clear error', async () => {
+    await assert.rejects(findInterpreter(input({ envPath: path.join(root, 'nothing') })), /no python3 on PATH/);
+  });
+
+  test('which honours PATHEXT on Windows', async () => {
+    const bin = path.join(root, 'f', 'bin');
+    const exe = await executable(path.join(bin, 'python.exe'));
+    assert.equal(await which('python', bin, 'win32', '.COM;.EXE'), exe);
+    assert.equal(await which('python', bin, 'linux'), undefined);
+  });
+});
+
+describe('probe', () => {
+  test('parses the launcher line and ignores anything printed before it', () => {
+    const probe = parseProbeOutput(
+      'warning from sitecustomize\n{"version": [3, 12, 1], "executable": "/x/python", "platform": "linux-x86_64", ' +
+        '"server_error": null, "zstandard_error": "ImportError: no zstd", "icu_error": null}\n',
+    );
+    assert.deepEqual(probe.version, [3, 12, 1]);
+    assert.equal(probe.serverError, null);
+    assert.equal(probe.zstandardError, 'ImportError: no zstd');
+  });
+
+  test('rejects output that is not a probe', () => {
+    assert.throws(() => parseProbeOutput('Python 3.12.1\n'), /unexpected probe output/);
+    assert.throws(() => parseProbeOutput('{"version": "3.12"}'), /no version/);
+  });
+
+  test('versions below 3.11 are unsupported', () => {
+    assert.equal(isSupportedVersion([3, 11, 0]), true);
+    assert.equal(isSupportedVersion([3, 14, 2]), true);
+    assert.equal(isSupportedVersion([4, 0, 0]), true);
+    assert.equal(isSupportedVersion([3, 10, 13]), false);
+    assert.equal(isSupportedVersion([2, 7, 18]), false);
+  });
+
+  test('runs the real launcher with a real Python 3.11+', async () => {
+    const python = execFileSync('python3', ['-c', 'import sys; print(sys.executable)'], { encoding: 'utf8' }).trim();
+    const probe = await probeInterpreter(python, { launcher: LAUNCHER, cwd: root, env: process.env });
+    assert.ok(isSupportedVersion(probe.version), `python3 is ${probe.version.join('.')}`);
+    assert.equal(probe.executable, python);
+    assert.match(probe.platform, /^linux-/);
+  });
+
+  test('a Python too old to parse the launcher is still reported by version', async () => {
+    const fake = await executable(
+      path.join(root, 'g', 'python2'),
+      '#!/bin/sh\nif [ "$1" = "-c" ]; then printf "[2, 7, 18]"; exit 0; fi\necho "SyntaxError: invalid syntax" >&2\nexit 1\n',
+    );
+    const probe = await probeInterpreter(fake, { launcher: LAUNCHER, cwd: root, env: process.env });
+    assert.deepEqual(probe.version, [2, 7, 18]);
+    const message = tooOldMessage({ executable: fake, source: 'path', origin: `python3 on PATH (${fake})` }, probe);
+    assert.match(message, /needs Python 3\.11 or newer, but python3 on PATH \(.*python2\) is Python 2\.7\.18/);
+    assert.match(message, /dshSessionReference\.interpreter/);
+  });
+
+  test('a program that is not Python at all is rejected with its own words', async () => {
+    const fake = await executable(path.join(root, 'h', 'not-python'), '#!/bin/sh\necho "command exploded" >&2\nexit 3\n');
+    await assert.rejects(probeInterpreter(fake, { launcher: LAUNCHER, cwd: root, env: process.env }), /command exploded/);
+  });
+});
+
+describe('probeProblems', () => {
+  const choice = { executable: '/venv/bin/python', source: 'workspace-venv' as const, origin: 'the workspace virtual environment (/venv/bin/python)' };
+  const healthy: ProbeResult = {
+    version: [3, 12, 1],
+    executable: '/venv/bin/python',
+    platform: 'darwin-arm64',
+    serverError: null,
+    zstandardError: null,
+    icuError: null,
+  };
+
+  test('a healthy interpreter raises nothing', () => {
+    assert.deepEqual(probeProblems(choice, healthy), []);
+  });
+
+  test('too old is fatal and says what to set', () => {
+    const [problem, ...rest] = probeProblems(choice, { ...healthy, version: [3, 10, 13], serverError: 'Python is too old' });
+    assert.deepEqual(rest, []);
+    assert.equal(problem.severity, 'fatal');
+    assert.match(problem.message, /needs Python 3\.11 or newer, but the workspace virtual environment .* is Python 3\.10\.13/);
+  });
+
+  test('missing binary libraries degrade with a way out: zstandard warns, ICU only logs', () => {
+    const problems = probeProblems(choice, { ...healthy, zstandardError: "ModuleNotFoundError: No module named 'zstandard'", icuError: 'ImportError: x' });
+    assert.deepEqual(problems.map((p) => [p.key, p.severity]), [['zstandard', 'warning'], ['icu', 'info']]);
+    assert.match(problems[0].message, /Python 3\.12\.1 on darwin-arm64, so compressed \(\.zst\) session logs cannot be read/);
+    assert.match(problems[0].message, /"\/venv\/bin\/python" -m pip install zstandard$/);
+    assert.match(problems[1].message, /approximation of ICU collation/);
+  });
+
+  test('a server that cannot import is fatal; when zstandard is why, the fix is named', () => {
+    const broken = probeProblems(choice, { ...healthy, serverError: "ImportError: cannot import name 'x'" });
+    assert.equal(broken.length, 1);
+    assert.match(broken[0].message, /could not load with Python 3\.12\.1 .*cannot import name/);
+    const noZstd = probeProblems(choice, {
+      ...healthy,
+      serverError: "ModuleNotFoundError: No module named 'zstandard'",
+      zstandardError: "ModuleNotFoundError: No module named 'zstandard'",
+    });
+    assert.equal(noZstd.length, 1);
+    assert.equal(noZstd[0].severity, 'fatal');
+    assert.match(noZstd[0].message, /needs zstandard, which this extension does not carry for Python 3\.12\.1 on darwin-arm64\. Run: "\/venv\/bin\/python" -m pip install zstandard/);
+  });
+});
