@@ -65,24 +65,21 @@ def render_accounting(prepared: PreparedMessage, config: ResolverConfig, readabl
 
 
 def render_prepared_report(readable_text: str, prepared: PreparedMessage, config: ResolverConfig) -> str:
-    """The two user-role messages exactly as the model sees them, then the accounting.
+    """The accounting first (a snapshot can be 64 KB of one JSON line, and the cost is
+    what a reader looks for), then the two user-role messages exactly as the model sees them.
 
-    The order is upstream 0.1.0-rc.8's (the version this port reproduces): the
-    readable direct message, then the snapshot right after it. dsh builds before
-    2026-08-19 put the snapshot first; the note says so, since the order is what a
-    reader of the preview is checking.
+    The message order is upstream 0.1.0-rc.8's (the version this port reproduces):
+    the readable direct message, then the snapshot right after it. dsh builds before
+    2026-08-19 put the snapshot first; the note says so.
     """
     context = prepared.additional_context
     rule = "-" * 72
-    parts: list[str] = []
+    parts = render_accounting(prepared, config, readable_text)
+    parts += ["", "What the model receives", "======================", ""]
     if context is not None:
         parts += ["Message 1 of 2 (user): your message, with @labels", rule, readable_text, rule, ""]
         parts += ["Message 2 of 2 (user): referenced-session snapshot", rule, context.text, rule, ""]
-        parts += [
-            "dsh appends the snapshot right after your message (dsh builds before 2026-08-19 put it first).",
-            "",
-        ]
+        parts.append("dsh appends the snapshot right after your message (before 2026-08-19 it came first).")
     else:
-        parts += ["Message (user)", rule, readable_text, rule, ""]
-    parts += render_accounting(prepared, config, readable_text)
+        parts += ["Message (user)", rule, readable_text, rule]
     return "\n".join(parts)
