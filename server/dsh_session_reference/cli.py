@@ -9,17 +9,25 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from .errors import SessionReferenceError
+from .lsp.display import display_inline_text
 from .model import SessionSource, StoreError
 from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
-from .uri import decode_session_reference_uri, encode_session_reference_uri, parse_session_reference_text
+from .uri import (
+    decode_session_reference_uri,
+    encode_session_reference_uri,
+    format_session_reference_mention,
+    parse_session_reference_text,
+)
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -32,6 +40,11 @@ def _common() -> argparse.ArgumentParser:
         "--sessions",
         metavar="DIR",
         help="dsh sessions root (default: $DSH_HOME/sessions or ~/.dsh/sessions)",
+    )
+    common.add_argument(
+        "--no-index",
+        action="store_true",
+        help="read every log afresh instead of using the title index in the cache folder",
     )
     return common
 
@@ -68,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     candidates.add_argument(
         "--limit", type=int, default=None, help="at most this many (default: candidate limit)"
+    )
+    candidates.add_argument(
+        "--body-search",
+        action="store_true",
+        help="also match message text (listed after the id/cwd/title matches, marked as body matches)",
     )
     _limits(candidates)
 
@@ -114,13 +132,26 @@ def _read(path: str) -> str:
 
 
 def _store(args: argparse.Namespace) -> SessionSource:
-    from .store.jsonl_store import JsonlSessionStore
+    """The title index over the root (cold logs are replayed on every core), or the plain store."""
+    if args.no_index:
+        from .store.jsonl_store import JsonlSessionStore
 
-    return JsonlSessionStore(args.sessions)
+        return JsonlSessionStore(args.sessions)
+    from .store.index import IndexedSessionStore
+
+    store = IndexedSessionStore(args.sessions, workers=os.cpu_count() or 1)
+    if getattr(args, "body_search", False):
+        from .lsp.session_cache import CachedSessionSource
+
+        return CachedSessionSource(store, background=False)  # indexes message text before searching
+    return store
 
 
 def _resolver(args: argparse.Namespace, store: SessionSource) -> SessionReferenceResolver:
-    return SessionReferenceResolver(
+    from .body_search import BodySearchResolver
+
+    resolver_type = BodySearchResolver if getattr(args, "body_search", False) else SessionReferenceResolver
+    return resolver_type(
         store,
         max_references=args.max_references,
         candidate_limit=args.candidate_limit,
@@ -133,6 +164,19 @@ async def _agent(args: argparse.Namespace, store: SessionSource) -> AgentRef:
     return await agent_for_target(store, target, args.cwd if args.cwd is not None else os.getcwd())
 
 
+_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+
+
+def _terminal_text(text: str) -> str:
+    """Human output as a terminal may show it: C0/C1 controls (ESC above all) as ``\\xNN``.
+
+    Titles, cwds and message text come from session logs anyone could have
+    written; printed raw they could recolour, retitle or rewrite the terminal.
+    Line breaks and tabs stay. JSON output is left exact (JSON escapes C0).
+    """
+    return _TERMINAL_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+
+
 def _emit(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
@@ -142,6 +186,8 @@ def _when(created_at: int) -> str:
 
 
 async def _candidates(args: argparse.Namespace) -> int:
+    from .body_search import BodyCandidate
+
     store = _store(args)
     resolver = _resolver(args, store)
     agent = await _agent(args, store)
@@ -150,9 +196,13 @@ async def _candidates(args: argparse.Namespace) -> int:
         _emit([dict(candidate.to_json(), mention=candidate.mention) for candidate in found])
         return 0
     for candidate in found:
-        where = candidate.cwd if candidate.cwd is not None else "(no cwd)"
-        print(f"{candidate.label}\n    {candidate.session_id} · {where} · {_when(candidate.created_at)}")
-        print(f"    {candidate.mention}")
+        label = display_inline_text(candidate.label)
+        where = display_inline_text(candidate.cwd) if candidate.cwd is not None else "(no cwd)"
+        shown_id = display_inline_text(candidate.session_id)
+        print(f"{label}\n    {shown_id} · {where} · {_when(candidate.created_at)}")
+        print(f"    {format_session_reference_mention(candidate.session_id, label)}")
+        if isinstance(candidate, BodyCandidate):
+            print(f"    matched in messages: “{display_inline_text(candidate.snippet)}”")
     if not found:
         print("no sessions match", file=sys.stderr)
     return 0
@@ -176,7 +226,7 @@ async def _prepare(args: argparse.Namespace) -> int:
             }
         )
         return 0
-    sys.stdout.write(render_prepared_report(parsed.text, prepared, resolver.config) + "\n")
+    sys.stdout.write(_terminal_text(render_prepared_report(parsed.text, prepared, resolver.config)) + "\n")
     return 0
 
 
@@ -187,7 +237,7 @@ def _parse(args: argparse.Namespace) -> int:
         return 0
     sys.stdout.write(parsed.text if parsed.text.endswith("\n") else parsed.text + "\n")
     for reference in parsed.references:
-        print(f"  @{reference.label} -> {reference.session_id}", file=sys.stderr)
+        print(_terminal_text(f"  @{reference.label} -> {reference.session_id}"), file=sys.stderr)
     return 0
 
 
@@ -239,6 +289,11 @@ def _lsp(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            # A JS id may hold a lone surrogate, which UTF-8 cannot carry: it is written as
+            # its escape (valid inside JSON strings, readable elsewhere) instead of a traceback.
+            stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     try:
         match args.command:
@@ -273,7 +328,7 @@ def _fail(args: argparse.Namespace, code: str, message: str) -> int:
     if getattr(args, "json", False):
         sys.stderr.write(json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False) + "\n")
     else:
-        sys.stderr.write(f"error: {code}: {message}\n")
+        sys.stderr.write(_terminal_text(f"error: {code}: {message}") + "\n")
     return EXIT_ERROR
 
 

@@ -19,6 +19,7 @@ only exotic scripts and symbol orderings can differ.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import unicodedata
@@ -51,7 +52,9 @@ def _collator() -> Any:
     return collator
 
 
+@functools.lru_cache(maxsize=1 << 17)
 def _icu_key(text: str) -> bytes:
+    """Memoised: listing a big root sorts the same ids again and again."""
     # PyICU passes lone surrogates through as UTF-16 code units, exactly as V8
     # hands a JS string to ICU, so no repair is needed (or wanted) here.
     key: bytes = _collator().getSortKey(text)

@@ -147,6 +147,11 @@ def stringify_tag_safe_json(value: Any) -> str:
     return serialized.replace("<", "\\u003c")
 
 
+def js_has_surrogates(text: str) -> bool:
+    """Whether ``text`` holds surrogate code points (where JS and Python string semantics part)."""
+    return _SURROGATE.search(text) is not None
+
+
 def js_lower(text: str) -> str:
     """``String.prototype.toLocaleLowerCase()`` in a root/en locale."""
     return text.lower()

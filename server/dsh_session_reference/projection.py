@@ -14,14 +14,40 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 
+@dataclass(frozen=True)
+class LongText:
+    """A message text too long to keep: its sizes, and the UTF-8 bytes a cut could keep.
+
+    A text longer than the byte budget can never be shown whole (it cannot fit),
+    and a head/tail cut within the budget keeps at most ``ceil(budget/2)`` bytes of
+    its head and ``floor(budget/2)`` of its tail, so those bytes and the sizes are
+    all retention needs of it. An ``evicted`` text has no bytes at all: the store
+    found it could not be retained.
+    """
+
+    head: bytes
+    tail: bytes
+    utf8_bytes: int
+    item_bytes: int
+    """UTF-8 size of the tag-safe JSON ``{"role","text"}`` object with the whole text."""
+    evicted: bool = False
+
+    def preview(self) -> str:
+        """The kept head as text (for hovers), ``…`` when nothing is kept."""
+        return self.head.decode("utf-8", "ignore") + "…"
+
+
 @dataclass
 class ConversationItem:
-    """One projected message; ``text`` shrinks under retention, ``original_text`` never does."""
+    """One projected message; ``text`` shrinks under retention, ``original_text`` never does.
+
+    Both are a :class:`LongText` when the store kept only what the budget can use.
+    """
 
     role: Literal["user", "assistant"]
-    text: str
+    text: str | LongText
     checkpoint: bool
-    original_text: str
+    original_text: str | LongText
     omitted_bytes: int = 0
 
 

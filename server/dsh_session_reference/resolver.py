@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from .config import ResolverConfig, is_positive_safe_integer, resolver_config
+from .conversation import ConversationSnapshot, retain_conversation
 from .errors import (
     BUDGET_EXCEEDED,
     INVALID_REFERENCE,
@@ -26,7 +27,7 @@ from .errors import (
     SessionReferenceError,
     cancelled,
 )
-from .jsjson import js_includes, js_lower, js_normalize, js_stringify
+from .jsjson import js_has_surrogates, js_includes, js_lower, js_normalize, js_stringify
 from .model import SessionRecord, SessionSource, StoreStopped, SurfaceSnapshot
 from .retention import RetainedSource, retain_referenced_session
 from .snapshot import AdditionalContext, build_additional_context
@@ -219,10 +220,23 @@ class SessionReferenceResolver:
         chosen_records = [record for record, _ in inspected]
         observations = await _run(lambda stop: self.query.read_titles(chosen_records, stop), signal)
         labelled: list[tuple[SessionRecord, int, str]] = []
+        # The common needle (no surrogate code points) is matched inline: at ten thousand
+        # sessions this loop is most of what a keystroke costs.
+        plain = needle == "" or not js_has_surrogates(needle)
         for (record, index), observation in zip(inspected, observations, strict=True):
             title = observation.title if observation.error is None else None
             label = record.id if title is None else title
-            if needle == "" or _matches(record, label, needle):
+            if needle == "":
+                labelled.append((record, index, label))
+            elif plain:
+                cwd = record.cwd
+                if (
+                    needle in record.id.lower()
+                    or needle in label.lower()
+                    or (cwd is not None and needle in cwd.lower())
+                ):
+                    labelled.append((record, index, label))
+            elif _matches(record, label, needle):
                 labelled.append((record, index, label))
         labelled.sort(key=lambda entry: (candidate_rank(entry[0].cwd, agent.cwd), entry[1]))
         return [
@@ -249,11 +263,21 @@ class SessionReferenceResolver:
 
     async def read_sources(
         self, inputs: Sequence[SessionReference], signal: AbortSignal | None = None
-    ) -> list[SurfaceSnapshot]:
-        """``readSurface`` for every input in parallel; the first failure fails them all."""
-        stop = threading.Event()
+    ) -> list[SurfaceSnapshot | ConversationSnapshot]:
+        """``readSurface`` for every input in parallel; the first failure fails them all.
 
-        async def read(session_id: str) -> SurfaceSnapshot:
+        A source that can read a bounded conversation (``read_conversation``, as
+        the indexed store does) is asked for that instead, for this resolver's
+        byte budget: the result renders identically, and a huge log is never held.
+        """
+        stop = threading.Event()
+        budget = self.config.max_reference_bytes
+        bounded = getattr(self.query, "read_conversation", None)
+
+        async def read(session_id: str) -> SurfaceSnapshot | ConversationSnapshot:
+            if bounded is not None:
+                snapshot: ConversationSnapshot = await asyncio.to_thread(bounded, session_id, budget, stop)
+                return snapshot
             return await asyncio.to_thread(self.query.read_surface, session_id, stop)
 
         try:
@@ -274,13 +298,20 @@ class SessionReferenceResolver:
             ) from error
 
     def render_sources(
-        self, inputs: Sequence[SessionReference], snapshots: Sequence[SurfaceSnapshot]
+        self,
+        inputs: Sequence[SessionReference],
+        snapshots: Sequence[SurfaceSnapshot | ConversationSnapshot],
     ) -> list[RetainedSource]:
         """Retention per source, in reference order; any source that cannot fit fails the message."""
         rendered: list[RetainedSource] = []
+        budget = self.config.max_reference_bytes
         for reference, snapshot in zip(inputs, snapshots, strict=True):
             label = reference.session_id if reference.label is None else reference.label
-            retained = retain_referenced_session(snapshot, label, self.config.max_reference_bytes)
+            retained = (
+                retain_conversation(snapshot, label, budget)
+                if isinstance(snapshot, ConversationSnapshot)
+                else retain_referenced_session(snapshot, label, budget)
+            )
             if retained is None:
                 raise SessionReferenceError(
                     "referenced session snapshot cannot fit the configured byte budget", BUDGET_EXCEEDED

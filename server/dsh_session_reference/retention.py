@@ -16,7 +16,7 @@ from typing import Any
 
 from .jsjson import js_byte_length, js_utf8, stringify_tag_safe_json
 from .model import SurfaceSnapshot
-from .projection import ConversationItem, project_conversation
+from .projection import ConversationItem, LongText, project_conversation
 
 
 @dataclass(frozen=True)
@@ -69,21 +69,44 @@ def _notice(omitted: int) -> str:
     return f"\n[… omitted {omitted} UTF-8 bytes …]"
 
 
-def truncate_with_notice(text: str, max_output_bytes: int) -> HeadTail:
+def truncate_with_notice(text: str | LongText, max_output_bytes: int) -> HeadTail:
     """Head + tail + ``\\n[… omitted N UTF-8 bytes …]`` within ``max_output_bytes``, or ``""``.
 
     ``encoded`` is valid UTF-8 (lone surrogates became U+FFFD), and the cuts are
     trimmed to boundaries, so a candidate's UTF-8 length is the sum of its parts.
+    A :class:`LongText` read for a budget of at least ``max_output_bytes`` holds the
+    first ``ceil(max/2)`` and last ``floor(max/2)`` bytes, the most any candidate cut
+    keeps, so it gives the same result as its whole text would.
     """
-    encoded = js_utf8(text)
-    total = len(encoded)
-    if total <= max_output_bytes:
-        return HeadTail(text, 0)
+    if isinstance(text, LongText):
+        total = text.utf8_bytes
+        if (
+            text.evicted
+            or total <= max_output_bytes
+            or len(text.head) < (max_output_bytes + 1) // 2
+            or len(text.tail) < max_output_bytes // 2
+        ):
+            raise ValueError("a long text was cut without the bytes the cut would keep")
+
+        def cut(head: int, tail: int) -> tuple[bytes, bytes]:
+            return _trim_trailing_partial_utf8(text.head[:head]), _trim_leading_continuation_utf8(
+                text.tail[len(text.tail) - tail :] if tail > 0 else b""
+            )
+
+    else:
+        encoded = js_utf8(text)
+        total = len(encoded)
+        if total <= max_output_bytes:
+            return HeadTail(text, 0)
+
+        def cut(head: int, tail: int) -> tuple[bytes, bytes]:
+            return head_tail_bytes(encoded, head, tail)
+
     low, high = 0, max_output_bytes
     best_parts: tuple[bytes, bytes, int] | None = None
     while low <= high:
         retained = (low + high) // 2
-        prefix, suffix = head_tail_bytes(encoded, (retained + 1) // 2, retained // 2)
+        prefix, suffix = cut((retained + 1) // 2, retained // 2)
         omitted = total - len(prefix) - len(suffix)
         if len(prefix) + len(suffix) + len(_notice(omitted).encode("utf-8")) <= max_output_bytes:
             best_parts = (prefix, suffix, omitted)
@@ -130,8 +153,31 @@ class RetainedSource:
         return js_byte_length(stringify_tag_safe_json(self.data))
 
 
+def item_json_bytes(role: str, text: str) -> int:
+    """UTF-8 size of one conversation entry as the prompt serializes it."""
+    return js_byte_length(stringify_tag_safe_json({"role": role, "text": text}))
+
+
 def _item_bytes(item: ConversationItem) -> int:
-    return js_byte_length(stringify_tag_safe_json({"role": item.role, "text": item.text}))
+    if isinstance(item.text, LongText):
+        return item.text.item_bytes
+    return item_json_bytes(item.role, item.text)
+
+
+def _text_bytes(text: str | LongText) -> int:
+    return text.utf8_bytes if isinstance(text, LongText) else js_byte_length(text)
+
+
+def bounded_text(role: str, text: str, max_bytes: int) -> str | LongText:
+    """``text`` itself, or a :class:`LongText` when it is longer than ``max_bytes`` (it cannot be
+    retained whole, so only its sizes and ``max_bytes`` from each end are needed)."""
+    if len(text) * 4 <= max_bytes:
+        return text
+    encoded = js_utf8(text)
+    if len(encoded) <= max_bytes:
+        return text
+    head, tail = (max_bytes + 1) // 2, max_bytes // 2  # the most any cut within max_bytes keeps
+    return LongText(encoded[:head], encoded[len(encoded) - tail :], len(encoded), item_json_bytes(role, text))
 
 
 def retain_items(
@@ -178,13 +224,13 @@ def retain_items(
         removed = retained.pop(drop)
         items_total -= sizes.pop(drop)
         omitted_messages += 1
-        dropped_omitted_bytes += js_byte_length(removed.original_text)
+        dropped_omitted_bytes += _text_bytes(removed.original_text)
 
     while size() > max_bytes:
         longest_index = -1
         longest_bytes = 0
         for index, item in enumerate(retained):
-            length = js_byte_length(item.text)
+            length = _text_bytes(item.text)
             if length > longest_bytes:
                 longest_bytes = length
                 longest_index = index
@@ -202,6 +248,8 @@ def retain_items(
         sizes[longest_index] = _item_bytes(item)
         items_total += sizes[longest_index]
 
+    if any(isinstance(item.text, LongText) for item in retained):
+        raise ValueError("a long text survived retention untruncated")  # impossible: it cannot fit
     omitted_bytes = sum(item.omitted_bytes for item in retained) + dropped_omitted_bytes
     stats = RetentionStats(
         compacted=any(item.checkpoint for item in original),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -33,9 +34,13 @@ from dsh_session_reference.uri import (
     parse_session_reference_text,
 )
 
-ID_CHARS = st.sampled_from(["a", "b", "-", "]", "\\", "é", "😀", " ", "\n", "["])
+# Hostile characters too: path syntax, NUL and other controls, bidi overrides, a lone surrogate.
+HOSTILE = ["/", ".", "\x00", "\x1b", "\u202e", "\ud800", "<"]
+ID_CHARS = st.sampled_from(["a", "b", "-", "]", "\\", "é", "😀", " ", "\n", "[", *HOSTILE])
 ids = st.text(ID_CHARS, min_size=1, max_size=6)
-labels = st.text(st.sampled_from(["L", "]", "\\", "\n", " ", "(", ")", "😀"]), max_size=5)
+labels = st.text(st.sampled_from(["L", "]", "\\", "\n", " ", "(", ")", "😀", *HOSTILE]), max_size=5)
+# DSH_SR_HYPOTHESIS_PROFILE=long (the hardening and conformance suites' long run) multiplies the examples.
+EXAMPLES = 100 * (20 if os.environ.get("DSH_SR_HYPOTHESIS_PROFILE") == "long" else 1)
 glue = st.sampled_from(["", " ", "x", ".", "\n", ")", "@"])
 
 
@@ -106,7 +111,7 @@ async def prepare_fails(text: str, resolver: SessionReferenceResolver, agent: Ag
     return False
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_error_diagnostics_iff_prepare_fails(data: st.DataObject) -> None:
     specs, corrupt = data.draw(stores())

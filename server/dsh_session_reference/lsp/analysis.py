@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from ..conversation import ConversationSnapshot
 from ..errors import BUDGET_EXCEEDED, SessionReferenceError
 from ..jsjson import js_normalize, js_stringify
 from ..model import SessionRecord, StoreStopped, SurfaceSnapshot
@@ -81,7 +82,7 @@ class Reference:
     title: str | None = None
     error: SessionReferenceError | None = None
     retained: RetainedSource | None = None
-    snapshot: SurfaceSnapshot | None = None
+    snapshot: SurfaceSnapshot | ConversationSnapshot | None = None
 
 
 @dataclass

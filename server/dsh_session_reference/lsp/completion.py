@@ -21,9 +21,13 @@ from typing import Any, Final
 
 from lsprotocol import types
 
+from ..body_search import BodyCandidate
 from ..resolver import Candidate
 from ..uri import JS_SPACE, format_session_reference_mention
 from .display import display_inline_text, relative_time
+
+BODY_MARK: Final = "matched in messages"
+"""How a body-search row says why it is there (``bodySearch``)."""
 
 MAX_TOKEN_LENGTH: Final = 512
 """A longer run of non-space text before the cursor is not a mention being typed."""
@@ -87,13 +91,22 @@ def completion_items(
         label = display_inline_text(candidate.label)
         age = relative_time(candidate.created_at, now_ms)
         id_differs = candidate.label != candidate.session_id
+        body = candidate if isinstance(candidate, BodyCandidate) else None
+        where = _where(candidate.cwd) if body is None else f"{BODY_MARK} · {_where(candidate.cwd)}"
         if label_details:
-            details = types.CompletionItemLabelDetails(description=f"{_where(candidate.cwd)} · {age}")
+            details = types.CompletionItemLabelDetails(description=f"{where} · {age}")
             detail = candidate.session_id if id_differs else None
         else:
             details = None
-            detail = " · ".join([*([candidate.session_id] if id_differs else []), _where(candidate.cwd), age])
+            detail = " · ".join([*([candidate.session_id] if id_differs else []), where, age])
+        if body is not None:
+            # The match is in the messages, not the label: say where, and let the editor's own
+            # filter keep the row (it filters on filterText, which must contain what was typed).
+            excerpt = display_inline_text(body.snippet)
+            detail = f"{detail} · “{excerpt}”" if detail else f"“{excerpt}”"
         searchable = " ".join(part for part in (label, candidate.session_id, candidate.cwd) if part)
+        if body is not None:
+            searchable = f"{body.matched} {searchable}"
         items.append(
             types.CompletionItem(
                 label=label,

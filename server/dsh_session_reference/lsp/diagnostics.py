@@ -16,6 +16,7 @@ from lsprotocol import types
 
 from ..resolver import AgentRef, SessionReferenceResolver
 from .analysis import DUPLICATE_REFERENCE, Analysis, Finding, Severity, analyze
+from .display import display_inline_text
 from .documents import read_text
 from .positions import Encoding, LineIndex
 
@@ -122,7 +123,7 @@ async def check_files(
             for entry in entries:
                 stream.write(
                     f"{path}:{entry['line']}:{entry['column']}: {entry['severity']}: "
-                    f"{entry['message']} [{entry['code']}]\n"
+                    f"{display_inline_text(entry['message'])} [{entry['code']}]\n"
                 )
     if as_json:
         stream.write(json.dumps({"files": report, "ok": not failed}, ensure_ascii=False, indent=2) + "\n")

@@ -15,10 +15,10 @@ from typing import Final
 
 from lsprotocol import types
 
+from ..conversation import ConversationSnapshot, conversation_items, readable
 from ..errors import SessionReferenceError
 from ..jsjson import js_stringify
 from ..model import SurfaceSnapshot
-from ..projection import project_conversation
 from ..resolver import SessionReferenceResolver
 from ..retention import RetainedSource
 from ..uri import MentionSpan, SessionReference
@@ -50,7 +50,7 @@ class SessionFacts:
     label: str
     cwd: str | None
     created_at: int | None
-    snapshot: SurfaceSnapshot | None = None
+    snapshot: SurfaceSnapshot | ConversationSnapshot | None = None
     retained: RetainedSource | None = None
     error: str | None = None
     budget: int = 0
@@ -71,7 +71,7 @@ def session_summary(facts: SessionFacts, *, markdown: bool, now_ms: int, recent:
         lines.append(f"cannot be referenced: {text(facts.error)}")
         return _join(lines, markdown)
     if facts.snapshot is not None:
-        items = project_conversation(facts.snapshot.events)
+        items = conversation_items(facts.snapshot)
         users = sum(1 for item in items if item.role == "user" and not item.checkpoint)
         assistants = sum(1 for item in items if item.role == "assistant")
         checkpoints = sum(1 for item in items if item.checkpoint)
@@ -79,7 +79,7 @@ def session_summary(facts: SessionFacts, *, markdown: bool, now_ms: int, recent:
         if checkpoints:
             counts += f", {checkpoints} compaction checkpoint{'s' if checkpoints != 1 else ''}"
         lines.append(counts)
-        direct = [item.text for item in items if item.role == "user" and not item.checkpoint][
+        direct = [readable(item.text) for item in items if item.role == "user" and not item.checkpoint][
             -RECENT_MESSAGES:
         ]
         if direct and recent:

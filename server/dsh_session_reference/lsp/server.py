@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import threading
@@ -32,6 +33,7 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from .. import __version__
+from ..body_search import BodySearchResolver
 from ..errors import CANCELLED, SessionReferenceError
 from ..resolver import AbortSignal, AgentRef, SessionReferenceResolver, find_session
 from ..store.jsonl_store import JsonlSessionStore
@@ -73,7 +75,8 @@ class Engine:
         self.source = previous.source if previous is not None and same_root else _new_source(root)
         self.targets: dict[str, AgentRef] = previous.targets if previous is not None and same_root else {}
         limits = settings.limits
-        self.resolver = SessionReferenceResolver(
+        resolver_type = BodySearchResolver if settings.body_search else SessionReferenceResolver
+        self.resolver = resolver_type(
             self.source,
             max_references=limits.max_references,
             candidate_limit=limits.candidate_limit,
@@ -157,6 +160,24 @@ class DshProtocol(LanguageServerProtocol):
         self._shutdown = True
         return None
 
+    def _execute_handler(
+        self,
+        msg_id: int | str,
+        handler: Any,
+        callback: Any,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        if isinstance(callback, functools.partial) and callback.func == self._send_handler_result:
+            return  # a client request: answering it removes its entry
+        # A notification, or a step of a built-in handler (didChange, executeCommand...): pygls 2.1
+        # files it under a fresh id in ``_request_futures`` and never removes it, so every keystroke
+        # and command would stay in memory for the whole session.
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda _: self._request_futures.pop(msg_id, None))
+
     def _handle_cancel_notification(self, msg_id: int | str) -> None:
         super()._handle_cancel_notification(msg_id)
         # pygls cancels only the outer future of workspace/executeCommand; stop the command too.
@@ -179,6 +200,17 @@ class DshProtocol(LanguageServerProtocol):
                 error=types.ResponseError(
                     code=types.ErrorCodes.InvalidParams,
                     message=f"invalid params for {message.method}: {reason}",
+                ),
+            )
+            return
+        method = getattr(message, "method", None)
+        if self._shutdown and method not in (None, types.EXIT) and getattr(message, "id", None) is not None:
+            # LSP: requests after shutdown error with InvalidRequest; pygls drops them unanswered,
+            # which leaves the client waiting until its own timeout.
+            self._send_response(
+                message.id,
+                error=types.ResponseError(
+                    code=types.ErrorCodes.InvalidRequest, message=f"{method}: the server is shutting down"
                 ),
             )
             return

@@ -1,172 +1,614 @@
-"""A :class:`~dsh_session_reference.model.SessionSource` that remembers what has not changed on disk.
+"""The language server's :class:`~dsh_session_reference.model.SessionSource`: fast at any store size.
 
-``JsonlSessionStore`` reads the disk afresh on every call, which is what
-``prepare`` wants but too slow for completion on every keystroke: a listing
-opens every log's header and a title read replays a whole log. This wrapper
-answers from memory while the files look the same as when they were read:
+Under it is the title index (:class:`~..store.index.IndexedSessionStore`),
+which answers exactly as the uncached store and only reads logs that changed.
+What it cannot avoid is looking: a listing walks the root and ``lstat``s every
+log, about 10 ms per thousand sessions, and a cold index must replay every log
+once. So this layer keeps the latest listing in memory and decides per call
+how much of that work an ``@`` keystroke may wait for:
 
-* the listing is keyed by a walk of the root's directories and the identity,
-  size and mtime of every log in them (a new session, a deleted one or any
-  append changes the key, so dsh's writes show at the next request);
-* a title or a surface is keyed by its log file's identity, size and mtime.
-  Title keys come from the latest listing walk (every flow that reads titles
-  lists first, as ``list_candidates`` does), so a warm ``@`` over a thousand
-  sessions costs one walk of the root and no reads.
+* **Small stores stay exact.** Up to :data:`SYNC_MAX_SESSIONS` sessions,
+  every listing walks the root again, so a new
+  session or an append shows at the very next request, and titles of changed
+  logs under :data:`SYNC_VERIFY_BYTES` in all are read (exactly) before answering.
+* **Big stores are served from memory and revalidated behind.** The last
+  listing is answered at once and a new walk runs in a background thread when
+  it is older than :data:`REFRESH_AFTER` (``@`` results are always
+  ``isIncomplete``, so the editor asks again as the user types and sees it).
+* **A cold index never blocks a popup.** Titles the index does not know yet,
+  when there are more than :data:`SYNC_VERIFY_BYTES` of them to read, are shown
+  from a byte scan for the last ``session/title`` line
+  (:func:`~..store.index.scan_last_title`) while a worker process replays the
+  logs and fills the index; a verified title then replaces the hint (they
+  differ only for damaged logs, whose label is their id).
 
-An entry is stored only when the key taken before the read equals the key
-after it, so a log appended to *during* a read is never cached in a state it
-did not have. Nothing here writes to the root.
+``prepare``, diagnostics and previews read surfaces afresh; a surface of an
+unchanged small log is kept (at most :data:`MAX_SURFACES`, none of a log over
+:data:`MAX_SURFACE_LOG_BYTES`), so whole big logs are never held. Nothing here
+writes to the sessions root; the index lives in the user's cache folder.
 """
 
 from __future__ import annotations
 
+import atexit
+import dataclasses
+import logging
 import os
+import stat
 import threading
+import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Final
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, Final
 
+from ..conversation import ConversationSnapshot
 from ..model import SessionRecord, SurfaceSnapshot, TitleObservation
+from ..store.index import (
+    BodyMatch,
+    Fingerprint,
+    IndexedSessionStore,
+    batches,
+    fingerprint_of,
+    header_text,
+    record_data,
+    scan_last_title,
+)
 from ..store.jsonl_store import JsonlSessionStore
-from ..store.layout import LOG_NAMES
+from ..store.layout import LOG_NAMES, Compression
+from ..store.workers import WorkerProcess
 
-FileKey = tuple[int, int, int, int] | None
-"""``(st_dev, st_ino, st_size, st_mtime_ns)`` of a path, ``None`` when it cannot be stat'ed."""
-Fingerprint = tuple[bool, tuple[tuple[str, FileKey], ...]]
+LOG = logging.getLogger(__name__)
 
+SYNC_MAX_SESSIONS: Final = 500
+"""Up to this many sessions every listing walks the root again (about 10 ms per thousand), so it is
+exact on every request; above it the last listing is served and revalidated in the background.
+A count rather than a measured time, so a busy machine does not change what a request sees."""
+REFRESH_AFTER: Final = 1.0
+"""Seconds after which a served-from-memory listing is walked again in the background."""
+SYNC_VERIFY_BYTES: Final = 8 << 20
+"""Bytes of changed logs whose titles a request reads itself; more are verified in the background."""
+HINT_BUDGET: Final = 0.5
+"""Seconds a request may spend scanning logs for title hints; the rest are scanned behind it."""
+VERIFY_BATCH_BYTES: Final = 8 << 20
 MAX_SURFACES: Final = 16
-MAX_TITLES: Final = 100_000
+MAX_SURFACE_LOG_BYTES: Final = 8 << 20
 
 
-def file_key(path: str) -> FileKey:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns
+@dataclass(frozen=True)
+class _Snapshot:
+    """One listing: its records, the fingerprint of every log the walk saw, and when it was taken."""
+
+    records: list[SessionRecord]
+    walked: dict[str, Fingerprint]
+    taken: float
+    by_location: dict[str, SessionRecord] = field(default_factory=dict)
+    by_id: dict[str, SessionRecord] = field(default_factory=dict)
+    state: tuple[tuple[str, object], ...] | None = None
+    """What a bare walk of the root saw just before this listing (background refreshes only)."""
 
 
-def _entries(path: str) -> list[os.DirEntry[str]]:
-    try:
-        with os.scandir(path) as iterator:
-            return list(iterator)
-    except OSError:
-        return []
+_LIVE: weakref.WeakSet[CachedSessionSource] = weakref.WeakSet()
 
 
-def root_fingerprint(root: str) -> Fingerprint:
-    """Whether the root is a directory, and every log path the store's listing looks at with its key.
-
-    Runs on every completion, so it is written for speed: one ``stat`` per
-    candidate log name, no ``os.path.join``. Entries come in directory order;
-    if that order ever changed, the only cost would be one extra listing.
-    """
-    parts: list[tuple[str, FileKey]] = []
-    names = [os.sep + name for name in LOG_NAMES.values()]
-    stat = os.stat
-    for project in _entries(root):
-        if not project.is_dir(follow_symlinks=False):
-            continue
-        for entry in _entries(project.path):
-            if entry.is_dir(follow_symlinks=False):
-                for name in names:
-                    log = entry.path + name
-                    try:
-                        info = stat(log)
-                    except OSError:
-                        parts.append((log, None))
-                    else:
-                        parts.append((log, (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)))
-            elif entry.is_file(follow_symlinks=False):
-                parts.append((entry.path, file_key(entry.path)))
-    return os.path.isdir(root), tuple(parts)
-
-
-def _key_of(location: str | None, walked: dict[str, FileKey]) -> FileKey:
-    if location is None:
-        return None
-    key = walked.get(location)
-    return key if key is not None else file_key(location)
+@atexit.register
+def _close_all() -> None:
+    for source in list(_LIVE):
+        source.close()
 
 
 class CachedSessionSource:
-    """``JsonlSessionStore`` behind stat-keyed caches; thread-safe like the store itself."""
+    """The title index behind an in-memory listing; thread-safe like the store itself.
 
-    def __init__(self, inner: JsonlSessionStore) -> None:
-        self.inner = inner
-        self.root = inner.root
-        self._lock = threading.Lock()
-        self._listing: tuple[Fingerprint, list[SessionRecord]] | None = None
-        self._walked: dict[str, FileKey] = {}
-        self._titles: OrderedDict[tuple[str, str], tuple[FileKey, TitleObservation]] = OrderedDict()
-        self._surfaces: OrderedDict[str, tuple[str, FileKey, SurfaceSnapshot]] = OrderedDict()
+    ``inner`` names the root (an :class:`IndexedSessionStore` is used as it is);
+    ``background=False`` keeps every answer exact and synchronous (no threads,
+    no worker process), as the CLI does.
+    """
+
+    def __init__(
+        self,
+        inner: JsonlSessionStore,
+        *,
+        background: bool = True,
+        index_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.index = (
+            inner
+            if isinstance(inner, IndexedSessionStore)
+            else IndexedSessionStore(inner.root, index_dir=index_dir)
+        )
+        self.root = self.index.root
+        self.background = background
+        self._lock = threading.RLock()
+        self._refreshing = threading.Lock()
+        self._snapshot: _Snapshot | None = None
+        self._observed: dict[str, tuple[Fingerprint, TitleObservation]] = {}
+        self._hints: dict[str, tuple[Fingerprint, str | None]] = {}
+        self._surfaces: OrderedDict[
+            tuple[object, ...], tuple[str, Fingerprint, SurfaceSnapshot | ConversationSnapshot]
+        ] = OrderedDict()
+        self._queue: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        self._hint_queue: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        self._in_flight: set[str] = set()
+        self._bodies_wanted = False
+        self._bodies_busy = False
+        self._bodies_done_for: _Snapshot | None = None
+        self._wake = threading.Event()
+        self._refresh_wanted = False
+        self._thread: threading.Thread | None = None
+        self._workers = _Workers()
+        weakref.finalize(self, self._workers.close)
+        self._closed = False
+        _LIVE.add(self)
+
+    # --- SessionSource ---------------------------------------------------------------------------
 
     def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
-        before = root_fingerprint(self.root)
-        with self._lock:
-            self._walked = dict(before[1])
-            cached = self._listing
-        if cached is not None and cached[0] == before:
-            return list(cached[1])
-        records = self.inner.list_sessions(stop)
-        if root_fingerprint(self.root) == before:
-            with self._lock:
-                self._listing = (before, list(records))
-        return records
+        snapshot = self._snapshot
+        if snapshot is None or not self.background or len(snapshot.records) <= SYNC_MAX_SESSIONS:
+            return list(self._refresh(stop).records)
+        if time.monotonic() - snapshot.taken >= REFRESH_AFTER:
+            self._ask(refresh=True)
+        return list(snapshot.records)
 
     def read_titles(
         self, records: Sequence[SessionRecord], stop: threading.Event | None = None
     ) -> list[TitleObservation]:
-        with self._lock:
-            walked = self._walked
-        keys = [_key_of(record.location, walked) for record in records]
-        found: dict[int, TitleObservation] = {}
-        with self._lock:
-            for index, (record, key) in enumerate(zip(records, keys, strict=True)):
-                entry = None if key is None else self._titles.get((record.id, record.location or ""))
-                if entry is not None and entry[0] == key:
-                    found[index] = entry[1]
-        missing = [index for index in range(len(records)) if index not in found]
-        if missing:
-            observations = self.inner.read_titles([records[index] for index in missing], stop)
-            with self._lock:
-                for index, observation in zip(missing, observations, strict=True):
-                    found[index] = observation
-                    record, key = records[index], keys[index]
-                    if key is None or observation.error is not None or record.location is None:
-                        continue
-                    if file_key(record.location) == key:
-                        self._titles[(record.id, record.location)] = (key, observation)
-                        self._titles.move_to_end((record.id, record.location))
-                while len(self._titles) > MAX_TITLES:
-                    self._titles.popitem(last=False)
-        return [found[index] for index in range(len(records))]
+        snapshot = self._snapshot
+        walked = snapshot.walked if snapshot is not None else {}
+        by_location = snapshot.by_location if snapshot is not None else {}
+        found: list[TitleObservation | None] = []
+        misses: list[int] = []
+        observed = self._observed
+        for index, record in enumerate(records):
+            location = record.location
+            if location is not None and by_location.get(location) is record:
+                entry = observed.get(location)
+                if entry is not None and entry[0] == walked[location]:
+                    found.append(entry[1])
+                    continue
+            found.append(None)
+            misses.append(index)
+        if misses:
+            self._fill(records, misses, found, snapshot, stop)
+        return [observation for observation in found if observation is not None]
 
     def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
+        cached = self._remembered(("surface", session_id))
+        if cached is not None and isinstance(cached[1], SurfaceSnapshot):
+            return cached[1]
+        surface = self.index.read_surface(session_id, stop)
+        self._remember(("surface", session_id), cached, surface.session.location, surface)
+        return surface
+
+    def read_conversation(
+        self, session_id: str, max_bytes: int, stop: threading.Event | None = None
+    ) -> ConversationSnapshot:
+        """``prepare``'s bounded read (see ``conversation.py``), kept while the log is unchanged."""
+        key = ("conversation", session_id, max_bytes)
+        cached = self._remembered(key)
+        if cached is not None and isinstance(cached[1], ConversationSnapshot):
+            return cached[1]
+        conversation = self.index.read_conversation(session_id, max_bytes, stop)
+        self._remember(key, cached, conversation.session.location, conversation)
+        return conversation
+
+    def _remembered(self, key: tuple[object, ...]) -> tuple[Fingerprint | None, object] | None:
+        """``(fingerprint before the read, kept value or None)`` for a read keyed ``key``.
+
+        The value is only returned while its log (found through the latest listing)
+        still has the fingerprint it was read at.
+        """
+        snapshot = self._snapshot
+        listed = snapshot.by_id.get(str(key[1])) if snapshot is not None else None
+        location = listed.location if listed is not None else None
+        before = _fingerprint(location) if location is not None else None
         with self._lock:
-            entry = self._surfaces.get(session_id)
-            location = entry[0] if entry is not None else self._listed_location(session_id)
-        before = None if location is None else file_key(location)
-        if entry is not None and before is not None and before == entry[1]:
-            with self._lock:
-                self._surfaces.move_to_end(session_id)
-            return entry[2]
-        snapshot = self.inner.read_surface(session_id, stop)
-        path = snapshot.session.location
-        if path is None or path != location or before is None or file_key(path) != before:
-            return snapshot  # not seen before, moved, or written to while it was read
+            entry = self._surfaces.get(key)
+            if entry is not None and before is not None and entry[0] == location and entry[1] == before:
+                self._surfaces.move_to_end(key)
+                return before, entry[2]
+        return before, None
+
+    def _remember(
+        self,
+        key: tuple[object, ...],
+        looked: tuple[Fingerprint | None, object] | None,
+        path: str | None,
+        value: SurfaceSnapshot | ConversationSnapshot,
+    ) -> None:
+        before = looked[0] if looked is not None else None
+        if path is None or before is None:
+            return
+        if isinstance(value, SurfaceSnapshot) and before[2] > MAX_SURFACE_LOG_BYTES:
+            return  # a whole surface of a big log is not kept; a bounded conversation is
+        if _fingerprint(path) != before:
+            return  # written to while it was read
         with self._lock:
-            self._surfaces[session_id] = (path, before, snapshot)
-            self._surfaces.move_to_end(session_id)
+            self._surfaces[key] = (path, before, value)
+            self._surfaces.move_to_end(key)
             while len(self._surfaces) > MAX_SURFACES:
                 self._surfaces.popitem(last=False)
+
+    # --- body search (opt-in) --------------------------------------------------------------------
+
+    def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> list[BodyMatch]:
+        """Body matches from what is indexed so far; the first call starts indexing message text."""
+        if not self._bodies_wanted:
+            self._bodies_wanted = True
+            if self.background:
+                self._ask()
+            else:
+                self.index.index_bodies(records)
+        return self.index.search_bodies(query, records, limit)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the background work and close the index (idempotent).
+
+        A source that is simply dropped (the server switched roots) is closed
+        when it is collected: its thread holds it only weakly.
+        """
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._wake.set()
+        self._workers.close()
+        self.index.close()
+
+    # --- listing ---------------------------------------------------------------------------------
+
+    def _refresh(self, stop: threading.Event | None, *, quick: bool = False) -> _Snapshot:
+        """A new listing. ``quick`` (background refreshes of a big root) first compares a bare walk
+        of the root with the one the last listing was taken after, and keeps that listing when
+        nothing changed. Records of unchanged logs stay the same objects, so answers cached for
+        them stay valid across refreshes."""
+        with self._refreshing:
+            previous = self._snapshot
+            state = root_state(self.root) if quick else None
+            if previous is not None and state is not None and state == previous.state:
+                snapshot = dataclasses.replace(previous, taken=time.monotonic())
+                self._snapshot = snapshot
+                return snapshot
+            records = self.index.list_sessions(stop)
+            walked = dict(self.index.walked)
+            if previous is not None:
+                records = [_same_record(record, previous, walked) for record in records]
+            snapshot = _Snapshot(
+                records,
+                walked,
+                time.monotonic(),
+                {record.location: record for record in records if record.location is not None},
+                {record.id: record for record in records},
+                state,
+            )
+            self._snapshot = snapshot
         return snapshot
 
-    def _listed_location(self, session_id: str) -> str | None:
-        """Where the last listing found ``session_id`` (callers hold the lock)."""
-        if self._listing is None:
-            return None
-        for record in self._listing[1]:
-            if record.id == session_id:
-                return record.location
+    # --- titles ----------------------------------------------------------------------------------
+
+    def _fill(
+        self,
+        records: Sequence[SessionRecord],
+        misses: list[int],
+        found: list[TitleObservation | None],
+        snapshot: _Snapshot | None,
+        stop: threading.Event | None,
+    ) -> None:
+        """Answer the records the in-memory map did not: from the index, by reading, or by a hint."""
+        walked = snapshot.walked if snapshot is not None else {}
+        by_location = snapshot.by_location if snapshot is not None else {}
+        unknown: list[int] = []
+        to_read = 0
+        for index in misses:
+            record = records[index]
+            location = record.location
+            fp = walked.get(location) if location is not None else None
+            if location is None or fp is None:
+                unknown.append(index)
+                continue
+            listed = by_location.get(location) is record
+            observation = self.index.cached_title(record, fp, None if listed else header_text(record.header))
+            if observation is not None:
+                found[index] = observation
+                if listed:
+                    self._observed[location] = (fp, observation)
+                continue
+            unknown.append(index)
+            to_read += fp[2]
+        if not unknown:
+            return
+        if not self.background or to_read <= SYNC_VERIFY_BYTES:
+            observations = self.index.read_titles([records[index] for index in unknown], stop)
+            for index, observation in zip(unknown, observations, strict=True):
+                found[index] = observation
+            return
+        # Too much to read now: hints for the listed logs (as many as HINT_BUDGET allows; the rest
+        # are scanned in the background), exact reads for the rest, and a worker process verifies
+        # the listed ones for the next request.
+        exact: list[int] = []
+        later: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        root_real = os.path.realpath(self.root)
+        deadline = time.monotonic() + HINT_BUDGET
+        for index in unknown:
+            record = records[index]
+            location = record.location
+            fp = walked.get(location) if location is not None else None
+            if location is None or fp is None or by_location.get(location) is not record:
+                exact.append(index)
+                continue
+            known = self._hints.get(location)
+            if (known is not None and known[0] == fp) or time.monotonic() < deadline:
+                hint = TitleObservation(record.id, title=self._hint(location, fp, root_real, stop))
+                self._provisional(location, fp, hint)
+            else:
+                hint = TitleObservation(record.id)  # labelled by its id until its hint is scanned
+                later[location] = (record, fp)
+            found[index] = hint
+            if location not in self._queue and location not in self._in_flight:
+                self._enqueue(record, fp)
+        if later:
+            with self._lock:
+                self._hint_queue.update(later)
+        if exact:
+            for index, observation in zip(
+                exact, self.index.read_titles([records[i] for i in exact], stop), strict=True
+            ):
+                found[index] = observation
+        self._ask()
+
+    def _hint(
+        self, location: str, fp: Fingerprint, root_real: str, stop: threading.Event | None
+    ) -> str | None:
+        entry = self._hints.get(location)
+        if entry is not None and entry[0] == fp:
+            return entry[1]
+        compression: Compression = "zstd" if location.endswith(".zstd") else "none"
+        hint = scan_last_title(location, root_real, compression, stop)
+        self._hints[location] = (fp, hint)
+        return hint
+
+    def _enqueue(self, record: SessionRecord, fp: Fingerprint) -> None:
+        assert record.location is not None
+        with self._lock:
+            if record.location not in self._in_flight:
+                self._queue[record.location] = (record, fp)
+
+    # --- the background worker -------------------------------------------------------------------
+
+    def _ask(self, *, refresh: bool = False) -> None:
+        with self._lock:
+            if self._closed or not self.background:
+                return
+            self._refresh_wanted = self._refresh_wanted or refresh
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=_background,
+                    args=(weakref.ref(self), self._wake),
+                    name="dsh-session-index",
+                    daemon=True,
+                )
+                self._thread.start()
+        self._wake.set()
+
+    def _work(self) -> bool:
+        """One round of background work: walk the root when asked, keep the worker process fed.
+
+        ``False`` once the source is closed.
+        """
+        with self._lock:
+            if self._closed:
+                return False
+            refresh, self._refresh_wanted = self._refresh_wanted, False
+        try:
+            if refresh:
+                snapshot = self._snapshot
+                if snapshot is None or time.monotonic() - snapshot.taken >= REFRESH_AFTER:
+                    self._refresh(None, quick=True)
+            self._feed()
+            self._scan_hints()
+        except Exception:  # the next request still works from the snapshot; say why here
+            LOG.exception("background index work failed")
+        return True
+
+    def _scan_hints(self) -> None:
+        """Hints a request had no time for (the scan is mostly decompression, outside the GIL)."""
+        root_real = os.path.realpath(self.root)
+        while True:
+            with self._lock:
+                if self._closed or not self._hint_queue:
+                    return
+                location, (record, fp) = self._hint_queue.popitem()
+            entry = self._observed.get(location)
+            if entry is not None and entry[0] == fp:
+                continue
+            hint = TitleObservation(record.id, title=self._hint(location, fp, root_real, None))
+            self._provisional(location, fp, hint)
+
+    def _provisional(self, location: str, fp: Fingerprint, hint: TitleObservation) -> None:
+        """Show a hint until the verified title replaces it (a verified one is never replaced)."""
+        with self._lock:
+            entry = self._observed.get(location)
+            if entry is None or entry[0] != fp:
+                self._observed[location] = (fp, hint)
+
+    def _worker_process(self) -> WorkerProcess | None:
+        with self._lock:
+            if self._closed:
+                return None
+            return self._workers.get()
+
+    def _feed(self) -> None:
+        """Send queued title verifications (then body texts, when wanted) to the worker process."""
+        with self._lock:
+            if self._in_flight:
+                return  # one batch at a time keeps a core free for requests
+            queued = list(self._queue.values())
+        if queued:
+            batch = batches([record for record, _ in queued[:256]], VERIFY_BATCH_BYTES, 256)[0]
+            worker = self._worker_process()
+            if worker is None:
+                return
+            with self._lock:
+                for record in batch:
+                    assert record.location is not None
+                    self._queue.pop(record.location, None)
+                    self._in_flight.add(record.location)
+            future = worker.submit("verify_titles", self.root, [record_data(record) for record in batch])
+            future.add_done_callback(lambda done: self._verified(batch, done))
+            return
+        snapshot = self._snapshot
+        if self._bodies_wanted and not self._bodies_busy and snapshot is not None:
+            if self._bodies_done_for is snapshot:
+                return  # every log of this listing is indexed already
+            stale = self.index.bodies_to_index(snapshot.records)
+            if not stale:
+                self._bodies_done_for = snapshot
+                return
+            worker = self._worker_process()
+            if worker is None:
+                return
+            self._bodies_busy = True
+            body = worker.submit("message_texts", self.root, stale[:64])
+            body.add_done_callback(self._bodies_read)
+
+    def _verified(
+        self,
+        batch: list[SessionRecord],
+        future: Future[list[tuple[Fingerprint | None, int, str | None, str | None]]],
+    ) -> None:
+        try:
+            results = future.result()
+        except Exception as failure:  # a cancelled or crashed batch is queued again on demand
+            LOG.info("title verification stopped: %r", failure)
+            results = []
+        for record, (fp, started, title, problem) in zip(batch, results, strict=False):
+            if fp is not None:
+                observation = TitleObservation(record.id, title, problem)
+                self.index.remember_title(record, fp, header_text(record.header), observation, started)
+                assert record.location is not None
+                with self._lock:
+                    self._observed[record.location] = (fp, observation)
+        self.index.flush()
+        with self._lock:
+            for record in batch:
+                assert record.location is not None
+                self._in_flight.discard(record.location)
+        self._wake.set()
+
+    def _bodies_read(self, future: Future[list[tuple[str, Fingerprint | None, str]]]) -> None:
+        try:
+            self.index.put_bodies(future.result())
+        except Exception as error:
+            LOG.info("body indexing stopped: %r", error)
+        self._bodies_busy = False
+        self._wake.set()
+
+
+class _Workers:
+    """The worker process, owned apart from the source so a finalizer can stop it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._worker: WorkerProcess | None = None
+        self._closed = False
+
+    def get(self) -> WorkerProcess | None:
+        with self._lock:
+            if self._closed:
+                return None
+            if self._worker is None:
+                self._worker = WorkerProcess()
+            return self._worker
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.close()
+
+
+def _background(source_ref: weakref.ref[CachedSessionSource], wake: threading.Event) -> None:
+    """The background thread: holds its source only while working, so a dropped source ends it."""
+    while True:
+        wake.wait(timeout=5.0)
+        wake.clear()
+        source = source_ref()
+        if source is None or not source._work():
+            return
+        del source
+
+
+def _same_record(record: SessionRecord, previous: _Snapshot, walked: dict[str, Fingerprint]) -> SessionRecord:
+    """The previous listing's record for an unchanged log (same file at the same fingerprint)."""
+    location = record.location
+    if location is None:
+        return record
+    old = previous.by_location.get(location)
+    fp = walked.get(location)
+    if old is not None and fp is not None and previous.walked.get(location) == fp and old.id == record.id:
+        return old
+    return record
+
+
+_NAMES: Final = tuple(os.sep + name for name in LOG_NAMES.values())
+
+
+def root_state(root: str) -> tuple[tuple[str, object], ...]:
+    """Everything a listing of ``root`` depends on that a bare walk can see: each project's
+    entries, and for every session directory the status of both log names (a symlinked log
+    by its target too). Equal states mean the listing would be the same; mostly ``lstat``
+    calls, which release the GIL, so a background check barely delays requests."""
+    parts: list[tuple[str, object]] = []
+    lstat, stat_of = os.lstat, os.stat
+    try:
+        projects = list(os.scandir(root))
+    except OSError as error:
+        return (("", error.errno),)
+    for project in projects:
+        if not project.is_dir(follow_symlinks=False):
+            continue
+        try:
+            entries = list(os.scandir(project.path))
+        except OSError as error:
+            parts.append((project.path, error.errno))
+            continue
+        for entry in entries:
+            if not entry.is_dir(follow_symlinks=False):
+                parts.append((entry.path, _status(entry.path, lstat, stat_of)))
+                continue
+            for name in _NAMES:
+                path = entry.path + name
+                try:
+                    info = lstat(path)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                except OSError as error:
+                    parts.append((path, error.errno))
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    parts.append((path, fingerprint_of(info)))
+                else:
+                    parts.append((path, _status(path, lstat, stat_of)))
+    return tuple(parts)
+
+
+def _status(path: str, lstat: Any, stat_of: Any) -> object:
+    try:
+        info = lstat(path)
+        link = stat_of(path) if stat.S_ISLNK(info.st_mode) else None
+    except OSError as error:
+        return error.errno
+    return (info.st_mode, *fingerprint_of(info), None if link is None else fingerprint_of(link))
+
+
+def _fingerprint(path: str) -> Fingerprint | None:
+    try:
+        return fingerprint_of(os.lstat(path))
+    except OSError:
         return None

@@ -38,6 +38,8 @@ class Settings:
     max_references: int = MAX_REFERENCES
     candidate_limit: int = DEFAULT_CANDIDATE_LIMIT
     max_reference_bytes: int = DEFAULT_MAX_REFERENCE_BYTES
+    body_search: bool = False
+    """Beyond upstream: ``@`` queries also match message text (off: ids, cwds and titles only)."""
 
     @property
     def limits(self) -> ResolverConfig:
@@ -45,6 +47,7 @@ class Settings:
 
 
 _STRING_KEYS = {"sessionsRoot": "sessions_root", "targetSessionId": "target_session_id"}
+_BOOL_KEYS = {"bodySearch": "body_search"}
 _LIMIT_KEYS = {
     "maxReferences": "max_references",
     "candidateLimit": "candidate_limit",
@@ -59,7 +62,7 @@ def section_of(raw: object) -> Mapping[str, Any] | None:
     inner = raw.get(SECTION)
     if isinstance(inner, Mapping):
         return inner
-    if any(key in raw for key in (*_STRING_KEYS, *_LIMIT_KEYS)):
+    if any(key in raw for key in (*_STRING_KEYS, *_LIMIT_KEYS, *_BOOL_KEYS)):
         return raw
     return None
 
@@ -86,6 +89,16 @@ def apply_settings(current: Settings, raw: object) -> tuple[Settings, list[str]]
             changes[attribute] = value
         else:
             warnings.append(f"{SECTION}.{key} must be a string; keeping {getattr(current, attribute)!r}")
+    for key, attribute in _BOOL_KEYS.items():
+        if key not in section:
+            continue
+        value = section[key]
+        if value is None:
+            changes[attribute] = getattr(defaults, attribute)
+        elif isinstance(value, bool):
+            changes[attribute] = value
+        else:
+            warnings.append(f"{SECTION}.{key} must be true or false; keeping {getattr(current, attribute)}")
     for key, attribute in _LIMIT_KEYS.items():
         if key not in section:
             continue

@@ -50,6 +50,7 @@ from .logfile import (
     read_log,
 )
 from .replay import Replay, ReplayFailure, ReplayResult
+from .surface import SurfaceKeeper
 
 _LOG = logging.getLogger("dsh_session_reference.store")
 
@@ -333,6 +334,12 @@ class JsonlSessionStore:
         plain_path = os.path.join(directory, LOG_NAMES["none"])
         has_zstd, has_plain = _exists(zstd_path), _exists(plain_path)
         if has_zstd and has_plain:
+            try:
+                os.stat(zstd_path)
+                os.stat(plain_path)
+            except OSError as error:  # not two logs: a directory that cannot be searched
+                self._block(scan, segment, zstd_path, _fs_message(error, "stat", zstd_path))
+                return
             self._block(scan, segment, plain_path, _encoding_mismatch(plain_path))
             return
         if not has_zstd and not has_plain:
@@ -399,7 +406,11 @@ class JsonlSessionStore:
         return TitleObservation(record.id, title=title.title)
 
     def _replay(
-        self, session_id: str, artifact: _Artifact, keep_surface: bool, stop: threading.Event | None
+        self,
+        session_id: str,
+        artifact: _Artifact,
+        keep_surface: bool | SurfaceKeeper,
+        stop: threading.Event | None,
     ) -> tuple[dict[str, Any], ReplayResult]:
         """Upstream's ``inspect``: read, recover, validate; every failure worded as session-query words it."""
         root_real = self._root_real()

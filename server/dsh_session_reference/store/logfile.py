@@ -21,7 +21,10 @@ Two deliberate differences, both about resources rather than results:
   output and a decompression bomb costs time, not memory. A frame's output is
   buffered up to :data:`FRAME_BUFFER_BYTES` so that, as upstream, a frame is
   validated before any of its records is used; a larger frame is decoded
-  twice (validate, then scan) instead of being held.
+  twice (validate, then scan) instead of being held. A complete frame (or a
+  header frame) expanding to a line above :data:`MAX_LINE_BYTES` is refused
+  as soon as that size is passed, so a bomb costs that much work, not its
+  whole expansion; a torn final frame is decoded to its end (linear time).
 * A single record (line) may be at most :data:`MAX_LINE_BYTES`. A committed
   line above that fails the log with a clear error (upstream would try to
   hold it, e.g. a 200 MB line or a bomb without newlines); an oversized torn
@@ -357,6 +360,41 @@ class EventScanner:
         self._parts.append(fragment)
         self._part_bytes += len(fragment)
 
+    def line_guard(self) -> Callable[[bytes], None] | None:
+        """A check on the next complete frame's output while it is validated, before the scan.
+
+        In complete frames a committed line above :data:`MAX_LINE_BYTES` fails
+        the log whatever follows (at its newline, or as a torn record if none
+        comes; after an issue the log fails anyway), so a frame expanding to
+        one endless line (a decompression bomb) is refused there instead of
+        being decoded to its end twice. ``None`` when the verdict is already an error.
+        """
+        if self._issue is not None:
+            return None
+        run = MAX_LINE_BYTES + 1 if self._oversized else self._part_bytes
+        line = self._line + 1
+
+        def too_long() -> LimitExceeded:
+            return LimitExceeded(
+                f"session log line {line} is larger than {MAX_LINE_BYTES} bytes, "
+                "the most this reader holds in memory"
+            )
+
+        def guard(output: bytes) -> None:
+            nonlocal run, line
+            first = output.find(b"\n")
+            if first == -1:
+                run += len(output)
+            elif run + first > MAX_LINE_BYTES:
+                raise too_long()
+            else:
+                line += output.count(b"\n")
+                run = len(output) - output.rfind(b"\n") - 1
+            if run > MAX_LINE_BYTES:
+                raise too_long()
+
+        return guard
+
     def _note_oversized(self, piece: bytes) -> None:
         window = self._overlap + piece
         if b"turn/end" in window or b"\\" in window:
@@ -650,26 +688,50 @@ def _decode_frame(
         raise _FrameFailed("incomplete frame")
 
 
+class _TooLarge(Exception):
+    """Stops decoding a frame whose output is already known to be too large to use."""
+
+
 def _frame_output(
-    handle: IO[bytes], start: int, end: int, stop: threading.Event | None, limit: int
+    handle: IO[bytes],
+    start: int,
+    end: int,
+    stop: threading.Event | None,
+    limit: int,
+    *,
+    whole: bool = True,
+    watch: Callable[[bytes], None] | None = None,
 ) -> bytes | None:
-    """A validated complete frame's plaintext, or ``None`` if it is larger than ``limit``."""
+    """A validated complete frame's plaintext, or ``None`` if it is larger than ``limit``.
+
+    With ``whole=False`` decoding stops as soon as the output passes ``limit``
+    (a header frame that large is refused whatever the rest holds, so a
+    decompression bomb in it costs ``limit`` bytes, not its full expansion).
+    ``watch`` sees each piece of output as it is decoded and may raise to stop.
+    """
     held: list[bytes] = []
     held_bytes = 0
     overflow = False
 
     def keep(output: bytes) -> None:
         nonlocal held_bytes, overflow
+        if watch is not None:
+            watch(output)
         if overflow:
             return
         held_bytes += len(output)
         if held_bytes > limit:
+            if not whole:
+                raise _TooLarge
             overflow = True
             held.clear()
         else:
             held.append(output)
 
-    _decode_frame(handle, start, end, keep, True, stop)
+    try:
+        _decode_frame(handle, start, end, keep, True, stop)
+    except _TooLarge:
+        return None
     return None if overflow else b"".join(held)
 
 
@@ -684,7 +746,7 @@ def read_first_zstd_line(handle: IO[bytes], stop: threading.Event | None = None)
     if not scan.starts:
         return None
     try:
-        plaintext = _frame_output(handle, scan.starts[0], scan.ends[0], stop, MAX_LINE_BYTES + 1)
+        plaintext = _frame_output(handle, scan.starts[0], scan.ends[0], stop, MAX_LINE_BYTES + 1, whole=False)
     except _FrameFailed:
         raise LogError("corrupt Zstandard session log: header frame failed validation") from None
     if plaintext is None:
@@ -740,7 +802,7 @@ def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: threading.Ev
         return LogError(f"corrupt Zstandard session log: frame at byte {start} failed validation")
 
     try:
-        header = _frame_output(handle, scan.starts[0], scan.ends[0], stop, MAX_LINE_BYTES + 1)
+        header = _frame_output(handle, scan.starts[0], scan.ends[0], stop, MAX_LINE_BYTES + 1, whole=False)
     except _FrameFailed:
         raise frame_failed(scan.starts[0]) from None
     if header is None:
@@ -750,7 +812,9 @@ def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: threading.Ev
     for frame_start, frame_end in zip(scan.starts[1:], scan.ends[1:], strict=True):
         check_stop(stop)
         try:
-            plaintext = _frame_output(handle, frame_start, frame_end, stop, FRAME_BUFFER_BYTES)
+            plaintext = _frame_output(
+                handle, frame_start, frame_end, stop, FRAME_BUFFER_BYTES, watch=scanner.line_guard()
+            )
         except _FrameFailed:
             raise frame_failed(frame_start) from None
         if plaintext is not None:

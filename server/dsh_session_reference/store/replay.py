@@ -34,7 +34,7 @@ from .jsvalue import (
     read_prop,
     strict_equal,
 )
-from .surface import SurfaceError, SurfaceFold
+from .surface import SurfaceError, SurfaceFold, SurfaceKeeper
 
 KNOWN_SESSION_EVENT_TYPES: Final = frozenset(
     {
@@ -534,7 +534,12 @@ class Replay:
     """
 
     def __init__(
-        self, session_id: str, header: Mapping[str, Any], log_path: str, *, keep_surface: bool = True
+        self,
+        session_id: str,
+        header: Mapping[str, Any],
+        log_path: str,
+        *,
+        keep_surface: bool | SurfaceKeeper = True,
     ) -> None:
         self._id = session_id
         self._header = header

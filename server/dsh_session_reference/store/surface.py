@@ -10,9 +10,9 @@ error text is what dsh reports for that log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .jsvalue import UNDEFINED, deep_equal_json, is_number, is_safe_integer, js_string
 
@@ -106,19 +106,52 @@ def _without_result_content(data: Mapping[str, Any]) -> dict[str, Any]:
     return rest
 
 
+class SurfaceKeeper(Protocol):
+    """Keeps what a caller needs of each current surface node, instead of the whole event.
+
+    ``prepare`` needs only each node's projected text, and of that only what the
+    byte budget can retain; a keeper lets it fold a huge log without holding it.
+    """
+
+    def start(self) -> None:
+        """A fold begins (a read that is retried folds again from the start)."""
+        ...
+
+    def add(self, seq: int, event: Mapping[str, Any], appended: bool) -> None:
+        """A node joined the surface (at the end when ``appended``, else as a replacement)."""
+        ...
+
+    def drop(self, seq: int) -> None:
+        """A node was shadowed by a replacement."""
+        ...
+
+    def close(self, nodes: Sequence[int]) -> None:
+        """The fold is over; ``nodes`` are the current node seqs in surface order."""
+        ...
+
+
 @dataclass
 class SurfaceFold:
     """Incremental fold state: the current nodes, and what each current node is.
 
     ``keep_events`` keeps every current node's event (``readSurface`` returns
-    them); otherwise only ``tool/result`` nodes are kept, the one kind a later
-    replacement must be compared with, so a title read holds almost nothing.
+    them); a :class:`SurfaceKeeper` instead hands each node to the keeper;
+    otherwise only what a later ``tool/result`` replacement must be compared
+    with is kept (the result without its content), so a title read holds
+    almost nothing.
     """
 
-    keep_events: bool = True
+    keep_events: bool | SurfaceKeeper = True
     nodes: list[int] = field(default_factory=list)
     types: dict[int, str] = field(default_factory=dict)
     events: dict[int, Mapping[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.keeper: SurfaceKeeper | None = None
+        if not isinstance(self.keep_events, bool):
+            self.keeper = self.keep_events
+            self.keep_events = False
+            self.keeper.start()
 
     def apply(self, event: Mapping[str, Any]) -> None:
         """Validate ``event`` as the next log entry and fold it; :class:`SurfaceError` on a broken rule.
@@ -132,7 +165,7 @@ class SurfaceFold:
         kind: str = event["type"]
         if op == "append":
             _assert_provenance(event, [])
-            self._add(seq, kind, event)
+            self._add(seq, kind, event, True)
             self.nodes.append(seq)
             return
         assert isinstance(op, dict)
@@ -151,7 +184,9 @@ class SurfaceFold:
         for node in shadowed:
             self.types.pop(node, None)
             self.events.pop(node, None)
-        self._add(seq, kind, event)
+            if self.keeper is not None:
+                self.keeper.drop(node)
+        self._add(seq, kind, event, False)
 
     def _index(self, target: int, which: str) -> int:
         try:
@@ -161,10 +196,14 @@ class SurfaceFold:
                 f"surface replace: {which} seq {js_string(target)} not found in surface"
             ) from None
 
-    def _add(self, seq: int, kind: str, event: Mapping[str, Any]) -> None:
+    def _add(self, seq: int, kind: str, event: Mapping[str, Any], appended: bool) -> None:
         self.types[seq] = kind
-        if self.keep_events or kind == "tool/result":
+        if self.keep_events:
             self.events[seq] = event
+        elif kind == "tool/result":
+            self.events[seq] = _comparable_result(event)
+        if self.keeper is not None:
+            self.keeper.add(seq, event, appended)
 
     def _assert_tool_result_rewrite(self, event: Mapping[str, Any], shadowed: list[int]) -> None:
         if len(shadowed) != 1:
@@ -178,8 +217,20 @@ class SurfaceFold:
             raise SurfaceError("tool/result surface replacement may change only content")
 
     def current_events(self) -> list[Mapping[str, Any]]:
-        """The current surface events in node order (none unless ``keep_events``)."""
+        """The current surface events in node order (none unless ``keep_events``); closes a keeper."""
+        if self.keeper is not None:
+            self.keeper.close(list(self.nodes))
         return [self.events[seq] for seq in self.nodes] if self.keep_events else []
+
+
+def _comparable_result(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """What a later rewrite of this ``tool/result`` is compared with: the event without its result
+    content (a tool's output can be megabytes). A shape the stripping cannot handle is kept whole,
+    so the comparison fails exactly where it would have."""
+    try:
+        return {"data": _without_result_content(event["data"])}
+    except Exception:
+        return event
 
 
 def fold_surface(events: Iterable[Mapping[str, Any]]) -> list[int]:

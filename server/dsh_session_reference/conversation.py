@@ -1,0 +1,170 @@
+"""What ``prepare`` needs of a session, in memory the byte budget dictates rather than the log size.
+
+Retention (``retention.py``) drops the oldest messages that are neither
+compaction checkpoints nor the newest one until the rest fits, then cuts the
+longest texts. So of a conversation of any length it can only ever use:
+
+* every checkpoint and the newest message, and
+* the newest other messages whose serialized sizes add up to at most the
+  budget (anything older is dropped whatever the label or cwd), and
+* of any text longer than the budget, at most ``budget`` bytes of its head
+  and of its tail (see :class:`~.projection.LongText`).
+
+:class:`ConversationKeeper` folds a log's surface keeping just that: every
+node's projected sizes, and texts only while they could still be retained.
+The cut is decided from surface order as the log streams; a later
+replacement that removes newer messages can bring an older one back into
+reach, in which case the store reads the log a second time for exactly the
+texts it then needs (:attr:`ConversationKeeper.missing`). Retention over the
+kept items is byte-identical to retention over the full surface.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .jsjson import js_byte_length
+from .model import SessionRecord, SurfaceSnapshot
+from .projection import ConversationItem, LongText, project_conversation
+from .retention import RetainedSource, bounded_text, item_json_bytes, retain_items
+
+
+@dataclass(frozen=True)
+class ConversationSnapshot:
+    """A session as ``prepare`` sees it: the header, ``capturedThroughSeq`` and the projected
+    conversation in surface order, texts bounded by the byte budget it was read for."""
+
+    session: SessionRecord
+    captured_through_seq: int | None
+    items: Sequence[ConversationItem]
+    max_bytes: int
+
+
+class ConversationKeeper:
+    """A :class:`~.store.surface.SurfaceKeeper` keeping each node's projected item, texts bounded.
+
+    ``wanted``: keep texts of exactly these seqs (a second read); ``evict=False``
+    keeps every text (the last resort when a log keeps changing between reads).
+    """
+
+    def __init__(self, max_bytes: int, wanted: frozenset[int] | None = None, *, evict: bool = True) -> None:
+        self.max_bytes = max_bytes
+        self.wanted = wanted
+        self.evict = evict
+        self.start()
+
+    def start(self) -> None:
+        """Forget everything: a read that is retried starts a new fold."""
+        self.items: dict[int, ConversationItem] = {}
+        self._sizes: dict[int, int] = {}
+        self._window: list[int] = []  # non-checkpoint items whose text is kept, in surface order
+        self._window_bytes = 0
+        self._ordered = True
+        self.nodes: list[int] | None = None
+        self.needed: frozenset[int] = frozenset()
+        self.missing: frozenset[int] = frozenset()
+
+    # SurfaceKeeper
+
+    def add(self, seq: int, event: Mapping[str, Any], appended: bool) -> None:
+        projected = project_conversation([event])
+        if not projected:
+            return
+        role, text, checkpoint = projected[0].role, projected[0].text, projected[0].checkpoint
+        assert isinstance(text, str)
+        kept = bounded_text(role, text, self.max_bytes)
+        size = kept.item_bytes if isinstance(kept, LongText) else item_json_bytes(role, text)
+        self._sizes[seq] = size
+        if self.wanted is not None and seq not in self.wanted:
+            self.items[seq] = _evicted(role, checkpoint, kept, size)
+            return
+        self.items[seq] = ConversationItem(role, kept, checkpoint, kept)
+        if checkpoint or self.wanted is not None or not self.evict:
+            return
+        if not appended:
+            self._ordered = False  # a message inserted mid-surface: stop evicting, check at close
+        if not self._ordered:
+            return
+        self._window.append(seq)
+        self._window_bytes += size
+        while len(self._window) > 1 and self._window_bytes - size > self.max_bytes:
+            oldest = self._window.pop(0)
+            self._window_bytes -= self._sizes[oldest]
+            item = self.items[oldest]
+            self.items[oldest] = _evicted(item.role, item.checkpoint, item.original_text, self._sizes[oldest])
+
+    def drop(self, seq: int) -> None:
+        if self.items.pop(seq, None) is not None and seq in self._window:
+            self._window.remove(seq)
+            self._window_bytes -= self._sizes[seq]
+        self._sizes.pop(seq, None)
+
+    def close(self, nodes: Sequence[int]) -> None:
+        self.nodes = [seq for seq in nodes if seq in self.items]
+        self.needed = frozenset(self._reachable(self.nodes))
+        self.missing = frozenset(seq for seq in self.needed if _is_evicted(self.items[seq]))
+
+    # results
+
+    def conversation(self) -> list[ConversationItem]:
+        """The projected items in surface order (after :meth:`close`)."""
+        assert self.nodes is not None
+        return [self.items[seq] for seq in self.nodes]
+
+    def _reachable(self, nodes: Sequence[int]) -> list[int]:
+        """Seqs whose text retention could use: checkpoints, the newest, and the newest others
+        that fit in the budget together."""
+        if not nodes:
+            return []
+        newest = nodes[-1]
+        needed = [seq for seq in nodes if self.items[seq].checkpoint or seq == newest]
+        total = 0
+        for seq in reversed(nodes[:-1]):
+            if self.items[seq].checkpoint:
+                continue
+            total += self._sizes[seq]
+            if total > self.max_bytes:
+                break
+            needed.append(seq)
+        return needed
+
+
+def _evicted(
+    role: Literal["user", "assistant"], checkpoint: bool, kept: str | LongText, size: int
+) -> ConversationItem:
+    """An item whose text retention cannot use: only its sizes are kept."""
+    utf8 = kept.utf8_bytes if isinstance(kept, LongText) else js_byte_length(kept)
+    gone = LongText(b"", b"", utf8, size, evicted=True)
+    return ConversationItem(role, gone, checkpoint, gone)
+
+
+def _is_evicted(item: ConversationItem) -> bool:
+    return isinstance(item.original_text, LongText) and item.original_text.evicted
+
+
+def retain_conversation(snapshot: ConversationSnapshot, label: str, max_bytes: int) -> RetainedSource | None:
+    """``retainReferencedSession`` over a bounded conversation (``None``: BUDGET_EXCEEDED)."""
+    if max_bytes > snapshot.max_bytes:
+        raise ValueError("the conversation was read for a smaller byte budget")
+    return retain_items(
+        snapshot.items,
+        session_id=snapshot.session.id,
+        label=label,
+        cwd=snapshot.session.cwd,
+        captured_through_seq=snapshot.captured_through_seq,
+        max_bytes=max_bytes,
+    )
+
+
+def conversation_items(snapshot: SurfaceSnapshot | ConversationSnapshot) -> list[ConversationItem]:
+    """The projected conversation of either kind of snapshot."""
+    if isinstance(snapshot, ConversationSnapshot):
+        return list(snapshot.items)
+    return project_conversation(snapshot.events)
+
+
+def readable(text: str | LongText) -> str:
+    """A text for people to glance at: a long one's kept head (and ``…``)."""
+    return text.preview() if isinstance(text, LongText) else text

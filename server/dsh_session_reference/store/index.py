@@ -1,0 +1,1131 @@
+"""An incremental header and title index in front of :class:`~.jsonl_store.JsonlSessionStore`.
+
+Listing a dsh root opens every log for its header, and a title read replays a
+whole log (upstream's ``readTitleSnapshots`` inspects every log in full, so a
+non-empty ``@`` query over 10,000 sessions reads about a gigabyte). Logs are
+append-only and rarely change once a session is over, so what a read found is
+kept in a SQLite file in the user's cache folder
+(``${XDG_CACHE_HOME:-~/.cache}/dsh-session-reference/index/``), keyed by the
+log's path and its ``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)``.
+Only logs whose key changed are read again; the answers are exactly those of
+the uncached store, because a hit replays the very outcome the uncached code
+produced for those bytes:
+
+* a listing entry is the result of the store's own per-directory inspection
+  (the artifact's header, or why it is skipped, or nothing);
+* a title entry is the store's own title observation (title, none, or the read
+  error), valid only for the same record id and header.
+
+An entry is stored only when the log's key is the same after the read as
+before it, and it is trusted only when the log had not changed for
+:data:`RACY_NS` before it was read (a write in the same timestamp tick could
+otherwise hide behind an unchanged key, the "racy git" problem).
+
+The index is a cache, never a source of truth: a file that is not this
+index (another application id, schema, or root), fails SQLite's
+``quick_check``, or holds a row whose checksum does not match is deleted and
+rebuilt. It is never placed inside the sessions root, which stays read-only;
+when the cache folder cannot be written the index lives in memory.
+
+Beyond the store API, two optional helpers serve the language server and the
+opt-in body search: :func:`scan_last_title` (the last ``session/title``
+line of a log found by a byte scan, without decoding the log's events) and a
+SQLite FTS5 table of message text (:meth:`IndexedSessionStore.index_bodies`,
+:meth:`IndexedSessionStore.search_bodies`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import sqlite3
+import stat
+import threading
+import time
+import zlib
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, wait
+from dataclasses import dataclass, field
+from typing import IO, Any, Final
+
+import zstandard
+
+from ..conversation import ConversationKeeper, ConversationSnapshot
+from ..jsjson import js_normalize
+from ..model import SessionRecord, TitleObservation
+from ..projection import project_conversation
+from .jsonl_store import JsonlSessionStore, _Artifact, _Scan
+from .jsvalue import js_parse
+from .layout import LOG_NAMES, Compression, is_within
+from .logfile import LogChanged, LogError, check_stop, open_artifact, read_log
+from .workers import WorkerProcess
+
+_LOG = logging.getLogger("dsh_session_reference.index")
+
+SCHEMA_VERSION: Final = 1
+APPLICATION_ID: Final = 0x64736872  # "dshr"
+RACY_NS: Final = 2_000_000_000
+"""A log is trusted from the index only if it was last modified this long before it was read."""
+
+PARALLEL_MIN_BYTES: Final = 32 << 20
+"""Below this much of logs to verify, starting worker processes costs more than it saves."""
+
+BODY_CHARS: Final = 200_000
+"""Message text kept per session for body search (the newest messages win)."""
+
+_LISTED: Final = "="
+"""A title entry's header key meaning "the header of this row's listing entry" (never JSON)."""
+_SCAN_CHUNK: Final = 1 << 20
+_ZSTD_NAME: Final = os.sep + LOG_NAMES["zstd"]
+_PLAIN_NAME: Final = os.sep + LOG_NAMES["none"]
+_TITLE_MARKER: Final = b'{"type":"session/title"'
+
+Fingerprint = tuple[int, int, int, int, int]
+"""``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of a regular file."""
+
+
+def fingerprint_of(info: os.stat_result) -> Fingerprint:
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+def default_index_dir(environ: Mapping[str, str] | None = None) -> str:
+    """``${XDG_CACHE_HOME:-~/.cache}/dsh-session-reference/index``."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(os.path.abspath(base), "dsh-session-reference", "index")
+
+
+def header_text(header: Mapping[str, Any]) -> str:
+    """A header as exact JSON (key order, ``-0.0``, big integers and lone surrogates survive the trip)."""
+    return json.dumps(header, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+class _Untrusted(Exception):
+    """The index file is not one this code wrote for this root, or it is damaged."""
+
+
+@dataclass
+class _Row:
+    """What the index knows about one log path at one fingerprint.
+
+    The listing entry and the title entry were each produced by a read that
+    started at ``*_ns``; each is trusted only if the log had not been modified
+    for :data:`RACY_NS` by then.
+    """
+
+    fp: Fingerprint
+    listing: str | None = None
+    listing_ns: int = 0
+    title: str | None = None
+    title_ns: int = 0
+    cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    def fresh(self, fp: Fingerprint, recorded_ns: int) -> bool:
+        return self.fp == fp and fp[3] + RACY_NS <= recorded_ns
+
+    def listing_outcome(self, fp: Fingerprint) -> dict[str, Any] | None:
+        if self.listing is None or not self.fresh(fp, self.listing_ns):
+            return None
+        if "listing" not in self.cache:
+            self.cache["listing"] = _parse_listing(self.listing)
+        outcome: dict[str, Any] | None = self.cache["listing"]
+        return outcome
+
+    def listed_key(self, fp: Fingerprint) -> str | None:
+        """:func:`header_text` of the one header this row's listing found, if any."""
+        outcome = self.listing_outcome(fp)
+        if outcome is None or len(outcome["a"]) != 1:
+            return None
+        if "key" not in self.cache:
+            self.cache["key"] = header_text(outcome["a"][0][2])
+        key: str = self.cache["key"]
+        return key
+
+    def title_value(self, fp: Fingerprint) -> dict[str, Any] | None:
+        if self.title is None or not self.fresh(fp, self.title_ns):
+            return None
+        if "title" not in self.cache:
+            self.cache["title"] = _parse_title(self.title)
+        value: dict[str, Any] | None = self.cache["title"]
+        return value
+
+
+def _fp_text(fp: Fingerprint) -> str:
+    return ":".join(str(part) for part in fp)
+
+
+def _fp_parse(text: object) -> Fingerprint:
+    if not isinstance(text, str):
+        raise _Untrusted("fingerprint is not text")
+    parts = text.split(":")
+    if len(parts) != 5 or not all(part.isdigit() for part in parts):
+        raise _Untrusted("malformed fingerprint")
+    dev, ino, size, mtime, ctime = (int(part) for part in parts)
+    return dev, ino, size, mtime, ctime
+
+
+def _crc(path: str, fp: str, listing: str | None, listing_ns: int, title: str | None, title_ns: int) -> int:
+    payload = "\0".join((path, fp, listing or "\1", str(listing_ns), title or "\1", str(title_ns)))
+    return zlib.crc32(payload.encode("utf-8", "surrogatepass"))
+
+
+# --- the SQLite file ------------------------------------------------------------------------------
+
+
+class IndexDatabase:
+    """The index file for one root: opened, checked, and rebuilt whenever it cannot be trusted.
+
+    ``path`` ``None`` keeps the index in memory (nothing persists).
+    Thread-safe; several processes may share the file (WAL mode).
+    """
+
+    def __init__(self, path: str | None, root_key: str) -> None:
+        self.path = path
+        self.root_key = root_key
+        self._lock = threading.RLock()
+        self._conn = self._open()
+
+    # opening and checking
+
+    def _open(self) -> sqlite3.Connection:
+        if self.path is None:
+            return self._create(":memory:")
+        try:
+            conn = self._connect(self.path)
+            try:
+                self._check(conn)
+            except BaseException:
+                conn.close()
+                raise
+            return conn
+        except (sqlite3.Error, _Untrusted, OSError) as error:
+            _LOG.info("index %s cannot be used (%s); rebuilding it", self.path, error)
+        try:
+            self._remove_files()
+            return self._create(self.path)
+        except (sqlite3.Error, OSError) as error:
+            _LOG.warning("index %s cannot be written (%s); keeping the index in memory", self.path, error)
+            self.path = None
+            return self._create(":memory:")
+
+    @staticmethod
+    def _connect(path: str) -> sqlite3.Connection:
+        if path != ":memory:":
+            os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
+        conn.execute("PRAGMA busy_timeout = 5000")
+        return conn
+
+    def _check(self, conn: sqlite3.Connection) -> None:
+        if conn.execute("PRAGMA application_id").fetchone()[0] != APPLICATION_ID:
+            raise _Untrusted("not a dsh-session-reference index")
+        if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
+            raise _Untrusted("another schema version")
+        meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        if meta.get("root") != self.root_key:
+            raise _Untrusted("the index of another root")
+        if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
+            raise _Untrusted("damaged")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+
+    def _create(self, path: str) -> sqlite3.Connection:
+        conn = self._connect(path)
+        if path != ":memory:":
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            with open(path + ROOT_SUFFIX, "w", encoding="utf-8", errors="surrogateescape") as note:
+                note.write(self.root_key)
+        conn.executescript(
+            f"""
+            BEGIN;
+            CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE logs(
+                path TEXT PRIMARY KEY,
+                fp TEXT NOT NULL,
+                listing TEXT,
+                listing_ns INTEGER NOT NULL,
+                title TEXT,
+                title_ns INTEGER NOT NULL,
+                crc INTEGER NOT NULL
+            );
+            CREATE TABLE body_docs(path TEXT PRIMARY KEY, docid INTEGER UNIQUE NOT NULL, fp TEXT NOT NULL);
+            CREATE VIRTUAL TABLE body USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
+            PRAGMA application_id = {APPLICATION_ID};
+            PRAGMA user_version = {SCHEMA_VERSION};
+            COMMIT;
+            """
+        )
+        conn.execute("INSERT INTO meta(key, value) VALUES ('root', ?)", (self.root_key,))
+        return conn
+
+    def _remove_files(self) -> None:
+        assert self.path is not None
+        _remove_index(self.path)
+
+    def rebuild(self, reason: str) -> None:
+        """Throw everything away and start an empty index (the file was found untrustworthy)."""
+        with self._lock:
+            _LOG.warning("index %s is damaged (%s); rebuilding it", self.path or ":memory:", reason)
+            with contextlib.suppress(sqlite3.Error):
+                self._conn.close()
+            if self.path is None:
+                self._conn = self._create(":memory:")
+                return
+            try:
+                self._remove_files()
+                self._conn = self._create(self.path)
+            except (sqlite3.Error, OSError):
+                self.path = None
+                self._conn = self._create(":memory:")
+
+    def close(self) -> None:
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            self._conn.close()
+
+    # rows
+
+    def load(self) -> dict[str, _Row]:
+        """Every row, each checked against its checksum; any bad row means the file is rebuilt."""
+        with self._lock:
+            try:
+                rows = self._conn.execute(
+                    "SELECT path, fp, listing, listing_ns, title, title_ns, crc FROM logs"
+                ).fetchall()
+                loaded: dict[str, _Row] = {}
+                for path, fp, listing, listing_ns, title, title_ns, crc in rows:
+                    if not (
+                        isinstance(path, str)
+                        and isinstance(fp, str)
+                        and (listing is None or isinstance(listing, str))
+                        and (title is None or isinstance(title, str))
+                        and type(listing_ns) is int
+                        and type(title_ns) is int
+                        and type(crc) is int
+                    ):
+                        raise _Untrusted("a row of the wrong types")
+                    if _crc(path, fp, listing, listing_ns, title, title_ns) != crc:
+                        raise _Untrusted(f"checksum mismatch for {path!r}")
+                    loaded[path] = _Row(_fp_parse(fp), listing, listing_ns, title, title_ns)
+                return loaded
+            except (sqlite3.Error, _Untrusted) as error:
+                self.rebuild(str(error))
+                return {}
+
+    def write(self, rows: Mapping[str, _Row | None]) -> None:
+        """Upsert (or, for ``None``, delete) rows in one transaction; a failure only loses the cache."""
+        if not rows:
+            return
+        upserts = []
+        deletes = []
+        for path, row in rows.items():
+            if row is None:
+                deletes.append((path,))
+                continue
+            fp = _fp_text(row.fp)
+            crc = _crc(path, fp, row.listing, row.listing_ns, row.title, row.title_ns)
+            upserts.append((path, fp, row.listing, row.listing_ns, row.title, row.title_ns, crc))
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN")
+                self._conn.executemany("DELETE FROM logs WHERE path = ?", deletes)
+                self._conn.executemany(
+                    "INSERT OR REPLACE INTO logs(path, fp, listing, listing_ns, title, title_ns, crc) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    upserts,
+                )
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as error:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+                _LOG.warning("index %s: write failed (%s)", self.path or ":memory:", error)
+
+    # message text (opt-in body search)
+
+    def body_fingerprints(self) -> dict[str, str]:
+        with self._lock:
+            try:
+                return dict(self._conn.execute("SELECT path, fp FROM body_docs").fetchall())
+            except sqlite3.Error as error:
+                self.rebuild(str(error))
+                return {}
+
+    def put_body(self, path: str, fp: Fingerprint, text: str) -> None:
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN")
+                found = self._conn.execute("SELECT docid FROM body_docs WHERE path = ?", (path,)).fetchone()
+                if found is not None:
+                    self._conn.execute("DELETE FROM body WHERE rowid = ?", (found[0],))
+                    self._conn.execute("DELETE FROM body_docs WHERE path = ?", (path,))
+                cursor = self._conn.execute("INSERT INTO body(text) VALUES (?)", (text,))
+                self._conn.execute(
+                    "INSERT INTO body_docs(path, docid, fp) VALUES (?, ?, ?)",
+                    (path, cursor.lastrowid, _fp_text(fp)),
+                )
+                self._conn.execute("COMMIT")
+            except sqlite3.Error as error:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+                _LOG.warning("index %s: body write failed (%s)", self.path or ":memory:", error)
+
+    def drop_bodies(self, paths: Iterable[str]) -> None:
+        with self._lock:
+            try:
+                self._conn.execute("BEGIN")
+                for path in paths:
+                    found = self._conn.execute(
+                        "SELECT docid FROM body_docs WHERE path = ?", (path,)
+                    ).fetchone()
+                    if found is not None:
+                        self._conn.execute("DELETE FROM body WHERE rowid = ?", (found[0],))
+                        self._conn.execute("DELETE FROM body_docs WHERE path = ?", (path,))
+                self._conn.execute("COMMIT")
+            except sqlite3.Error:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
+
+    def search_bodies(self, match: str, limit: int) -> list[tuple[str, str]]:
+        """``(path, snippet)`` for the best ``limit`` documents matching an FTS5 query."""
+        with self._lock:
+            try:
+                return [
+                    (str(path), str(snippet))
+                    for path, snippet in self._conn.execute(
+                        "SELECT d.path, snippet(body, 0, '', '', '…', 10) FROM body "
+                        "JOIN body_docs d ON d.docid = body.rowid WHERE body MATCH ? ORDER BY rank LIMIT ?",
+                        (match, limit),
+                    ).fetchall()
+                ]
+            except sqlite3.Error:
+                return []
+
+
+ROOT_SUFFIX: Final = ".root"
+"""Next to each index file, the root it indexes, so indexes of roots that are gone can be removed."""
+
+_tidied: set[str] = set()
+
+
+def _remove_index(path: str) -> None:
+    for suffix in ("", "-wal", "-shm", "-journal", ROOT_SUFFIX):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path + suffix)
+
+
+def tidy_index_dir(index_dir: str) -> int:
+    """Remove the index files of roots that no longer exist; returns how many were removed."""
+    removed = 0
+    try:
+        names = os.listdir(index_dir)
+    except OSError:
+        return 0
+    for name in names:
+        if not name.endswith(".sqlite3" + ROOT_SUFFIX):
+            continue
+        note = os.path.join(index_dir, name)
+        try:
+            with open(note, encoding="utf-8", errors="surrogateescape") as handle:
+                root = handle.read()
+        except OSError:
+            continue
+        if root and not os.path.lexists(root):
+            _remove_index(note[: -len(ROOT_SUFFIX)])
+            removed += 1
+    return removed
+
+
+def _tidy_once(index_dir: str) -> None:
+    """Housekeeping in a daemon thread, once per folder per process (never on the request path)."""
+    if index_dir in _tidied:
+        return
+    _tidied.add(index_dir)
+    threading.Thread(target=tidy_index_dir, args=(index_dir,), name="dsh-index-tidy", daemon=True).start()
+
+
+# --- the store ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BodyMatch:
+    """A session whose message text matches a body search, with a short excerpt."""
+
+    record: SessionRecord
+    snippet: str
+
+
+class IndexedSessionStore(JsonlSessionStore):
+    """``JsonlSessionStore`` answering from the index for every log that has not changed.
+
+    ``index_dir``: where the index files live (default :func:`default_index_dir`);
+    ``persistent=False`` keeps the index in memory only (tests, read-only homes);
+    ``workers`` above 1 lets a title read that misses the index on many
+    megabytes of logs verify them in that many worker processes (a cold index
+    is CPU-bound: a title read replays the whole log).
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        index_dir: str | os.PathLike[str] | None = None,
+        persistent: bool = True,
+        workers: int = 1,
+    ) -> None:
+        super().__init__(root)
+        self.workers = workers
+        self._index_dir = (
+            os.path.abspath(os.fspath(index_dir)) if index_dir is not None else default_index_dir()
+        )
+        self._persistent = persistent
+        self._lock = threading.RLock()
+        self._db: IndexDatabase | None = None
+        self._rows: dict[str, _Row] | None = None
+        self._dirty: dict[str, _Row | None] = {}
+        self._local = threading.local()
+        self.walked: dict[str, Fingerprint] = {}
+        """Every regular log file the latest full listing looked at, with its fingerprint."""
+
+    def __repr__(self) -> str:
+        return f"IndexedSessionStore({self.root!r})"
+
+    @property
+    def index_path(self) -> str | None:
+        """The index file, ``None`` while the index is kept in memory."""
+        return self._database().path
+
+    def close(self) -> None:
+        """Write what is pending and close the index file."""
+        self.flush()
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+                self._rows = None
+
+    # --- the index ---------------------------------------------------------------------------------
+
+    def _database(self) -> IndexDatabase:
+        with self._lock:
+            if self._db is None:
+                root_key = os.path.realpath(self.root)
+                path: str | None = None
+                if self._persistent:
+                    name = hashlib.sha256(root_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+                    path = os.path.join(self._index_dir, f"{name}.sqlite3")
+                    index_real = os.path.realpath(self._index_dir)
+                    if index_real == root_key or is_within(root_key, index_real):
+                        _LOG.warning("the index folder %s is inside the sessions root; using memory", path)
+                        path = None
+                    else:
+                        _tidy_once(self._index_dir)
+                self._db = IndexDatabase(path, root_key)
+            return self._db
+
+    def _table(self) -> dict[str, _Row]:
+        with self._lock:
+            if self._rows is None:
+                self._rows = self._database().load()
+            return self._rows
+
+    def _get(self, path: str) -> _Row | None:
+        with self._lock:
+            return self._table().get(path)
+
+    def _set(self, path: str, row: _Row | None) -> None:
+        with self._lock:
+            table = self._table()
+            if row is None:
+                if table.pop(path, None) is not None:
+                    self._dirty[path] = None
+                return
+            table[path] = row
+            self._dirty[path] = row
+
+    def flush(self) -> None:
+        """Write pending rows to the index file (done after every store call)."""
+        with self._lock:
+            pending, self._dirty = self._dirty, {}
+            if pending:
+                self._database().write(pending)
+
+    def forget(self) -> None:
+        """Drop the in-memory copy (the next call reloads the file); used after another process wrote."""
+        with self._lock:
+            self.flush()
+            self._rows = None
+
+    # --- SessionSource ---------------------------------------------------------------------------
+
+    def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
+        try:
+            return super().list_sessions(stop)
+        finally:
+            self.flush()
+
+    def read_titles(
+        self, records: Sequence[SessionRecord], stop: threading.Event | None = None
+    ) -> list[TitleObservation]:
+        try:
+            if self.workers > 1:
+                self._verify_in_workers(records, stop)
+            return super().read_titles(records, stop)
+        finally:
+            self.flush()
+
+    def _verify_in_workers(self, records: Sequence[SessionRecord], stop: threading.Event | None) -> None:
+        """Index the titles of the records that miss, in worker processes, when that is worth it."""
+        misses: list[SessionRecord] = []
+        seen: set[str] = set()
+        total = 0
+        for record in records:
+            if record.location is None or record.id in seen:
+                continue
+            seen.add(record.id)
+            try:
+                info = os.lstat(record.location)
+            except OSError:
+                continue
+            if (
+                stat.S_ISREG(info.st_mode)
+                and self.cached_title(record, fingerprint_of(info), header_text(record.header)) is None
+            ):
+                misses.append(record)
+                total += info.st_size
+        if len(misses) < 2 or total < PARALLEL_MIN_BYTES:
+            return
+        groups = batches(misses, 16 << 20, 256)
+        workers = [WorkerProcess() for _ in range(min(self.workers, len(groups)))]
+        futures = {
+            workers[number % len(workers)].submit(
+                "verify_titles", self.root, [record_data(record) for record in group]
+            ): group
+            for number, group in enumerate(groups)
+        }
+        try:
+            pending = set(futures)
+            while pending:
+                check_stop(stop)
+                done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+                for future in done:
+                    for record, (fp, started, title, error) in zip(
+                        futures[future], future.result(), strict=True
+                    ):
+                        if fp is not None:
+                            observation = TitleObservation(record.id, title, error)
+                            self.remember_title(record, fp, header_text(record.header), observation, started)
+        finally:
+            for worker in workers:
+                worker.close()
+
+    # --- bounded reads ---------------------------------------------------------------------------
+
+    def read_conversation(
+        self, session_id: str, max_bytes: int, stop: threading.Event | None = None
+    ) -> ConversationSnapshot:
+        """What ``prepare`` needs of a session for a ``max_bytes`` budget, without holding the log.
+
+        The same header, ``capturedThroughSeq`` and errors as :meth:`read_surface`;
+        the conversation keeps only what retention can use (see ``conversation.py``),
+        so retention over it is byte-identical to retention over the surface.
+        """
+        session_id = js_normalize(session_id)
+        artifact = self._locate(session_id, stop)
+        keeper = ConversationKeeper(max_bytes)
+        header, result = self._replay(session_id, artifact, keeper, stop)
+        for attempt in range(3):
+            if not keeper.missing:
+                break
+            # A replacement brought back messages whose text was let go: read again for exactly those
+            # (and, should the log keep changing under the reads, finally for every text).
+            keeper = (
+                ConversationKeeper(max_bytes, keeper.needed)
+                if attempt < 2
+                else ConversationKeeper(max_bytes, evict=False)
+            )
+            header, result = self._replay(session_id, artifact, keeper, stop)
+        return ConversationSnapshot(
+            session=_Artifact(artifact.path, artifact.compression, header).record(),
+            captured_through_seq=result.captured_through_seq,
+            items=keeper.conversation(),
+            max_bytes=max_bytes,
+        )
+
+    # --- listing ---------------------------------------------------------------------------------
+
+    def _scan(self, root_real: str, only: str | None, stop: threading.Event | None) -> _Scan:
+        if only is not None:
+            return super()._scan(root_real, only, stop)
+        walked: dict[str, Fingerprint] = {}
+        looked: set[str] = set()
+        self._local.walk = (walked, looked)
+        try:
+            scan = super()._scan(root_real, only, stop)
+        finally:
+            self._local.walk = None
+        with self._lock:
+            for path in [path for path in self._table() if path not in looked]:
+                self._set(path, None)  # the log is gone (or moved): its entry goes too
+            self.walked = walked
+        return scan
+
+    def _block(self, scan: _Scan, segment: str, path: str, reason: str) -> None:
+        super()._block(scan, segment, path, reason)
+        trail: list[list[str]] | None = getattr(scan, "trail", None)
+        if trail is not None:
+            trail.append([segment, path, reason])
+
+    def _inspect(
+        self, scan: _Scan, root_real: str, directory: str, segment: str, stop: threading.Event | None
+    ) -> None:
+        walk = getattr(self._local, "walk", None)
+        paths = [directory + _ZSTD_NAME, directory + _PLAIN_NAME]
+        if walk is not None:
+            walk[1].update(paths)
+        try:
+            found = [(path, info) for path in paths if (info := _lstat(path)) is not None]
+        except OSError:
+            found = []
+            single = None
+        else:
+            single = found[0] if len(found) == 1 and stat.S_ISREG(found[0][1].st_mode) else None
+        if single is None:
+            super()._inspect(scan, root_real, directory, segment, stop)
+            return
+        path, info = single
+        fp = fingerprint_of(info)
+        if walk is not None:
+            walk[0][path] = fp
+        row = self._get(path)
+        cached = None if row is None else row.listing_outcome(fp)
+        if cached is not None:
+            self._replay_listing(scan, cached)
+            return
+        started = time.time_ns()
+        probe = _Scan()
+        probe.trail = []  # type: ignore[attr-defined]
+        super()._inspect(probe, root_real, directory, segment, stop)
+        outcome = {
+            "a": [[a.path, a.compression, a.header] for a in probe.artifacts],
+            "b": probe.trail,  # type: ignore[attr-defined]
+        }
+        self._replay_listing(scan, outcome)
+        try:
+            after = [p for p in paths if _lstat(p) is not None]
+            unchanged = after == [path] and fingerprint_of(os.lstat(path)) == fp
+        except OSError:
+            unchanged = False
+        if not unchanged:
+            return
+        text = json.dumps(outcome, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        parsed = _parse_listing(text)  # the stored form, so a hit replays exactly what was stored
+        if parsed is None:
+            return
+        with self._lock:
+            current = self._get(path)
+            kept = current if current is not None and current.fp == fp else _Row(fp)
+            row = _Row(fp, text, started, kept.title, kept.title_ns)
+            row.cache["listing"] = parsed
+            self._set(path, row)
+
+    def _replay_listing(self, scan: _Scan, outcome: Mapping[str, Any]) -> None:
+        for artifact_path, compression, header in outcome["a"]:
+            # ``record()`` copies the header dict; only nested values would be shared.
+            flat = all(type(value) not in (dict, list) for value in header.values())
+            scan.artifacts.append(
+                _Artifact(artifact_path, compression, header if flat else _deep_copy(header))
+            )
+            scan.encodings.add(compression)
+        for segment, block_path, reason in outcome["b"]:
+            self._block(scan, segment, block_path, reason)
+
+    # --- titles ----------------------------------------------------------------------------------
+
+    def _title_of(self, record: SessionRecord, stop: threading.Event | None) -> TitleObservation:
+        path = record.location
+        try:
+            info = None if path is None else _lstat(path)
+        except OSError:
+            info = None
+        if path is None or info is None or not stat.S_ISREG(info.st_mode):
+            return super()._title_of(record, stop)
+        fp = fingerprint_of(info)
+        key = header_text(record.header)
+        hit = self.cached_title(record, fp, key)
+        if hit is not None:
+            return hit
+        started = time.time_ns()
+        observation = super()._title_of(record, stop)
+        try:
+            unchanged = fingerprint_of(os.lstat(path)) == fp
+        except OSError:
+            unchanged = False
+        if unchanged:
+            self.remember_title(record, fp, key, observation, started)
+        return observation
+
+    def cached_title(
+        self, record: SessionRecord, fp: Fingerprint, key: str | None
+    ) -> TitleObservation | None:
+        """The indexed observation for ``record`` if its log still has fingerprint ``fp``.
+
+        ``key`` is :func:`header_text` of the record's header; ``None`` asserts
+        that the record is one this store listed at ``fp``, so its header is the
+        one the listing entry holds (which spares serialising every header).
+        """
+        path = record.location
+        row = None if path is None else self._get(path)
+        if row is None:
+            return None
+        value = row.title_value(fp)
+        if value is None or value["i"] != record.id:
+            return None
+        stored = value["h"]
+        if stored == _LISTED:
+            listed = row.listed_key(fp)
+            if listed is None or (key is not None and key != listed):
+                return None
+        elif stored != (row.listed_key(fp) if key is None else key):
+            return None
+        if value["e"] is not None:
+            return TitleObservation(record.id, error=value["e"])
+        return TitleObservation(record.id, title=value["t"])
+
+    def remember_title(
+        self, record: SessionRecord, fp: Fingerprint, key: str, observation: TitleObservation, started_ns: int
+    ) -> None:
+        """Keep an observation of ``record``'s log at ``fp`` from a read that began at ``started_ns``."""
+        path = record.location
+        if path is None:
+            return
+        with self._lock:
+            current = self._get(path)
+            listed = current.listed_key(fp) if current is not None and current.fp == fp else None
+            # A title read for the very header this row's listing holds (the usual case) says so,
+            # so a lookup for a listed record needs no header serialised.
+            stored = _LISTED if listed is not None and listed == key else key
+            value = {"i": record.id, "h": stored, "t": observation.title, "e": observation.error}
+            text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+            kept = current if current is not None and current.fp == fp else _Row(fp)
+            row = _Row(fp, kept.listing, kept.listing_ns, text, started_ns)
+            row.cache.update((name, kept.cache[name]) for name in ("listing", "key") if name in kept.cache)
+            row.cache["title"] = value
+            self._set(path, row)
+
+    # --- message text ----------------------------------------------------------------------------
+
+    def bodies_to_index(self, records: Sequence[SessionRecord]) -> list[str]:
+        """The listed logs whose message text is not indexed at their current fingerprint.
+
+        Entries of logs no longer listed are dropped on the way.
+        """
+        database = self._database()
+        known = database.body_fingerprints()
+        listed = {record.location for record in records if record.location is not None}
+        database.drop_bodies([path for path in known if path not in listed])
+        stale: list[str] = []
+        for path in listed:
+            try:
+                fp = fingerprint_of(os.lstat(path))
+            except OSError:
+                continue
+            if known.get(path) != _fp_text(fp):
+                stale.append(path)
+        return sorted(stale)
+
+    def put_bodies(self, found: Iterable[tuple[str, Fingerprint | None, str]]) -> None:
+        """Store texts read by :func:`message_texts` (a text read while its log changed is skipped)."""
+        database = self._database()
+        for path, fp, text in found:
+            if fp is not None:
+                database.put_body(path, fp, text)
+
+    def index_bodies(self, records: Sequence[SessionRecord], stop: threading.Event | None = None) -> int:
+        """Put the message text of every listed log that changed into the full-text index (here,
+        in this thread); returns how many logs were read."""
+        stale = self.bodies_to_index(records)
+        root_real = os.path.realpath(self.root)
+        for path in stale:
+            check_stop(stop)
+            try:
+                before = fingerprint_of(os.lstat(path))
+            except OSError:
+                continue
+            text = message_text(path, root_real, stop)
+            try:
+                unchanged = fingerprint_of(os.lstat(path)) == before
+            except OSError:
+                unchanged = False
+            self.put_bodies([(path, before if unchanged else None, text)])
+        return len(stale)
+
+    def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> list[BodyMatch]:
+        """Listed sessions whose indexed message text matches ``query`` (word prefixes), best first."""
+        match = fts_query(query)
+        if match is None or limit <= 0:
+            return []
+        by_path = {record.location: record for record in records if record.location is not None}
+        found: list[BodyMatch] = []
+        for path, snippet in self._database().search_bodies(match, limit * 4 + 16):
+            record = by_path.get(path)
+            if record is not None:
+                found.append(BodyMatch(record, " ".join(snippet.split())))
+            if len(found) >= limit:
+                break
+        return found
+
+
+# --- verifying titles in other processes ------------------------------------------------------------
+
+
+RecordData = tuple[str, int, str | None, dict[str, Any], str]
+"""A listed record as plain data (it crosses a process boundary): id, createdAt, cwd, header, location."""
+
+Verified = tuple[Fingerprint | None, int, str | None, str | None]
+"""What a worker found for one record: the fingerprint its answer holds for (``None`` if the log
+changed while it was read), when the read began, and the title or the error."""
+
+
+def record_data(record: SessionRecord) -> RecordData:
+    assert record.location is not None
+    return record.id, record.created_at, record.cwd, dict(record.header), record.location
+
+
+def verify_titles(root: str, items: Sequence[RecordData]) -> list[Verified]:
+    """Title observations of listed logs, made by the uncached store (runs in a worker process)."""
+    store = JsonlSessionStore(root)
+    found: list[Verified] = []
+    for session_id, created_at, cwd, header, location in items:
+        record = SessionRecord(session_id, created_at, cwd, header, location)
+        try:
+            before: Fingerprint | None = fingerprint_of(os.lstat(location))
+        except OSError:
+            before = None
+        started = time.time_ns()
+        observation = store.read_titles([record])[0]
+        try:
+            after: Fingerprint | None = fingerprint_of(os.lstat(location))
+        except OSError:
+            after = None
+        found.append((before if before == after else None, started, observation.title, observation.error))
+    return found
+
+
+def message_texts(root: str, paths: Sequence[str]) -> list[tuple[str, Fingerprint | None, str]]:
+    """:func:`message_text` of several logs, each with the fingerprint it was read at (worker side)."""
+    root_real = os.path.realpath(root)
+    found: list[tuple[str, Fingerprint | None, str]] = []
+    for path in paths:
+        try:
+            before: Fingerprint | None = fingerprint_of(os.lstat(path))
+        except OSError:
+            continue
+        text = message_text(path, root_real)
+        try:
+            after = fingerprint_of(os.lstat(path))
+        except OSError:
+            continue
+        found.append((path, before if before == after else None, text))
+    return found
+
+
+def batches(records: Sequence[SessionRecord], max_bytes: int, max_count: int) -> list[list[SessionRecord]]:
+    """Records grouped so each batch reads about ``max_bytes`` of logs (sizes from the log files)."""
+    grouped: list[list[SessionRecord]] = []
+    current: list[SessionRecord] = []
+    size = 0
+    for record in records:
+        try:
+            weight = os.lstat(record.location or "").st_size
+        except OSError:
+            weight = 0
+        if current and (size + weight > max_bytes or len(current) >= max_count):
+            grouped.append(current)
+            current, size = [], 0
+        current.append(record)
+        size += weight
+    if current:
+        grouped.append(current)
+    return grouped
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    """``lstat``, ``None`` when nothing is there; other failures raise."""
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _deep_copy(header: dict[str, Any]) -> dict[str, Any]:
+    """A header holding nested values, copied so no two records share them."""
+    copied: dict[str, Any] = json.loads(json.dumps(header))
+    return copied
+
+
+def _parse_listing(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("a"), list)
+        or not isinstance(value.get("b"), list)
+    ):
+        return None
+    for artifact in value["a"]:
+        if not (
+            isinstance(artifact, list)
+            and len(artifact) == 3
+            and isinstance(artifact[0], str)
+            and artifact[1] in LOG_NAMES
+            and isinstance(artifact[2], dict)
+            and isinstance(artifact[2].get("id"), str)
+            and type(artifact[2].get("createdAt")) is int
+        ):
+            return None
+    for block in value["b"]:
+        if not (isinstance(block, list) and len(block) == 3 and all(isinstance(part, str) for part in block)):
+            return None
+    return value
+
+
+def _parse_title(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("i"), str)
+        or not isinstance(value.get("h"), str)
+        or not (value.get("t") is None or isinstance(value.get("t"), str))
+        or not (value.get("e") is None or isinstance(value.get("e"), str))
+    ):
+        return None
+    return value
+
+
+# --- reading logs without replaying them ---------------------------------------------------------
+
+
+def _plaintext_chunks(
+    handle: IO[bytes], compression: Compression, stop: threading.Event | None
+) -> Iterable[bytes]:
+    """A log's bytes as JSONL text, one bounded chunk at a time; damage ends the stream early."""
+    if compression == "none":
+        while chunk := handle.read(_SCAN_CHUNK):
+            check_stop(stop)
+            yield chunk
+        return
+    reader = zstandard.ZstdDecompressor().stream_reader(
+        handle, read_size=_SCAN_CHUNK, read_across_frames=True
+    )
+    while True:
+        check_stop(stop)
+        try:
+            chunk = reader.read(_SCAN_CHUNK)
+        except zstandard.ZstdError:
+            return
+        if not chunk:
+            return
+        yield chunk
+
+
+_MAX_TITLE_LINE = 32 * 1024 * 1024
+"""A line longer than this cannot be a title (titles are capped when written); it is skipped."""
+
+
+def scan_last_title(
+    path: str, root_real: str, compression: Compression, stop: threading.Event | None = None
+) -> str | None:
+    """The ``title`` of the last complete ``session/title`` line in a log, found by a byte scan.
+
+    A hint, not the answer: unlike a title read it neither validates the log
+    nor honours a crash tail, so a damaged log (whose real label is its id) may
+    still show a title here. The language server shows these while the index
+    is being built and replaces them as logs are verified.
+    """
+    last: bytes | None = None
+    pending = bytearray()  # the unfinished line so far (amortised appends, no re-copying)
+    skipping = False  # inside a line too long to be a title: wait for its newline
+    try:
+        with open_artifact(path, root_real) as handle:
+            for chunk in _plaintext_chunks(handle, compression, stop):
+                pending += chunk
+                end = pending.rfind(b"\n")
+                if end < 0:
+                    if len(pending) > _MAX_TITLE_LINE:
+                        pending.clear()
+                        skipping = True
+                    continue
+                start = 0
+                if skipping:
+                    start = pending.index(b"\n") + 1
+                    skipping = False
+                at = pending.rfind(_TITLE_MARKER, start, end)
+                while at > start and pending[at - 1] != 10:
+                    at = pending.rfind(_TITLE_MARKER, start, at)
+                if at >= start:
+                    last = bytes(pending[at : pending.index(b"\n", at)])
+                del pending[: end + 1]
+    except (OSError, LogError):
+        return None
+    if last is None:
+        return None
+    try:
+        event = js_parse(last.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    payload = event.get("data") if isinstance(event, dict) else None
+    title = payload.get("title") if isinstance(payload, dict) else None
+    return title if isinstance(title, str) else None
+
+
+def message_text(path: str, root_real: str, stop: threading.Event | None = None) -> str:
+    """What a person said or read in a log (the projected messages), newest kept, for body search."""
+    kept: deque[str] = deque()
+    size = 0
+
+    def start(header: dict[str, Any]) -> Any:
+        def sink(event: dict[str, Any]) -> None:
+            nonlocal size
+            if event.get("type") not in ("user/message", "assistant/message"):
+                return
+            for item in project_conversation([event]):
+                text = item.text
+                assert isinstance(text, str)  # a projection holds whole texts
+                kept.append(text)
+                size += len(text)
+                while size > BODY_CHARS and len(kept) > 1:
+                    size -= len(kept.popleft())
+
+        return sink
+
+    compression: Compression = "zstd" if path.endswith(".zstd") else "none"
+    try:
+        with open_artifact(path, root_real) as handle:
+            read_log(handle, compression, start, stop)
+    except (OSError, LogError, LogChanged):
+        pass
+    text = "\n".join(kept)
+    return text[-BODY_CHARS:]
+
+
+_WORD = re.compile(r"\w+")
+
+
+def fts_query(query: str) -> str | None:
+    """The FTS5 query for an ``@`` query: its words as a phrase, the last one a prefix."""
+    words = _WORD.findall(query)
+    if not words:
+        return None
+    return '"' + " ".join(words) + '"*'

@@ -1,0 +1,158 @@
+"""Worker processes for the CPU-bound part of indexing: replaying logs for their titles.
+
+A title read replays a whole log in Python, so filling a cold index is CPU
+work the server must not do on its own event-loop process (it would hold the
+GIL while someone types). Workers are plain child processes running
+``python -m dsh_session_reference.store.workers``, fed length-prefixed pickles
+over a pipe. ``multiprocessing`` is not used on purpose: its ``spawn`` start
+method re-imports the parent's ``__main__`` (the CLI, which would run again),
+and ``fork`` is unsafe in a process with threads.
+
+Only the functions in :data:`TASKS` can be called, with plain data; a worker
+reads logs and never writes anything. It exits when its pipe closes, so it
+never outlives the process that started it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import IO, Any, Final
+
+_LOG = logging.getLogger("dsh_session_reference.workers")
+_HEADER: Final = struct.Struct("!I")
+
+
+def _tasks() -> dict[str, Callable[..., Any]]:
+    from .index import message_texts, verify_titles
+
+    return {"verify_titles": verify_titles, "message_texts": message_texts}
+
+
+TASKS: Final = ("verify_titles", "message_texts")
+
+
+def _send(stream: IO[bytes], value: object) -> None:
+    data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_HEADER.pack(len(data)) + data)
+    stream.flush()
+
+
+def _receive(stream: IO[bytes]) -> Any:
+    header = stream.read(_HEADER.size)
+    if len(header) < _HEADER.size:
+        raise EOFError
+    (size,) = _HEADER.unpack(header)
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError
+    return pickle.loads(data)
+
+
+class WorkerProcess:
+    """One child process answering tasks in order; :meth:`submit` returns a future."""
+
+    def __init__(self) -> None:
+        package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "dsh_session_reference.store.workers"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            close_fds=True,
+        )
+        self._lock = threading.Lock()
+        self._pending: dict[int, Future[Any]] = {}
+        self._ids = itertools.count()
+        self._reader = threading.Thread(target=self._read, name="dsh-index-worker-reader", daemon=True)
+        self._reader.start()
+
+    @property
+    def busy(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    def submit(self, task: str, *args: Any) -> Future[Any]:
+        if task not in TASKS:
+            raise ValueError(f"unknown worker task {task!r}")
+        future: Future[Any] = Future()
+        with self._lock:
+            request = next(self._ids)
+            self._pending[request] = future
+            try:
+                assert self._process.stdin is not None
+                _send(self._process.stdin, (request, task, args))
+            except OSError as error:
+                del self._pending[request]
+                future.set_exception(error)
+        return future
+
+    def _read(self) -> None:
+        assert self._process.stdout is not None
+        try:
+            while True:
+                request, ok, value = _receive(self._process.stdout)
+                with self._lock:
+                    future = self._pending.pop(request, None)
+                if future is None or not future.set_running_or_notify_cancel():
+                    continue
+                if ok:
+                    future.set_result(value)
+                else:
+                    future.set_exception(RuntimeError(value))
+        except (EOFError, OSError, pickle.UnpicklingError):
+            pass
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if future.set_running_or_notify_cancel():
+                future.set_exception(RuntimeError("the index worker process exited"))
+
+    def close(self) -> None:
+        """Stop the child (a task in progress is abandoned)."""
+        try:
+            if self._process.stdin is not None:
+                self._process.stdin.close()
+        except OSError:
+            pass
+        if self._process.poll() is None:
+            self._process.terminate()
+        try:
+            self._process.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
+
+
+def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
+    """The child's loop: one task at a time until the pipe closes."""
+    tasks = _tasks()
+    while True:
+        try:
+            request, task, args = _receive(stdin)
+        except EOFError:
+            return
+        try:
+            reply = (request, True, tasks[task](*args))
+        except Exception as error:  # reported to the parent, whose future fails with it
+            reply = (request, False, f"{type(error).__name__}: {error}")
+        _send(stdout, reply)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=os.environ.get("DSH_LSP_LOG", "WARNING").upper())
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # a stray print must not corrupt the replies
+    serve(sys.stdin.buffer, replies)

@@ -1,0 +1,65 @@
+"""Record every file-system audit event of this Python process when ``DSH_SR_AUDIT_LOG`` is set.
+
+The read-only and containment tests cannot trust the code under test to say
+what it opened, so every interpreter they start (the CLI, the language server,
+and any worker process those spawn, since the environment is inherited) finds
+this module on ``PYTHONPATH`` and installs a :func:`sys.addaudithook` hook
+before any product code runs. One JSON line per event is appended to the log:
+every ``open`` (path, mode and ``O_*`` flags), directory listing, and every
+call that could change a file (rename, remove, mkdir, chmod, utime, truncate,
+link, lock...) and every SQLite database opened; at exit the process's peak resident memory. Lines are written
+with ``os.write`` on a descriptor opened before the hook exists, so recording
+raises no events of its own.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+from typing import Any
+
+_PREFIXES = ("os.", "fcntl.", "shutil.", "mmap.")
+_QUIET = frozenset({"os.getxattr", "os.listxattr"})
+
+
+def _path(value: Any) -> str | int | None:
+    if isinstance(value, int):
+        return value
+    try:
+        raw = os.fsdecode(os.fspath(value))
+    except TypeError:
+        return None
+    return os.path.abspath(raw)
+
+
+def _install(log: str) -> None:
+    log_fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC)
+    pid = os.getpid()
+
+    def record(entry: dict[str, Any]) -> None:
+        entry["pid"] = pid
+        os.write(log_fd, (json.dumps(entry) + "\n").encode("utf-8", "surrogateescape"))
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event == "open":
+            path, mode, flags = args
+            record({"event": "open", "path": _path(path), "mode": mode, "flags": flags})
+        elif event == "sqlite3.connect":  # SQLite opens its files in C, past the ``open`` hook
+            record({"event": event, "paths": [_path(args[0])]})
+        elif event.startswith(_PREFIXES) and event not in _QUIET:
+            paths = [_path(arg) for arg in args if isinstance(arg, str | bytes | os.PathLike)]
+            record({"event": event, "paths": paths})
+
+    def peak() -> None:
+        with open("/proc/self/status", encoding="ascii") as status:
+            fields = dict(line.split(":", 1) for line in status if ":" in line)
+        record({"event": "exit", "vmhwm_kb": int(fields["VmHWM"].split()[0])})
+
+    sys.addaudithook(hook)
+    atexit.register(peak)
+
+
+if os.environ.get("DSH_SR_AUDIT_LOG"):
+    _install(os.environ["DSH_SR_AUDIT_LOG"])

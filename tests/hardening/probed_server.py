@@ -1,0 +1,65 @@
+"""``python -m hardening.probed_server``: the real language server plus one introspection command.
+
+Leaked tasks and growing state are invisible over LSP, so the fault tests run
+the very server ``dsh-session-reference lsp`` runs (same ``create_server``,
+same stdio loop) with a test-only ``dshHardening.stats`` command registered
+beside the product's commands. It reports the server's live asyncio tasks, the
+work it tracks per document and request, its threads and its resident memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import os
+import threading
+from typing import Any
+
+from dsh_session_reference.lsp.server import DshLanguageServer, create_server
+
+STATS = "dshHardening.stats"
+
+
+def _rss_kb() -> int:
+    with open("/proc/self/status", encoding="ascii") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+async def _stats(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+    for _ in range(3):  # let tasks that have just finished run their done callbacks
+        await asyncio.sleep(0)
+    gc.collect()
+    documents = {document.uri: document.text for document in ls.documents}
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    return {
+        "tasks": len(tasks),
+        "taskNames": sorted(task.get_coro().__qualname__ for task in tasks),  # type: ignore[union-attr]
+        "background": len(ls._background),
+        "analyses": len(ls._analyses),
+        "pending": len(ls._pending),
+        "completions": len(ls._completions),
+        "commands": len(ls._commands),
+        "documents": len(documents),
+        "texts": {uri: documents.get(uri) for uri in args if isinstance(uri, str)},
+        # Work pygls still files as in flight: finished entries are leaks; running ones include this call.
+        "finished": sorted(
+            str(msg_id) for msg_id, future in ls.protocol._request_futures.items() if future.done()
+        ),
+        "running": sum(1 for future in ls.protocol._request_futures.values() if not future.done()),
+        "threads": threading.active_count(),
+        "rssKb": _rss_kb(),
+        "pid": os.getpid(),
+    }
+
+
+def main() -> None:
+    logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
+    server = create_server()
+    server.command(STATS)(_stats)
+    server.start_io()
+
+
+if __name__ == "__main__":
+    main()

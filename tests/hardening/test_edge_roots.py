@@ -1,0 +1,172 @@
+"""Roots that are missing, not a directory, or partly unreadable, through every face.
+
+Unreadable files are tested honestly: the suite runs as root, which reads
+through any mode bits, so every process that must meet a ``chmod 000`` runs
+with the DAC-override capabilities dropped (:func:`audit.unprivileged`), and
+the test first proves that such a process really cannot read a mode-000 file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from dsh_session_reference.errors import READ_FAILED
+from dsh_session_reference.lsp.analysis import UNKNOWN_SESSION
+from dsh_session_reference.uri import format_session_reference_mention
+from store.logbuild import header, lines, one_turn, put, title
+
+from .audit import audited_env, audited_server_command, run_audited, unprivileged
+from .lsp_harness import lsp_session
+
+NOT_FOUND = "SESSION_QUERY_SESSION_NOT_FOUND"
+PERSISTENCE = "SESSION_QUERY_PERSISTENCE_FAILED"
+
+
+def probe(root: Path, ids: list[str], log: Path, prefix: list[str] | None = None) -> dict[str, object]:
+    run = run_audited([str(root), *ids], log, module="hardening.probe_store", prefix=prefix or [])
+    assert run.returncode == 0, run.stderr
+    result: dict[str, object] = json.loads(run.stdout)
+    return result
+
+
+def errors_of(diagnostics: list[types.Diagnostic]) -> list[tuple[str, str]]:
+    return [(str(d.code), d.message) for d in diagnostics if d.severity == types.DiagnosticSeverity.Error]
+
+
+async def test_a_missing_root_is_an_empty_store_everywhere(tmp_path: Path, workspace: Path) -> None:
+    root = tmp_path / "no-such-root"
+    result = probe(root, ["s"], tmp_path / "probe.log")
+    assert result["listed"] == [] and result["candidates"] == {}
+    assert result["reads"] == {"s": ["error", NOT_FOUND, 'session "s" not found']}
+    message = 'failed to read referenced session: session "s" not found'
+    assert result["prepared"] == {"s": ["error", READ_FAILED, message]}
+    common = ["--sessions", str(root)]
+    listed = run_audited(["candidates", "--json", *common], tmp_path / "cli.log")
+    assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
+    human = run_audited(["candidates", *common], tmp_path / "cli.log")
+    assert (human.returncode, human.stdout, human.stderr) == (0, "", "no sessions match\n")
+    document = tmp_path / "prompt.md"
+    document.write_text(format_session_reference_mention("s"))
+    prepared = run_audited(["prepare", *common, str(document)], tmp_path / "cli.log")
+    assert (prepared.returncode, prepared.stderr) == (1, f"error: {READ_FAILED}: {message}\n")
+    log = tmp_path / "server.log"
+    async with lsp_session(audited_server_command(), audited_env(log), workspace, root) as s:
+        completion = await s.complete(s.open(workspace, "@"))
+        assert list(completion.items) == []
+        doc = s.open(workspace, format_session_reference_mention("s"))
+        [(code, text)] = errors_of(await s.diagnostics(doc))
+        assert code == UNKNOWN_SESSION and message in text
+    assert not root.exists()  # nothing created it
+
+
+async def test_a_root_that_is_a_file_is_one_clear_error(tmp_path: Path, workspace: Path) -> None:
+    root = tmp_path / "sessions"
+    root.write_text("not a directory")
+    expected = f"session persistence listing failed: ENOTDIR: not a directory, scandir '{root}'"
+    result = run_audited([str(root), "s"], tmp_path / "probe.log", module="hardening.probe_store")
+    assert result.returncode == 1 and expected in result.stderr  # listing itself fails, as documented
+    listed = run_audited(["candidates", "--sessions", str(root)], tmp_path / "cli.log")
+    assert (listed.returncode, listed.stderr) == (1, f"error: {PERSISTENCE}: {expected}\n")
+    log = tmp_path / "server.log"
+    async with lsp_session(audited_server_command(), audited_env(log), workspace, root) as s:
+        completion = await s.complete(s.open(workspace, "@"))
+        assert list(completion.items) == [] and completion.is_incomplete
+        assert any(expected in m.message for m in s.client.log_messages)
+        doc = s.open(workspace, format_session_reference_mention("s"))
+        [(code, text)] = errors_of(await s.diagnostics(doc))
+        assert code == UNKNOWN_SESSION and expected in text
+    assert root.read_text() == "not a directory"
+
+
+@pytest.fixture
+def locked_root(tmp_path: Path) -> Iterator[Path]:
+    """A root with a readable session, a mode-000 log, a mode-000 session directory and a
+    mode-000 project directory; modes are restored afterwards so the tree can be removed."""
+    root = tmp_path / "sessions"
+    for sid in ("readable", "unreadable-log", "unreadable-dir"):
+        put(root, sid, lines(header(sid), *one_turn(), title(6, f"title of {sid}")))
+    put(root, "hidden", lines(header("hidden", cwd="/locked"), *one_turn()), cwd="/locked")
+    locked = [
+        root / "--w--" / "unreadable-log" / "session.jsonl",
+        root / "--w--" / "unreadable-dir",
+        root / "--locked--",
+    ]
+    modes = {path: path.stat().st_mode for path in locked}
+    for path in locked:
+        path.chmod(0)
+    try:
+        yield root
+    finally:
+        for path, mode in modes.items():
+            path.chmod(mode)
+
+
+def test_dropping_privileges_really_enforces_file_modes(locked_root: Path) -> None:
+    """Without this the unreadable-file tests below would prove nothing when run as root."""
+    secret = locked_root / "--w--" / "unreadable-log" / "session.jsonl"
+    code = "import sys\ntry:\n open(sys.argv[1]).close()\nexcept PermissionError:\n sys.exit(13)\n"
+    attempt = subprocess.run([*unprivileged(), sys.executable, "-c", code, str(secret)], check=False)
+    assert attempt.returncode == 13
+
+
+async def test_unreadable_logs_and_directories_fail_only_themselves(
+    locked_root: Path, tmp_path: Path, workspace: Path
+) -> None:
+    root = locked_root
+    log_path = f"{root}/--w--/unreadable-log/session.jsonl"
+    dir_log = f"{root}/--w--/unreadable-dir/session.jsonl.zstd"
+    reasons = {
+        "unreadable-log": f"session persistence listing failed: EACCES: permission denied, open '{log_path}'",
+        "unreadable-dir": f"session persistence listing failed: EACCES: permission denied, stat '{dir_log}'",
+        "hidden": 'session "hidden" not found',  # its project directory cannot be listed (logged)
+    }
+    ids = ["readable", *reasons]
+    result = probe(root, ids, tmp_path / "probe.log", unprivileged())
+    assert result["listed"] == ["readable"]
+    assert result["candidates"] == {"readable": "title of readable"}
+    assert result["reads"] == {
+        "readable": ["ok", 6, 2],
+        **{
+            sid: ["error", NOT_FOUND if sid == "hidden" else PERSISTENCE, reason]
+            for sid, reason in reasons.items()
+        },
+    }
+    prepared = result["prepared"]
+    assert isinstance(prepared, dict) and prepared["readable"][0] == "ok"
+    for sid, reason in reasons.items():
+        assert prepared[sid] == ["error", READ_FAILED, f"failed to read referenced session: {reason}"]
+
+    common = ["--sessions", str(root), "--json"]
+    listed = run_audited(["candidates", *common], tmp_path / "cli.log", prefix=unprivileged())
+    assert [row["sessionId"] for row in json.loads(listed.stdout)] == ["readable"]
+    assert (
+        f"skipping {root}/--locked--: EACCES: permission denied, scandir '{root}/--locked--'" in listed.stderr
+    )
+    for sid, reason in reasons.items():
+        document = tmp_path / f"{sid}.md"
+        document.write_text(format_session_reference_mention(sid))
+        run = run_audited(["prepare", *common, str(document)], tmp_path / "cli.log", prefix=unprivileged())
+        error = json.loads(run.stderr.splitlines()[-1])["error"]
+        assert (run.returncode, error["message"]) == (1, f"failed to read referenced session: {reason}")
+
+    log = tmp_path / "server.log"
+    command = audited_server_command(unprivileged())
+    async with lsp_session(command, audited_env(log), workspace, root) as s:
+        labels = [item.label for item in (await s.complete(s.open(workspace, "@"))).items]
+        assert labels == ["title of readable"]
+        for sid, reason in reasons.items():
+            doc = s.open(workspace, format_session_reference_mention(sid))
+            [(code, text)] = errors_of(await s.diagnostics(doc))
+            assert code == UNKNOWN_SESSION and reason in text
+        doc = s.open(workspace, format_session_reference_mention("readable", "title of readable"))
+        assert errors_of(await s.diagnostics(doc)) == []
+    for path in (root / "--w--" / "unreadable-dir", root / "--locked--"):
+        assert os.stat(path).st_mode & 0o777 == 0  # untouched (restored by the fixture afterwards)

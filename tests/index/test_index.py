@@ -1,0 +1,482 @@
+"""The title index answers exactly as the uncached store, however the root changes under it.
+
+Every comparison runs the plain ``JsonlSessionStore`` and an
+``IndexedSessionStore`` over the same root and requires identical listings
+(headers compared as exact JSON), identical title observations (errors
+included), and an unchanged root.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
+from dsh_session_reference.store import JsonlSessionStore
+from dsh_session_reference.store.index import (
+    RACY_NS,
+    IndexedSessionStore,
+    default_index_dir,
+    header_text,
+    scan_last_title,
+    tidy_index_dir,
+)
+from dsh_session_reference.store.layout import encode_segment, log_path
+from store.logbuild import (
+    as_zstd,
+    event,
+    header,
+    lines,
+    one_turn,
+    put,
+    snapshot_tree,
+    title,
+    turn_end,
+    user,
+)
+
+PAST = time.time() - 3600
+
+
+def age(root: Path) -> None:
+    """Make every log look untouched for an hour, so index entries made now are trusted."""
+    for directory, _, files in os.walk(root):
+        for name in files:
+            os.utime(os.path.join(directory, name), (PAST, PAST), follow_symlinks=False)
+
+
+Observation = (
+    tuple[
+        list[tuple[str, int, str | None, str, str | None]],
+        list[TitleObservation],
+        list[tuple[str, object]],
+    ]
+    | str
+)
+
+
+def observe(store: JsonlSessionStore, ids: Sequence[str] = ()) -> Observation:
+    """The listing, every title, and what reading each of ``ids`` gives (blocked ids included)."""
+    try:
+        records = store.list_sessions()
+    except StoreError as error:
+        return error.message
+    listed = [(r.id, r.created_at, r.cwd, header_text(r.header), r.location) for r in records]
+    reads: list[tuple[str, object]] = []
+    for session_id in ids:
+        try:
+            snapshot = store.read_surface(session_id)
+        except StoreError as error:
+            reads.append((session_id, error.message))
+        else:
+            reads.append((session_id, (snapshot.captured_through_seq, len(snapshot.events))))
+    return listed, store.read_titles(records), reads
+
+
+def same(root: Path, index: IndexedSessionStore, ids: Sequence[str] = ()) -> Observation:
+    expected = observe(JsonlSessionStore(root), ids)
+    assert observe(index, ids) == expected
+    return expected
+
+
+# --- random roots ---------------------------------------------------------------------------------
+
+
+def healthy(session_id: str, rng: random.Random, created: int, cwd: str | None) -> bytes:
+    events: list[dict[str, Any]] = []
+    for turn in range(rng.randint(0, 3)):
+        events += one_turn(len(events), f"q{turn} {session_id}", f"a{turn}")
+        if rng.random() < 0.5:
+            events.append(title(len(events), f"Title {session_id} {turn}"))
+    fields: dict[str, Any] = {"createdAt": created, "cwd": cwd}
+    if cwd is None:
+        fields["cwd"] = None
+        line = header(session_id, createdAt=created)
+        del line["cwd"]
+        return lines(line, *events)
+    return lines(header(session_id, **fields), *events)
+
+
+def damaged(session_id: str, rng: random.Random, created: int) -> bytes:
+    good = lines(header(session_id, createdAt=created), *one_turn(0), title(6, "Before damage"))
+    choice = rng.randrange(7)
+    if choice == 0:  # a torn tail: dropped, the session reads
+        return good + b'{"type":"session/title","seq":7,"time":1,"data":{"title":"Torn'
+    if choice == 1:  # garbage followed by a completed turn: rejected
+        return good + b"garbage\n" + lines(turn_end(8))
+    if choice == 2:  # a seq gap after the last turn/end: cut there, the later title is ignored
+        return good + lines(title(9, "After gap"))
+    if choice == 3:  # an unknown event type: the read fails, the label falls back to the id
+        return good + lines(event("made/up", 7, {}))
+    if choice == 4:  # a header that is not JSON: the session is hidden
+        return b"{not json\n" + good.split(b"\n", 1)[1]
+    if choice == 5:  # a header only
+        return lines(header(session_id, createdAt=created))
+    return b""  # an empty file: hidden
+
+
+def build(root: Path, rng: random.Random, count: int) -> list[str]:
+    ids = []
+    for number in range(count):
+        session_id = rng.choice([f"s{number}", f"S-{number}", f"sess {number}", f"id~{number}ü"])
+        created = 1_700_000_000_000 + rng.randrange(5) * 1000  # ties exercise the collation
+        cwd = rng.choice(["/w", "/w", "/other", None])
+        compression = rng.choice(["none", "zstd"])
+        data = (
+            damaged(session_id, rng, created)
+            if rng.random() < 0.3
+            else healthy(session_id, rng, created, cwd)
+        )
+        if cwd is None or data.startswith(b"{not") or data == b"":
+            cwd = "/w" if data.startswith(b"{not") or data == b"" else cwd
+        if compression == "zstd":
+            data = as_zstd(data)
+        put(root, session_id, data, compression, cwd)
+        ids.append(session_id)
+    return ids
+
+
+def logs(root: Path) -> list[Path]:
+    return sorted(path for path in root.glob("*/*/session.jsonl*") if path.is_file())
+
+
+def mutate(root: Path, rng: random.Random, ids: list[str]) -> str:
+    files = logs(root)
+    choice = rng.randrange(9)
+    if not files or choice == 0:
+        session_id = f"new{rng.randrange(10**6)}"
+        put(root, session_id, healthy(session_id, rng, 1_700_000_100_000, "/w"), "none")
+        ids.append(session_id)
+        return "add"
+    path = rng.choice(files)
+    plain = path.name == "session.jsonl"
+    if choice == 1 and plain:
+        with path.open("ab") as handle:
+            seq = len(path.read_bytes().splitlines()) - 1
+            handle.write(lines(title(seq, f"Renamed {rng.randrange(100)}")))
+        return "append title"
+    if choice == 2:
+        with path.open("ab") as handle:
+            handle.write(b"junk line\n" if plain else b"\x28\xb5\x2f\xfd\x00")
+        return "append junk"
+    if choice == 3:
+        path.unlink()
+        return "delete"
+    if choice == 4:
+        target = root / "--moved--" / path.parent.name
+        if not target.exists():
+            target.parent.mkdir(exist_ok=True)
+            path.parent.rename(target)  # the header no longer matches the path: skipped
+        return "move"
+    if choice == 5:
+        data = path.read_bytes()
+        path.write_bytes(data[: max(1, len(data) // 2)])  # a repair truncated it
+        return "truncate"
+    if choice == 6:
+        other = path.with_name("session.jsonl" if not plain else "session.jsonl.zstd")
+        other.write_bytes(path.read_bytes() if plain else b"")
+        return "both encodings"
+    if choice == 7:
+        copy = root / "--dup--" / path.parent.name / path.name
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy)  # a duplicate id (and a header/path mismatch)
+        return "duplicate"
+    data = path.read_bytes()
+    path.write_bytes(data)  # rewritten in place, same bytes, new mtime
+    return "rewrite"
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_roots_and_changes_give_the_uncached_answers(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    root = tmp_path / "sessions"
+    root.mkdir()
+    ids = build(root, rng, rng.randint(3, 14))
+    aged = rng.random() < 0.7
+    if aged:
+        age(root)
+    index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    same(root, index, ids)
+    before = snapshot_tree(root)
+    same(root, index, ids)  # warm: answered from the index
+    assert snapshot_tree(root) == before, "the index touched the sessions root"
+    for _ in range(6):
+        mutate(root, rng, ids)
+        if aged and rng.random() < 0.5:
+            age(root)
+        same(root, index, ids)
+        # A new process: the index file on disk is reloaded, and must agree too.
+        same(root, IndexedSessionStore(root, index_dir=tmp_path / "cache"), ids)
+        same(root, index, ids)
+    index.close()
+
+
+# --- what the index saves ---------------------------------------------------------------------------
+
+
+class CountingStore(IndexedSessionStore):
+    """Counts the log reads the uncached code paths make."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.replays = 0
+
+    def _replay(self, *args: Any, **kwargs: Any) -> Any:
+        self.replays += 1
+        return super()._replay(*args, **kwargs)
+
+
+def two_sessions(root: Path) -> None:
+    put(root, "a", lines(header("a"), *one_turn(0), title(6, "Alpha")))
+    put(
+        root,
+        "b",
+        as_zstd(lines(header("b", createdAt=2, cwd="/x"), *one_turn(0), title(6, "Beta"))),
+        "zstd",
+        "/x",
+    )
+
+
+def test_unchanged_logs_are_not_read_again_and_changed_ones_are(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    two_sessions(root)
+    age(root)
+    store = CountingStore(root, index_dir=tmp_path / "cache")
+    records = store.list_sessions()
+    assert [o.title for o in store.read_titles(records)] == ["Alpha", "Beta"]
+    assert store.replays == 2
+    fresh = CountingStore(root, index_dir=tmp_path / "cache")  # another process, same index file
+    assert [o.title for o in fresh.read_titles(fresh.list_sessions())] == ["Alpha", "Beta"]
+    assert fresh.replays == 0
+    path = next(root.glob("*/a/session.jsonl"))
+    with path.open("ab") as handle:
+        handle.write(lines(title(7, "Alpha 2")))
+    os.utime(path, (PAST, PAST))  # only this log changes (utime changes its ctime too)
+    assert [o.title for o in fresh.read_titles(fresh.list_sessions())] == ["Alpha 2", "Beta"]
+    assert fresh.replays == 1
+
+
+def test_a_log_changed_just_before_it_was_read_is_read_again(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    two_sessions(root)  # written just now: a same-tick rewrite could hide behind its key
+    store = CountingStore(root, index_dir=tmp_path / "cache")
+    for expected in (2, 4):
+        store.read_titles(store.list_sessions())
+        assert store.replays == expected
+    now = time.time_ns()
+    assert all(os.stat(path).st_mtime_ns + RACY_NS > now for path in logs(root))
+
+
+def test_titles_need_the_same_record_id_and_header(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    two_sessions(root)
+    age(root)
+    store = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    plain = JsonlSessionStore(root)
+    records = store.list_sessions()
+    b = records[1]
+    forged = [
+        SessionRecord("b", 2, "/x", {**b.header, "createdAt": 3}, b.location),
+        SessionRecord("zzz", 2, "/x", b.header, b.location),
+    ]
+    for record in forged:
+        assert store.read_titles(records) == plain.read_titles(records)  # "b" is indexed now
+        assert store.read_titles([record]) == plain.read_titles([record])
+    assert plain.read_titles(forged)[0].error == 'session source headers conflict for session "b"'
+
+
+# --- an index that cannot be trusted ------------------------------------------------------------------
+
+
+def index_file(store: IndexedSessionStore) -> Path:
+    path = store.index_path
+    assert path is not None
+    return Path(path)
+
+
+def warm(tmp_path: Path) -> tuple[Path, Path, Observation]:
+    root = tmp_path / "sessions"
+    two_sessions(root)
+    age(root)
+    store = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    expected = same(root, store)
+    store.close()
+    return root, index_file(store), expected
+
+
+def test_a_file_that_is_not_an_index_is_replaced(tmp_path: Path) -> None:
+    root, path, expected = warm(tmp_path)
+    path.write_bytes(b"this is not a database" * 100)
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    store = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    assert observe(store) == expected
+    store.close()
+    assert path.read_bytes().startswith(b"SQLite format 3")
+
+
+def test_a_foreign_database_is_replaced(tmp_path: Path) -> None:
+    root, path, expected = warm(tmp_path)
+    path.unlink()
+    for suffix in ("-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    foreign = sqlite3.connect(path)
+    foreign.execute("CREATE TABLE logs(path TEXT, fp TEXT)")
+    foreign.execute("INSERT INTO logs VALUES ('x', 'y')")
+    foreign.commit()
+    foreign.close()
+    store = CountingStore(root, index_dir=tmp_path / "cache")
+    assert observe(store) == expected
+    assert store.replays == 2
+
+
+def test_a_tampered_row_is_detected_and_the_index_rebuilt(tmp_path: Path) -> None:
+    root, path, expected = warm(tmp_path)
+    conn = sqlite3.connect(path)
+    changed = conn.execute(
+        "UPDATE logs SET title = replace(title, 'Alpha', 'Evil') WHERE title LIKE '%Alpha%'"
+    )
+    assert changed.rowcount == 1
+    conn.commit()
+    conn.close()
+    store = CountingStore(root, index_dir=tmp_path / "cache")
+    assert observe(store) == expected
+    assert store.replays == 2  # nothing from the tampered file was used
+
+
+def test_the_index_of_another_root_is_not_used(tmp_path: Path) -> None:
+    root, path, expected = warm(tmp_path)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE meta SET value = '/somewhere/else' WHERE key = 'root'")
+    conn.commit()
+    conn.close()
+    store = CountingStore(root, index_dir=tmp_path / "cache")
+    assert observe(store) == expected
+    assert store.replays == 2
+
+
+def test_an_index_folder_inside_the_root_is_never_created(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    two_sessions(root)
+    before = snapshot_tree(root)
+    store = IndexedSessionStore(root, index_dir=root / ".cache")
+    same(root, store)
+    assert store.index_path is None
+    assert snapshot_tree(root) == before
+
+
+def test_an_unwritable_cache_folder_keeps_the_index_in_memory(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    two_sessions(root)
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    store = IndexedSessionStore(root, index_dir=blocker / "index")
+    same(root, store)
+    same(root, store)
+    assert store.index_path is None
+
+
+def test_default_index_dir_follows_xdg_cache_home() -> None:
+    assert default_index_dir({"XDG_CACHE_HOME": "/c"}) == "/c/dsh-session-reference/index"
+    assert default_index_dir({}).endswith(os.path.join(".cache", "dsh-session-reference", "index"))
+
+
+def test_concurrent_calls_agree(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    build(root, random.Random(7), 12)
+    age(root)
+    expected = observe(JsonlSessionStore(root))
+    store = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    results: list[Observation] = []
+
+    def run() -> None:
+        for _ in range(5):
+            results.append(observe(store))
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [expected] * 20
+
+
+# --- title hints --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_title_hints_find_the_last_title_line(tmp_path: Path, compression: str) -> None:
+    root = tmp_path / "sessions"
+    body = lines(header("a"), *one_turn(0), title(6, "First"), user(7, 'says {"type":"session/title"}'))
+    body += (
+        lines(title(8, "Second ✓"), *one_turn(9)) + b'{"type":"session/title","seq":15,"data":{"title":"Torn'
+    )
+    path = put(root, "a", as_zstd(body) if compression == "zstd" else body, compression)
+    real = os.path.realpath(root)
+    assert scan_last_title(path, real, compression) == "Second ✓"  # type: ignore[arg-type]
+    untitled = put(root, "b", lines(header("b"), *one_turn(0)), "none")
+    assert scan_last_title(untitled, real, "none") is None
+
+
+def test_title_hints_match_the_titles_of_healthy_logs(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    rng = random.Random(3)
+    for number in range(10):
+        put(root, f"h{number}", healthy(f"h{number}", rng, 1, "/w"), "none")
+    store = JsonlSessionStore(root)
+    records = store.list_sessions()
+    real = os.path.realpath(root)
+    for record, observation in zip(records, store.read_titles(records), strict=True):
+        assert record.location is not None
+        assert scan_last_title(record.location, real, "none") == observation.title
+
+
+# --- body search ---------------------------------------------------------------------------------------
+
+
+def test_body_search_finds_message_text_and_follows_changes(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    put(root, "a", lines(header("a"), *one_turn(0, "how do we run the migration?", "with alembic upgrade")))
+    put(root, "b", lines(header("b", createdAt=2), *one_turn(0, "fix the cart", "rounded once")))
+    store = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    records = store.list_sessions()
+    assert store.index_bodies(records) == 2
+    assert store.index_bodies(records) == 0  # nothing changed
+    found = store.search_bodies("alemb", records, 10)
+    assert [match.record.id for match in found] == ["a"]
+    assert "alembic" in found[0].snippet
+    assert store.search_bodies("zzz", records, 10) == []
+    assert store.search_bodies("...", records, 10) == []
+    path = log_path(str(root), "/w", "b", "none")
+    with open(path, "ab") as handle:
+        handle.write(lines(*one_turn(6, "now the alembic config", "done")))
+    assert store.index_bodies(store.list_sessions()) == 1
+    assert sorted(match.record.id for match in store.search_bodies("alembic", records, 10)) == ["a", "b"]
+    shutil.rmtree(os.path.dirname(path))
+    records = store.list_sessions()
+    store.index_bodies(records)
+    assert [match.record.id for match in store.search_bodies("alembic", records, 10)] == ["a"]
+    assert encode_segment("a") == "a"
+
+
+def test_indexes_of_roots_that_are_gone_are_tidied_away(tmp_path: Path) -> None:
+    kept, gone = tmp_path / "kept", tmp_path / "gone"
+    for root in (kept, gone):
+        two_sessions(root)
+        store = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+        store.list_sessions()
+        store.close()
+    shutil.rmtree(gone)
+    assert tidy_index_dir(str(tmp_path / "cache")) == 1
+    left = sorted(path.name for path in (tmp_path / "cache").iterdir())
+    assert len([name for name in left if name.endswith(".sqlite3")]) == 1
+    assert tidy_index_dir(str(tmp_path / "cache")) == 0

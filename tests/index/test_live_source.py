@@ -1,0 +1,195 @@
+"""The language server's source: exact for small stores, hints then verified titles for big ones,
+and the opt-in body search."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from dsh_session_reference.body_search import BodyCandidate, BodySearchResolver
+from dsh_session_reference.lsp import session_cache
+from dsh_session_reference.lsp.completion import BODY_MARK, candidate_json, completion_items
+from dsh_session_reference.lsp.session_cache import CachedSessionSource
+from dsh_session_reference.lsp.settings import Settings, apply_settings
+from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
+from dsh_session_reference.store import JsonlSessionStore
+from dsh_session_reference.store.index import IndexedSessionStore
+from store.logbuild import header, lines, one_turn, put, title
+
+from .test_index import age
+
+
+def store(root: Path) -> None:
+    put(
+        root,
+        "good",
+        lines(header("good", createdAt=3), *one_turn(0, "about the alembic setup"), title(6, "Good")),
+    )
+    # Damaged: the title is there, but a garbage line before a completed turn rejects the whole log.
+    put(
+        root,
+        "bad",
+        lines(header("bad", createdAt=2), title(0, "Looks fine"), b"garbage\n", *one_turn(1)[-1:]),
+    )
+    put(root, "plain", lines(header("plain", createdAt=1), *one_turn(0, "nothing here")))
+
+
+def wait_for(condition: object, seconds: float = 20.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out")
+
+
+def test_a_big_cold_store_shows_hints_then_the_exact_titles(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)  # every unknown title is a hint first
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    exact = JsonlSessionStore(root)
+    expected = exact.read_titles(exact.list_sessions())
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    try:
+        records = source.list_sessions()
+        hinted = source.read_titles(records)
+        assert [o.title for o in hinted] == ["Good", "Looks fine", None]  # the damaged log's hint
+        wait_for(lambda: source.read_titles(source.list_sessions()) == expected)
+        assert expected[1].error is not None  # verified: the damaged log is labelled by its id
+    finally:
+        source.close()
+    # The verified titles are in the index file: a new server starts warm.
+    again = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    try:
+        assert again.read_titles(again.list_sessions()) == expected
+        assert again._queue == {}
+    finally:
+        again.close()
+
+
+def test_a_big_store_is_served_from_memory_and_revalidated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(session_cache, "REFRESH_AFTER", 0.0)
+    root = tmp_path / "sessions"
+    store(root)
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    try:
+        assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]
+        put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
+        assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]  # stale, refreshing
+        wait_for(lambda: next(r.id for r in source.list_sessions()) == "new")
+    finally:
+        source.close()
+
+
+def test_small_stores_stay_exact_on_every_request(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    store(root)
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+    exact = JsonlSessionStore(root)
+    assert source.read_titles(source.list_sessions()) == exact.read_titles(exact.list_sessions())
+    put(root, "new", lines(header("new", createdAt=9), *one_turn(0), title(6, "New one")))
+    records = source.list_sessions()
+    assert records[0].id == "new"
+    assert source.read_titles(records)[0].title == "New one"
+    source.close()
+
+
+async def test_body_search_adds_marked_rows_after_the_exact_candidates(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    store(root)
+    put(root, "alembic", lines(header("alembic", createdAt=5), *one_turn(0), title(6, "Alembic notes")))
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+    agent = AgentRef(None, "/w")
+    plain = await SessionReferenceResolver(source).list_candidates(agent, "alemb")
+    assert [c.session_id for c in plain] == ["alembic"]
+    found = await BodySearchResolver(source).list_candidates(agent, "alemb")
+    assert [c.session_id for c in found] == ["alembic", "good"]
+    body = found[1]
+    assert isinstance(body, BodyCandidate) and not isinstance(found[0], BodyCandidate)
+    assert "alembic" in body.snippet and body.label == "Good"
+    assert candidate_json(body)["match"] == "body"
+    assert "match" not in candidate_json(found[0])
+    edit = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=6))
+    items = completion_items(found, edit, now_ms=10_000, label_details=True)
+    assert items[1].label_details is not None and BODY_MARK in (items[1].label_details.description or "")
+    assert items[1].filter_text is not None and items[1].filter_text.startswith("@alemb")
+    assert BODY_MARK not in (items[0].label_details.description or "")  # type: ignore[union-attr]
+    assert await BodySearchResolver(source).list_candidates(agent, "alemb", 1) == plain  # no room left
+    source.close()
+
+
+def test_body_search_is_a_boolean_setting_off_by_default() -> None:
+    assert Settings().body_search is False
+    updated, warnings = apply_settings(Settings(), {"dshSessionReference": {"bodySearch": True}})
+    assert updated.body_search is True and warnings == []
+    kept, warnings = apply_settings(updated, {"bodySearch": "yes"})
+    assert kept.body_search is True and "bodySearch must be true or false" in warnings[0]
+    reset, _ = apply_settings(updated, {"bodySearch": None})
+    assert reset.body_search is False
+
+
+def test_a_dropped_source_stops_its_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)
+    root = tmp_path / "sessions"
+    store(root)
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source.read_titles(source.list_sessions())
+    thread = source._thread
+    assert thread is not None
+    del source
+    gc.collect()
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+
+
+def test_cold_titles_verified_in_worker_processes_are_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dsh_session_reference.store import index
+
+    monkeypatch.setattr(index, "PARALLEL_MIN_BYTES", 0)
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    exact = JsonlSessionStore(root)
+    expected = exact.read_titles(exact.list_sessions())
+    parallel = IndexedSessionStore(root, index_dir=tmp_path / "cache", workers=2)
+    assert parallel.read_titles(parallel.list_sessions()) == expected
+    counted = IndexedSessionStore(root, index_dir=tmp_path / "cache")  # the workers' answers were kept
+    records = counted.list_sessions()
+    found = [counted.cached_title(r, index.fingerprint_of(os.lstat(str(r.location))), None) for r in records]
+    assert found == expected
+
+
+def test_the_cli_uses_the_index_and_searches_bodies_on_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dsh_session_reference.cli import main
+
+    root = tmp_path / "sessions"
+    store(root)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert main(["candidates", "alemb", "--sessions", str(root), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []
+    assert list((tmp_path / "xdg" / "dsh-session-reference" / "index").glob("*.sqlite3"))
+    assert main(["candidates", "alemb", "--sessions", str(root), "--json", "--body-search"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [(row["sessionId"], row["match"]) for row in rows] == [("good", "body")]
+    assert main(["candidates", "alemb", "--sessions", str(root), "--body-search"]) == 0
+    assert "matched in messages" in capsys.readouterr().out
+    assert main(["candidates", "--sessions", str(root), "--json", "--no-index"]) == 0
+    assert [row["sessionId"] for row in json.loads(capsys.readouterr().out)] == ["good", "bad", "plain"]
