@@ -520,7 +520,7 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         .replace(f"{scenario.last_line}\n", f"{accepted_line}\n")
     )
     report_lines = scenario.prepared_report(document_text).splitlines()
-    totals = report_lines[report_lines.index("Totals") :]
+    totals = report_lines[report_lines.index("Totals") : report_lines.index("What the model receives") - 1]
     shown = [line.rstrip() for line in preview["bottom"]]
     for line in totals:
         assert line.rstrip() in shown, (line, shown)
