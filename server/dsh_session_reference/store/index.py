@@ -53,8 +53,6 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
-import zstandard
-
 from ..conversation import ConversationKeeper, ConversationSnapshot
 from ..jsjson import js_normalize
 from ..model import SessionRecord, TitleObservation
@@ -62,7 +60,7 @@ from ..projection import project_conversation
 from .jsonl_store import JsonlSessionStore, _Artifact, _Scan
 from .jsvalue import js_parse
 from .layout import LOG_NAMES, Compression, is_within
-from .logfile import LogChanged, LogError, check_stop, open_artifact, read_log
+from .logfile import LogChanged, LogError, check_stop, open_artifact, read_log, zstandard_module
 from .workers import WorkerProcess
 
 _LOG = logging.getLogger("dsh_session_reference.index")
@@ -1026,14 +1024,13 @@ def _plaintext_chunks(
             check_stop(stop)
             yield chunk
         return
-    reader = zstandard.ZstdDecompressor().stream_reader(
-        handle, read_size=_SCAN_CHUNK, read_across_frames=True
-    )
+    zstd = zstandard_module()
+    reader = zstd.ZstdDecompressor().stream_reader(handle, read_size=_SCAN_CHUNK, read_across_frames=True)
     while True:
         check_stop(stop)
         try:
             chunk = reader.read(_SCAN_CHUNK)
-        except zstandard.ZstdError:
+        except zstd.ZstdError:
             return
         if not chunk:
             return

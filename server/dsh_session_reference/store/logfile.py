@@ -40,9 +40,8 @@ import threading
 from array import array
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from types import ModuleType
 from typing import IO, Any, Final
-
-import zstandard
 
 from ..model import StoreStopped
 from .jsvalue import (
@@ -96,6 +95,22 @@ class LogChanged(Exception):
 
 class _RowError(Exception):
     """A malformed packed chunk row (upstream: an unparsable committed event)."""
+
+
+def zstandard_module(path: str | None = None) -> ModuleType:
+    """The ``zstandard`` binding, imported on first use of a ``.jsonl.zstd`` log.
+
+    It is a compiled extension that can be missing (the VS Code extension's
+    bundled libraries on a platform without its wheel); plain logs must still
+    work then, and a zstd log must fail like any unreadable log, through
+    :class:`LogError`, naming the log when ``path`` is given.
+    """
+    try:
+        import zstandard
+    except ImportError as error:
+        name = f'"{path}"' if path is not None else "Zstandard session logs (.jsonl.zstd)"
+        raise LogError(f'cannot read {name}: the Python package "zstandard" is not installed') from error
+    return zstandard
 
 
 def check_stop(stop: threading.Event | None) -> None:
@@ -479,11 +494,14 @@ def open_artifact(path: str, root_real: str) -> IO[bytes]:
     """Open a log read-only, refusing anything that resolves outside the root or is not a file.
 
     A symlinked ``session.jsonl`` inside the root works as upstream; one that
-    points outside the root is never followed (upstream would read it).
+    points outside the root is never followed (upstream would read it). A
+    ``.zstd`` log is refused, naming it, when ``zstandard`` is not installed.
     """
     real = os.path.realpath(path)
     if not is_within(root_real, real):
         raise LogError(f'session artifact "{path}" resolves outside the sessions root and is not followed')
+    if path.endswith(".zstd"):
+        zstandard_module(path)  # refuse a log this Python cannot decode before reading it
     flags = (
         os.O_RDONLY
         | getattr(os, "O_NOFOLLOW", 0)
@@ -673,7 +691,8 @@ def _decode_frame(
     A complete frame must end exactly at ``end`` (checksum verified); a torn
     frame is decoded as far as its bytes go (upstream's ``ZSTD_e_flush`` read).
     """
-    decoder = zstandard.ZstdDecompressor().decompressobj()
+    zstd = zstandard_module()
+    decoder = zstd.ZstdDecompressor().decompressobj()
     try:
         for piece in _frame_pieces(handle, start, end):
             check_stop(stop)
@@ -682,7 +701,7 @@ def _decode_frame(
             output = decoder.decompress(piece)
             if output and emit is not None:
                 emit(output)
-    except zstandard.ZstdError as error:
+    except zstd.ZstdError as error:
         raise _FrameFailed(str(error)) from error
     if complete and (not decoder.eof or decoder.unused_data):
         raise _FrameFailed("incomplete frame")

@@ -14,8 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import zstandard
-
 from ..jsjson import js_stringify
 from .jsvalue import is_number, is_safe_integer
 from .layout import LOG_NAMES, Compression, log_path
@@ -318,6 +316,8 @@ def encode_log(log: SessionLog, compression: Compression = "zstd", *, pack_chunk
         bodies.append(("\n".join(js_stringify(record) for record in records) + "\n").encode("utf-8"))
     if compression == "none":
         return header + b"".join(bodies)
+    import zstandard  # only zstd output needs the compiled binding; plain logs work without it
+
     compressor = zstandard.ZstdCompressor(level=3, write_checksum=True)
     return b"".join(compressor.compress(part) for part in (header, *bodies))
 
