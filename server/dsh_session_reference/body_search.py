@@ -16,6 +16,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from .candidates import label_for
 from .config import is_positive_safe_integer
 from .jsjson import js_normalize
 from .resolver import AbortSignal, AgentRef, Candidate, SessionReferenceResolver, _run
@@ -63,7 +64,6 @@ class BodySearchResolver(SessionReferenceResolver):
         found: list[Candidate] = list(exact)
         for match, observation in zip(matches, titles, strict=True):
             record = match.record
-            title = observation.title if observation.error is None else None
-            label = record.id if title is None else title
+            label = label_for(record, observation)
             found.append(BodyCandidate(record.id, label, record.cwd, record.created_at, match.snippet, query))
         return found

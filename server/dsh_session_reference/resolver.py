@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from .candidates import CandidateTable, Row, label_for
 from .config import ResolverConfig, is_positive_safe_integer, resolver_config
 from .conversation import ConversationSnapshot, retain_conversation
 from .errors import (
@@ -27,7 +28,7 @@ from .errors import (
     SessionReferenceError,
     cancelled,
 )
-from .jsjson import js_has_surrogates, js_includes, js_lower, js_normalize, js_stringify
+from .jsjson import js_lower, js_normalize, js_stringify
 from .model import SessionRecord, SessionSource, StoreStopped, SurfaceSnapshot
 from .retention import RetainedSource, retain_referenced_session
 from .snapshot import AdditionalContext, build_additional_context
@@ -120,15 +121,6 @@ class PreparedMessage:
     additional_context: AdditionalContext | None = None
 
 
-def candidate_rank(candidate_cwd: str | None, target_cwd: str | None) -> int:
-    """Same cwd 0, no cwd 1, another cwd 2 (every cwd is "other" when the target has none)."""
-    if candidate_cwd is not None and target_cwd is not None and candidate_cwd == target_cwd:
-        return 0
-    if candidate_cwd is None:
-        return 1
-    return 2
-
-
 def normalize_references(
     target_id: str | None, references: Sequence[object], max_references: int
 ) -> list[SessionReference]:
@@ -210,38 +202,29 @@ class SessionReferenceResolver:
         needle = js_lower(js_normalize(query))
         self_id = None if agent.id is None else js_normalize(agent.id)
         _assert_not_cancelled(signal)
+        table_of = getattr(self.query, "candidate_table", None)
+        if table_of is not None:
+            # A store that keeps its listing and labels warm answers from one persistent table.
+            rows = await _run(lambda stop: table_of(stop).select(needle, self_id, agent.cwd, cap), signal)
+        else:
+            table = await self._listing_table(needle, self_id, agent.cwd, cap, signal)
+            rows = table.select(needle, self_id, agent.cwd, cap)
+        return [Candidate(row.record.id, row.label, row.record.cwd, row.record.created_at) for row in rows]
+
+    async def _listing_table(
+        self, needle: str, self_id: str | None, target_cwd: str | None, cap: int, signal: AbortSignal | None
+    ) -> CandidateTable:
+        """Upstream's path: list, then read titles of every other session for a query, or of
+        only the ``cap`` best ranked ones for an empty query (labels do not affect that order)."""
         records = await _run(lambda stop: self.query.list_sessions(stop), signal)
-        indexed = [(record, index) for index, record in enumerate(r for r in records if r.id != self_id)]
-
-        def key(entry: tuple[SessionRecord, int]) -> tuple[int, int]:
-            return candidate_rank(entry[0].cwd, agent.cwd), entry[1]
-
-        inspected = sorted(indexed, key=key)[:cap] if needle == "" else indexed
-        chosen_records = [record for record, _ in inspected]
-        observations = await _run(lambda stop: self.query.read_titles(chosen_records, stop), signal)
-        labelled: list[tuple[SessionRecord, int, str]] = []
-        # The common needle (no surrogate code points) is matched inline: at ten thousand
-        # sessions this loop is most of what a keystroke costs.
-        plain = needle == "" or not js_has_surrogates(needle)
-        for (record, index), observation in zip(inspected, observations, strict=True):
-            title = observation.title if observation.error is None else None
-            label = record.id if title is None else title
-            if needle == "":
-                labelled.append((record, index, label))
-            elif plain:
-                cwd = record.cwd
-                if (
-                    needle in record.id.lower()
-                    or needle in label.lower()
-                    or (cwd is not None and needle in cwd.lower())
-                ):
-                    labelled.append((record, index, label))
-            elif _matches(record, label, needle):
-                labelled.append((record, index, label))
-        labelled.sort(key=lambda entry: (candidate_rank(entry[0].cwd, agent.cwd), entry[1]))
-        return [
-            Candidate(record.id, label, record.cwd, record.created_at) for record, _, label in labelled[:cap]
-        ]
+        chosen = [record for record in records if record.id != self_id]
+        if needle == "":
+            unlabelled = CandidateTable([Row(record, record.id) for record in chosen])
+            chosen = [row.record for row in unlabelled.select("", None, target_cwd, cap)]
+        observations = await _run(lambda stop: self.query.read_titles(chosen, stop), signal)
+        return CandidateTable(
+            [Row(record, label_for(record, seen)) for record, seen in zip(chosen, observations, strict=True)]
+        )
 
     async def prepare(
         self,
@@ -318,14 +301,6 @@ class SessionReferenceResolver:
                 )
             rendered.append(retained)
         return rendered
-
-
-def _matches(record: SessionRecord, label: str, needle: str) -> bool:
-    return (
-        js_includes(js_lower(record.id), needle)
-        or (record.cwd is not None and js_includes(js_lower(record.cwd), needle))
-        or js_includes(js_lower(label), needle)
-    )
 
 
 def _assert_not_cancelled(signal: AbortSignal | None) -> None:

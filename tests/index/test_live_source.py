@@ -3,6 +3,7 @@ and the opt-in body search."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
 import os
@@ -105,6 +106,50 @@ def test_small_stores_stay_exact_on_every_request(tmp_path: Path) -> None:
     assert records[0].id == "new"
     assert source.read_titles(records)[0].title == "New one"
     source.close()
+
+
+async def test_the_kept_candidate_table_follows_new_titles(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    store(root)
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+    exact = SessionReferenceResolver(JsonlSessionStore(root))
+    cached = SessionReferenceResolver(source)
+    agent = AgentRef("good", "/elsewhere")
+    try:
+        for query in ("", "o", "oo", "looks", "BAD", "zzz"):
+            assert await cached.list_candidates(agent, query) == await exact.list_candidates(agent, query)
+        table = source.candidate_table()
+        assert source.candidate_table() is table  # nothing changed: the same table answers
+        put(root, "plain", lines(header("plain", createdAt=1), *one_turn(0, "x"), title(6, "Renamed")))
+        assert [c.label for c in await cached.list_candidates(agent, "renamed")] == ["Renamed"]
+        assert source.candidate_table() is not table
+    finally:
+        source.close()
+
+
+async def test_a_big_store_ranks_hints_then_verified_titles_as_upstream_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    exact = SessionReferenceResolver(JsonlSessionStore(root))
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    cached = SessionReferenceResolver(source)
+    agent = AgentRef(None)
+    try:
+        hinted = await cached.list_candidates(agent, "looks")
+        assert [c.label for c in hinted] == ["Looks fine"]  # the damaged log's hint, for now
+        for _ in range(400):
+            if await cached.list_candidates(agent, "looks") == await exact.list_candidates(agent, "looks"):
+                break
+            await asyncio.sleep(0.05)
+        assert await cached.list_candidates(agent, "looks") == []  # verified: labelled by its id
+        assert await cached.list_candidates(agent, "") == await exact.list_candidates(agent, "")
+    finally:
+        source.close()
 
 
 async def test_body_search_adds_marked_rows_after_the_exact_candidates(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import logging
+import operator
 import os
 import stat
 import threading
@@ -44,6 +45,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ..candidates import CandidateTable, Row, label_for
 from ..conversation import ConversationSnapshot
 from ..model import SessionRecord, SurfaceSnapshot, TitleObservation
 from ..store.index import (
@@ -125,6 +127,9 @@ class CachedSessionSource:
         self._refreshing = threading.Lock()
         self._snapshot: _Snapshot | None = None
         self._observed: dict[str, tuple[Fingerprint, TitleObservation]] = {}
+        self._titles_version = 0
+        """Bumped on every change to ``_observed``; a kept candidate table is valid for one version."""
+        self._table: tuple[list[SessionRecord], int, CandidateTable] | None = None
         self._hints: dict[str, tuple[Fingerprint, str | None]] = {}
         self._surfaces: OrderedDict[
             tuple[object, ...], tuple[str, Fingerprint, SurfaceSnapshot | ConversationSnapshot]
@@ -146,12 +151,31 @@ class CachedSessionSource:
     # --- SessionSource ---------------------------------------------------------------------------
 
     def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
+        return list(self._listing(stop))
+
+    def candidate_table(self, stop: threading.Event | None = None) -> CandidateTable:
+        """Every listed session with its label, kept while neither the listing nor any title changed,
+        so that a keystroke in an ``@`` popup costs work proportional to its matches."""
+        version = self._titles_version  # read first: a change while building makes the table stale
+        records = self._listing(stop)
+        kept = self._table
+        if kept is not None and kept[1] == version and _same_list(kept[0], records):
+            return kept[2]
+        observations = self.read_titles(records, stop)
+        table = CandidateTable(
+            [Row(record, label_for(record, seen)) for record, seen in zip(records, observations, strict=True)]
+        )
+        self._table = (records, version, table)
+        return table
+
+    def _listing(self, stop: threading.Event | None) -> list[SessionRecord]:
+        """The current listing's records (shared: callers must not mutate it)."""
         snapshot = self._snapshot
         if snapshot is None or not self.background or len(snapshot.records) <= SYNC_MAX_SESSIONS:
-            return list(self._refresh(stop).records)
+            return self._refresh(stop).records
         if time.monotonic() - snapshot.taken >= REFRESH_AFTER:
             self._ask(refresh=True)
-        return list(snapshot.records)
+        return snapshot.records
 
     def read_titles(
         self, records: Sequence[SessionRecord], stop: threading.Event | None = None
@@ -316,7 +340,7 @@ class CachedSessionSource:
             if observation is not None:
                 found[index] = observation
                 if listed:
-                    self._observed[location] = (fp, observation)
+                    self._observe(location, fp, observation)
                 continue
             unknown.append(index)
             to_read += fp[2]
@@ -434,7 +458,13 @@ class CachedSessionSource:
         with self._lock:
             entry = self._observed.get(location)
             if entry is None or entry[0] != fp:
-                self._observed[location] = (fp, hint)
+                self._observe(location, fp, hint)
+
+    def _observe(self, location: str, fp: Fingerprint, observation: TitleObservation) -> None:
+        """The one way a title enters the in-memory map (kept tables then know they are stale)."""
+        with self._lock:
+            self._observed[location] = (fp, observation)
+            self._titles_version += 1
 
     def _worker_process(self) -> WorkerProcess | None:
         with self._lock:
@@ -491,8 +521,7 @@ class CachedSessionSource:
                 observation = TitleObservation(record.id, title, problem)
                 self.index.remember_title(record, fp, header_text(record.header), observation, started)
                 assert record.location is not None
-                with self._lock:
-                    self._observed[record.location] = (fp, observation)
+                self._observe(record.location, fp, observation)
         self.index.flush()
         with self._lock:
             for record in batch:
@@ -542,6 +571,12 @@ def _background(source_ref: weakref.ref[CachedSessionSource], wake: threading.Ev
         if source is None or not source._work():
             return
         del source
+
+
+def _same_list(kept: list[SessionRecord], records: list[SessionRecord]) -> bool:
+    """Whether two listings hold the same record objects (a re-walk of an unchanged small root
+    builds a new list of the same records)."""
+    return kept is records or (len(kept) == len(records) and all(map(operator.is_, kept, records)))
 
 
 def _same_record(record: SessionRecord, previous: _Snapshot, walked: dict[str, Fingerprint]) -> SessionRecord:

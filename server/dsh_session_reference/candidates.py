@@ -1,0 +1,162 @@
+"""``listCandidates``' ranking and matching, as one pure table both store paths share.
+
+Upstream filters every listed session by a lowercase substring of its id, cwd
+or label, then orders by cwd rank (same cwd, no cwd, other cwd) and listing
+order, and cuts at the limit. :class:`CandidateTable` is exactly that over a
+fixed listing with its labels, built so that repeated queries (an ``@`` popup
+asks again at every keystroke) cost work proportional to the matches rather
+than to the store:
+
+* each row's lowercased id, label and cwd are joined once into one haystack,
+  so a query is one substring test per row;
+* a query that extends the previous one (``mig`` -> ``migr``) only re-tests
+  the previous matches, since a substring of a match is a match;
+* the ranked order for a target cwd is computed once per cwd, so an empty
+  query is a walk over the first rows of that order.
+
+The resolver builds a throwaway table from a fresh listing when the store has
+no persistent one (the upstream-shaped path), so there is one implementation
+of the rule, not two.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from .jsjson import js_has_surrogates, js_includes, js_lower
+from .model import SessionRecord, TitleObservation
+
+SEPARATOR: Final = "\x00"
+"""Joins a row's lowered fields; a needle holding it is tested field by field instead."""
+MAX_ORDERS: Final = 8
+"""Target cwds whose ranked order a table keeps (an editor has one target at a time)."""
+
+
+def candidate_rank(candidate_cwd: str | None, target_cwd: str | None) -> int:
+    """Same cwd 0, no cwd 1, another cwd 2 (every cwd is "other" when the target has none)."""
+    if candidate_cwd is not None and target_cwd is not None and candidate_cwd == target_cwd:
+        return 0
+    if candidate_cwd is None:
+        return 1
+    return 2
+
+
+def label_for(record: SessionRecord, observation: TitleObservation) -> str:
+    """The session's last title, or its id when it has none or its log could not be read."""
+    title = observation.title if observation.error is None else None
+    return record.id if title is None else title
+
+
+def label_matches(record: SessionRecord, label: str, needle: str) -> bool:
+    """Upstream's test: ``needle`` (already lowered) in the lowered id, cwd or label, as UTF-16."""
+    return (
+        js_includes(js_lower(record.id), needle)
+        or (record.cwd is not None and js_includes(js_lower(record.cwd), needle))
+        or js_includes(js_lower(label), needle)
+    )
+
+
+@dataclass(frozen=True)
+class Row:
+    """One listed session and the label ``listCandidates`` shows for it."""
+
+    record: SessionRecord
+    label: str
+
+
+class CandidateTable:
+    """A listing (in store order) with labels, ready to answer many queries.
+
+    Immutable in content; the memos it keeps (the last query's matches, ranked
+    orders per target cwd) are guarded by a lock, so one table may serve
+    concurrent requests.
+    """
+
+    def __init__(self, rows: Sequence[Row]) -> None:
+        self.rows: tuple[Row, ...] = tuple(rows)
+        self._haystacks: list[str] | None = None
+        self._lock = threading.Lock()
+        self._last: tuple[str, list[int]] | None = None
+        self._orders: OrderedDict[str | None, tuple[list[int], list[int]]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def select(self, needle: str, target_id: str | None, target_cwd: str | None, cap: int) -> list[Row]:
+        """The first ``cap`` rows matching ``needle`` (lowered, normalized) in rank order,
+        without the row whose id is ``target_id`` (already normalized)."""
+        order, position = self._order(target_cwd)
+        if needle == "":
+            chosen: list[int] = []
+            for index in order:
+                if self.rows[index].record.id != target_id:
+                    chosen.append(index)
+                    if len(chosen) == cap:
+                        break
+        else:
+            matched = [index for index in self._matching(needle) if self.rows[index].record.id != target_id]
+            chosen = sorted(matched, key=position.__getitem__)[:cap]
+        return [self.rows[index] for index in chosen]
+
+    def _matching(self, needle: str) -> list[int]:
+        """Indices of the rows ``needle`` matches, ascending; narrows the previous query's matches."""
+        with self._lock:
+            last = self._last
+        if last is not None and last[0] in needle:
+            pool: Sequence[int] = last[1]
+        else:
+            pool = range(len(self.rows))
+        if js_has_surrogates(needle) or SEPARATOR in needle:
+            # Rare: a lone surrogate may match half of a pair (JS compares UTF-16), and the
+            # separator could match across fields. Test field by field, exactly.
+            rows = self.rows
+            found = [index for index in pool if label_matches(rows[index].record, rows[index].label, needle)]
+        else:
+            haystacks = self._lowered()
+            found = [index for index in pool if needle in haystacks[index]]
+        with self._lock:
+            self._last = (needle, found)
+        return found
+
+    def _lowered(self) -> list[str]:
+        """Each row's lowered id, label and cwd, joined; built on first use (an empty query needs none).
+
+        Fields are lowered one by one, as upstream lowers them: context rules such as
+        the final sigma must not see a neighbouring field.
+        """
+        haystacks = self._haystacks
+        if haystacks is None:
+            haystacks = [
+                SEPARATOR.join(
+                    (
+                        js_lower(row.record.id),
+                        js_lower(row.label),
+                        "" if row.record.cwd is None else js_lower(row.record.cwd),
+                    )
+                )
+                for row in self.rows
+            ]
+            self._haystacks = haystacks
+        return haystacks
+
+    def _order(self, target_cwd: str | None) -> tuple[list[int], list[int]]:
+        """Row indices in rank order for ``target_cwd``, and each row's place in that order."""
+        with self._lock:
+            cached = self._orders.get(target_cwd)
+            if cached is not None:
+                self._orders.move_to_end(target_cwd)
+                return cached
+        rows = self.rows
+        order = sorted(range(len(rows)), key=lambda index: candidate_rank(rows[index].record.cwd, target_cwd))
+        position = [0] * len(rows)
+        for place, index in enumerate(order):
+            position[index] = place
+        with self._lock:
+            self._orders[target_cwd] = (order, position)
+            while len(self._orders) > MAX_ORDERS:
+                self._orders.popitem(last=False)
+        return order, position

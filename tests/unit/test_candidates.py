@@ -1,0 +1,91 @@
+"""The candidate table answers every query as upstream's rule would, however queries follow each other.
+
+The rule is restated here in its plainest form (filter every row, stable sort
+by cwd rank, cut), and the table, with its narrowing of the previous query's
+matches and its per-cwd orders, must agree with it on every step of random
+query sequences, including the strings where JS and Python semantics part
+(lone surrogates, final sigma, dotted capital I) and the table's own
+field separator.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dsh_session_reference.candidates import SEPARATOR, CandidateTable, Row, candidate_rank, label_matches
+from dsh_session_reference.jsjson import js_lower, js_normalize
+from dsh_session_reference.model import SessionRecord
+
+ALPHABET = ["a", "b", "M", "Σ", "ς", "σ", "İ", "i", "\u0307", "\ud83d", "\ude00", "😀", SEPARATOR, "/", " "]
+text = st.text(alphabet=st.sampled_from(ALPHABET), max_size=6)
+cwds = st.sampled_from([None, "/w", "/other", "/W"])
+
+
+def spec(rows: list[Row], needle: str, target_id: str | None, target_cwd: str | None, cap: int) -> list[Row]:
+    kept = [
+        (index, row)
+        for index, row in enumerate(rows)
+        if row.record.id != target_id and (needle == "" or label_matches(row.record, row.label, needle))
+    ]
+    kept.sort(key=lambda entry: (candidate_rank(entry[1].record.cwd, target_cwd), entry[0]))
+    return [row for _, row in kept[:cap]]
+
+
+@st.composite
+def tables(draw: st.DrawFn) -> list[Row]:
+    count = draw(st.integers(0, 12))
+    rows = []
+    for index in range(count):
+        session_id = draw(st.sampled_from([f"s{index}", f"S{index}σ", f"İ{index}"]))
+        record = SessionRecord(session_id, 0, draw(cwds), {})
+        rows.append(Row(record, draw(st.one_of(st.just(session_id), text))))
+    return rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    rows=tables(),
+    queries=st.lists(st.tuples(text, st.booleans()), min_size=1, max_size=6),
+    target_cwd=cwds,
+    cap=st.integers(1, 5),
+)
+def test_every_query_in_a_sequence_matches_the_plain_rule(
+    rows: list[Row], queries: list[tuple[str, bool]], target_cwd: str | None, cap: int
+) -> None:
+    table = CandidateTable(rows)
+    previous = ""
+    for typed, extend in queries:
+        # Half the steps extend the previous query, as typing does; the others jump anywhere.
+        query = previous + typed if extend else typed
+        needle = js_lower(js_normalize(query))
+        target_id = rows[0].record.id if rows and extend else None
+        assert table.select(needle, target_id, target_cwd, cap) == spec(
+            rows, needle, target_id, target_cwd, cap
+        )
+        previous = query
+
+
+def test_an_extended_query_only_retests_the_previous_matches() -> None:
+    rows = [Row(SessionRecord(f"s{index}", 0, None, {}), f"title {index}") for index in range(1000)]
+    table = CandidateTable(rows)
+    assert len(table.select("title 1", None, None, 5000)) == 111
+    # Plant a match outside the kept ones: the extended query must not look there.
+    haystacks = table._lowered()
+    haystacks[500] = "title 12"
+    assert [row.label for row in table.select("title 12", None, None, 50)] == [
+        "title 12",
+        *(f"title 12{digit}" for digit in range(10)),
+    ]
+    assert "title 500" in [row.label for row in table.select("itle 12", None, None, 50)]  # a fresh scan
+
+
+def test_a_query_never_matches_across_two_fields() -> None:
+    table = CandidateTable([Row(SessionRecord("ab", 0, "ef", {}), "cd")])
+    assert [table.select(needle, None, None, 5) != [] for needle in ("ab", "cd", "ef", "bc", "de")] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]
