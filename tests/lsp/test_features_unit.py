@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -68,11 +69,12 @@ def test_settings_accept_the_section_or_a_wrapper_and_reset_on_null() -> None:
 
 def test_invalid_settings_keep_the_old_value_with_upstreams_message() -> None:
     settings, warnings = apply_settings(
-        Settings(), {"maxReferences": 4, "maxReferenceBytes": 1.5, "targetSessionId": 3}
+        Settings(), {"maxReferences": 4, "maxReferenceBytes": 1.5, "targetSessionId": 3, "bodySearch": 1}
     )
     assert settings == Settings()
     assert warnings == [
         "dshSessionReference.targetSessionId must be a string; keeping ''",
+        "dshSessionReference.bodySearch must be true or false; keeping False",
         "dshSessionReference.maxReferences: session-reference: maxReferences must not exceed 3; keeping 3",
         "dshSessionReference.maxReferenceBytes: session-reference: maxReferenceBytes must be a positive "
         "safe integer; keeping 65536",
@@ -156,6 +158,27 @@ def test_completion_items_keep_rank_and_edit_from_the_at() -> None:
         "createdAt": NOW_MS,
         "mention": mention("s-2", "s-2"),
     }
+
+
+def test_completion_rows_escape_controls_in_cwds_and_ids() -> None:
+    """A cwd or id is anyone's text: a newline or a terminal escape must not reach the row."""
+    cwd = "/work/evil\n\x1b[31mred\x07"
+    candidates = [Candidate("s\x1b-1", "Title", cwd, NOW_MS), Candidate("s-2", "s-2", cwd, NOW_MS)]
+    edit_range = types.Range(start=types.Position(0, 0), end=types.Position(0, 1))
+    shown_cwd = "/work/evil\\x0a\\x1b[31mred\\x07"
+    for label_details in (True, False):
+        items = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=label_details)
+        for item in items:
+            visible = [item.detail or "", item.filter_text or ""]
+            if item.label_details is not None:
+                visible.append(item.label_details.description or "")
+            for text in visible:
+                assert not re.search("[\x00-\x1f\x7f-\x9f]", text), (label_details, text)
+            assert item.filter_text is not None and shown_cwd in item.filter_text
+        where = items[0].label_details.description if label_details else items[0].detail  # type: ignore[union-attr]
+        assert where is not None and shown_cwd in where and "s\\x1b-1" in (items[0].detail or "")
+    # What a pick inserts and what resolve reads still name the real session.
+    assert item_data(items[0]) == ("s\x1b-1", "Title")
 
 
 # --- analysis and diagnostics ---------------------------------------------------------------
@@ -372,6 +395,36 @@ async def test_hover_and_facts(resolver: SessionReferenceResolver, agent: AgentR
     assert "remember the deploy steps" in summary and "cwd: no cwd" in summary
     missing = await read_session_facts(resolver, "s-missing", "s-missing")
     assert missing.error is not None and "not found" in missing.error
+
+
+@pytest.mark.parametrize("markdown", [True, False])
+async def test_hover_on_an_invalid_mention_adds_to_the_diagnostic_without_repeating_it(
+    resolver: SessionReferenceResolver, agent: AgentRef, markdown: bool
+) -> None:
+    """Editors show the diagnostic in the same popup as the hover: the hover must not say it again."""
+    broken = "dsh-session:!!"
+    text = f"{noncanonical_uri('s-delta')} @[x]({broken}) dsh-session:MTIz"
+    result = await analyze(text, resolver, agent)
+    messages = [finding.message for finding in result.findings]
+    assert len(messages) == 3
+    spans = result.spans
+    hovers = []
+    for span, message in zip(spans, messages, strict=True):
+        found = hover_text(result, span.start + 1, markdown=markdown, now_ms=NOW_MS)
+        assert found is not None and found[1] is span
+        shown = found[0].replace("\\", "")
+        reason = span.reason.replace("\\", "")
+        assert reason not in shown and message not in shown, shown
+        hovers.append(shown)
+    # Recoverable: what the URI should be, for the session it names.
+    assert hovers[0].startswith('canonical URI for session "s-delta": ')
+    assert encode_session_reference_uri("s-delta") in hovers[0]
+    # Unrecoverable: what a mention looks like and how to insert one, in the mention's own form.
+    assert "@[label](dsh-session:…)" in hovers[1] and "base64url" in hovers[1]
+    assert "dsh-session:…" in hovers[2] and "@[label]" not in hovers[2]
+    assert all("insert a mention" in hover for hover in hovers[1:])
+    code = "`@[label](dsh-session:…)`" if markdown else " @[label](dsh-session:…):"
+    assert code in hovers[1]
 
 
 # --- preview and summary -----------------------------------------------------------------------

@@ -222,6 +222,23 @@ async def test_hover_shows_the_session_and_its_cost(s: Session, workspace: Path)
     assert nothing is None
 
 
+async def test_hover_on_an_invalid_uri_does_not_repeat_its_diagnostic(s: Session, workspace: Path) -> None:
+    uri = s.open(workspace, f"see {noncanonical('s-delta')}")
+    [diagnostic] = await s.diagnostics(uri, lambda d: len(d) == 1)
+    hover = await s.client.text_document_hover_async(
+        types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=s.position(uri, 6))
+    )
+    assert hover is not None and isinstance(hover.contents, types.MarkupContent)
+    assert hover.range == types.Range(start=s.position(uri, 4), end=s.end(uri))
+    text = hover.contents.value.replace("\\", "")
+    assert "not in canonical form" in diagnostic.message and "not in canonical form" not in text
+    assert text == 'canonical URI for session "s-delta": ' + (
+        "`dsh-session:InMtZGVsdGEi`"
+        if hover.contents.kind == types.MarkupKind.Markdown
+        else "dsh-session:InMtZGVsdGEi"
+    )
+
+
 async def test_preview_command_shows_what_the_model_receives(s: Session, workspace: Path) -> None:
     uri = s.open(workspace, f"Please compare {ALPHA} with {DELTA}.")
     source_action = next(a for a in await s.actions(uri, 0) if a.title == PREVIEW_TITLE)
@@ -261,6 +278,8 @@ async def test_summary_and_candidates_commands(s: Session, workspace: Path) -> N
     uri = s.open(workspace, f"{ALPHA} {ALPHA} {DELTA}")
     summary = await s.command("dshSessionReference.documentSummary", uri)
     assert summary["mentions"] == 3 and summary["sessions"] == 2 and summary["errors"] == 0
+    # The target comes from $DSH_SESSION_ID here; the status bar shows its title.
+    assert summary["target"] == {"sessionId": TARGET_ID, "label": "The prompt being written", "found": True}
     assert summary["bytes"] > 500 and summary["tokens"] == -(-summary["bytes"] // 4)
     rows = await s.command("dshSessionReference.candidates", {"documentUri": uri, "query": "deploy"})
     assert rows == [

@@ -1,7 +1,7 @@
 // Everything a person reads in the status bar and the quick pick: sizes, counts and relative
 // times in words, never raw JSON. Pure so the wording is unit tested.
 
-import type { Candidate, DocumentSummary } from './protocol';
+import type { Candidate, DocumentSummary, Target } from './protocol';
 
 export function formatBytes(bytes: number): string {
   if (bytes < 1000) {
@@ -74,14 +74,34 @@ export interface StatusText {
   readonly tooltip: string;
 }
 
-export function formatStatus(target: { id: string; label?: string } | undefined, summary: DocumentSummary | undefined): StatusText {
+/** The target as the status bar knows it; `found: false` when the server could not list it. */
+export interface StatusTarget {
+  readonly id: string;
+  readonly label?: string;
+  readonly found?: boolean;
+}
+
+/**
+ * The target the status bar shows: the server's when it says (it also reads $DSH_SESSION_ID and
+ * knows the current title), else the one stored beside the setting (older servers, or no reply).
+ */
+export function statusTarget(fromServer: Target | null | undefined, stored: StatusTarget | undefined): StatusTarget | undefined {
+  if (fromServer === undefined) {
+    return stored;
+  }
+  return fromServer === null ? undefined : { id: fromServer.sessionId, label: fromServer.label, found: fromServer.found };
+}
+
+export function formatStatus(target: StatusTarget | undefined, summary: DocumentSummary | undefined): StatusText {
   const hasLabel = target?.label !== undefined && target.label !== target.id;
   const targetText = target === undefined ? 'no target' : hasLabel ? shortId(target.label ?? '', 28) : shortId(target.id);
-  const parts = [`$(references) ${targetText}`];
+  const missing = target?.found === false;
+  const parts = [`$(references) ${missing ? '$(warning) ' : ''}${targetText}`];
   const tooltip: string[] = [
     target === undefined
       ? 'Target session: none set (the server uses $DSH_SESSION_ID when present)'
-      : `Target session: ${hasLabel ? `${target.label} (${target.id})` : target.id}`,
+      : `Target session: ${hasLabel ? `${target.label} (${target.id})` : target.id}` +
+        (missing ? ' — not found in the sessions folder; check the id and the sessionsRoot setting' : ''),
   ];
   if (summary !== undefined) {
     if (summary.mentions === 0) {

@@ -36,7 +36,15 @@ export interface DocumentSummary {
    * The session the document is written for, as the server resolved it (setting, else
    * $DSH_SESSION_ID), with its title; null for none; undefined from servers that do not say.
    */
-  readonly target?: { readonly sessionId: string; readonly label: string } | null;
+  readonly target?: Target | null;
+}
+
+export interface Target {
+  readonly sessionId: string;
+  /** The session's title as the candidate list shows it; its id when untitled or not found. */
+  readonly label: string;
+  /** false when the sessions root does not list the target (a typo, another root). */
+  readonly found: boolean;
 }
 
 export class ProtocolError extends Error {
@@ -104,5 +112,10 @@ function asTarget(value: unknown): DocumentSummary['target'] {
   if (!isRecord(value) || typeof value.sessionId !== 'string') {
     return null;
   }
-  return { sessionId: value.sessionId, label: typeof value.label === 'string' && value.label !== '' ? value.label : value.sessionId };
+  return {
+    sessionId: value.sessionId,
+    label: typeof value.label === 'string' && value.label !== '' ? value.label : value.sessionId,
+    // Servers that do not say whether they found it only ever named listed sessions.
+    found: value.found !== false,
+  };
 }

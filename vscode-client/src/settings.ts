@@ -1,6 +1,6 @@
 // The mapping from VS Code settings to the server's `dshSessionReference` settings object (the
 // language-server contract in docs/architecture.md). Kept free of `vscode` so it is unit tested.
-// Only the five server settings are sent; the rest (interpreter, documentSelector, trace) are the
+// Only the six server settings are sent; the rest (interpreter, documentSelector, trace) are the
 // client's own business.
 
 import { PathContext, resolveUserPath } from './paths';
@@ -15,6 +15,8 @@ export interface ServerSettings {
   readonly maxReferences: number;
   readonly candidateLimit: number;
   readonly maxReferenceBytes: number;
+  /** Opt-in: `@` queries also match message text (rows marked "matched in messages"). */
+  readonly bodySearch: boolean;
 }
 
 export const SERVER_DEFAULTS: ServerSettings = {
@@ -23,6 +25,7 @@ export const SERVER_DEFAULTS: ServerSettings = {
   maxReferences: 3,
   candidateLimit: 50,
   maxReferenceBytes: 65536,
+  bodySearch: false,
 };
 
 export const SERVER_KEYS: readonly (keyof ServerSettings)[] = [
@@ -31,6 +34,7 @@ export const SERVER_KEYS: readonly (keyof ServerSettings)[] = [
   'maxReferences',
   'candidateLimit',
   'maxReferenceBytes',
+  'bodySearch',
 ];
 
 /** Reads one setting below the section, as `WorkspaceConfiguration.get` does. */
@@ -49,6 +53,11 @@ function integerSetting(read: SettingReader, key: keyof ServerSettings): number 
   return typeof value === 'number' && Number.isFinite(value) ? value : (SERVER_DEFAULTS[key] as number);
 }
 
+function booleanSetting(read: SettingReader, key: keyof ServerSettings): boolean {
+  const value = read(key);
+  return typeof value === 'boolean' ? value : (SERVER_DEFAULTS[key] as boolean);
+}
+
 export function toServerSettings(read: SettingReader, paths: PathContext): ServerSettings {
   return {
     sessionsRoot: resolveUserPath(stringSetting(read, 'sessionsRoot'), paths),
@@ -56,6 +65,7 @@ export function toServerSettings(read: SettingReader, paths: PathContext): Serve
     maxReferences: integerSetting(read, 'maxReferences'),
     candidateLimit: integerSetting(read, 'candidateLimit'),
     maxReferenceBytes: integerSetting(read, 'maxReferenceBytes'),
+    bodySearch: booleanSetting(read, 'bodySearch'),
   };
 }
 

@@ -4,7 +4,7 @@
 
 import * as vscode from 'vscode';
 
-import { formatStatus } from './format';
+import { formatStatus, statusTarget } from './format';
 import { asDocumentSummary, DocumentSummary, PREVIEW_SCHEME, SERVER_COMMANDS } from './protocol';
 import { ServerController } from './serverController';
 import { TargetStore } from './targetPicker';
@@ -88,8 +88,7 @@ export class MentionStatus implements vscode.Disposable {
     if (target) {
       await this.targets.remember(target.sessionId, target.label);
     }
-    const shown = target === undefined ? this.targets.current() : target === null ? undefined : { id: target.sessionId, label: target.label };
-    const status = formatStatus(shown, summary);
+    const status = formatStatus(statusTarget(target, this.targets.current()), summary);
     this.item.text = status.text;
     this.item.tooltip = status.tooltip;
     this.item.command = 'dshSessionReference.previewContext';

@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { formatBytes, formatCandidate, formatStatus, parseCreatedAt, relativeTime, shortId } from '../src/format';
+import { formatBytes, formatCandidate, formatStatus, parseCreatedAt, relativeTime, shortId, statusTarget } from '../src/format';
+import { asDocumentSummary } from '../src/protocol';
 
 const NOW = new Date('2026-03-10T12:00:00Z');
 
@@ -80,6 +81,26 @@ describe('formatStatus', () => {
     const long = formatStatus({ id: 's', label: 'Stale price flash on checkout after coupon removal' }, undefined);
     assert.equal(long.text, '$(references) Stale price flash on checko…');
     assert.match(long.tooltip, /Stale price flash on checkout after coupon removal \(s\)/);
+  });
+
+  test('the target the server names, with its title, is what the status bar and its tooltip show', () => {
+    const reply = asDocumentSummary({ ...summary, target: { sessionId: 'sess-7', label: 'Port v1 client to v2', found: true } });
+    const status = formatStatus(statusTarget(reply.target, { id: 'stale-setting', label: 'Old title' }), reply);
+    assert.equal(status.text, '$(references) Port v1 client to v2  2 mentions · 12 KB');
+    assert.match(status.tooltip, /^Target session: Port v1 client to v2 \(sess-7\)$/m);
+  });
+
+  test('a null target from the server means none, even if a label is stored; no reply keeps the stored one', () => {
+    const stored = { id: 'sess-1', label: 'Stored title' };
+    assert.equal(formatStatus(statusTarget(null, stored), undefined).text, '$(references) no target');
+    assert.equal(formatStatus(statusTarget(undefined, stored), undefined).text, '$(references) Stored title');
+  });
+
+  test('a target the sessions folder does not list is flagged, by id', () => {
+    const reply = asDocumentSummary({ ...summary, target: { sessionId: 'sess-typo', label: 'sess-typo', found: false } });
+    const status = formatStatus(statusTarget(reply.target, undefined), reply);
+    assert.equal(status.text, '$(references) $(warning) sess-typo  2 mentions · 12 KB');
+    assert.match(status.tooltip, /Target session: sess-typo — not found in the sessions folder/);
   });
 
   test('shortId keeps short ids whole', () => {

@@ -31,8 +31,18 @@ describe('server replies', () => {
     const base = { mentions: 0, sessions: 0, errors: 0, bytes: 0, tokens: 0 };
     assert.equal('target' in asDocumentSummary(base), false);
     assert.equal(asDocumentSummary({ ...base, target: null }).target, null);
-    assert.deepEqual(asDocumentSummary({ ...base, target: { sessionId: 's1', label: 'Fix it' } }).target, { sessionId: 's1', label: 'Fix it' });
-    assert.deepEqual(asDocumentSummary({ ...base, target: { sessionId: 's1', label: '' } }).target, { sessionId: 's1', label: 's1' });
+    assert.deepEqual(asDocumentSummary({ ...base, target: { sessionId: 's1', label: 'Fix it', found: true } }).target, {
+      sessionId: 's1',
+      label: 'Fix it',
+      found: true,
+    });
+    assert.deepEqual(asDocumentSummary({ ...base, target: { sessionId: 's1', label: '' } }).target, { sessionId: 's1', label: 's1', found: true });
+    assert.deepEqual(asDocumentSummary({ ...base, target: { sessionId: 'typo', label: 'typo', found: false } }).target, {
+      sessionId: 'typo',
+      label: 'typo',
+      found: false,
+    });
+    assert.equal(asDocumentSummary({ ...base, target: { label: 'no id' } }).target, null);
   });
 
   test('document summary sizes are null while the document has errors', () => {

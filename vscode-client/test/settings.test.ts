@@ -30,7 +30,7 @@ describe('toServerSettings', () => {
     assert.deepEqual(toServerSettings(reader({}), paths), SERVER_DEFAULTS);
   });
 
-  test('sends exactly the five server settings', () => {
+  test('sends exactly the six server settings', () => {
     const settings = toServerSettings(reader({ interpreter: '/usr/bin/python3', documentSelector: ['markdown'] }), paths);
     assert.deepEqual(Object.keys(settings).sort(), [...SERVER_KEYS].sort());
   });
@@ -63,10 +63,20 @@ describe('toServerSettings', () => {
 
   test('values of the wrong type fall back to the defaults', () => {
     const settings = toServerSettings(
-      reader({ sessionsRoot: 42, targetSessionId: null, maxReferences: '2', candidateLimit: Number.NaN, maxReferenceBytes: {} }),
+      reader({ sessionsRoot: 42, targetSessionId: null, maxReferences: '2', candidateLimit: Number.NaN, maxReferenceBytes: {}, bodySearch: 'yes' }),
       paths,
     );
     assert.deepEqual(settings, SERVER_DEFAULTS);
+  });
+
+  test('bodySearch is sent under the name the server reads, off unless turned on', () => {
+    assert.equal(toServerSettings(reader({}), paths).bodySearch, false);
+    assert.equal(toServerSettings(reader({ bodySearch: true }), paths).bodySearch, true);
+    const pushed = didChangeConfigurationParams(toServerSettings(reader({ bodySearch: true }), paths));
+    assert.equal(pushed.settings.dshSessionReference.bodySearch, true);
+    const property = manifest.contributes.configuration.properties['dshSessionReference.bodySearch'];
+    assert.equal((property as { type?: string }).type, 'boolean');
+    assert.match(property.markdownDescription ?? '', /matched in messages/);
   });
 
   test('the target session id is sent verbatim (ids may hold any characters)', () => {

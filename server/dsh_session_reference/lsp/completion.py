@@ -66,10 +66,6 @@ def mention_for(candidate: Candidate) -> str:
     return format_session_reference_mention(candidate.session_id, display_inline_text(candidate.label))
 
 
-def _where(cwd: str | None) -> str:
-    return "no cwd" if cwd is None else cwd
-
-
 def completion_items(
     candidates: Sequence[Candidate],
     edit_range: types.Range,
@@ -88,23 +84,29 @@ def completion_items(
     width = max(4, len(str(len(candidates))))
     items: list[types.CompletionItem] = []
     for rank, candidate in enumerate(candidates):
+        # Ids, titles and cwds are anyone's text: escaped like the label, so a newline or a
+        # terminal escape in any of them cannot break the row (or the filter text) apart.
         label = display_inline_text(candidate.label)
+        shown_id = display_inline_text(candidate.session_id)
+        cwd = None if candidate.cwd is None else display_inline_text(candidate.cwd)
         age = relative_time(candidate.created_at, now_ms)
         id_differs = candidate.label != candidate.session_id
         body = candidate if isinstance(candidate, BodyCandidate) else None
-        where = _where(candidate.cwd) if body is None else f"{BODY_MARK} · {_where(candidate.cwd)}"
+        where = "no cwd" if cwd is None else cwd
+        if body is not None:
+            where = f"{BODY_MARK} · {where}"
         if label_details:
             details = types.CompletionItemLabelDetails(description=f"{where} · {age}")
-            detail = candidate.session_id if id_differs else None
+            detail = shown_id if id_differs else None
         else:
             details = None
-            detail = " · ".join([*([candidate.session_id] if id_differs else []), where, age])
+            detail = " · ".join([*([shown_id] if id_differs else []), where, age])
         if body is not None:
             # The match is in the messages, not the label: say where, and let the editor's own
             # filter keep the row (it filters on filterText, which must contain what was typed).
             excerpt = display_inline_text(body.snippet)
             detail = f"{detail} · “{excerpt}”" if detail else f"“{excerpt}”"
-        searchable = " ".join(part for part in (label, candidate.session_id, candidate.cwd) if part)
+        searchable = " ".join(part for part in (label, shown_id, cwd) if part)
         if body is not None:
             searchable = f"{body.matched} {searchable}"
         items.append(

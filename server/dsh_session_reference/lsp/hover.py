@@ -155,6 +155,30 @@ def reference_facts(reference: Reference, budget: int) -> SessionFacts:
     )
 
 
+def invalid_mention_help(span: MentionSpan, *, markdown: bool) -> str:
+    """What a hover on an invalid mention adds to its diagnostic, which editors show in the same
+    popup: the URI it should have been when the intended session is known, else the URI's form.
+
+    The diagnostic already says what is wrong (and that a quick fix exists), so repeating it
+    would show the same sentence twice.
+    """
+    code: Callable[[str], str] = _code_span if markdown else _plain
+    if span.canonical_uri is not None and span.recovered_id is not None:
+        intended = (escape_markdown if markdown else _plain)(js_stringify(span.recovered_id))
+        return f"canonical URI for session {intended}: {code(span.canonical_uri)}"
+    what, form = (
+        ("a session mention", "@[label](dsh-session:…)")
+        if span.kind == "markdown"
+        else ("a session URI", "dsh-session:…")
+    )
+    lines = [
+        f"{what} is {code(form)}: the URI's payload is the session id as a JSON string, "
+        "UTF-8, base64url-encoded without padding",
+        f"type {code('@')} to insert a mention from the list of sessions",
+    ]
+    return _join(lines, markdown)
+
+
 def hover_text(
     analysis: Analysis, offset: int, *, markdown: bool, now_ms: int
 ) -> tuple[str, MentionSpan] | None:
@@ -165,11 +189,7 @@ def hover_text(
     span = spans[-1]
     text = escape_markdown if markdown else _plain
     if span.session_id is None:
-        lines = [f"invalid session reference URI: {text(span.reason)}"]
-        if span.canonical_uri is not None and span.recovered_id is not None:
-            intended = text(js_stringify(span.recovered_id))
-            lines.append(f"canonical URI for session {intended}: {text(span.canonical_uri)}")
-        return _join(lines, markdown), span
+        return invalid_mention_help(span, markdown=markdown), span
     reference = analysis.reference_for(span.session_id)
     if reference is None:
         return None

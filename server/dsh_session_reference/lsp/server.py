@@ -34,6 +34,7 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..body_search import BodySearchResolver
+from ..candidates import label_for
 from ..errors import CANCELLED, SessionReferenceError
 from ..resolver import AbortSignal, AgentRef, SessionReferenceResolver, find_session
 from ..store.jsonl_store import JsonlSessionStore
@@ -179,6 +180,10 @@ class DshProtocol(LanguageServerProtocol):
             future.add_done_callback(lambda _: self._request_futures.pop(msg_id, None))
 
     def _handle_cancel_notification(self, msg_id: int | str) -> None:
+        if not isinstance(msg_id, (int, str)):
+            # lsprotocol types the id loosely; a dict id would raise deep inside pygls' reader.
+            LOG.warning("ignoring $/cancelRequest with an invalid id %r", msg_id)
+            return
         super()._handle_cancel_notification(msg_id)
         # pygls cancels only the outer future of workspace/executeCommand; stop the command too.
         self._server.cancel_command(msg_id)
@@ -347,6 +352,32 @@ class DshLanguageServer(LanguageServer):
             return AgentRef(target, fallback)
         agent = engine.targets[target] = AgentRef(target, record.cwd)
         return agent
+
+    async def target_json(self) -> dict[str, Any] | None:
+        """``documentSummary``'s ``target``: ``{sessionId, label, found}``, ``None`` without a target.
+
+        The label is what ``list_candidates`` shows for a session
+        (:func:`..candidates.label_for`: its current title, else its id). A
+        target the store does not list (a typo in the setting, another root,
+        an unreadable root) has ``found: false`` and its id as the label, so
+        the status bar can flag it. ``sessionId`` is the configured id, which
+        a client matches to its own setting.
+        """
+        target = target_session_id(self.settings)
+        if target is None:
+            return None
+        label = target
+        found = False
+        source = self.engine.source
+        try:
+            record = await find_session(source, target)
+            if record is not None:
+                found = True
+                [observation] = await asyncio.to_thread(source.read_titles, [record])
+                label = label_for(record, observation)
+        except Exception as error:  # an unreadable root: the status bar still names the target
+            LOG.info("reading the target session's title failed: %s", error)
+        return {"sessionId": target, "label": label, "found": found}
 
     # --- analysis -----------------------------------------------------------------------------------
 
@@ -741,7 +772,8 @@ async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
         result = await ls.analysis(uri)
         if result is None:
             raise _invalid(f"{SUMMARY_COMMAND}: {uri} is not open")
-        return await asyncio.to_thread(document_summary, result.analysis)
+        summary = await asyncio.to_thread(document_summary, result.analysis)
+        return {**summary, "target": await ls.target_json()}
 
 
 def _shutdown(ls: DshLanguageServer, params: None) -> None:

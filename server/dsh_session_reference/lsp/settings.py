@@ -11,9 +11,9 @@ previous value and comes back as a warning for the user.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Final
 
 from ..config import (
     DEFAULT_CANDIDATE_LIMIT,
@@ -46,13 +46,57 @@ class Settings:
         return ResolverConfig(self.max_references, self.candidate_limit, self.max_reference_bytes)
 
 
-_STRING_KEYS = {"sessionsRoot": "sessions_root", "targetSessionId": "target_session_id"}
-_BOOL_KEYS = {"bodySearch": "body_search"}
-_LIMIT_KEYS = {
-    "maxReferences": "max_references",
-    "candidateLimit": "candidate_limit",
-    "maxReferenceBytes": "max_reference_bytes",
+class _Rejected(Exception):
+    """A value the setting does not take; the message (possibly empty) says why."""
+
+
+_Accept = Callable[[str, object], object]
+"""``(attribute, value) -> the value to store``, or raises :class:`_Rejected`."""
+
+
+def _of_type(kind: type) -> _Accept:
+    def accept(attribute: str, value: object) -> object:
+        if isinstance(value, kind):
+            return value
+        raise _Rejected
+
+    return accept
+
+
+def _limit(attribute: str, value: object) -> object:
+    # The resolver's own validation, so a rejected limit reads as it does in dsh.
+    try:
+        checked = resolver_config(**{attribute: value})
+    except SessionReferenceError as error:
+        raise _Rejected(error.message) from error
+    return getattr(checked, attribute)
+
+
+@dataclass(frozen=True)
+class _Key:
+    """One key of the section: the attribute it sets, how a value is checked, and the warning
+    for a rejected one (``str.format`` with ``key``, ``reason`` and the ``current`` value)."""
+
+    attribute: str
+    accept: _Accept
+    rejected: str
+
+
+_MUST_BE_STRING: Final = "{key} must be a string; keeping {current!r}"
+_KEYS: Final = {
+    "sessionsRoot": _Key("sessions_root", _of_type(str), _MUST_BE_STRING),
+    "targetSessionId": _Key("target_session_id", _of_type(str), _MUST_BE_STRING),
+    "bodySearch": _Key("body_search", _of_type(bool), "{key} must be true or false; keeping {current}"),
+    **{
+        key: _Key(attribute, _limit, "{key}: {reason}; keeping {current}")
+        for key, attribute in (
+            ("maxReferences", "max_references"),
+            ("candidateLimit", "candidate_limit"),
+            ("maxReferenceBytes", "max_reference_bytes"),
+        )
+    },
 }
+"""Every setting, in the order their warnings are reported."""
 
 
 def section_of(raw: object) -> Mapping[str, Any] | None:
@@ -62,7 +106,7 @@ def section_of(raw: object) -> Mapping[str, Any] | None:
     inner = raw.get(SECTION)
     if isinstance(inner, Mapping):
         return inner
-    if any(key in raw for key in (*_STRING_KEYS, *_LIMIT_KEYS, *_BOOL_KEYS)):
+    if any(key in raw for key in _KEYS):
         return raw
     return None
 
@@ -79,41 +123,23 @@ def apply_settings(current: Settings, raw: object) -> tuple[Settings, list[str]]
     defaults = Settings()
     changes: dict[str, Any] = {}
     warnings: list[str] = []
-    for key, attribute in _STRING_KEYS.items():
+    for key, setting in _KEYS.items():
         if key not in section:
             continue
-        value = section[key]
-        if value is None:
-            changes[attribute] = getattr(defaults, attribute)
-        elif isinstance(value, str):
-            changes[attribute] = value
-        else:
-            warnings.append(f"{SECTION}.{key} must be a string; keeping {getattr(current, attribute)!r}")
-    for key, attribute in _BOOL_KEYS.items():
-        if key not in section:
-            continue
-        value = section[key]
-        if value is None:
-            changes[attribute] = getattr(defaults, attribute)
-        elif isinstance(value, bool):
-            changes[attribute] = value
-        else:
-            warnings.append(f"{SECTION}.{key} must be true or false; keeping {getattr(current, attribute)}")
-    for key, attribute in _LIMIT_KEYS.items():
-        if key not in section:
-            continue
+        attribute = setting.attribute
         value = section[key]
         if value is None:
             changes[attribute] = getattr(defaults, attribute)
             continue
         try:
-            checked = resolver_config(**{attribute: value})
-        except SessionReferenceError as error:
-            warnings.append(f"{SECTION}.{key}: {error.message}; keeping {getattr(current, attribute)}")
-            continue
-        changes[attribute] = getattr(checked, attribute)
-    updated = replace(current, **changes)
-    return updated, warnings
+            changes[attribute] = setting.accept(attribute, value)
+        except _Rejected as rejected:
+            warnings.append(
+                setting.rejected.format(
+                    key=f"{SECTION}.{key}", reason=rejected, current=getattr(current, attribute)
+                )
+            )
+    return replace(current, **changes), warnings
 
 
 def sessions_root(settings: Settings, fallback: str | None) -> str:
