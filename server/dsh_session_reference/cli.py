@@ -1,8 +1,10 @@
 """``dsh-session-reference``: the service for scripts, CI and terminals.
 
 A thin front end: every subcommand calls the same functions the language
-server uses. Human-readable output by default, ``--json`` for scripts; a
-failure prints its code and message on stderr and exits 1 (2 for usage).
+server uses. Human-readable output by default, ``--json`` for scripts (stdout
+then holds exactly one JSON document, or nothing when the command fails); a
+failure prints its code and message on stderr and exits 1 (2 for usage and
+for a missing optional package). Warnings about skipped logs go to stderr.
 """
 
 from __future__ import annotations
@@ -19,9 +21,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .errors import SessionReferenceError
+from .jsjson import js_normalize
 from .lsp.display import display_inline_text
+from .lsp.documents import read_text
 from .model import SessionSource, StoreError
 from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
+from .store.logfile import LogError, zstandard_module
 from .uri import (
     decode_session_reference_uri,
     encode_session_reference_uri,
@@ -31,19 +36,36 @@ from .uri import (
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
+MISSING_PACKAGE = "MISSING_PACKAGE"
 
 
-def _common() -> argparse.ArgumentParser:
+def _common(*, subcommand: bool) -> argparse.ArgumentParser:
+    """The options every command takes, before or after its name (after wins).
+
+    argparse copies everything a sub-command's parser sets over what the main
+    parser already parsed, defaults included, so with real defaults in the
+    sub-commands' copies ``--sessions DIR candidates`` would lose ``DIR`` to
+    ``None``. Their copies therefore set nothing unless given (``SUPPRESS``);
+    only the main parser's copy supplies the defaults.
+    """
+
+    def default(value: object) -> object:
+        return argparse.SUPPRESS if subcommand else value
+
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--json", action="store_true", help="machine-readable JSON output")
+    common.add_argument(
+        "--json", action="store_true", default=default(False), help="machine-readable JSON output"
+    )
     common.add_argument(
         "--sessions",
         metavar="DIR",
+        default=default(None),
         help="dsh sessions root (default: $DSH_HOME/sessions or ~/.dsh/sessions)",
     )
     common.add_argument(
         "--no-index",
         action="store_true",
+        default=default(False),
         help="read every log afresh instead of using the title index in the cache folder",
     )
     return common
@@ -67,11 +89,11 @@ def _limits(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    common = _common()
+    common = _common(subcommand=True)
     parser = argparse.ArgumentParser(
         prog="dsh-session-reference",
         description="Mention dsh sessions as @[label](dsh-session:...) and prepare their bounded snapshots.",
-        parents=[common],
+        parents=[_common(subcommand=False)],
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -105,6 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sample = commands.add_parser("sample-store", parents=[common], help="write a sample dsh sessions root")
     sample.add_argument("dir", help="a new or empty directory")
+    sample.add_argument(
+        "--compression",
+        choices=("zstd", "none"),
+        default="zstd",
+        help="log encoding: zstd (.jsonl.zstd, dsh's default) or none (plain .jsonl)",
+    )
 
     check = commands.add_parser(
         "check", parents=[common], help="report invalid mentions and references that prepare would reject"
@@ -125,10 +153,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _read(path: str) -> str:
+    """A message as ``check`` and the editor read it: UTF-8, undecodable bytes as U+FFFD."""
     if path == "-":
-        return sys.stdin.read()
-    with open(path, encoding="utf-8") as handle:
-        return handle.read()
+        return js_normalize(sys.stdin.buffer.read().decode("utf-8", errors="replace"))
+    return read_text(path)
 
 
 def _store(args: argparse.Namespace) -> SessionSource:
@@ -255,10 +283,36 @@ def _uri(args: argparse.Namespace) -> int:
     return 0
 
 
+def _missing_zstandard(args: argparse.Namespace, writes: str, remedy: str) -> int | None:
+    """Exit status 2 and a one-line error when ``zstandard`` cannot be imported, else ``None``.
+
+    Writing ``.jsonl.zstd`` logs needs that compiled binding, which may be
+    missing (it is imported lazily so plain logs work without it). Asking
+    before anything is written spares the user a traceback and a root with
+    an empty log in it.
+    """
+    try:
+        zstandard_module()
+    except LogError:
+        message = (
+            f'{writes} .jsonl.zstd logs, which needs the Python package "zstandard" (not installed): {remedy}'
+        )
+        return _fail(args, MISSING_PACKAGE, message, EXIT_USAGE)
+    return None
+
+
 def _sample_store(args: argparse.Namespace) -> int:
     from .sample import write_sample_store
 
-    summary = write_sample_store(args.dir)
+    if args.compression == "zstd":
+        missing = _missing_zstandard(
+            args,
+            "sample-store writes",
+            "install it (pip install zstandard) or pass --compression none to write plain .jsonl logs",
+        )
+        if missing is not None:
+            return missing
+    summary = write_sample_store(args.dir, args.compression)
     if args.json:
         _emit(summary)
     else:
@@ -278,6 +332,16 @@ async def _check(args: argparse.Namespace) -> int:
 def _demo(args: argparse.Namespace) -> int:
     from .lsp.demo import run_demo
 
+    if args.sessions is None:  # the built-in sample store is written as .jsonl.zstd
+        missing = _missing_zstandard(
+            args,
+            "demo writes its built-in sample store as",
+            "install it (pip install zstandard), or write a plain sample root with "
+            "`dsh-session-reference sample-store --compression none DIR` "
+            "and run `dsh-session-reference demo --sessions DIR`",
+        )
+        if missing is not None:
+            return missing
     return run_demo(args.sessions)
 
 
@@ -294,7 +358,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             # A JS id may hold a lone surrogate, which UTF-8 cannot carry: it is written as
             # its escape (valid inside JSON strings, readable elsewhere) instead of a traceback.
             stream.reconfigure(errors="backslashreplace")
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.json and args.command == "demo":
+        parser.error("demo has no JSON output; run it without --json")
     try:
         match args.command:
             case "candidates":
@@ -324,12 +391,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return EXIT_USAGE
 
 
-def _fail(args: argparse.Namespace, code: str, message: str) -> int:
+def _fail(args: argparse.Namespace, code: str, message: str, status: int = EXIT_ERROR) -> int:
+    """Report a failure on stderr (one JSON line under ``--json``) and return the exit status."""
     if getattr(args, "json", False):
         sys.stderr.write(json.dumps({"error": {"code": code, "message": message}}, ensure_ascii=False) + "\n")
     else:
         sys.stderr.write(_terminal_text(f"error: {code}: {message}") + "\n")
-    return EXIT_ERROR
+    return status
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -375,10 +375,12 @@ def sample_logs() -> list[SessionLog]:
 def write_sample_store(directory: str | os.PathLike[str], compression: Compression = "zstd") -> str:
     """Write the sample sessions root into ``directory`` (created if needed) and return its path.
 
-    Refuses to overwrite existing logs, so it never clobbers a real root.
+    Refuses a directory that already holds anything, so it never adds sessions to a real root.
     """
     root = os.path.abspath(os.fspath(directory))
     os.makedirs(root, exist_ok=True)
+    if os.listdir(root):
+        raise FileExistsError(f"refusing to write the sample into {root}: it is not empty")
     for log in sample_logs():
         write_session_log(root, log, compression)
     return root

@@ -23,7 +23,9 @@ import pytest
 from lsp_support import Spec, write_store
 from lsprotocol import types
 
+from dsh_session_reference.cli import EXIT_USAGE, MISSING_PACKAGE
 from dsh_session_reference.errors import READ_FAILED
+from dsh_session_reference.sample import SAMPLE_SESSION_IDS
 from dsh_session_reference.uri import format_session_reference_mention
 
 from .audit import audited_env, audited_server_command, run_audited
@@ -123,10 +125,44 @@ def test_cli_lists_the_plain_session_and_names_the_zstd_log(
     prompt.write_text(f"see {format_session_reference_mention(ZSTD_ID)}\n")
     failed = run_audited(["prepare", "--json", *common, str(prompt)], tmp_path / "cli.log", env=extra)
     assert failed.returncode == 1, failed.stdout
-    *warnings, last = failed.stderr.splitlines()  # skipped artifacts are logged before the error
-    assert warnings and all(line == skipped for line in warnings), warnings
+    *warnings, last = failed.stderr.splitlines()  # the skipped log is reported once, before the error
+    assert warnings == [skipped]
     error = json.loads(last)["error"]
     assert error["code"] == READ_FAILED and error["message"].endswith(unreadable(root))
+
+
+def test_sample_store_and_demo_name_the_package_and_the_way_on(tmp_path: Path, blocker: str) -> None:
+    """They write ``.jsonl.zstd`` by default: without the binding, one line saying what to do, not a traceback."""
+    extra = {"PYTHONPATH": blocker}
+    out = tmp_path / "sample"
+    refused = run_audited(["sample-store", str(out)], tmp_path / "cli.log", env=extra)
+    assert (refused.returncode, refused.stdout) == (EXIT_USAGE, "")
+    assert refused.stderr == (
+        f"error: {MISSING_PACKAGE}: sample-store writes .jsonl.zstd logs, which needs the Python package "
+        '"zstandard" (not installed): install it (pip install zstandard) or pass --compression none '
+        "to write plain .jsonl logs\n"
+    )
+    assert not out.exists()  # refused before anything was written
+    as_json = run_audited(["sample-store", "--json", str(out)], tmp_path / "cli.log", env=extra)
+    assert (as_json.returncode, as_json.stdout) == (EXIT_USAGE, "")
+    assert json.loads(as_json.stderr)["error"]["code"] == MISSING_PACKAGE
+
+    demo = run_audited(["demo"], tmp_path / "cli.log", env=extra)
+    assert (demo.returncode, demo.stdout) == (EXIT_USAGE, "")
+    [line] = demo.stderr.splitlines()
+    assert line.startswith(f"error: {MISSING_PACKAGE}: demo writes its built-in sample store as .jsonl.zstd")
+    assert "sample-store --compression none DIR" in line and "demo --sessions DIR" in line
+
+    # The way on that both name works on this Python.
+    written = run_audited(
+        ["sample-store", "--compression", "none", str(out)], tmp_path / "cli.log", env=extra
+    )
+    assert written.returncode == 0, written.stderr
+    assert len(list(out.glob("*/*/session.jsonl"))) == len(SAMPLE_SESSION_IDS)
+    assert not list(out.glob("*/*/session.jsonl.zstd"))
+    played = run_audited(["demo", "--sessions", str(out)], tmp_path / "cli.log", env=extra)
+    assert played.returncode == 0, played.stderr
+    assert "demo finished" in played.stdout
 
 
 async def test_server_completes_the_plain_session_and_reports_the_zstd_log(

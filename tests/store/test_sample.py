@@ -19,6 +19,7 @@ from dsh_session_reference.sample import (
     SUBAGENT_ID,
     write_sample_store,
 )
+from dsh_session_reference.store import writer
 
 from .logbuild import snapshot_tree
 
@@ -117,3 +118,23 @@ def test_sample_refuses_to_overwrite(sample_root: Path) -> None:
         write_sample_store(sample_root)
     assert snapshot_tree(sample_root) == before
     assert os.path.isdir(sample_root)
+
+
+def test_sample_refuses_a_directory_that_is_not_empty(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    before = snapshot_tree(tmp_path)
+    with pytest.raises(FileExistsError, match="not empty"):
+        write_sample_store(tmp_path)
+    assert snapshot_tree(tmp_path) == before
+
+
+def test_a_log_that_cannot_be_encoded_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def fail(*args: object, **kwargs: object) -> bytes:
+        raise ImportError("no zstandard here")  # as encoding a zstd log fails without the binding
+
+    monkeypatch.setattr(writer, "encode_log", fail)
+    with pytest.raises(ImportError):
+        writer.write_session_log(tmp_path, writer.SessionLog("s-bad", 1, "/w"))
+    assert list(tmp_path.iterdir()) == []  # no directory, no empty log that would block a retry

@@ -336,7 +336,8 @@ def write_session_log(
     for name in LOG_NAMES.values():
         if os.path.lexists(os.path.join(directory, name)):
             raise FileExistsError(f"refusing to overwrite the existing session log in {directory}")
+    data = encode_log(log, compression, pack_chunks=pack_chunks)  # before creating anything: it can fail
     os.makedirs(directory, mode=0o700, exist_ok=True)
     with open(path, "xb") as handle:
-        handle.write(encode_log(log, compression, pack_chunks=pack_chunks))
+        handle.write(data)
     return path
