@@ -44,6 +44,7 @@ from .completion import candidate_json, completion_items, find_trigger, item_dat
 from .diagnostics import to_diagnostics
 from .documents import Document, DocumentStore, read_text
 from .hover import documentation, hover_text, read_session_facts, session_summary
+from .idle_gc import IdleCollector
 from .positions import Encoding, LineIndex, encoding_of
 from .preview import PREVIEW_SCHEME, Preview, build_preview, document_of_preview, document_summary
 from .session_cache import CachedSessionSource
@@ -197,6 +198,7 @@ class DshProtocol(LanguageServerProtocol):
             raise
 
     def handle_message(self, message: Any) -> None:
+        self._server.idle_gc.touch()
         if isinstance(message, _InvalidMessage):
             reason = message.error.__cause__ or message.error
             LOG.warning("invalid params for %s (id %r): %s", message.method, message.id, reason)
@@ -243,6 +245,7 @@ class DshLanguageServer(LanguageServer):
         self._previews: dict[str, str] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._warnings: list[str] = []
+        self.idle_gc = IdleCollector()
 
     # --- client capabilities -------------------------------------------------------------------
 
@@ -564,6 +567,7 @@ def _uri_argument(args: Sequence[Any], command: str) -> str:
 
 
 def _initialize(ls: DshLanguageServer, params: types.InitializeParams) -> None:
+    ls.idle_gc.start(asyncio.get_running_loop())
     ls.encoding = encoding_of(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
     ls.apply(params.initialization_options)
 
@@ -777,6 +781,7 @@ async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
 
 
 def _shutdown(ls: DshLanguageServer, params: None) -> None:
+    ls.idle_gc.stop()
     ls.stop_everything()
 
 
