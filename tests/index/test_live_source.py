@@ -7,7 +7,9 @@ import asyncio
 import gc
 import json
 import os
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from dsh_session_reference.lsp import session_cache
 from dsh_session_reference.lsp.completion import BODY_MARK, candidate_json, completion_items
 from dsh_session_reference.lsp.session_cache import CachedSessionSource
 from dsh_session_reference.lsp.settings import Settings, apply_settings
+from dsh_session_reference.model import SessionRecord
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.store import JsonlSessionStore
 from dsh_session_reference.store.index import IndexedSessionStore
@@ -238,3 +241,36 @@ def test_the_cli_uses_the_index_and_searches_bodies_on_request(
     assert "matched in messages" in capsys.readouterr().out
     assert main(["candidates", "--sessions", str(root), "--json", "--no-index"]) == 0
     assert [row["sessionId"] for row in json.loads(capsys.readouterr().out)] == ["good", "bad", "plain"]
+
+
+def test_requests_queued_behind_a_cold_listing_share_it(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    store(root)
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+    listings: list[int] = []
+    real_listing = source.index.list_sessions
+    gate = threading.Event()
+
+    def slow_listing(stop: threading.Event | None = None) -> list[SessionRecord]:
+        listings.append(1)
+        gate.wait(5)  # the first listing is still running when the others ask
+        return real_listing(stop)
+
+    source.index.list_sessions = slow_listing  # type: ignore[method-assign]
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            first = pool.submit(source.list_sessions)
+            while not listings:
+                time.sleep(0.01)
+            # Three requests arrive while that walk runs: it began before they asked, so they
+            # wait for it, and then one fresh walk answers all three.
+            later = [pool.submit(source.list_sessions) for _ in range(3)]
+            time.sleep(0.3)
+            gate.set()
+            answers = [[record.id for record in future.result()] for future in [first, *later]]
+        assert answers == [["good", "bad", "plain"]] * 4
+        assert len(listings) == 2
+        source.list_sessions()
+        assert len(listings) == 3  # a later request of a small root still walks again
+    finally:
+        source.close()

@@ -73,7 +73,9 @@ REFRESH_AFTER: Final = 1.0
 SYNC_VERIFY_BYTES: Final = 8 << 20
 """Bytes of changed logs whose titles a request reads itself; more are verified in the background."""
 HINT_BUDGET: Final = 0.5
-"""Seconds a request may spend scanning logs for title hints; the rest are scanned behind it."""
+"""Seconds the first request may spend scanning logs for title hints; the rest are scanned behind it."""
+LATER_HINT_BUDGET: Final = 0.05
+"""The same for later requests: the background is scanning by then, and typing must stay responsive."""
 VERIFY_BATCH_BYTES: Final = 8 << 20
 MAX_SURFACES: Final = 16
 MAX_SURFACE_LOG_BYTES: Final = 8 << 20
@@ -81,7 +83,7 @@ MAX_SURFACE_LOG_BYTES: Final = 8 << 20
 
 @dataclass(frozen=True)
 class _Snapshot:
-    """One listing: its records, the fingerprint of every log the walk saw, and when it was taken."""
+    """One listing: its records, the fingerprint of every log the walk saw, and when its walk began."""
 
     records: list[SessionRecord]
     walked: dict[str, Fingerprint]
@@ -128,6 +130,7 @@ class CachedSessionSource:
         self._snapshot: _Snapshot | None = None
         self._observed: dict[str, tuple[Fingerprint, TitleObservation]] = {}
         self._titles_version = 0
+        self._hinted = False
         """Bumped on every change to ``_observed``; a kept candidate table is valid for one version."""
         self._table: tuple[list[SessionRecord], int, CandidateTable] | None = None
         self._hints: dict[str, tuple[Fingerprint, str | None]] = {}
@@ -290,12 +293,17 @@ class CachedSessionSource:
         """A new listing. ``quick`` (background refreshes of a big root) first compares a bare walk
         of the root with the one the last listing was taken after, and keeps that listing when
         nothing changed. Records of unchanged logs stay the same objects, so answers cached for
-        them stay valid across refreshes."""
+        them stay valid across refreshes. Callers that queued behind a listing that began after
+        they asked take that one (a cold root is listed once, not once per waiting request)."""
+        asked = time.monotonic()
         with self._refreshing:
             previous = self._snapshot
+            if previous is not None and previous.taken >= asked:
+                return previous
+            began = time.monotonic()
             state = root_state(self.root) if quick else None
             if previous is not None and state is not None and state == previous.state:
-                snapshot = dataclasses.replace(previous, taken=time.monotonic())
+                snapshot = dataclasses.replace(previous, taken=began)
                 self._snapshot = snapshot
                 return snapshot
             records = self.index.list_sessions(stop)
@@ -305,7 +313,7 @@ class CachedSessionSource:
             snapshot = _Snapshot(
                 records,
                 walked,
-                time.monotonic(),
+                began,
                 {record.location: record for record in records if record.location is not None},
                 {record.id: record for record in records},
                 state,
@@ -357,7 +365,8 @@ class CachedSessionSource:
         exact: list[int] = []
         later: dict[str, tuple[SessionRecord, Fingerprint]] = {}
         root_real = os.path.realpath(self.root)
-        deadline = time.monotonic() + HINT_BUDGET
+        deadline = time.monotonic() + (LATER_HINT_BUDGET if self._hinted else HINT_BUDGET)
+        self._hinted = True
         for index in unknown:
             record = records[index]
             location = record.location

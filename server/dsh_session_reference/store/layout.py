@@ -11,6 +11,7 @@ read out of it.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Final, Literal
@@ -23,6 +24,7 @@ LOG_NAMES: Final[dict[Compression, str]] = {"zstd": "session.jsonl.zstd", "none"
 NO_CWD_DIR: Final = "_no-cwd"
 
 _SAFE = re.compile(r"[A-Za-z0-9._-]")
+_SAFE_RUN = re.compile(r"[A-Za-z0-9._-]+")
 _ESCAPE = re.compile(r"~([0-9A-F]{4})")
 
 
@@ -47,6 +49,8 @@ def encode_segment(raw: str) -> str:
         return "~002E"
     if raw == "..":
         return "~002E~002E"
+    if _SAFE_RUN.fullmatch(raw):
+        return raw  # the common id (a UUID): every character stands for itself
     if raw.isascii():
         return "".join(_escape_unit(ord(char)) for char in raw)
     return "".join(_escape_unit(unit) for unit in _code_units(raw))
@@ -80,7 +84,15 @@ def decode_segment(segment: str) -> str | None:
 
 
 def project_key(cwd: str) -> str:
-    """Upstream's ``projectKey``: a readable, lossy, length-bounded directory name for a cwd."""
+    """Upstream's ``projectKey``: a readable, lossy, length-bounded directory name for a cwd.
+
+    A listing checks every header's cwd against its project directory, and a
+    root has few distinct cwds, so ordinary-length ones are remembered.
+    """
+    return _project_key_cached(cwd) if len(cwd) <= 1024 else _project_key(cwd)
+
+
+def _project_key(cwd: str) -> str:
     if cwd == "":
         raise ValueError("cannot encode an empty project path")
     readable: list[str] = []
@@ -96,6 +108,9 @@ def project_key(cwd: str) -> str:
             separator_run = False
     slug = "".join(readable).lstrip("-") or "root"
     return f"--{slug[:251]}--"
+
+
+_project_key_cached = functools.lru_cache(maxsize=4096)(_project_key)
 
 
 def project_dir_name(cwd: str | None) -> str:
