@@ -52,6 +52,8 @@ def test_object_key_order_follows_js() -> None:
     assert list(value) == ["2", "10", "b", "a", "4294967295", "01"]
     assert value["b"] == 5
     assert list(js_parse('{"z":1,"\\u0031":2}')) == ["1", "z"]
+    # Unicode digits are not array indices in JS (Node: ["2","b","²","٣"]); Python's isdigit says they are.
+    assert list(js_parse('{"b":1,"²":2,"٣":3,"2":4}')) == ["2", "b", "²", "٣"]
 
 
 @pytest.mark.parametrize("text", ["NaN", "Infinity", "-Infinity", "\ufeff{}", "{'a':1}", "", "[1,]", "01"])

