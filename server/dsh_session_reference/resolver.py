@@ -314,6 +314,12 @@ async def _run(work: Callable[[threading.Event], T], signal: AbortSignal | None)
     return await _race(asyncio.to_thread(work, stop), signal, stop)
 
 
+def _retrieve(task: asyncio.Future[Any]) -> None:
+    """Mark a finished task's outcome as seen, so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
+
+
 async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.Event) -> T:
     """``settleWithCancellation``: whichever of the work and the abort comes first.
 
@@ -322,6 +328,8 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.
     next check instead of reading on.
     """
     task = asyncio.ensure_future(work)
+    # Abandoned work may still end in an error (a read cut short): nobody waits for it then.
+    task.add_done_callback(_retrieve)
     if signal is None:
         try:
             return await task
