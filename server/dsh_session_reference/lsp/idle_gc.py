@@ -36,7 +36,7 @@ class IdleCollector:
         self._clock = clock
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
-        self._saved: tuple[int, ...] | None = None
+        self._saved: tuple[int, int, int] | None = None
         self.last_message = clock()
         self.last_collection = self.last_message
         self.collections = 0
@@ -47,7 +47,7 @@ class IdleCollector:
             return
         self._loop = loop
         self._saved = gc.get_threshold()
-        young, middle = self._saved[0], self._saved[1] if len(self._saved) > 1 else 10
+        young, middle, _ = self._saved
         gc.set_threshold(young, middle, DEFERRED_THRESHOLD)
         self._schedule()
 
