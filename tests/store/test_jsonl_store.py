@@ -12,7 +12,9 @@ import pytest
 
 from dsh_session_reference.model import StoreError, StoreStopped
 from dsh_session_reference.store import JsonlSessionStore
+from dsh_session_reference.store.index import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
+from dsh_session_reference.store.logfile import LogError, open_artifact
 
 from .logbuild import T0, as_zstd, header, lines, one_turn, put, snapshot_tree, title
 
@@ -316,3 +318,68 @@ def test_a_version_1_header_is_listed_but_unreadable(tmp_path: Path) -> None:
         'failed to inspect session "v1": session "v1" uses log format v1, but this harness reads only v0: '
         f"the log was written by a newer harness — upgrade the harness to open it (raw log: {path})"
     )
+
+
+@pytest.mark.parametrize("indexed", [False, True])
+def test_a_root_named_with_a_trailing_slash_or_relatively_lists_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, indexed: bool
+) -> None:
+    """The walk opens each log under the resolved root without resolving it again; that
+    must hold however the root was spelled."""
+    root = tmp_path / "sessions"
+    put(root, "a", plain("a"), "none")
+    put(root, "z", as_zstd(plain("z", cwd="/other")), "zstd", cwd="/other")
+
+    def listing(spelled: str) -> list[tuple[str, int]]:
+        store = (
+            IndexedSessionStore(spelled, index_dir=tmp_path / f"index-{len(spelled)}")
+            if indexed
+            else JsonlSessionStore(spelled)
+        )
+        records = store.list_sessions()
+        return [(r.id, store.read_surface(r.id).captured_through_seq) for r in records]
+
+    expected = listing(str(root))
+    assert sorted(expected) == [("a", 5), ("z", 5)]
+    assert listing(str(root) + "/") == expected
+    assert listing(str(root) + "//") == expected
+    monkeypatch.chdir(tmp_path)
+    assert listing("sessions") == expected
+    assert listing("./sessions/") == expected
+
+
+def test_a_log_that_became_a_link_after_the_walk_saw_it_is_resolved_and_checked(tmp_path: Path) -> None:
+    """``open_artifact``'s ``resolved`` shortcut never follows a link: a log swapped for one
+    between the walk's ``lstat`` and the open takes the checked path."""
+    root = tmp_path / "sessions"
+    put(root, "inside", plain("inside"), "none")
+    inside = Path(put(root, "moved", plain("moved"), "none"))
+    (tmp_path / "outside.jsonl").write_bytes(plain("escape"))
+    escape = root / "--w--" / "escape" / "session.jsonl"
+    escape.parent.mkdir()
+    os.symlink(tmp_path / "outside.jsonl", escape)
+    swapped = root / "--w--" / "swapped" / "session.jsonl"
+    swapped.parent.mkdir()
+    os.symlink(inside, swapped)
+    root_real = os.path.realpath(root)
+    with pytest.raises(LogError, match="resolves outside the sessions root"):
+        open_artifact(str(escape), root_real, resolved=str(escape))
+    with open_artifact(str(swapped), root_real, resolved=str(swapped)) as handle:
+        assert handle.read() == plain("moved")
+    # A ``resolved`` outside the root is not trusted either.
+    with pytest.raises(LogError, match="resolves outside the sessions root"):
+        open_artifact(str(escape), root_real, resolved=str(tmp_path / "outside.jsonl"))
+
+
+def test_zstd_decoding_recovers_after_a_corrupt_frame_in_the_same_thread(tmp_path: Path) -> None:
+    """Each thread reuses one decompression context; a frame that fails must not spoil it."""
+    root = tmp_path / "sessions"
+    good = as_zstd(plain("good"))
+    corrupt = bytearray(good)
+    corrupt[-6] ^= 0xFF  # inside the last frame's payload or checksum
+    put(root, "good", good, "zstd")
+    put(root, "bad", bytes(corrupt), "zstd")
+    store = JsonlSessionStore(root)
+    for _ in range(3):
+        assert "corrupt" in _error(lambda: store.read_surface("bad")).message.lower()
+        assert store.read_surface("good").captured_through_seq == 5

@@ -57,7 +57,7 @@ from ..conversation import ConversationKeeper, ConversationSnapshot
 from ..jsjson import js_normalize
 from ..model import SessionRecord, TitleObservation
 from ..projection import project_conversation
-from .jsonl_store import JsonlSessionStore, _Artifact, _Scan
+from .jsonl_store import JsonlSessionStore, _Artifact, _compression_of, _Scan
 from .jsvalue import js_parse
 from .layout import LOG_NAMES, Compression, is_within
 from .logfile import LogChanged, LogError, check_stop, open_artifact, read_log, zstandard_module
@@ -707,18 +707,19 @@ class IndexedSessionStore(JsonlSessionStore):
         started = time.time_ns()
         probe = _Scan()
         probe.trail = []  # type: ignore[attr-defined]
-        super()._inspect(probe, root_real, directory, segment, stop)
+        # The lstat above already told upstream's existence checks' answer: exactly this regular
+        # file. So the outcome depends on this log alone, and only its fingerprint is checked after.
+        self._inspect_log(probe, root_real, segment, path, _compression_of(path), True, stop)
         outcome = {
             "a": [[a.path, a.compression, a.header] for a in probe.artifacts],
             "b": probe.trail,  # type: ignore[attr-defined]
         }
         self._replay_listing(scan, outcome)
         try:
-            after = [p for p in paths if _lstat(p) is not None]
-            unchanged = after == [path] and fingerprint_of(os.lstat(path)) == fp
+            after = _lstat(path)
         except OSError:
-            unchanged = False
-        if not unchanged:
+            after = None
+        if after is None or fingerprint_of(after) != fp:
             return
         text = json.dumps(outcome, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
         parsed = _parse_listing(text)  # the stored form, so a hit replays exactly what was stored

@@ -40,6 +40,7 @@ from ..model import SessionRecord, StoreError, SurfaceSnapshot, TitleObservation
 from .jsvalue import UNDEFINED, js_string, strict_equal
 from .layout import LOG_NAMES, Compression, decode_segment, encode_segment, log_path, resolve_root
 from .logfile import (
+    HEADER_BUFFER,
     LogChanged,
     LogError,
     check_stop,
@@ -76,15 +77,24 @@ def _compression_of(path: str) -> Compression:
     return "zstd" if path.endswith(".zstd") else "none"
 
 
-def _exists(path: str) -> bool:
-    """Upstream's ``exists``: absent (a dangling symlink too) is false; any other failure shows on open."""
+def _exists(path: str) -> tuple[bool, bool]:
+    """Upstream's ``exists`` (absent, a dangling symlink too, is false; any other failure shows
+    on open), and whether the path is a regular file itself rather than a link to one."""
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False, False
+    except OSError:
+        return True, False
+    if not stat.S_ISLNK(info.st_mode):
+        return True, stat.S_ISREG(info.st_mode)
     try:
         os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
-        return False
+        return False, False
     except OSError:
-        return True
-    return True
+        return True, False
+    return True, False
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -332,7 +342,7 @@ class JsonlSessionStore:
         """Upstream's per-directory listing step, with its root-wide failures turned into blocks."""
         zstd_path = os.path.join(directory, LOG_NAMES["zstd"])
         plain_path = os.path.join(directory, LOG_NAMES["none"])
-        has_zstd, has_plain = _exists(zstd_path), _exists(plain_path)
+        (has_zstd, zstd_file), (has_plain, plain_file) = _exists(zstd_path), _exists(plain_path)
         if has_zstd and has_plain:
             try:
                 os.stat(zstd_path)
@@ -345,10 +355,29 @@ class JsonlSessionStore:
         if not has_zstd and not has_plain:
             return
         compression: Compression = "zstd" if has_zstd else "none"
-        path = zstd_path if has_zstd else plain_path
+        path, is_file = (zstd_path, zstd_file) if has_zstd else (plain_path, plain_file)
+        self._inspect_log(scan, root_real, segment, path, compression, is_file, stop)
+
+    def _inspect_log(
+        self,
+        scan: _Scan,
+        root_real: str,
+        segment: str,
+        path: str,
+        compression: Compression,
+        is_file: bool,
+        stop: threading.Event | None,
+    ) -> None:
+        """The listing step for a directory known to hold exactly this one log.
+
+        ``is_file``: the log was just seen to be a regular file, not a link, so it
+        can be opened where the walk found it without resolving the path first.
+        """
+        resolved = self._walked_real(path, root_real) if is_file else None
         try:
-            with open_artifact(path, root_real) as handle:
-                first = read_first_zstd_line(handle, stop) if has_zstd else read_first_line(handle, stop)
+            with open_artifact(path, root_real, resolved=resolved, buffering=HEADER_BUFFER) as handle:
+                zstd = compression == "zstd"
+                first = read_first_zstd_line(handle, stop) if zstd else read_first_line(handle, stop)
             meta = None if first is None else parse_header_meta(first)
         except LogError as error:
             self._block(scan, segment, path, error.message)
@@ -364,6 +393,17 @@ class JsonlSessionStore:
             return
         scan.encodings.add(compression)
         scan.artifacts.append(_Artifact(path, compression, meta))
+
+    def _walked_real(self, path: str, root_real: str) -> str | None:
+        """``realpath(path)`` for a log file that is not a link, found by the walk.
+
+        The walk reaches each log only through directories it checked without
+        following links, so the log resolves to the same place under the
+        resolved root.
+        """
+        if not path.startswith(self.root):
+            return None
+        return os.path.join(root_real, path[len(self.root) :].lstrip(os.sep))
 
     def _identity_problem(self, path: str, meta: Mapping[str, Any], compression: Compression) -> str | None:
         """Upstream's ``assertStoredIdentity`` (listing form): the header must name this very file."""
