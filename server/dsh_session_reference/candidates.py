@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -86,6 +86,26 @@ class CandidateTable:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def relabelled(self, labels: Mapping[int, str]) -> CandidateTable:
+        """The same listing with the rows at ``labels``' indices labelled anew.
+
+        Ranked orders depend only on cwds, so they carry over; the lowered
+        haystacks are copied with only the changed rows lowered again. The last
+        query's matches do not carry over: a new label can add or drop a match.
+        """
+        rows = list(self.rows)
+        for index, label in labels.items():
+            rows[index] = Row(rows[index].record, label)
+        table = CandidateTable(rows)
+        with self._lock:
+            table._orders = OrderedDict(self._orders)
+        if self._haystacks is not None:
+            haystacks = list(self._haystacks)
+            for index in labels:
+                haystacks[index] = _haystack(rows[index])
+            table._haystacks = haystacks
+        return table
+
     def select(self, needle: str, target_id: str | None, target_cwd: str | None, cap: int) -> list[Row]:
         """The first ``cap`` rows matching ``needle`` (lowered, normalized) in rank order,
         without the row whose id is ``target_id`` (already normalized)."""
@@ -123,23 +143,10 @@ class CandidateTable:
         return found
 
     def _lowered(self) -> list[str]:
-        """Each row's lowered id, label and cwd, joined; built on first use (an empty query needs none).
-
-        Fields are lowered one by one, as upstream lowers them: context rules such as
-        the final sigma must not see a neighbouring field.
-        """
+        """Each row's :func:`_haystack`, built on first use (an empty query needs none)."""
         haystacks = self._haystacks
         if haystacks is None:
-            haystacks = [
-                SEPARATOR.join(
-                    (
-                        js_lower(row.record.id),
-                        js_lower(row.label),
-                        "" if row.record.cwd is None else js_lower(row.record.cwd),
-                    )
-                )
-                for row in self.rows
-            ]
+            haystacks = [_haystack(row) for row in self.rows]
             self._haystacks = haystacks
         return haystacks
 
@@ -160,3 +167,15 @@ class CandidateTable:
             while len(self._orders) > MAX_ORDERS:
                 self._orders.popitem(last=False)
         return order, position
+
+
+def _haystack(row: Row) -> str:
+    """A row's lowered id, label and cwd, joined by :data:`SEPARATOR`.
+
+    Fields are lowered one by one, as upstream lowers them: context rules such as
+    the final sigma must not see a neighbouring field.
+    """
+    cwd = row.record.cwd
+    return SEPARATOR.join(
+        (js_lower(row.record.id), js_lower(row.label), "" if cwd is None else js_lower(cwd))
+    )

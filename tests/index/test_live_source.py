@@ -274,3 +274,85 @@ def test_requests_queued_behind_a_cold_listing_share_it(tmp_path: Path) -> None:
         assert len(listings) == 3  # a later request of a small root still walks again
     finally:
         source.close()
+
+
+def test_a_big_root_lists_once_for_requests_that_arrive_during_its_cold_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A root served from memory may be up to REFRESH_AFTER stale anyway, so a request that
+    arrives while the first walk runs takes that walk (the editor's first completion and its
+    diagnostics both ask at startup: walking a 10,000-session root twice cost a second)."""
+    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    root = tmp_path / "sessions"
+    store(root)
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    listings: list[int] = []
+    real_listing = source.index.list_sessions
+    gate = threading.Event()
+
+    def slow_listing(stop: threading.Event | None = None) -> list[SessionRecord]:
+        listings.append(1)
+        gate.wait(5)
+        return real_listing(stop)
+
+    source.index.list_sessions = slow_listing  # type: ignore[method-assign]
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            first = pool.submit(source.list_sessions)
+            while not listings:
+                time.sleep(0.01)
+            later = [pool.submit(source.list_sessions) for _ in range(3)]
+            time.sleep(0.3)
+            gate.set()
+            answers = [[record.id for record in future.result()] for future in [first, *later]]
+        assert answers == [["good", "bad", "plain"]] * 4
+        assert len(listings) == 1
+    finally:
+        source.close()
+
+
+def test_background_work_waits_while_a_request_is_answered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(session_cache, "REFRESH_AFTER", 0.0)
+    root = tmp_path / "sessions"
+    store(root)
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    try:
+        source.list_sessions()
+        put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
+        with source._serving():  # a request in progress (a completion reading titles, say)
+            assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]  # asks a refresh
+            time.sleep(0.5)
+            assert "new" not in {r.id for r in source._snapshot.records}  # type: ignore[union-attr]
+        wait_for(lambda: next(r.id for r in source.list_sessions()) == "new")
+    finally:
+        source.close()
+
+
+async def test_titles_verified_under_a_kept_table_relabel_only_their_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    exact = SessionReferenceResolver(JsonlSessionStore(root))
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    cached = SessionReferenceResolver(source)
+    agent = AgentRef(None)
+    try:
+        first = source.candidate_table()
+        assert [row.label for row in first.rows] == ["Good", "Looks fine", "plain"]  # hints
+        wait_for(
+            lambda: source.candidate_table() is not first and source._queue == {} and not source._in_flight
+        )
+        table = source.candidate_table()
+        assert source._table is not None and source._table.positions is not None  # relabelled, not rebuilt
+        assert [row.label for row in table.rows] == ["Good", "bad", "plain"]  # the damaged log: its id
+        for query in ("", "o", "looks", "bad"):
+            assert await cached.list_candidates(agent, query) == await exact.list_candidates(agent, query)
+    finally:
+        source.close()

@@ -89,3 +89,33 @@ def test_a_query_never_matches_across_two_fields() -> None:
         False,
         False,
     ]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    rows=tables(),
+    new_labels=st.lists(st.tuples(st.integers(0, 11), text), max_size=4),
+    before=st.lists(text, max_size=3),
+    queries=st.lists(text, min_size=1, max_size=4),
+    target_cwd=cwds,
+)
+def test_a_relabelled_table_answers_as_a_fresh_one(
+    rows: list[Row],
+    new_labels: list[tuple[int, str]],
+    before: list[str],
+    queries: list[str],
+    target_cwd: str | None,
+) -> None:
+    """Titles verified behind a kept table relabel some rows; what the old table memoised (its
+    last matches, orders, haystacks) must not leak into the answers of the new one."""
+    table = CandidateTable(rows)
+    for query in before:
+        table.select(js_lower(js_normalize(query)), None, target_cwd, 5)
+    labels = {index: label for index, label in new_labels if index < len(rows)}
+    relabelled = table.relabelled(labels)
+    expected = [Row(row.record, labels.get(index, row.label)) for index, row in enumerate(rows)]
+    assert list(relabelled.rows) == expected
+    assert list(table.rows) == rows  # the kept table is not changed under a request using it
+    for query in queries:
+        needle = js_lower(js_normalize(query))
+        assert relabelled.select(needle, None, target_cwd, 5) == spec(expected, needle, None, target_cwd, 5)

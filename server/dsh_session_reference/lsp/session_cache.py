@@ -40,8 +40,9 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -79,6 +80,17 @@ LATER_HINT_BUDGET: Final = 0.05
 VERIFY_BATCH_BYTES: Final = 8 << 20
 MAX_SURFACES: Final = 16
 MAX_SURFACE_LOG_BYTES: Final = 8 << 20
+
+
+@dataclass
+class _KeptTable:
+    """The candidate table built for one listing at one titles version."""
+
+    records: list[SessionRecord]
+    version: int
+    table: CandidateTable
+    positions: dict[str, int] | None = None
+    """Each listed log's row, built the first time titles change under the table."""
 
 
 @dataclass(frozen=True)
@@ -128,11 +140,16 @@ class CachedSessionSource:
         self._lock = threading.RLock()
         self._refreshing = threading.Lock()
         self._snapshot: _Snapshot | None = None
-        self._observed: dict[str, tuple[Fingerprint, TitleObservation]] = {}
+        self._observed: dict[str, tuple[Fingerprint, TitleObservation, int]] = {}
+        """Each log's title as last observed, with the ``_titles_version`` that observation made."""
         self._titles_version = 0
+        """Bumped on every change to ``_observed``, so a kept candidate table knows what changed."""
         self._hinted = False
-        """Bumped on every change to ``_observed``; a kept candidate table is valid for one version."""
-        self._table: tuple[list[SessionRecord], int, CandidateTable] | None = None
+        self._table: _KeptTable | None = None
+        self._foreground = 0
+        self._quiet = threading.Event()
+        """Set while no request is being answered: background work waits for it."""
+        self._quiet.set()
         self._hints: dict[str, tuple[Fingerprint, str | None]] = {}
         self._surfaces: OrderedDict[
             tuple[object, ...], tuple[str, Fingerprint, SurfaceSnapshot | ConversationSnapshot]
@@ -154,34 +171,92 @@ class CachedSessionSource:
     # --- SessionSource ---------------------------------------------------------------------------
 
     def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
-        return list(self._listing(stop))
+        with self._serving():
+            return list(self._listing(stop))
 
     def candidate_table(self, stop: threading.Event | None = None) -> CandidateTable:
-        """Every listed session with its label, kept while neither the listing nor any title changed,
-        so that a keystroke in an ``@`` popup costs work proportional to its matches."""
-        version = self._titles_version  # read first: a change while building makes the table stale
-        records = self._listing(stop)
-        kept = self._table
-        if kept is not None and kept[1] == version and _same_list(kept[0], records):
-            return kept[2]
+        """Every listed session with its label, kept across requests so that a keystroke in an
+        ``@`` popup costs work proportional to its matches. When titles change (the background
+        verifying or scanning them), only the changed rows are labelled again."""
+        with self._serving():
+            version = self._titles_version  # read first: a change while building makes the table stale
+            records = self._listing(stop)
+            kept = self._table
+            if kept is not None and _same_list(kept.records, records):
+                if kept.version == version:
+                    return kept.table
+                table = self._relabelled(kept, stop)
+                if table is not None:
+                    self._table = _KeptTable(records, version, table, kept.positions)
+                    return table
+            observations = self.read_titles(records, stop)
+            table = CandidateTable(
+                [
+                    Row(record, label_for(record, seen))
+                    for record, seen in zip(records, observations, strict=True)
+                ]
+            )
+            self._table = _KeptTable(records, version, table)
+            return table
+
+    def _relabelled(self, kept: _KeptTable, stop: threading.Event | None) -> CandidateTable | None:
+        """``kept.table`` with the rows whose title changed since it was built labelled again,
+        or ``None`` when so much changed that building afresh is as cheap."""
+        with self._lock:
+            changed = [location for location, entry in self._observed.items() if entry[2] > kept.version]
+        if len(changed) > len(kept.records) // 2:
+            return None
+        positions = kept.positions
+        if positions is None:
+            positions = kept.positions = {
+                record.location: index for index, record in enumerate(kept.records) if record.location
+            }
+        indices = sorted({positions[location] for location in changed if location in positions})
+        records = [kept.records[index] for index in indices]
         observations = self.read_titles(records, stop)
-        table = CandidateTable(
-            [Row(record, label_for(record, seen)) for record, seen in zip(records, observations, strict=True)]
+        return kept.table.relabelled(
+            {
+                index: label_for(record, seen)
+                for index, record, seen in zip(indices, records, observations, strict=True)
+            }
         )
-        self._table = (records, version, table)
-        return table
+
+    @contextmanager
+    def _serving(self) -> Iterator[None]:
+        """Marks a request in progress: background work pauses until none is."""
+        with self._lock:
+            self._foreground += 1
+            self._quiet.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._foreground -= 1
+                if self._foreground == 0:
+                    self._quiet.set()
 
     def _listing(self, stop: threading.Event | None) -> list[SessionRecord]:
         """The current listing's records (shared: callers must not mutate it)."""
         snapshot = self._snapshot
-        if snapshot is None or not self.background or len(snapshot.records) <= SYNC_MAX_SESSIONS:
+        if snapshot is None or not self._served(snapshot):
             return self._refresh(stop).records
         if time.monotonic() - snapshot.taken >= REFRESH_AFTER:
             self._ask(refresh=True)
         return snapshot.records
 
+    def _served(self, snapshot: _Snapshot) -> bool:
+        """Whether requests are answered from ``snapshot`` (revalidated behind them) rather than
+        from a walk of their own: a big root with the background on."""
+        return self.background and len(snapshot.records) > SYNC_MAX_SESSIONS
+
     def read_titles(
         self, records: Sequence[SessionRecord], stop: threading.Event | None = None
+    ) -> list[TitleObservation]:
+        with self._serving():
+            return self._titles(records, stop)
+
+    def _titles(
+        self, records: Sequence[SessionRecord], stop: threading.Event | None
     ) -> list[TitleObservation]:
         snapshot = self._snapshot
         walked = snapshot.walked if snapshot is not None else {}
@@ -284,6 +359,7 @@ class CachedSessionSource:
                 return
             self._closed = True
         self._wake.set()
+        self._quiet.set()
         self._workers.close()
         self.index.close()
 
@@ -293,12 +369,16 @@ class CachedSessionSource:
         """A new listing. ``quick`` (background refreshes of a big root) first compares a bare walk
         of the root with the one the last listing was taken after, and keeps that listing when
         nothing changed. Records of unchanged logs stay the same objects, so answers cached for
-        them stay valid across refreshes. Callers that queued behind a listing that began after
-        they asked take that one (a cold root is listed once, not once per waiting request)."""
+        them stay valid across refreshes. Callers that queued behind a listing take it if it began
+        after they asked or, for a root served from memory, less than ``REFRESH_AFTER`` before
+        (so a cold root is listed once, not once per waiting request)."""
         asked = time.monotonic()
         with self._refreshing:
             previous = self._snapshot
-            if previous is not None and previous.taken >= asked:
+            if previous is not None and (
+                previous.taken >= asked
+                or (not quick and self._served(previous) and asked - previous.taken < REFRESH_AFTER)
+            ):
                 return previous
             began = time.monotonic()
             state = root_state(self.root) if quick else None
@@ -364,6 +444,7 @@ class CachedSessionSource:
         # the listed ones for the next request.
         exact: list[int] = []
         later: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        verify: dict[str, tuple[SessionRecord, Fingerprint]] = {}
         root_real = os.path.realpath(self.root)
         deadline = time.monotonic() + (LATER_HINT_BUDGET if self._hinted else HINT_BUDGET)
         self._hinted = True
@@ -382,11 +463,12 @@ class CachedSessionSource:
                 hint = TitleObservation(record.id)  # labelled by its id until its hint is scanned
                 later[location] = (record, fp)
             found[index] = hint
-            if location not in self._queue and location not in self._in_flight:
-                self._enqueue(record, fp)
-        if later:
-            with self._lock:
-                self._hint_queue.update(later)
+            verify[location] = (record, fp)
+        with self._lock:
+            self._hint_queue.update(later)
+            for location, entry in verify.items():
+                if location not in self._in_flight:
+                    self._queue.setdefault(location, entry)
         if exact:
             for index, observation in zip(
                 exact, self.index.read_titles([records[i] for i in exact], stop), strict=True
@@ -404,12 +486,6 @@ class CachedSessionSource:
         hint = scan_last_title(location, root_real, compression, stop)
         self._hints[location] = (fp, hint)
         return hint
-
-    def _enqueue(self, record: SessionRecord, fp: Fingerprint) -> None:
-        assert record.location is not None
-        with self._lock:
-            if record.location not in self._in_flight:
-                self._queue[record.location] = (record, fp)
 
     # --- the background worker -------------------------------------------------------------------
 
@@ -431,8 +507,11 @@ class CachedSessionSource:
     def _work(self) -> bool:
         """One round of background work: walk the root when asked, keep the worker process fed.
 
-        ``False`` once the source is closed.
+        ``False`` once the source is closed. A round starts only while no request is being
+        answered: on a cold root, a revalidation walk or hint scans would otherwise take the
+        interpreter from the very request that asked for them.
         """
+        self._quiet.wait()
         with self._lock:
             if self._closed:
                 return False
@@ -452,6 +531,7 @@ class CachedSessionSource:
         """Hints a request had no time for (the scan is mostly decompression, outside the GIL)."""
         root_real = os.path.realpath(self.root)
         while True:
+            self._quiet.wait()
             with self._lock:
                 if self._closed or not self._hint_queue:
                     return
@@ -472,8 +552,11 @@ class CachedSessionSource:
     def _observe(self, location: str, fp: Fingerprint, observation: TitleObservation) -> None:
         """The one way a title enters the in-memory map (kept tables then know they are stale)."""
         with self._lock:
-            self._observed[location] = (fp, observation)
+            entry = self._observed.get(location)
+            if entry is not None and entry[0] == fp and entry[1] == observation:
+                return  # a verified title that confirms its hint changes no label
             self._titles_version += 1
+            self._observed[location] = (fp, observation, self._titles_version)
 
     def _worker_process(self) -> WorkerProcess | None:
         with self._lock:
