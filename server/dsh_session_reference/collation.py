@@ -52,9 +52,9 @@ def _collator() -> Any:
     return collator
 
 
-@functools.lru_cache(maxsize=1 << 17)
+@functools.lru_cache(maxsize=1 << 12)
 def _icu_key(text: str) -> bytes:
-    """Memoised: listing a big root sorts the same ids again and again."""
+    """Memoised: a listing sorts the same tied ids again at every walk."""
     # PyICU passes lone surrogates through as UTF-16 code units, exactly as V8
     # hands a JS string to ICU, so no repair is needed (or wanted) here.
     key: bytes = _collator().getSortKey(text)

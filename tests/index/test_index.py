@@ -480,3 +480,34 @@ def test_indexes_of_roots_that_are_gone_are_tidied_away(tmp_path: Path) -> None:
     left = sorted(path.name for path in (tmp_path / "cache").iterdir())
     assert len([name for name in left if name.endswith(".sqlite3")]) == 1
     assert tidy_index_dir(str(tmp_path / "cache")) == 0
+
+
+def test_headers_json_spells_awkwardly_survive_the_kept_index_rows(tmp_path: Path) -> None:
+    """Index rows keep headers compactly (flat ones as key/value tuples, nested ones as dicts);
+    a hit, in this process or the next, must give back exactly the header the log holds."""
+    root = tmp_path / "sessions"
+
+    def raw(session_id: str, escaped_id: str, fields: str) -> bytes:
+        line = f'{{"type":"session","version":{fields},"id":"{escaped_id}","createdAt":1700000000000,"cwd":"/w","delegationDepth":0}}'
+        return line.encode() + b"\n" + lines(*one_turn(0))
+
+    put(root, "flat", raw("flat", "flat", '-0.0,"seedLength":1180591620717411303424'))
+    put(root, "nested", raw("nested", "nested", '0,"parentSession":{"k":[1,{"x":null}]}'))
+    put(root, "odd\ud800", raw("odd\ud800", "odd\\ud800", "0"))
+    # JSON.parse reads 1e400 as Infinity, which JSON cannot write back: listed, not indexed.
+    put(root, "inf", raw("inf", "inf", "1e400"))
+    age(root)
+    ids = ["flat", "nested", "odd\ud800", "inf"]
+    first = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    expected = same(root, first, ids)
+    assert isinstance(expected, tuple)
+    headers = {row[0]: row[3] for row in expected[0]}
+    assert set(headers) == set(ids)
+    assert '"version":-0.0' in headers["flat"] and "1.1805916207174113e+21" in headers["flat"]  # a JS number
+    assert '"parentSession":{"k":[1,{"x":null}]}' in headers["nested"]
+    assert same(root, first, ids) == expected  # hits in this process
+    records = first.list_sessions()
+    for record in records:
+        record.header["mutated"] = True  # a caller's copy: the kept rows must not see it
+    assert same(root, first, ids) == expected
+    assert same(root, IndexedSessionStore(root, index_dir=tmp_path / "cache"), ids) == expected

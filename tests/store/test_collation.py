@@ -6,8 +6,12 @@ import functools
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh_session_reference import collation
+from dsh_session_reference.model import SessionRecord
+from dsh_session_reference.store.jsonl_store import _newest_first
 
 # `xs.sort((a, b) => a.localeCompare(b))` in Node 24 with LC_ALL=C.UTF-8.
 NODE_ORDER = [
@@ -72,3 +76,19 @@ def test_fallback_approximates_icu_and_warns_once(
 def test_sort_is_a_consistent_comparator() -> None:
     compare = functools.cmp_to_key(collation.locale_compare)
     assert sorted(reversed(NODE_ORDER), key=compare) == NODE_ORDER
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 3), st.sampled_from([*NODE_ORDER, "a", "A", "ａ"])),
+        max_size=12,
+    )
+)
+def test_the_listing_sorts_ties_by_collation_only_and_stays_stable(entries: list[tuple[int, str]]) -> None:
+    """ICU keys are computed for ``createdAt`` ties only; the order must be the plain rule's."""
+    records = [
+        SessionRecord(session_id, created, None, {"n": n}) for n, (created, session_id) in enumerate(entries)
+    ]
+    expected = sorted(records, key=lambda r: (-r.created_at, collation.locale_compare_key(r.id)))
+    assert _newest_first(list(records)) == expected

@@ -82,9 +82,9 @@ MAX_SURFACES: Final = 16
 MAX_SURFACE_LOG_BYTES: Final = 8 << 20
 
 
-@dataclass
+@dataclass(frozen=True)
 class _KeptTable:
-    """The candidate table built for one listing at one titles version."""
+    """The candidate table for one listing, labelled as of one titles version."""
 
     records: list[SessionRecord]
     version: int
@@ -102,8 +102,8 @@ class _Snapshot:
     taken: float
     by_location: dict[str, SessionRecord] = field(default_factory=dict)
     by_id: dict[str, SessionRecord] = field(default_factory=dict)
-    state: tuple[tuple[str, object], ...] | None = None
-    """What a bare walk of the root saw just before this listing (background refreshes only)."""
+    state: int | None = None
+    """:func:`root_state` just before this listing (background refreshes only)."""
 
 
 _LIVE: weakref.WeakSet[CachedSessionSource] = weakref.WeakSet()
@@ -177,49 +177,61 @@ class CachedSessionSource:
     def candidate_table(self, stop: threading.Event | None = None) -> CandidateTable:
         """Every listed session with its label, kept across requests so that a keystroke in an
         ``@`` popup costs work proportional to its matches. When titles change (the background
-        verifying or scanning them), only the changed rows are labelled again."""
+        verifying or scanning them), only the rows whose label changed are labelled again."""
         with self._serving():
             version = self._titles_version  # read first: a change while building makes the table stale
             records = self._listing(stop)
             kept = self._table
-            if kept is not None and _same_list(kept.records, records):
-                if kept.version == version:
-                    return kept.table
-                table = self._relabelled(kept, stop)
-                if table is not None:
-                    self._table = _KeptTable(records, version, table, kept.positions)
-                    return table
-            observations = self.read_titles(records, stop)
-            table = CandidateTable(
-                [
+            if kept is None or not _same_list(kept.records, records):
+                observations = self.read_titles(records, stop)
+                rows = [
                     Row(record, label_for(record, seen))
                     for record, seen in zip(records, observations, strict=True)
                 ]
-            )
-            self._table = _KeptTable(records, version, table)
-            return table
+                kept = _KeptTable(records, version, CandidateTable(rows))
+                # Building observed titles itself (the index's, on a first build): those bumps
+                # change no label of this table, and checking now spares the next keystroke.
+            if kept.version != self._titles_version:
+                kept = self._relabelled(kept, stop)
+            self._table = kept
+            return kept.table
 
-    def _relabelled(self, kept: _KeptTable, stop: threading.Event | None) -> CandidateTable | None:
-        """``kept.table`` with the rows whose title changed since it was built labelled again,
-        or ``None`` when so much changed that building afresh is as cheap."""
+    def _relabelled(self, kept: _KeptTable, stop: threading.Event | None) -> _KeptTable:
+        """``kept`` brought up to the current titles: only rows whose label changed are replaced
+        (the same table, memos and all, when none did)."""
         with self._lock:
-            changed = [location for location, entry in self._observed.items() if entry[2] > kept.version]
-        if len(changed) > len(kept.records) // 2:
-            return None
+            version = self._titles_version
+            changed = [
+                (location, entry) for location, entry in self._observed.items() if entry[2] > kept.version
+            ]
         positions = kept.positions
         if positions is None:
-            positions = kept.positions = {
+            positions = {
                 record.location: index for index, record in enumerate(kept.records) if record.location
             }
-        indices = sorted({positions[location] for location in changed if location in positions})
-        records = [kept.records[index] for index in indices]
-        observations = self.read_titles(records, stop)
-        return kept.table.relabelled(
-            {
-                index: label_for(record, seen)
-                for index, record, seen in zip(indices, records, observations, strict=True)
-            }
-        )
+        snapshot = self._snapshot
+        walked = snapshot.walked if snapshot is not None else {}
+        rows = kept.table.rows
+        labels: dict[int, str] = {}
+        unsure: list[int] = []
+        for location, (fp, observation, _) in changed:
+            index = positions.get(location)
+            if index is None:
+                continue  # not in this listing
+            if walked.get(location) != fp:
+                unsure.append(index)  # observed at another fingerprint: read_titles decides
+                continue
+            label = label_for(kept.records[index], observation)
+            if label != rows[index].label:
+                labels[index] = label
+        if unsure:
+            records = [kept.records[index] for index in unsure]
+            for index, record, seen in zip(unsure, records, self.read_titles(records, stop), strict=True):
+                label = label_for(record, seen)
+                if label != rows[index].label:
+                    labels[index] = label
+        table = kept.table.relabelled(labels) if labels else kept.table
+        return _KeptTable(kept.records, version, table, positions)
 
     @contextmanager
     def _serving(self) -> Iterator[None]:
@@ -381,7 +393,11 @@ class CachedSessionSource:
             ):
                 return previous
             began = time.monotonic()
-            state = root_state(self.root) if quick else None
+            # The state a later quick refresh compares with. Taken for any listing that may be
+            # served from memory (the first one included: without it, the first background check
+            # would list a big root all over again); small roots are listed by every request.
+            served = previous is None or self._served(previous)
+            state = root_state(self.root) if quick or (self.background and served) else None
             if previous is not None and state is not None and state == previous.state:
                 snapshot = dataclasses.replace(previous, taken=began)
                 self._snapshot = snapshot
@@ -686,28 +702,29 @@ def _same_record(record: SessionRecord, previous: _Snapshot, walked: dict[str, F
 _NAMES: Final = tuple(os.sep + name for name in LOG_NAMES.values())
 
 
-def root_state(root: str) -> tuple[tuple[str, object], ...]:
-    """Everything a listing of ``root`` depends on that a bare walk can see: each project's
-    entries, and for every session directory the status of both log names (a symlinked log
-    by its target too). Equal states mean the listing would be the same; mostly ``lstat``
-    calls, which release the GIL, so a background check barely delays requests."""
-    parts: list[tuple[str, object]] = []
+def root_state(root: str) -> int:
+    """A digest of everything a listing of ``root`` depends on that a bare walk can see: each
+    project's entries, and for every session directory the status of both log names (a
+    symlinked log by its target too). Equal digests mean the listing would be the same (up to
+    a 64-bit hash collision); a digest rather than the statuses themselves, since a 50,000-log
+    root would keep ~20 MB of them. Mostly ``lstat`` calls, which release the GIL."""
+    state = 0
     lstat, stat_of = os.lstat, os.stat
     try:
         projects = list(os.scandir(root))
     except OSError as error:
-        return (("", error.errno),)
+        return hash(("", error.errno))
     for project in projects:
         if not project.is_dir(follow_symlinks=False):
             continue
         try:
             entries = list(os.scandir(project.path))
         except OSError as error:
-            parts.append((project.path, error.errno))
+            state = hash((state, project.path, error.errno))
             continue
         for entry in entries:
             if not entry.is_dir(follow_symlinks=False):
-                parts.append((entry.path, _status(entry.path, lstat, stat_of)))
+                state = hash((state, entry.path, _status(entry.path, lstat, stat_of)))
                 continue
             for name in _NAMES:
                 path = entry.path + name
@@ -716,13 +733,13 @@ def root_state(root: str) -> tuple[tuple[str, object], ...]:
                 except (FileNotFoundError, NotADirectoryError):
                     continue
                 except OSError as error:
-                    parts.append((path, error.errno))
+                    state = hash((state, path, error.errno))
                     continue
                 if stat.S_ISREG(info.st_mode):
-                    parts.append((path, fingerprint_of(info)))
+                    state = hash((state, path, *fingerprint_of(info)))
                 else:
-                    parts.append((path, _status(path, lstat, stat_of)))
-    return tuple(parts)
+                    state = hash((state, path, _status(path, lstat, stat_of)))
+    return state
 
 
 def _status(path: str, lstat: Any, stat_of: Any) -> object:

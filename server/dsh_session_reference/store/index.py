@@ -44,6 +44,7 @@ import os
 import re
 import sqlite3
 import stat
+import sys
 import threading
 import time
 import zlib
@@ -99,21 +100,54 @@ def default_index_dir(environ: Mapping[str, str] | None = None) -> str:
 
 
 def header_text(header: Mapping[str, Any]) -> str:
-    """A header as exact JSON (key order, ``-0.0``, big integers and lone surrogates survive the trip)."""
-    return json.dumps(header, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    """A header as exact JSON (key order, ``-0.0``, big integers and lone surrogates survive the trip).
+
+    A ``version`` of ``1e400`` parses as Infinity, which JSON cannot spell; it is written
+    ``Infinity`` here (a comparison key, never a document) rather than failing the caller.
+    """
+    return json.dumps(header, ensure_ascii=True, separators=(",", ":"))
 
 
 class _Untrusted(Exception):
     """The index file is not one this code wrote for this root, or it is damaged."""
 
 
-@dataclass
+_Header = tuple[Any, ...] | dict[str, Any]
+"""A listed header as kept in memory: flat ones as ``(key, value, key, value, ...)`` with the keys
+(and cwd) interned, since a big root keeps one per log; one with nested values as its dict."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """A listing entry, parsed: the artifacts it lists (a ``None`` path is the row's own) and
+    the blocks it reports as ``[segment, path, reason]``."""
+
+    artifacts: tuple[tuple[str | None, Compression, _Header], ...]
+    blocks: tuple[tuple[str, str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Title:
+    """A title entry, parsed: for session ``id`` with header ``key`` (:data:`_LISTED` for the
+    listing entry's), the title or the error."""
+
+    id: str
+    key: str
+    title: str | None
+    error: str | None
+
+
+_UNPARSED: Final[Any] = object()
+
+
+@dataclass(slots=True)
 class _Row:
     """What the index knows about one log path at one fingerprint.
 
     The listing entry and the title entry were each produced by a read that
     started at ``*_ns``; each is trusted only if the log had not been modified
-    for :data:`RACY_NS` by then.
+    for :data:`RACY_NS` by then. The entries are kept as the JSON text stored
+    in the file and parsed on first use.
     """
 
     fp: Fingerprint
@@ -121,36 +155,38 @@ class _Row:
     listing_ns: int = 0
     title: str | None = None
     title_ns: int = 0
-    cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    parsed_listing: _Listing | None = field(default=_UNPARSED, compare=False, repr=False)
+    parsed_title: _Title | None = field(default=_UNPARSED, compare=False, repr=False)
 
     def fresh(self, fp: Fingerprint, recorded_ns: int) -> bool:
         return self.fp == fp and fp[3] + RACY_NS <= recorded_ns
 
-    def listing_outcome(self, fp: Fingerprint) -> dict[str, Any] | None:
+    def listing_outcome(self, fp: Fingerprint, path: str) -> _Listing | None:
+        """The listing entry, if fresh at ``fp``; ``path`` is this row's (its key in the index)."""
         if self.listing is None or not self.fresh(fp, self.listing_ns):
             return None
-        if "listing" not in self.cache:
-            self.cache["listing"] = _parse_listing(self.listing)
-        outcome: dict[str, Any] | None = self.cache["listing"]
-        return outcome
+        if self.parsed_listing is _UNPARSED:
+            self.parsed_listing = _parse_listing(self.listing, path)
+        return self.parsed_listing
 
-    def listed_key(self, fp: Fingerprint) -> str | None:
+    def listed_once(self, fp: Fingerprint, path: str) -> bool:
+        """Whether this row's listing entry holds exactly one header."""
+        outcome = self.listing_outcome(fp, path)
+        return outcome is not None and len(outcome.artifacts) == 1
+
+    def listed_key(self, fp: Fingerprint, path: str) -> str | None:
         """:func:`header_text` of the one header this row's listing found, if any."""
-        outcome = self.listing_outcome(fp)
-        if outcome is None or len(outcome["a"]) != 1:
+        outcome = self.listing_outcome(fp, path)
+        if outcome is None or len(outcome.artifacts) != 1:
             return None
-        if "key" not in self.cache:
-            self.cache["key"] = header_text(outcome["a"][0][2])
-        key: str = self.cache["key"]
-        return key
+        return header_text(_header_dict(outcome.artifacts[0][2]))
 
-    def title_value(self, fp: Fingerprint) -> dict[str, Any] | None:
+    def title_value(self, fp: Fingerprint) -> _Title | None:
         if self.title is None or not self.fresh(fp, self.title_ns):
             return None
-        if "title" not in self.cache:
-            self.cache["title"] = _parse_title(self.title)
-        value: dict[str, Any] | None = self.cache["title"]
-        return value
+        if self.parsed_title is _UNPARSED:
+            self.parsed_title = _parse_title(self.title)
+        return self.parsed_title
 
 
 def _fp_text(fp: Fingerprint) -> str:
@@ -697,12 +733,14 @@ class IndexedSessionStore(JsonlSessionStore):
             return
         path, info = single
         fp = fingerprint_of(info)
+        row = self._get(path)
+        if row is not None and row.fp == fp:
+            fp = row.fp  # one tuple for the row and the walk: a big root keeps both
         if walk is not None:
             walk[0][path] = fp
-        row = self._get(path)
-        cached = None if row is None else row.listing_outcome(fp)
+        cached = None if row is None else row.listing_outcome(fp, path)
         if cached is not None:
-            self._replay_listing(scan, cached)
+            self._replay_listing(scan, path, cached)
             return
         started = time.time_ns()
         probe = _Scan()
@@ -710,37 +748,43 @@ class IndexedSessionStore(JsonlSessionStore):
         # The lstat above already told upstream's existence checks' answer: exactly this regular
         # file. So the outcome depends on this log alone, and only its fingerprint is checked after.
         self._inspect_log(probe, root_real, segment, path, _compression_of(path), True, stop)
-        outcome = {
-            "a": [[a.path, a.compression, a.header] for a in probe.artifacts],
-            "b": probe.trail,  # type: ignore[attr-defined]
-        }
-        self._replay_listing(scan, outcome)
+        scan.artifacts.extend(probe.artifacts)
+        scan.encodings.update(probe.encodings)
+        for segment, block_path, reason in probe.trail:  # type: ignore[attr-defined]
+            self._block(scan, segment, block_path, reason)
         try:
             after = _lstat(path)
         except OSError:
             after = None
         if after is None or fingerprint_of(after) != fp:
             return
-        text = json.dumps(outcome, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-        parsed = _parse_listing(text)  # the stored form, so a hit replays exactly what was stored
-        if parsed is None:
-            return
+        outcome = {
+            "a": [[a.path, a.compression, a.header] for a in probe.artifacts],
+            "b": probe.trail,  # type: ignore[attr-defined]
+        }
+        try:
+            text = json.dumps(outcome, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        except ValueError:
+            return  # a header number JSON cannot spell (Infinity): listed, just not indexed
         with self._lock:
             current = self._get(path)
             kept = current if current is not None and current.fp == fp else _Row(fp)
-            row = _Row(fp, text, started, kept.title, kept.title_ns)
-            row.cache["listing"] = parsed
-            self._set(path, row)
+            self._set(
+                path, _Row(fp, text, started, kept.title, kept.title_ns, parsed_title=kept.parsed_title)
+            )
 
-    def _replay_listing(self, scan: _Scan, outcome: Mapping[str, Any]) -> None:
-        for artifact_path, compression, header in outcome["a"]:
+    def _replay_listing(self, scan: _Scan, path: str, outcome: _Listing) -> None:
+        for artifact_path, compression, header in outcome.artifacts:
             # ``record()`` copies the header dict; only nested values would be shared.
-            flat = all(type(value) not in (dict, list) for value in header.values())
             scan.artifacts.append(
-                _Artifact(artifact_path, compression, header if flat else _deep_copy(header))
+                _Artifact(
+                    path if artifact_path is None else artifact_path,
+                    compression,
+                    _header_dict(header) if isinstance(header, tuple) else _deep_copy(header),
+                )
             )
             scan.encodings.add(compression)
-        for segment, block_path, reason in outcome["b"]:
+        for segment, block_path, reason in outcome.blocks:
             self._block(scan, segment, block_path, reason)
 
     # --- titles ----------------------------------------------------------------------------------
@@ -779,21 +823,22 @@ class IndexedSessionStore(JsonlSessionStore):
         """
         path = record.location
         row = None if path is None else self._get(path)
-        if row is None:
+        if path is None or row is None:
             return None
         value = row.title_value(fp)
-        if value is None or value["i"] != record.id:
+        if value is None or value.id != record.id:
             return None
-        stored = value["h"]
-        if stored == _LISTED:
-            listed = row.listed_key(fp)
-            if listed is None or (key is not None and key != listed):
+        if value.key == _LISTED:
+            if key is None:
+                if not row.listed_once(fp, path):
+                    return None
+            elif key != row.listed_key(fp, path):
                 return None
-        elif stored != (row.listed_key(fp) if key is None else key):
+        elif value.key != (row.listed_key(fp, path) if key is None else key):
             return None
-        if value["e"] is not None:
-            return TitleObservation(record.id, error=value["e"])
-        return TitleObservation(record.id, title=value["t"])
+        if value.error is not None:
+            return TitleObservation(record.id, error=value.error)
+        return TitleObservation(record.id, title=value.title)
 
     def remember_title(
         self, record: SessionRecord, fp: Fingerprint, key: str, observation: TitleObservation, started_ns: int
@@ -804,16 +849,22 @@ class IndexedSessionStore(JsonlSessionStore):
             return
         with self._lock:
             current = self._get(path)
-            listed = current.listed_key(fp) if current is not None and current.fp == fp else None
+            listed = current.listed_key(fp, path) if current is not None and current.fp == fp else None
             # A title read for the very header this row's listing holds (the usual case) says so,
             # so a lookup for a listed record needs no header serialised.
             stored = _LISTED if listed is not None and listed == key else key
             value = {"i": record.id, "h": stored, "t": observation.title, "e": observation.error}
             text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
             kept = current if current is not None and current.fp == fp else _Row(fp)
-            row = _Row(fp, kept.listing, kept.listing_ns, text, started_ns)
-            row.cache.update((name, kept.cache[name]) for name in ("listing", "key") if name in kept.cache)
-            row.cache["title"] = value
+            row = _Row(
+                fp,
+                kept.listing,
+                kept.listing_ns,
+                text,
+                started_ns,
+                parsed_listing=kept.parsed_listing,
+                parsed_title=_Title(record.id, stored, observation.title, observation.error),
+            )
             self._set(path, row)
 
     # --- message text ----------------------------------------------------------------------------
@@ -967,7 +1018,9 @@ def _deep_copy(header: dict[str, Any]) -> dict[str, Any]:
     return copied
 
 
-def _parse_listing(text: str | None) -> dict[str, Any] | None:
+def _parse_listing(text: str | None, path: str) -> _Listing | None:
+    """A stored listing entry of the log at ``path``, checked and made compact; ``None`` if it is
+    not one this code wrote."""
     if text is None:
         return None
     try:
@@ -980,6 +1033,7 @@ def _parse_listing(text: str | None) -> dict[str, Any] | None:
         or not isinstance(value.get("b"), list)
     ):
         return None
+    artifacts: list[tuple[str | None, Compression, _Header]] = []
     for artifact in value["a"]:
         if not (
             isinstance(artifact, list)
@@ -991,13 +1045,39 @@ def _parse_listing(text: str | None) -> dict[str, Any] | None:
             and type(artifact[2].get("createdAt")) is int
         ):
             return None
+        listed, compression, header = artifact
+        artifacts.append(
+            (None if listed == path else listed, _COMPRESSIONS[compression], _compact_header(header))
+        )
+    blocks: list[tuple[str, str, str]] = []
     for block in value["b"]:
         if not (isinstance(block, list) and len(block) == 3 and all(isinstance(part, str) for part in block)):
             return None
-    return value
+        blocks.append((block[0], block[1], block[2]))
+    return _Listing(tuple(artifacts), tuple(blocks))
 
 
-def _parse_title(text: str) -> dict[str, Any] | None:
+_COMPRESSIONS: Final[dict[str, Compression]] = {"zstd": "zstd", "none": "none"}
+
+
+def _compact_header(header: dict[str, Any]) -> _Header:
+    if any(type(value) in (dict, list) for value in header.values()):
+        return header
+    items: list[Any] = []
+    for key, value in header.items():
+        items.append(sys.intern(key))
+        items.append(sys.intern(value) if key == "cwd" and type(value) is str else value)
+    return tuple(items)
+
+
+def _header_dict(header: _Header) -> dict[str, Any]:
+    """A fresh dict of a kept header (a nested one is returned as kept: callers copy it)."""
+    if isinstance(header, dict):
+        return header
+    return dict(zip(header[::2], header[1::2], strict=True))
+
+
+def _parse_title(text: str) -> _Title | None:
     try:
         value = json.loads(text)
     except ValueError:
@@ -1010,7 +1090,7 @@ def _parse_title(text: str) -> dict[str, Any] | None:
         or not (value.get("e") is None or isinstance(value.get("e"), str))
     ):
         return None
-    return value
+    return _Title(value["i"], value["h"], value.get("t"), value.get("e"))
 
 
 # --- reading logs without replaying them ---------------------------------------------------------
