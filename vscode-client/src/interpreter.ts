@@ -246,14 +246,13 @@ export function probeProblems(choice: InterpreterChoice, probe: ProbeResult): Pr
     return [{ key: 'interpreter', severity: 'fatal', message: tooOldMessage(choice, probe) }];
   }
   if (probe.serverError !== null) {
-    const needsZstd = probe.zstandardError !== null && probe.serverError.includes('zstandard');
+    // The server imports zstandard only when it meets a compressed log, so a failed import is
+    // never zstandard's doing: the message is the import error itself.
     return [
       {
         key: 'server-import',
         severity: 'fatal',
-        message: needsZstd
-          ? `The DSH Session Reference server needs zstandard, which this extension does not carry for ${where}. Run: ${installZstd}`
-          : `The DSH Session Reference server could not load with ${python} (${choice.origin}): ${probe.serverError}`,
+        message: `The DSH Session Reference server could not load with ${python} (${choice.origin}): ${probe.serverError}`,
       },
     ];
   }
@@ -262,7 +261,7 @@ export function probeProblems(choice: InterpreterChoice, probe: ProbeResult): Pr
     problems.push({
       key: 'zstandard',
       severity: 'warning',
-      message: `zstandard is not available for ${where}, so compressed (.zst) session logs cannot be read. To read them, run: ${installZstd}`,
+      message: `zstandard is not available for ${where}, so compressed (.jsonl.zstd) session logs cannot be read. To read them, run: ${installZstd}`,
     });
   }
   if (probe.icuError !== null) {
