@@ -92,7 +92,10 @@ def test_a_big_store_is_served_from_memory_and_revalidated(
     try:
         assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]
         put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
-        assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]  # stale, refreshing
+        with source._serving():  # a request in progress: background work waits for it to end
+            assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]  # stale, refreshing
+            time.sleep(0.5)
+            assert "new" not in {r.id for r in source._snapshot.records}  # type: ignore[union-attr]
         wait_for(lambda: next(r.id for r in source.list_sessions()) == "new")
     finally:
         source.close()
@@ -130,17 +133,24 @@ async def test_the_kept_candidate_table_follows_new_titles(tmp_path: Path) -> No
         source.close()
 
 
-async def test_a_big_store_ranks_hints_then_verified_titles_as_upstream_would(
+def big_cold_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+) -> tuple[CachedSessionSource, SessionReferenceResolver, SessionReferenceResolver]:
+    """The store above, served as a big root would be, with every unknown title a hint first:
+    the source, a resolver over it, and upstream's resolver over the same root."""
     monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
     monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)
     root = tmp_path / "sessions"
     store(root)
     age(root)
-    exact = SessionReferenceResolver(JsonlSessionStore(root))
     source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
-    cached = SessionReferenceResolver(source)
+    return source, SessionReferenceResolver(source), SessionReferenceResolver(JsonlSessionStore(root))
+
+
+async def test_a_big_store_ranks_hints_then_verified_titles_as_upstream_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source, cached, exact = big_cold_store(tmp_path, monkeypatch)
     agent = AgentRef(None)
     try:
         hinted = await cached.list_candidates(agent, "looks")
@@ -243,10 +253,9 @@ def test_the_cli_uses_the_index_and_searches_bodies_on_request(
     assert [row["sessionId"] for row in json.loads(capsys.readouterr().out)] == ["good", "bad", "plain"]
 
 
-def test_requests_queued_behind_a_cold_listing_share_it(tmp_path: Path) -> None:
-    root = tmp_path / "sessions"
-    store(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+def walks_for_four_requests_during_a_first_walk(source: CachedSessionSource) -> list[int]:
+    """Starts a request whose walk is held open, sends three more meanwhile, then lets it go;
+    checks every answer and returns one entry per walk the index made."""
     listings: list[int] = []
     real_listing = source.index.list_sessions
     gate = threading.Event()
@@ -257,18 +266,26 @@ def test_requests_queued_behind_a_cold_listing_share_it(tmp_path: Path) -> None:
         return real_listing(stop)
 
     source.index.list_sessions = slow_listing  # type: ignore[method-assign]
+    with ThreadPoolExecutor(4) as pool:
+        first = pool.submit(source.list_sessions)
+        while not listings:
+            time.sleep(0.01)
+        later = [pool.submit(source.list_sessions) for _ in range(3)]
+        time.sleep(0.3)
+        gate.set()
+        answers = [[record.id for record in future.result()] for future in [first, *later]]
+    assert answers == [["good", "bad", "plain"]] * 4
+    return listings
+
+
+def test_requests_queued_behind_a_cold_listing_share_it(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    store(root)
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
     try:
-        with ThreadPoolExecutor(4) as pool:
-            first = pool.submit(source.list_sessions)
-            while not listings:
-                time.sleep(0.01)
-            # Three requests arrive while that walk runs: it began before they asked, so they
-            # wait for it, and then one fresh walk answers all three.
-            later = [pool.submit(source.list_sessions) for _ in range(3)]
-            time.sleep(0.3)
-            gate.set()
-            answers = [[record.id for record in future.result()] for future in [first, *later]]
-        assert answers == [["good", "bad", "plain"]] * 4
+        # The three later requests asked after that walk began, so (a small root being exact
+        # on every request) they wait for it, and then one fresh walk answers all three.
+        listings = walks_for_four_requests_during_a_first_walk(source)
         assert len(listings) == 2
         source.list_sessions()
         assert len(listings) == 3  # a later request of a small root still walks again
@@ -286,47 +303,8 @@ def test_a_big_root_lists_once_for_requests_that_arrive_during_its_cold_walk(
     root = tmp_path / "sessions"
     store(root)
     source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
-    listings: list[int] = []
-    real_listing = source.index.list_sessions
-    gate = threading.Event()
-
-    def slow_listing(stop: threading.Event | None = None) -> list[SessionRecord]:
-        listings.append(1)
-        gate.wait(5)
-        return real_listing(stop)
-
-    source.index.list_sessions = slow_listing  # type: ignore[method-assign]
     try:
-        with ThreadPoolExecutor(4) as pool:
-            first = pool.submit(source.list_sessions)
-            while not listings:
-                time.sleep(0.01)
-            later = [pool.submit(source.list_sessions) for _ in range(3)]
-            time.sleep(0.3)
-            gate.set()
-            answers = [[record.id for record in future.result()] for future in [first, *later]]
-        assert answers == [["good", "bad", "plain"]] * 4
-        assert len(listings) == 1
-    finally:
-        source.close()
-
-
-def test_background_work_waits_while_a_request_is_answered(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
-    monkeypatch.setattr(session_cache, "REFRESH_AFTER", 0.0)
-    root = tmp_path / "sessions"
-    store(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
-    try:
-        source.list_sessions()
-        put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
-        with source._serving():  # a request in progress (a completion reading titles, say)
-            assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]  # asks a refresh
-            time.sleep(0.5)
-            assert "new" not in {r.id for r in source._snapshot.records}  # type: ignore[union-attr]
-        wait_for(lambda: next(r.id for r in source.list_sessions()) == "new")
+        assert len(walks_for_four_requests_during_a_first_walk(source)) == 1
     finally:
         source.close()
 
@@ -334,14 +312,7 @@ def test_background_work_waits_while_a_request_is_answered(
 async def test_titles_verified_under_a_kept_table_relabel_only_their_rows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
-    monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)
-    root = tmp_path / "sessions"
-    store(root)
-    age(root)
-    exact = SessionReferenceResolver(JsonlSessionStore(root))
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
-    cached = SessionReferenceResolver(source)
+    source, cached, exact = big_cold_store(tmp_path, monkeypatch)
     agent = AgentRef(None)
     try:
         first = source.candidate_table()
