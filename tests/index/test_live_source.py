@@ -18,7 +18,7 @@ from lsprotocol import types
 from dsh_session_reference.body_search import BodyCandidate, BodySearchResolver
 from dsh_session_reference.lsp import session_cache
 from dsh_session_reference.lsp.completion import BODY_MARK, candidate_json, completion_items
-from dsh_session_reference.lsp.session_cache import CachedSessionSource
+from dsh_session_reference.lsp.session_cache import CachedSessionSource, root_state
 from dsh_session_reference.lsp.settings import Settings, apply_settings
 from dsh_session_reference.model import SessionRecord
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
@@ -327,3 +327,45 @@ async def test_titles_verified_under_a_kept_table_relabel_only_their_rows(
             assert await cached.list_candidates(agent, query) == await exact.list_candidates(agent, query)
     finally:
         source.close()
+
+
+def test_the_root_state_digest_moves_with_everything_a_listing_reads(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    store(root)
+    states = [root_state(str(root))]
+
+    def changed() -> bool:
+        states.append(root_state(str(root)))
+        return states[-1] != states[-2]
+
+    assert not changed()  # nothing happened
+    good = next(root.glob("*/good/session.jsonl"))
+    with good.open("ab") as handle:
+        handle.write(lines(title(7, "Good 2")))
+    assert changed()  # a log grew
+    put(root, "new", lines(header("new"), *one_turn(0)))
+    assert changed()  # a session appeared
+    (root / "--w--" / "stray.jsonl").write_bytes(b"")
+    assert changed()  # a flat file in a project
+    target = root / "store-area" / "linked.txt"
+    target.parent.mkdir()
+    target.write_bytes(lines(header("linked"), *one_turn(0)))
+    link = root / "--w--" / "linked" / "session.jsonl"
+    link.parent.mkdir()
+    os.symlink("../../store-area/linked.txt", link)
+    assert changed()  # a symlinked log
+    with target.open("ab") as handle:
+        handle.write(lines(title(6, "Linked")))
+    assert changed()  # only its target changed
+    os.remove(next(root.glob("*/plain/session.jsonl")))
+    assert changed()  # a log went away
+    assert not changed()
+
+
+def test_the_root_state_walk_pauses_every_few_hundred_entries(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    for index in range(600):
+        (root / "--w--" / f"s{index}").mkdir(parents=True)
+    pauses: list[int] = []
+    assert root_state(str(root), lambda: pauses.append(1)) == root_state(str(root))
+    assert len(pauses) == 600 // 256

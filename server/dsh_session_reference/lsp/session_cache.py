@@ -40,7 +40,7 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -385,6 +385,9 @@ class CachedSessionSource:
         after they asked or, for a root served from memory, less than ``REFRESH_AFTER`` before
         (so a cold root is listed once, not once per waiting request)."""
         asked = time.monotonic()
+        # The background's bare walk pauses while requests are answered, so it runs before the
+        # lock is taken: a request never waits for a walk that waits for that request.
+        state = root_state(self.root, self._quiet.wait) if quick else None
         with self._refreshing:
             previous = self._snapshot
             if previous is not None and (
@@ -392,13 +395,14 @@ class CachedSessionSource:
                 or (not quick and self._served(previous) and asked - previous.taken < REFRESH_AFTER)
             ):
                 return previous
-            began = time.monotonic()
-            # The state a later quick refresh compares with. Taken for any listing that may be
-            # served from memory (the first one included: without it, the first background check
-            # would list a big root all over again); small roots are listed by every request.
-            served = previous is None or self._served(previous)
-            state = root_state(self.root) if quick or (self.background and served) else None
-            if previous is not None and state is not None and state == previous.state:
+            began = asked if quick else time.monotonic()
+            if state is None and self.background and (previous is None or self._served(previous)):
+                # The state a later quick refresh compares with, for any listing that may be
+                # served from memory (the first one included: without it, the first background
+                # check would list a big root all over again). Small roots are listed by every
+                # request and need none.
+                state = root_state(self.root)
+            if previous is not None and quick and state == previous.state:
                 snapshot = dataclasses.replace(previous, taken=began)
                 self._snapshot = snapshot
                 return snapshot
@@ -702,13 +706,16 @@ def _same_record(record: SessionRecord, previous: _Snapshot, walked: dict[str, F
 _NAMES: Final = tuple(os.sep + name for name in LOG_NAMES.values())
 
 
-def root_state(root: str) -> int:
+def root_state(root: str, pause: Callable[[], object] | None = None) -> int:
     """A digest of everything a listing of ``root`` depends on that a bare walk can see: each
     project's entries, and for every session directory the status of both log names (a
     symlinked log by its target too). Equal digests mean the listing would be the same (up to
     a 64-bit hash collision); a digest rather than the statuses themselves, since a 50,000-log
-    root would keep ~20 MB of them. Mostly ``lstat`` calls, which release the GIL."""
+    root would keep ~20 MB of them. Mostly ``lstat`` calls, which release the GIL; ``pause``
+    is called every few hundred entries (the background passes one that waits while a request
+    is being answered: a 50,000-log walk takes a third of a second)."""
     state = 0
+    seen = 0
     lstat, stat_of = os.lstat, os.stat
     try:
         projects = list(os.scandir(root))
@@ -723,6 +730,9 @@ def root_state(root: str) -> int:
             state = hash((state, project.path, error.errno))
             continue
         for entry in entries:
+            seen += 1
+            if pause is not None and seen % 256 == 0:
+                pause()
             if not entry.is_dir(follow_symlinks=False):
                 state = hash((state, entry.path, _status(entry.path, lstat, stat_of)))
                 continue
