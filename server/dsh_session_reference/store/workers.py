@@ -72,6 +72,8 @@ class WorkerProcess:
             close_fds=True,
         )
         self._lock = threading.Lock()
+        """Guards ``_pending`` only: never held while writing to the child (see :meth:`submit`)."""
+        self._write_lock = threading.Lock()
         self._pending: dict[int, Future[Any]] = {}
         self._ids = itertools.count()
         self._reader = threading.Thread(target=self._read, name="dsh-index-worker-reader", daemon=True)
@@ -89,11 +91,17 @@ class WorkerProcess:
         with self._lock:
             request = next(self._ids)
             self._pending[request] = future
-            try:
+        # A write blocks while the child's stdin pipe is full, and the child stops reading while
+        # its reply pipe is full: the reader thread must be able to take replies (which needs
+        # ``_lock``) meanwhile, or all three wait for each other.
+        try:
+            with self._write_lock:
                 assert self._process.stdin is not None
                 _send(self._process.stdin, (request, task, args))
-            except OSError as error:
-                del self._pending[request]
+        except OSError as error:
+            with self._lock:
+                mine = self._pending.pop(request, None) is not None
+            if mine:  # else the reader has already failed it (the child exited)
                 future.set_exception(error)
         return future
 

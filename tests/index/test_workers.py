@@ -1,0 +1,35 @@
+"""The worker-process pipe: tasks and replies both larger than a pipe's buffer, many in flight."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from pathlib import Path
+
+from dsh_session_reference.store.workers import WorkerProcess
+from store.logbuild import header, lines, one_turn, put
+
+
+def test_many_big_tasks_and_big_replies_in_flight_do_not_wedge_the_pipe(tmp_path: Path) -> None:
+    """While the child writes a reply the parent is not yet reading, it stops reading its tasks;
+    the parent's reader must still take that reply while a submit is blocked writing the next
+    task (it used to wait for the lock that submit held: all three waited for each other)."""
+    root = tmp_path / "sessions"
+    text = "word " * 30_000  # 150 KB of message text: each reply is several pipe buffers
+    log = put(root, "big", lines(header("big"), *one_turn(0, text, "ok")))
+    padding = [str(tmp_path / "absent" / f"{index:06d}-{'x' * 80}") for index in range(2_000)]
+    worker = WorkerProcess()
+    # Submitted from a thread of its own, so a wedged pipe fails the test instead of hanging it.
+    submitter = concurrent.futures.ThreadPoolExecutor(1)
+    try:
+        submitted = submitter.submit(
+            lambda: [worker.submit("message_texts", str(root), [log, *padding]) for _ in range(12)]
+        )
+        for future in submitted.result(timeout=60):
+            [(path, fingerprint, found)] = future.result(timeout=60)
+            assert path == log and fingerprint is not None and text.strip() in found
+    except concurrent.futures.TimeoutError:
+        raise AssertionError("the worker pipe wedged") from None
+    finally:
+        worker._process.kill()  # a wedged child would never read the close
+        worker.close()
+        submitter.shutdown(wait=False)
