@@ -28,7 +28,6 @@ import os
 import random
 import shutil
 import time
-from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -219,31 +218,9 @@ class StreamingLog(SessionLog):
     def next_seq(self) -> int:
         return self.flushed + len(self.events)
 
-    def message_id(self) -> str:
-        return f"00000000-0000-4000-8000-{self.next_seq:012d}"
-
-    def append(
-        self,
-        kind: str,
-        data: Any,
-        *,
-        time: int | None = None,
-        surface_op: Any = None,
-        source_event_seqs: Sequence[int] | None = None,
-        ignorable: bool = False,
-    ) -> int:
-        seq = self.next_seq
-        self.clock += 37 if time is None else 0
-        event: dict[str, Any] = {"type": kind, "seq": seq, "time": self.clock if time is None else time}
-        event["data"] = data
-        if source_event_seqs is not None:
-            event["sourceEventSeqs"] = list(source_event_seqs)
-        if surface_op is not None:
-            event["surfaceOp"] = surface_op
-        if ignorable:
-            event["ignorable"] = True
-        self.events.append(event)
-        return seq
+    def next_time(self, seq: int) -> int:
+        self.clock += 37
+        return self.clock
 
     def commit(self) -> None:
         """One append batch: one line per event or packed row, one zstd frame."""
@@ -433,20 +410,7 @@ def _tool_step(log: StreamingLog, rng: random.Random, corpus: Corpus, surface: l
     log.start_step()
     _stream(log, "text-delta", intro, 0, rng)
     for position in range(0, len(arguments), 12):
-        log.append(
-            "assistant/chunk",
-            {
-                "turn": log.turn,
-                "step": log.step,
-                "chunk": {
-                    "type": "tool-call-delta",
-                    "index": 1,
-                    "id": call_id,
-                    "name": name,
-                    "argumentsDelta": arguments[position : position + 12],
-                },
-            },
-        )
+        log.tool_call_delta(call_id, name, arguments[position : position + 12])
     surface.append(
         log.assistant(
             [
@@ -467,32 +431,14 @@ def _tool_step(log: StreamingLog, rng: random.Random, corpus: Corpus, surface: l
 def _compact(log: StreamingLog, rng: random.Random, corpus: Corpus, surface: list[int]) -> None:
     """A compaction checkpoint replacing the whole current surface, as dsh's compact plugin writes it."""
     compaction = f"cmp_{log.next_seq:08x}"
-    log.append("compaction/start", {"compactionId": compaction, "turn": None})
     summary_text = corpus.slice(rng, rng.randint(800, 4000))
-    summary = log.append(
-        "compaction/summary",
-        {
-            "compactionId": compaction,
-            "summary": [{"type": "text", "text": summary_text}],
-            "shadowedRange": {"start": surface[0], "end": surface[-1]},
-            "shadowedSeqs": list(surface),
-            "shadowedTokenCount": 40 * len(surface),
-            "provider": "deepseek",
-            "model": "deepseek-chat",
-        },
+    checkpoint = log.compaction(
+        compaction,
+        summary_text,
+        surface,
+        preamble="This is an automatically generated checkpoint.\n\n<compacted-summary>",
+        tokens=40 * len(surface),
     )
-    checkpoint = log.user(
-        [
-            {"type": "text", "text": "This is an automatically generated checkpoint.\n\n<compacted-summary>"},
-            {"type": "text", "text": summary_text},
-            {"type": "text", "text": "</compacted-summary>"},
-        ],
-        source={"kind": "plugin", "plugin": "compact", "compactionId": compaction},
-        surface_op={"op": "replace", "start": surface[0], "end": surface[-1]},
-        source_event_seqs=[summary, *surface],
-    )
-    log.append("compaction/end", {"compactionId": compaction, "turn": None})
-    log.commit()
     surface[:] = [checkpoint]
 
 

@@ -89,20 +89,7 @@ def _tool_step(log: SessionLog, call_id: str, name: str, arguments: str, output:
     """One assistant step that calls a tool, and the tool's result."""
     log.start_step()
     _stream(log, "text-delta", intro, index=0, pieces=3)
-    log.append(
-        "assistant/chunk",
-        {
-            "turn": log.turn,
-            "step": log.step,
-            "chunk": {
-                "type": "tool-call-delta",
-                "index": 1,
-                "id": call_id,
-                "name": name,
-                "argumentsDelta": arguments,
-            },
-        },
-    )
+    log.tool_call_delta(call_id, name, arguments)
     log.assistant(
         [
             {"type": "text", "text": intro},
@@ -180,37 +167,12 @@ def _compacted_session() -> SessionLog:
         surface.append(_answer(log, f"Thinking about: {question}", answer))
         log.end_turn()
         log.commit()
-    compaction = "cmp_0198c2a5_0001"
-    log.append("compaction/start", {"compactionId": compaction, "turn": None})
     summary_text = (
         "The user is fixing a stale price flash on the checkout page. We found the price store hydrates "
         "after first paint, moved the price into server-rendered page props, and decided cached pages "
         "must revalidate every minute."
     )
-    summary = log.append(
-        "compaction/summary",
-        {
-            "compactionId": compaction,
-            "summary": [{"type": "text", "text": summary_text}],
-            "shadowedRange": {"start": surface[0], "end": surface[-1]},
-            "shadowedSeqs": surface,
-            "shadowedTokenCount": 5321,
-            "provider": "deepseek",
-            "model": "deepseek-chat",
-        },
-    )
-    log.user(
-        [
-            {"type": "text", "text": _CHECKPOINT_PREAMBLE},
-            {"type": "text", "text": summary_text},
-            {"type": "text", "text": "</compacted-summary>"},
-        ],
-        source={"kind": "plugin", "plugin": "compact", "compactionId": compaction},
-        surface_op={"op": "replace", "start": surface[0], "end": surface[-1]},
-        source_event_seqs=[summary, *surface],
-    )
-    log.append("compaction/end", {"compactionId": compaction, "turn": None})
-    log.commit()
+    log.compaction("cmp_0198c2a5_0001", summary_text, surface, preamble=_CHECKPOINT_PREAMBLE, tokens=5321)
     log.start_turn()
     log.user("Now add a regression test for the flash.")
     _answer(

@@ -180,8 +180,8 @@ class SessionLog:
         ignorable: bool = False,
     ) -> int:
         """Append one event (upstream's key order) and return its seq."""
-        seq = len(self.events)
-        when = time if time is not None else self.created_at + (seq + 1) * self.step_ms
+        seq = self.next_seq
+        when = time if time is not None else self.next_time(seq)
         event: dict[str, Any] = {"type": kind, "seq": seq, "time": when, "data": data}
         if source_event_seqs is not None:
             event["sourceEventSeqs"] = list(source_event_seqs)
@@ -191,6 +191,10 @@ class SessionLog:
             event["ignorable"] = True
         self.events.append(event)
         return seq
+
+    def next_time(self, seq: int) -> int:
+        """When the event ``seq`` happened, for one appended without a time: a step apart."""
+        return self.created_at + (seq + 1) * self.step_ms
 
     def commit(self) -> None:
         """End the current append batch (one zstd frame)."""
@@ -207,7 +211,7 @@ class SessionLog:
     # Conversation helpers: the shapes dsh writes.
 
     def message_id(self) -> str:
-        return f"00000000-0000-4000-8000-{len(self.events):012d}"
+        return f"00000000-0000-4000-8000-{self.next_seq:012d}"
 
     def start_turn(self) -> int:
         self.turn += 1
@@ -273,6 +277,17 @@ class SessionLog:
             {"turn": self.turn, "step": self.step, "chunk": {"type": kind, "index": index, "text": text}},
         )
 
+    def tool_call_delta(self, call_id: str, name: str, arguments: str, *, index: int = 1) -> int:
+        """A streamed piece of a tool call's arguments."""
+        chunk = {
+            "type": "tool-call-delta",
+            "index": index,
+            "id": call_id,
+            "name": name,
+            "argumentsDelta": arguments,
+        }
+        return self.append("assistant/chunk", {"turn": self.turn, "step": self.step, "chunk": chunk})
+
     def tool_call(self, call_id: str, name: str, arguments: str) -> int:
         data = {"turn": self.turn, "step": self.step, "callId": call_id, "name": name, "arguments": arguments}
         return self.append("tool/call", data)
@@ -299,6 +314,39 @@ class SessionLog:
             surface_op="append",
             source_event_seqs=None if call_seq is None else [call_seq],
         )
+
+    def compaction(
+        self, compaction_id: str, summary_text: str, surface: Sequence[int], *, preamble: str, tokens: int
+    ) -> int:
+        """dsh's compact plugin: a summary of the ``surface`` messages (seqs, in order), then the
+        checkpoint message that replaces them on the surface; ends the batch. Returns the
+        checkpoint's seq."""
+        self.append("compaction/start", {"compactionId": compaction_id, "turn": None})
+        summary = self.append(
+            "compaction/summary",
+            {
+                "compactionId": compaction_id,
+                "summary": [{"type": "text", "text": summary_text}],
+                "shadowedRange": {"start": surface[0], "end": surface[-1]},
+                "shadowedSeqs": list(surface),
+                "shadowedTokenCount": tokens,
+                "provider": "deepseek",
+                "model": "deepseek-chat",
+            },
+        )
+        checkpoint = self.user(
+            [
+                {"type": "text", "text": preamble},
+                {"type": "text", "text": summary_text},
+                {"type": "text", "text": "</compacted-summary>"},
+            ],
+            source={"kind": "plugin", "plugin": "compact", "compactionId": compaction_id},
+            surface_op={"op": "replace", "start": surface[0], "end": surface[-1]},
+            source_event_seqs=[summary, *surface],
+        )
+        self.append("compaction/end", {"compactionId": compaction_id, "turn": None})
+        self.commit()
+        return checkpoint
 
     def title(
         self, title: str, *, source: Mapping[str, Any] | None = None, message_seqs: Sequence[int] = ()
