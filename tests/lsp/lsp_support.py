@@ -7,12 +7,13 @@ into a temporary directory; the server reads it as it would read ~/.dsh.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -314,3 +315,16 @@ async def start(client: LanguageClient, preset: str, params: types.InitializePar
     session_ref.append(session)
     session.result = await result_future
     return session
+
+
+@contextlib.asynccontextmanager
+async def serving(
+    client: LanguageClient, preset: str, params: types.InitializeParams, store: Path | None = None
+) -> AsyncIterator[Session]:
+    """A module's server for its tests: started as ``preset`` would, its session (and the store it
+    serves) kept on the client for the shared ``s`` and ``store`` fixtures, shut down after."""
+    session = await start(client, preset, params)
+    client.session = session  # type: ignore[attr-defined]
+    client.store = store  # type: ignore[attr-defined]
+    yield session
+    await client.shutdown_session()

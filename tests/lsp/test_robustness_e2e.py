@@ -18,6 +18,7 @@ from lsp_support import (
     default_specs,
     initialize_params,
     server_config,
+    serving,
     start,
     write_store,
 )
@@ -70,15 +71,8 @@ def robust_store(tmp_path_factory: pytest.TempPathFactory, workspace: Path) -> P
 
 @pytest_lsp.fixture(config=server_config(), scope="module")
 async def lsp(lsp_client: LanguageClient, workspace: Path, robust_store: Path):
-    session = await start(lsp_client, VSCODE, initialize_params(VSCODE, workspace, robust_store))
-    lsp_client.session = session  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest.fixture
-def s(lsp: LanguageClient) -> Session:
-    return lsp.session  # type: ignore[attr-defined,no-any-return]
+    async with serving(lsp_client, VSCODE, initialize_params(VSCODE, workspace, robust_store), robust_store):
+        yield
 
 
 def raw_request(s: Session, msg_id: str, method: str, params: Any) -> Future[Any]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
-from lsp_support import CLIENTS, TARGET_ID, Session, initialize_params, server_config, start, wait_until
+from lsp_support import CLIENTS, TARGET_ID, Session, initialize_params, server_config, serving, wait_until
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -34,15 +34,8 @@ def noncanonical(session_id: str) -> str:
 
 @pytest_lsp.fixture(config=server_config(), params=CLIENTS, scope="module")
 async def lsp(lsp_client: LanguageClient, request: pytest.FixtureRequest, workspace: Path, store_root: Path):
-    session = await start(lsp_client, request.param, initialize_params(request.param, workspace, store_root))
-    lsp_client.session = session  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest.fixture
-def s(lsp: LanguageClient) -> Session:
-    return lsp.session  # type: ignore[attr-defined,no-any-return]
+    async with serving(lsp_client, request.param, initialize_params(request.param, workspace, store_root)):
+        yield
 
 
 def codes(diagnostics: list[types.Diagnostic]) -> list[str]:

@@ -14,7 +14,7 @@ from lsp_support import (
     default_specs,
     initialize_params,
     server_config,
-    start,
+    serving,
     wait_until,
     write_store,
 )
@@ -37,21 +37,8 @@ async def lsp(
 ):
     store = write_store(tmp_path_factory.mktemp("settings-store"), default_specs(str(workspace)), "none")
     params = initialize_params(request.param, workspace, store, maxReferences=1)
-    session = await start(lsp_client, request.param, params)
-    lsp_client.session = session  # type: ignore[attr-defined]
-    lsp_client.store = store  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest.fixture
-def s(lsp: LanguageClient) -> Session:
-    return lsp.session  # type: ignore[attr-defined,no-any-return]
-
-
-@pytest.fixture
-def store(lsp: LanguageClient) -> Path:
-    return lsp.store  # type: ignore[attr-defined,no-any-return]
+    async with serving(lsp_client, request.param, params, store):
+        yield
 
 
 def configure(s: Session, settings: object) -> None:

@@ -18,7 +18,7 @@ from lsp_support import (
     default_specs,
     initialize_params,
     server_config,
-    start,
+    serving,
     write_store,
 )
 from lsprotocol import types
@@ -33,16 +33,8 @@ CLIENT = "visual-studio-code@1.139"
 @pytest_lsp.fixture(config=server_config({"DSH_SESSION_ID": ""}), scope="module")
 async def lsp(lsp_client: LanguageClient, workspace: Path, tmp_path_factory: pytest.TempPathFactory):
     store = write_store(tmp_path_factory.mktemp("target-store"), default_specs(str(workspace)), "none")
-    session = await start(lsp_client, CLIENT, initialize_params(CLIENT, workspace, store))
-    lsp_client.session = session  # type: ignore[attr-defined]
-    lsp_client.store = store  # type: ignore[attr-defined]
-    yield
-    await lsp_client.shutdown_session()
-
-
-@pytest.fixture
-def s(lsp: LanguageClient) -> Session:
-    return lsp.session  # type: ignore[attr-defined,no-any-return]
+    async with serving(lsp_client, CLIENT, initialize_params(CLIENT, workspace, store), store):
+        yield
 
 
 def target(s: Session, session_id: str) -> None:
