@@ -15,12 +15,15 @@ how much of that work an ``@`` keystroke may wait for:
   listing is answered at once and a new walk runs in a background thread when
   it is older than :data:`REFRESH_AFTER` (``@`` results are always
   ``isIncomplete``, so the editor asks again as the user types and sees it).
+  Background work only runs while no request is being answered, and its walk
+  pauses when one arrives: a request never shares the interpreter with it.
 * **A cold index never blocks a popup.** Titles the index does not know yet,
   when there are more than :data:`SYNC_VERIFY_BYTES` of them to read, are shown
   from a byte scan for the last ``session/title`` line
   (:func:`~..store.index.scan_last_title`) while a worker process replays the
   logs and fills the index; a verified title then replaces the hint (they
-  differ only for damaged logs, whose label is their id).
+  differ only for damaged logs, whose label is their id). The candidate table
+  kept for ``@`` queries is then relabelled row by row, not rebuilt.
 
 ``prepare``, diagnostics and previews read surfaces afresh; a surface of an
 unchanged small log is kept (at most :data:`MAX_SURFACES`, none of a log over
