@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     print(text_table(measures))
     for check in suite.checks:
         print(check)
-    notes = [f"the whole run took {time.perf_counter() - started:.0f} s"]
+    notes = [f"{m.case}: {m.note}" for m in measures if m.note]
+    notes.append(f"the whole run took {time.perf_counter() - started:.0f} s")
     if suite.reused:
         notes.append(
             "upstream's figures are from an earlier run on the same store and machine (--reuse-upstream)"
