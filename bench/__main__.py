@@ -70,10 +70,13 @@ def main(argv: list[str] | None = None) -> int:
 
     settings = SETTINGS[args.setting]
     spec = settings.spec
+    section = args.setting  # docs/benchmarks.md keeps one section per setting and variant
     if args.sessions is not None:
         spec = dataclasses.replace(spec, sessions=args.sessions)
-    if args.compression is not None:
+        section += f"-{args.sessions}"
+    if args.compression is not None and args.compression != spec.compression:
         spec = dataclasses.replace(spec, compression=args.compression)
+        section += "-plain" if args.compression == "none" else f"-{args.compression}"
     settings = dataclasses.replace(settings, spec=spec)
 
     if args.action == "verify":
@@ -104,10 +107,10 @@ def main(argv: list[str] | None = None) -> int:
         )
     if not args.no_docs:
         write_doc(
-            args.setting,
+            section,
             markdown(
                 manifest,
-                args.setting,
+                section,
                 measures,
                 suite.checks,
                 None if install is None else node_of(install),
