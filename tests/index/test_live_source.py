@@ -11,6 +11,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -97,6 +98,30 @@ def test_a_big_store_is_served_from_memory_and_revalidated(
             time.sleep(0.5)
             assert "new" not in {r.id for r in source._snapshot.records}  # type: ignore[union-attr]
         wait_for(lambda: next(r.id for r in source.list_sessions()) == "new")
+    finally:
+        source.close()
+
+
+def test_reads_for_prepare_hold_background_work_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "sessions"
+    store(root)
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    quiet_during: list[bool] = []
+    for name in ("read_surface", "read_conversation"):
+        read = getattr(source.index, name)
+
+        def watched(*args: Any, _read: Any = read) -> Any:
+            quiet_during.append(source._quiet.is_set())
+            return _read(*args)
+
+        monkeypatch.setattr(source.index, name, watched)
+    try:
+        assert source._quiet.is_set()
+        source.list_sessions()
+        source.read_surface("good")
+        source.read_conversation("good", 4096)
+        assert quiet_during == [False, False]  # background work waits while a log is read
+        assert source._quiet.is_set()
     finally:
         source.close()
 

@@ -293,24 +293,28 @@ class CachedSessionSource:
         return [observation for observation in found if observation is not None]
 
     def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
-        cached = self._remembered(("surface", session_id))
-        if cached is not None and isinstance(cached[1], SurfaceSnapshot):
-            return cached[1]
-        surface = self.index.read_surface(session_id, stop)
-        self._remember(("surface", session_id), cached, surface.session.location, surface)
-        return surface
+        with self._serving():
+            cached = self._remembered(("surface", session_id))
+            if cached is not None and isinstance(cached[1], SurfaceSnapshot):
+                return cached[1]
+            surface = self.index.read_surface(session_id, stop)
+            self._remember(("surface", session_id), cached, surface.session.location, surface)
+            return surface
 
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: threading.Event | None = None
     ) -> ConversationSnapshot:
-        """``prepare``'s bounded read (see ``conversation.py``), kept while the log is unchanged."""
-        key = ("conversation", session_id, max_bytes)
-        cached = self._remembered(key)
-        if cached is not None and isinstance(cached[1], ConversationSnapshot):
-            return cached[1]
-        conversation = self.index.read_conversation(session_id, max_bytes, stop)
-        self._remember(key, cached, conversation.session.location, conversation)
-        return conversation
+        """``prepare``'s bounded read (see ``conversation.py``), kept while the log is unchanged.
+        A request like any other: a huge log's read does not share the interpreter with the
+        background's walks."""
+        with self._serving():
+            key = ("conversation", session_id, max_bytes)
+            cached = self._remembered(key)
+            if cached is not None and isinstance(cached[1], ConversationSnapshot):
+                return cached[1]
+            conversation = self.index.read_conversation(session_id, max_bytes, stop)
+            self._remember(key, cached, conversation.session.location, conversation)
+            return conversation
 
     def _remembered(self, key: tuple[object, ...]) -> tuple[Fingerprint | None, object] | None:
         """``(fingerprint before the read, kept value or None)`` for a read keyed ``key``.
