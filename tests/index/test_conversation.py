@@ -18,12 +18,15 @@ import pytest
 
 from dsh_session_reference.conversation import ConversationSnapshot, retain_conversation
 from dsh_session_reference.jsjson import js_stringify
+from dsh_session_reference.lsp import session_cache
+from dsh_session_reference.lsp.session_cache import CachedSessionSource
 from dsh_session_reference.model import StoreError
 from dsh_session_reference.projection import LongText
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.retention import bounded_text, retain_referenced_session, truncate_with_notice
 from dsh_session_reference.store import JsonlSessionStore
 from dsh_session_reference.store.index import IndexedSessionStore
+from dsh_session_reference.store.workers import run_apart
 from store.logbuild import as_zstd, assistant, event, header, lines, put, title, tool_result
 
 ALPHABET = 'abcdefghij <>&"\\\n  ü界😀'
@@ -167,25 +170,54 @@ def test_errors_are_the_surface_reads_errors(tmp_path: Path) -> None:
         IndexedSessionStore(tmp_path, persistent=False).read_conversation("nope", 100)
 
 
+def prepared(store: Any, session_ids: list[str], max_bytes: int) -> tuple[str, Any] | str:
+    """The prepared prompt and source for ``session_ids`` through ``store``, or the error."""
+    references = [{"sessionId": session_id, "label": f"L{session_id}"} for session_id in session_ids]
+    resolver = SessionReferenceResolver(store, max_reference_bytes=max_bytes)
+    try:
+        message = asyncio.run(resolver.prepare(AgentRef(None), [{"type": "text", "text": "x"}], references))
+    except Exception as error:
+        return f"{type(error).__name__}: {error}"
+    assert message.additional_context is not None
+    return message.additional_context.text, message.additional_context.source
+
+
 @pytest.mark.parametrize("max_bytes", [120, 700, 65536])
 def test_prepare_is_identical_through_either_store(tmp_path: Path, max_bytes: int) -> None:
     rng = random.Random(max_bytes)
     for number in range(3):
         write(tmp_path, f"s{number}", random_log(rng, 40), "zstd")
-    references = [{"sessionId": f"s{number}", "label": f"L{number}"} for number in range(3)]
+    ids = ["s0", "s1", "s2"]
+    plain = prepared(JsonlSessionStore(tmp_path), ids, max_bytes)
+    assert prepared(IndexedSessionStore(tmp_path, persistent=False), ids, max_bytes) == plain
 
-    async def prepare(store: Any) -> tuple[str, Any] | str:
-        resolver = SessionReferenceResolver(store, max_reference_bytes=max_bytes)
-        try:
-            prepared = await resolver.prepare(AgentRef(None), [{"type": "text", "text": "x"}], references)
-        except Exception as error:
-            return f"{type(error).__name__}: {error}"
-        assert prepared.additional_context is not None
-        return prepared.additional_context.text, prepared.additional_context.source
 
-    plain = asyncio.run(prepare(JsonlSessionStore(tmp_path)))
-    bounded = asyncio.run(prepare(IndexedSessionStore(tmp_path, persistent=False)))
-    assert bounded == plain
+@pytest.mark.parametrize("max_bytes", [120, 65536])
+def test_reads_in_a_process_of_their_own_prepare_identically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_bytes: int
+) -> None:
+    monkeypatch.setattr(session_cache, "APART_READ_BYTES", 0)  # every listed log is read apart
+    apart: list[str] = []
+
+    def counted(task: str, *args: Any, stop: Any = None) -> Any:
+        apart.append(args[1])
+        return run_apart(task, *args, stop=stop)
+
+    monkeypatch.setattr(session_cache, "run_apart", counted)
+    rng = random.Random(max_bytes)
+    for number in range(3):
+        write(tmp_path, f"s{number}", random_log(rng, 40), "zstd")
+    write(tmp_path, "bad", [user_event(0, "hi"), event("made/up", 1, {})], "none")
+    source = CachedSessionSource(
+        IndexedSessionStore(tmp_path, index_dir=tmp_path.parent / "cache"), background=False
+    )
+    try:
+        for ids in (["s0", "s1", "s2"], ["s2", "bad"], ["nope"]):
+            expected = prepared(JsonlSessionStore(tmp_path), ids, max_bytes)
+            assert prepared(source, ids, max_bytes) == expected
+    finally:
+        source.close()
+    assert sorted(set(apart)) == ["bad", "s0", "s1", "s2"]  # an unlisted id is never sent apart
 
 
 @pytest.mark.parametrize("seed", range(8))

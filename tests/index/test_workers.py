@@ -1,11 +1,17 @@
-"""The worker-process pipe: tasks and replies both larger than a pipe's buffer, many in flight."""
+"""The worker-process pipe: tasks and replies both larger than a pipe's buffer, many in flight;
+reads run apart raise what they raised in the child, and stop when asked."""
 
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 from pathlib import Path
 
-from dsh_session_reference.store.workers import WorkerProcess
+import pytest
+
+from dsh_session_reference.model import StoreError, StoreStopped
+from dsh_session_reference.store.jsonl_store import NOT_FOUND
+from dsh_session_reference.store.workers import WorkerProcess, run_apart
 from store.logbuild import header, lines, one_turn, put
 
 
@@ -33,3 +39,28 @@ def test_many_big_tasks_and_big_replies_in_flight_do_not_wedge_the_pipe(tmp_path
         worker._process.kill()  # a wedged child would never read the close
         worker.close()
         submitter.shutdown(wait=False)
+
+
+def test_a_read_apart_raises_the_childs_error_with_its_code(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    put(root, "here", lines(header("here"), *one_turn(0)))
+    assert run_apart("read_conversation", str(root), "here", 1000).session.id == "here"
+    with pytest.raises(StoreError) as caught:
+        run_apart("read_conversation", str(root), "gone", 1000)
+    assert (caught.value.code, caught.value.message) == (NOT_FOUND, 'session "gone" not found')
+
+
+def test_a_stopped_read_apart_ends_its_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    closed: list[int | None] = []
+    close = WorkerProcess.close
+
+    def watched(worker: WorkerProcess) -> None:
+        close(worker)
+        closed.append(worker._process.poll())
+
+    monkeypatch.setattr(WorkerProcess, "close", watched)
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(StoreStopped):
+        run_apart("read_conversation", str(tmp_path), "any", 1000, stop=stop)
+    assert len(closed) == 1 and closed[0] is not None  # the child has exited

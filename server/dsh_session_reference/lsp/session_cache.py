@@ -27,7 +27,8 @@ how much of that work an ``@`` keystroke may wait for:
 
 ``prepare``, diagnostics and previews read surfaces afresh; a surface of an
 unchanged small log is kept (at most :data:`MAX_SURFACES`, none of a log over
-:data:`MAX_SURFACE_LOG_BYTES`), so whole big logs are never held. Nothing here
+:data:`MAX_SURFACE_LOG_BYTES`), so whole big logs are never held. ``prepare``'s
+read of a log over :data:`APART_READ_BYTES` runs in a process of its own. Nothing here
 writes to the sessions root; the index lives in the user's cache folder.
 """
 
@@ -64,7 +65,7 @@ from ..store.index import (
 )
 from ..store.jsonl_store import JsonlSessionStore
 from ..store.layout import LOG_NAMES, Compression
-from ..store.workers import WorkerProcess
+from ..store.workers import WorkerProcess, run_apart
 
 LOG = logging.getLogger(__name__)
 
@@ -83,6 +84,9 @@ LATER_HINT_BUDGET: Final = 0.05
 VERIFY_BATCH_BYTES: Final = 8 << 20
 MAX_SURFACES: Final = 16
 MAX_SURFACE_LOG_BYTES: Final = 8 << 20
+APART_READ_BYTES: Final = 8 << 20
+"""A log file larger than this is read for ``prepare`` in a process of its own (about 0.2 s to
+start, against seconds of replay that would hold this process's GIL and grow its heap)."""
 
 
 @dataclass(frozen=True)
@@ -312,7 +316,13 @@ class CachedSessionSource:
             cached = self._remembered(key)
             if cached is not None and isinstance(cached[1], ConversationSnapshot):
                 return cached[1]
-            conversation = self.index.read_conversation(session_id, max_bytes, stop)
+            before = cached[0] if cached is not None else None
+            size = before[2] if before is not None else self.index.log_size(session_id, stop)
+            conversation: ConversationSnapshot
+            if size is not None and size > APART_READ_BYTES:
+                conversation = run_apart("read_conversation", self.root, session_id, max_bytes, stop=stop)
+            else:
+                conversation = self.index.read_conversation(session_id, max_bytes, stop)
             self._remember(key, cached, conversation.session.location, conversation)
             return conversation
 

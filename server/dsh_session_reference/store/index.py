@@ -56,7 +56,7 @@ from typing import IO, Any, Final
 
 from ..conversation import ConversationKeeper, ConversationSnapshot
 from ..jsjson import js_normalize
-from ..model import SessionRecord, TitleObservation
+from ..model import SessionRecord, StoreError, TitleObservation
 from ..projection import project_conversation
 from .jsonl_store import JsonlSessionStore, _Artifact, _compression_of, _Scan
 from .jsvalue import js_parse
@@ -659,6 +659,15 @@ class IndexedSessionStore(JsonlSessionStore):
 
     # --- bounded reads ---------------------------------------------------------------------------
 
+    def log_size(self, session_id: str, stop: threading.Event | None = None) -> int | None:
+        """The size of ``session_id``'s log file as a read would find it now (``None`` when a read
+        would fail to find it: the read itself then raises the error)."""
+        try:
+            path = self._locate(js_normalize(session_id), stop).path
+            return os.lstat(path).st_size
+        except (StoreError, OSError):
+            return None
+
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: threading.Event | None = None
     ) -> ConversationSnapshot:
@@ -982,6 +991,12 @@ def message_texts(root: str, paths: Sequence[str]) -> list[tuple[str, Fingerprin
             continue
         found.append((path, before if before == after else None, text))
     return found
+
+
+def read_conversation(root: str, session_id: str, max_bytes: int) -> ConversationSnapshot:
+    """:meth:`IndexedSessionStore.read_conversation` without an index (runs in a worker process:
+    locating one session and replaying its log never touch the index)."""
+    return IndexedSessionStore(root, persistent=False).read_conversation(session_id, max_bytes)
 
 
 def batches(records: Sequence[SessionRecord], max_bytes: int, max_count: int) -> list[list[SessionRecord]]:

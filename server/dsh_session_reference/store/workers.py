@@ -1,8 +1,11 @@
-"""Worker processes for the CPU-bound part of indexing: replaying logs for their titles.
+"""Worker processes for CPU-bound log replays: titles for the index, and huge reads for ``prepare``.
 
 A title read replays a whole log in Python, so filling a cold index is CPU
 work the server must not do on its own event-loop process (it would hold the
-GIL while someone types). Workers are plain child processes running
+GIL while someone types). The same holds for ``prepare`` of a log of a hundred
+megabytes: :func:`run_apart` gives such a read a process of its own, so several
+run on several cores and the heap they grow is returned when it exits.
+Workers are plain child processes running
 ``python -m dsh_session_reference.store.workers``, fed length-prefixed pickles
 over a pipe. ``multiprocessing`` is not used on purpose: its ``spawn`` start
 method re-imports the parent's ``__main__`` (the CLI, which would run again),
@@ -27,17 +30,23 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import IO, Any, Final
 
+from .logfile import check_stop
+
 _LOG = logging.getLogger("dsh_session_reference.workers")
 _HEADER: Final = struct.Struct("!I")
 
 
 def _tasks() -> dict[str, Callable[..., Any]]:
-    from .index import message_texts, verify_titles
+    from .index import message_texts, read_conversation, verify_titles
 
-    return {"verify_titles": verify_titles, "message_texts": message_texts}
+    return {
+        "verify_titles": verify_titles,
+        "message_texts": message_texts,
+        "read_conversation": read_conversation,
+    }
 
 
-TASKS: Final = ("verify_titles", "message_texts")
+TASKS: Final = ("verify_titles", "message_texts", "read_conversation")
 
 
 def _send(stream: IO[bytes], value: object) -> None:
@@ -117,7 +126,7 @@ class WorkerProcess:
                 if ok:
                     future.set_result(value)
                 else:
-                    future.set_exception(RuntimeError(value))
+                    future.set_exception(value)
         except (EOFError, OSError, pickle.UnpicklingError):
             pass
         with self._lock:
@@ -144,6 +153,35 @@ class WorkerProcess:
             self._process.stdout.close()
 
 
+def run_apart(task: str, *args: Any, stop: threading.Event | None = None) -> Any:
+    """``task(*args)`` in a child process of its own, which ends with it.
+
+    Its exceptions are raised here as they were raised there (a store error keeps
+    its code and message); ``stop`` ends the child mid-task (:class:`StoreStopped`).
+    """
+    worker = WorkerProcess()
+    try:
+        future = worker.submit(task, *args)
+        while True:
+            check_stop(stop)
+            try:
+                return future.result(timeout=0.05)
+            except TimeoutError:
+                continue
+    finally:
+        worker.close()
+
+
+def _portable(error: Exception) -> Exception:
+    """``error`` itself when it survives pickling (so the parent raises the same type, code and
+    message), else a ``RuntimeError`` naming it."""
+    try:
+        pickle.loads(pickle.dumps(error, protocol=pickle.HIGHEST_PROTOCOL))
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+    return error
+
+
 def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
     """The child's loop: one task at a time until the pipe closes."""
     tasks = _tasks()
@@ -155,7 +193,7 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
         try:
             reply = (request, True, tasks[task](*args))
         except Exception as error:  # reported to the parent, whose future fails with it
-            reply = (request, False, f"{type(error).__name__}: {error}")
+            reply = (request, False, _portable(error))
         _send(stdout, reply)
 
 
