@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from ..candidates import CandidateTable, Row, label_for
 from ..conversation import ConversationSnapshot
@@ -87,6 +87,9 @@ MAX_SURFACE_LOG_BYTES: Final = 8 << 20
 APART_READ_BYTES: Final = 8 << 20
 """A log file larger than this is read for ``prepare`` in a process of its own (about 0.2 s to
 start, against seconds of replay that would hold this process's GIL and grow its heap)."""
+
+
+_Read = TypeVar("_Read", SurfaceSnapshot, ConversationSnapshot)
 
 
 @dataclass(frozen=True)
@@ -297,36 +300,42 @@ class CachedSessionSource:
         return [observation for observation in found if observation is not None]
 
     def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
-        with self._serving():
-            cached = self._remembered(("surface", session_id))
-            if cached is not None and isinstance(cached[1], SurfaceSnapshot):
-                return cached[1]
-            surface = self.index.read_surface(session_id, stop)
-            self._remember(("surface", session_id), cached, surface.session.location, surface)
-            return surface
+        return self._kept(
+            ("surface", session_id), SurfaceSnapshot, lambda _: self.index.read_surface(session_id, stop)
+        )
 
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: threading.Event | None = None
     ) -> ConversationSnapshot:
-        """``prepare``'s bounded read (see ``conversation.py``), kept while the log is unchanged.
-        A request like any other: a huge log's read does not share the interpreter with the
-        background's walks."""
-        with self._serving():
-            key = ("conversation", session_id, max_bytes)
-            cached = self._remembered(key)
-            if cached is not None and isinstance(cached[1], ConversationSnapshot):
-                return cached[1]
-            before = cached[0] if cached is not None else None
-            size = before[2] if before is not None else self.index.log_size(session_id, stop)
-            conversation: ConversationSnapshot
-            if size is not None and size > APART_READ_BYTES:
-                conversation = run_apart("read_conversation", self.root, session_id, max_bytes, stop=stop)
-            else:
-                conversation = self.index.read_conversation(session_id, max_bytes, stop)
-            self._remember(key, cached, conversation.session.location, conversation)
-            return conversation
+        """``prepare``'s bounded read (see ``conversation.py``); a log over
+        :data:`APART_READ_BYTES` is read in a process of its own."""
 
-    def _remembered(self, key: tuple[object, ...]) -> tuple[Fingerprint | None, object] | None:
+        def read(before: Fingerprint | None) -> ConversationSnapshot:
+            size = before[2] if before is not None else self.index.log_size(session_id, stop)
+            if size is not None and size > APART_READ_BYTES:
+                conversation: ConversationSnapshot = run_apart(
+                    "read_conversation", self.root, session_id, max_bytes, stop=stop
+                )
+                return conversation
+            return self.index.read_conversation(session_id, max_bytes, stop)
+
+        return self._kept(("conversation", session_id, max_bytes), ConversationSnapshot, read)
+
+    def _kept(
+        self, key: tuple[object, ...], kind: type[_Read], read: Callable[[Fingerprint | None], _Read]
+    ) -> _Read:
+        """``read(fingerprint of the listed log, or None)``, or what it returned before while the log
+        is unchanged. A request like any other: background walks wait, so a huge log's read does
+        not share the interpreter with them."""
+        with self._serving():
+            before, kept = self._remembered(key)
+            if isinstance(kept, kind):
+                return kept
+            value = read(before)
+            self._remember(key, before, value.session.location, value)
+            return value
+
+    def _remembered(self, key: tuple[object, ...]) -> tuple[Fingerprint | None, object]:
         """``(fingerprint before the read, kept value or None)`` for a read keyed ``key``.
 
         The value is only returned while its log (found through the latest listing)
@@ -346,11 +355,10 @@ class CachedSessionSource:
     def _remember(
         self,
         key: tuple[object, ...],
-        looked: tuple[Fingerprint | None, object] | None,
+        before: Fingerprint | None,
         path: str | None,
         value: SurfaceSnapshot | ConversationSnapshot,
     ) -> None:
-        before = looked[0] if looked is not None else None
         if path is None or before is None:
             return
         if isinstance(value, SurfaceSnapshot) and before[2] > MAX_SURFACE_LOG_BYTES:
