@@ -165,9 +165,13 @@ def _store(args: argparse.Namespace) -> SessionSource:
         from .store.jsonl_store import JsonlSessionStore
 
         return JsonlSessionStore(args.sessions)
-    from .store.index import IndexedSessionStore
+    from .store.index import APART_READ_BYTES, IndexedSessionStore
 
-    store = IndexedSessionStore(args.sessions, workers=os.cpu_count() or 1)
+    cores = os.cpu_count() or 1
+    # With a core to spare, each huge log ``prepare`` reads is replayed in a process of its own.
+    store = IndexedSessionStore(
+        args.sessions, workers=cores, apart_bytes=APART_READ_BYTES if cores > 1 else None
+    )
     if getattr(args, "body_search", False):
         from .lsp.session_cache import CachedSessionSource
 

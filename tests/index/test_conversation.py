@@ -10,22 +10,24 @@ byte-identical to the unbounded path, while the texts held stay bounded.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from dsh_session_reference import cli
 from dsh_session_reference.conversation import ConversationSnapshot, retain_conversation
 from dsh_session_reference.jsjson import js_stringify
-from dsh_session_reference.lsp import session_cache
 from dsh_session_reference.lsp.session_cache import CachedSessionSource
 from dsh_session_reference.model import StoreError
 from dsh_session_reference.projection import LongText
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.retention import bounded_text, retain_referenced_session, truncate_with_notice
 from dsh_session_reference.store import JsonlSessionStore
-from dsh_session_reference.store.index import IndexedSessionStore
+from dsh_session_reference.store import index as index_module
+from dsh_session_reference.store.index import APART_READ_BYTES, IndexedSessionStore
 from dsh_session_reference.store.workers import run_apart
 from store.logbuild import as_zstd, assistant, event, header, lines, put, title, tool_result
 
@@ -192,25 +194,26 @@ def test_prepare_is_identical_through_either_store(tmp_path: Path, max_bytes: in
     assert prepared(IndexedSessionStore(tmp_path, persistent=False), ids, max_bytes) == plain
 
 
+@pytest.mark.parametrize("through_server_source", [False, True], ids=["index", "server-source"])
 @pytest.mark.parametrize("max_bytes", [120, 65536])
 def test_reads_in_a_process_of_their_own_prepare_identically(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_bytes: int
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_bytes: int, through_server_source: bool
 ) -> None:
-    monkeypatch.setattr(session_cache, "APART_READ_BYTES", 0)  # every listed log is read apart
     apart: list[str] = []
 
     def counted(task: str, *args: Any, stop: Any = None) -> Any:
         apart.append(args[1])
         return run_apart(task, *args, stop=stop)
 
-    monkeypatch.setattr(session_cache, "run_apart", counted)
+    monkeypatch.setattr(index_module, "run_apart", counted)
     rng = random.Random(max_bytes)
     for number in range(3):
         write(tmp_path, f"s{number}", random_log(rng, 40), "zstd")
     write(tmp_path, "bad", [user_event(0, "hi"), event("made/up", 1, {})], "none")
-    source = CachedSessionSource(
-        IndexedSessionStore(tmp_path, index_dir=tmp_path.parent / "cache"), background=False
-    )
+    # Every log is over a budget of 0 bytes: every read goes apart (the CLI with cores to spare,
+    # or the language server's source, for logs over 8 MB).
+    index = IndexedSessionStore(tmp_path, index_dir=tmp_path.parent / "cache", apart_bytes=0)
+    source: Any = CachedSessionSource(index, background=False) if through_server_source else index
     try:
         for ids in (["s0", "s1", "s2"], ["s2", "bad"], ["nope"]):
             expected = prepared(JsonlSessionStore(tmp_path), ids, max_bytes)
@@ -218,6 +221,16 @@ def test_reads_in_a_process_of_their_own_prepare_identically(
     finally:
         source.close()
     assert sorted(set(apart)) == ["bad", "s0", "s1", "s2"]  # an unlisted id is never sent apart
+
+
+def test_the_cli_and_the_server_read_huge_logs_apart(tmp_path: Path) -> None:
+    source = CachedSessionSource(JsonlSessionStore(tmp_path), index_dir=tmp_path / "cache")
+    assert source.index.apart_bytes == APART_READ_BYTES
+    source.close()
+    cli_store = cli._store(cli.build_parser().parse_args(["candidates", "--sessions", str(tmp_path)]))
+    assert isinstance(cli_store, IndexedSessionStore)
+    expected = APART_READ_BYTES if (os.cpu_count() or 1) > 1 else None
+    assert cli_store.apart_bytes == expected
 
 
 @pytest.mark.parametrize("seed", range(8))

@@ -28,7 +28,7 @@ how much of that work an ``@`` keystroke may wait for:
 ``prepare``, diagnostics and previews read surfaces afresh; a surface of an
 unchanged small log is kept (at most :data:`MAX_SURFACES`, none of a log over
 :data:`MAX_SURFACE_LOG_BYTES`), so whole big logs are never held. ``prepare``'s
-read of a log over :data:`APART_READ_BYTES` runs in a process of its own. Nothing here
+read of a log over :data:`~..store.index.APART_READ_BYTES` runs in a process of its own. Nothing here
 writes to the sessions root; the index lives in the user's cache folder.
 """
 
@@ -54,6 +54,7 @@ from ..candidates import CandidateTable, Row, label_for
 from ..conversation import ConversationSnapshot
 from ..model import SessionRecord, SurfaceSnapshot, TitleObservation
 from ..store.index import (
+    APART_READ_BYTES,
     BodyMatch,
     Fingerprint,
     IndexedSessionStore,
@@ -65,7 +66,7 @@ from ..store.index import (
 )
 from ..store.jsonl_store import JsonlSessionStore
 from ..store.layout import LOG_NAMES, Compression
-from ..store.workers import WorkerProcess, run_apart
+from ..store.workers import WorkerProcess
 
 LOG = logging.getLogger(__name__)
 
@@ -84,9 +85,6 @@ LATER_HINT_BUDGET: Final = 0.05
 VERIFY_BATCH_BYTES: Final = 8 << 20
 MAX_SURFACES: Final = 16
 MAX_SURFACE_LOG_BYTES: Final = 8 << 20
-APART_READ_BYTES: Final = 8 << 20
-"""A log file larger than this is read for ``prepare`` in a process of its own (about 0.2 s to
-start, against seconds of replay that would hold this process's GIL and grow its heap)."""
 
 
 _Read = TypeVar("_Read", SurfaceSnapshot, ConversationSnapshot)
@@ -143,7 +141,7 @@ class CachedSessionSource:
         self.index = (
             inner
             if isinstance(inner, IndexedSessionStore)
-            else IndexedSessionStore(inner.root, index_dir=index_dir)
+            else IndexedSessionStore(inner.root, index_dir=index_dir, apart_bytes=APART_READ_BYTES)
         )
         self.root = self.index.root
         self.background = background
@@ -301,37 +299,29 @@ class CachedSessionSource:
 
     def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
         return self._kept(
-            ("surface", session_id), SurfaceSnapshot, lambda _: self.index.read_surface(session_id, stop)
+            ("surface", session_id), SurfaceSnapshot, lambda: self.index.read_surface(session_id, stop)
         )
 
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: threading.Event | None = None
     ) -> ConversationSnapshot:
         """``prepare``'s bounded read (see ``conversation.py``); a log over
-        :data:`APART_READ_BYTES` is read in a process of its own."""
+        :data:`~..store.index.APART_READ_BYTES` is read in a process of its own."""
+        return self._kept(
+            ("conversation", session_id, max_bytes),
+            ConversationSnapshot,
+            lambda: self.index.read_conversation(session_id, max_bytes, stop),
+        )
 
-        def read(before: Fingerprint | None) -> ConversationSnapshot:
-            size = before[2] if before is not None else self.index.log_size(session_id, stop)
-            if size is not None and size > APART_READ_BYTES:
-                conversation: ConversationSnapshot = run_apart(
-                    "read_conversation", self.root, session_id, max_bytes, stop=stop
-                )
-                return conversation
-            return self.index.read_conversation(session_id, max_bytes, stop)
-
-        return self._kept(("conversation", session_id, max_bytes), ConversationSnapshot, read)
-
-    def _kept(
-        self, key: tuple[object, ...], kind: type[_Read], read: Callable[[Fingerprint | None], _Read]
-    ) -> _Read:
-        """``read(fingerprint of the listed log, or None)``, or what it returned before while the log
-        is unchanged. A request like any other: background walks wait, so a huge log's read does
+    def _kept(self, key: tuple[object, ...], kind: type[_Read], read: Callable[[], _Read]) -> _Read:
+        """``read()``, or what it returned before while the log is unchanged.
+        A request like any other: background walks wait, so a huge log's read does
         not share the interpreter with them."""
         with self._serving():
             before, kept = self._remembered(key)
             if isinstance(kept, kind):
                 return kept
-            value = read(before)
+            value = read()
             self._remember(key, before, value.session.location, value)
             return value
 

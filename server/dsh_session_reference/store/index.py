@@ -56,13 +56,13 @@ from typing import IO, Any, Final
 
 from ..conversation import ConversationKeeper, ConversationSnapshot
 from ..jsjson import js_normalize
-from ..model import SessionRecord, StoreError, TitleObservation
+from ..model import SessionRecord, TitleObservation
 from ..projection import project_conversation
 from .jsonl_store import JsonlSessionStore, _Artifact, _compression_of, _Scan
 from .jsvalue import js_parse
 from .layout import LOG_NAMES, Compression, is_within
 from .logfile import LogChanged, LogError, check_stop, open_artifact, read_log, zstandard_module
-from .workers import WorkerProcess
+from .workers import WorkerProcess, run_apart
 
 _LOG = logging.getLogger("dsh_session_reference.index")
 
@@ -73,6 +73,11 @@ RACY_NS: Final = 2_000_000_000
 
 PARALLEL_MIN_BYTES: Final = 32 << 20
 """Below this much of logs to verify, starting worker processes costs more than it saves."""
+
+APART_READ_BYTES: Final = 8 << 20
+"""A log file larger than this is read for ``prepare`` in a process of its own, where one is
+wanted (``apart_bytes``): about 0.2 s to start, against seconds of replay that would hold the
+caller's GIL and grow its heap."""
 
 BODY_CHARS: Final = 200_000
 """Message text kept per session for body search (the newest messages win)."""
@@ -501,6 +506,10 @@ class IndexedSessionStore(JsonlSessionStore):
     ``workers`` above 1 lets a title read that misses the index on many
     megabytes of logs verify them in that many worker processes (a cold index
     is CPU-bound: a title read replays the whole log).
+    ``apart_bytes``: ``read_conversation`` of a log file larger than this runs in
+    a short-lived process of its own (:func:`~.workers.run_apart`, about 0.2 s to
+    start): several huge sources are then replayed on several cores, and the heap
+    a replay of hundreds of megabytes grows is returned when the process exits.
     """
 
     def __init__(
@@ -510,9 +519,11 @@ class IndexedSessionStore(JsonlSessionStore):
         index_dir: str | os.PathLike[str] | None = None,
         persistent: bool = True,
         workers: int = 1,
+        apart_bytes: int | None = None,
     ) -> None:
         super().__init__(root)
         self.workers = workers
+        self.apart_bytes = apart_bytes
         self._index_dir = (
             os.path.abspath(os.fspath(index_dir)) if index_dir is not None else default_index_dir()
         )
@@ -659,15 +670,6 @@ class IndexedSessionStore(JsonlSessionStore):
 
     # --- bounded reads ---------------------------------------------------------------------------
 
-    def log_size(self, session_id: str, stop: threading.Event | None = None) -> int | None:
-        """The size of ``session_id``'s log file as a read would find it now (``None`` when a read
-        would fail to find it: the read itself then raises the error)."""
-        try:
-            path = self._locate(js_normalize(session_id), stop).path
-            return os.lstat(path).st_size
-        except (StoreError, OSError):
-            return None
-
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: threading.Event | None = None
     ) -> ConversationSnapshot:
@@ -675,10 +677,16 @@ class IndexedSessionStore(JsonlSessionStore):
 
         The same header, ``capturedThroughSeq`` and errors as :meth:`read_surface`;
         the conversation keeps only what retention can use (see ``conversation.py``),
-        so retention over it is byte-identical to retention over the surface.
+        so retention over it is byte-identical to retention over the surface. A log
+        over ``apart_bytes`` is read in a process of its own (see ``__init__``).
         """
         session_id = js_normalize(session_id)
         artifact = self._locate(session_id, stop)
+        if self.apart_bytes is not None and _size_of(artifact.path) > self.apart_bytes:
+            conversation: ConversationSnapshot = run_apart(
+                "read_conversation", self.root, session_id, max_bytes, stop=stop
+            )
+            return conversation
         keeper = ConversationKeeper(max_bytes)
         header, result = self._replay(session_id, artifact, keeper, stop)
         for attempt in range(3):
@@ -1017,6 +1025,14 @@ def batches(records: Sequence[SessionRecord], max_bytes: int, max_count: int) ->
     if current:
         grouped.append(current)
     return grouped
+
+
+def _size_of(path: str) -> int:
+    """A log's size for deciding how to read it (0 when it cannot be seen: the read then fails)."""
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
 
 
 def _lstat(path: str) -> os.stat_result | None:
