@@ -240,3 +240,82 @@ def test_oversized_line_after_a_crash_cannot_matter_and_is_skipped(
     mentions_turn_end = lines(header("u"), *one_turn(), "garbage") + b"turn/end" * (1 << 15) + b"\n"
     put(root, "u", mentions_turn_end, "none")
     assert _read(root, "u")[0] == "error"
+
+
+def _first_line(path: Path, data: bytes, *, quick: bool) -> tuple[str, object]:
+    """``read_first_zstd_line`` over a file of ``data``, through the in-memory path or only the
+    general one."""
+    path.write_bytes(data)
+    original = logfile._quick_first_frame
+    try:
+        if not quick:
+            logfile._quick_first_frame = lambda prefix: None  # type: ignore[assignment]
+        with open(path, "rb", buffering=logfile.HEADER_BUFFER) as handle:
+            return ("ok", logfile.read_first_zstd_line(handle))
+    except logfile.LogError as error:
+        return (type(error).__name__, error.message)
+    finally:
+        logfile._quick_first_frame = original
+
+
+def _header_frames() -> list[bytes]:
+    """First frames as writers may make them, and as damage or malice may leave them."""
+    rnd = random.Random(11)
+    line = lines(header("quick"))
+    long_line = lines(header("quick", cwd="/" + "w" * 40_000))
+    rle = (
+        ZSTD_MAGIC.to_bytes(4, "little")
+        + bytes([0x00, 0x58])  # no content size, a window descriptor
+        + b"".join((1 | 1 << 1 | (128 << 10) << 3).to_bytes(3, "little") + b"a" for _ in range(20))
+    )  # RLE blocks, none the last: 2.5 MB of output from 80 bytes (and no end)
+    rle_end = rle[:-4] + (1 | 1 << 1 | 10 << 3 | 1).to_bytes(3, "little") + b"\n"
+    frames = [
+        frame(line),
+        frame(line, checksum=False),
+        frame(line + line),  # two lines in the header frame
+        frame(line[:-1]),  # no newline
+        frame(b""),
+        frame(long_line),  # larger than the read-ahead
+        zstandard.ZstdCompressor(level=1, write_content_size=False).compress(line),
+        zstandard.ZstdCompressor(level=19, write_checksum=True).compress(line),
+        frame(line) + frame(line),
+        rle,
+        rle_end,
+        (0x184D2A50).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"xyz" + frame(line),
+        b"",
+        b"\x28\xb5",
+    ]
+    base = frame(line)
+    for _ in range(300):
+        damaged = bytearray(base)
+        for _ in range(rnd.randint(1, 3)):
+            damaged[rnd.randrange(len(damaged))] ^= 1 << rnd.randrange(8)
+        frames.append(bytes(damaged))
+        frames.append(base[: rnd.randrange(len(base))])  # torn
+        frames.append(base + bytes(rnd.randrange(256) for _ in range(rnd.randint(1, 8))))
+    return frames
+
+
+def test_the_in_memory_header_path_answers_as_the_general_path(tmp_path: Path) -> None:
+    outcomes: dict[str, int] = {}
+    path = tmp_path / "session.jsonl.zstd"
+    for data in _header_frames():
+        quick = _first_line(path, data, quick=True)
+        assert quick == _first_line(path, data, quick=False), data[:64]
+        kind = quick[0] if quick[0] != "ok" else "none" if quick[1] is None else "line"
+        outcomes[kind] = outcomes.get(kind, 0) + 1
+    assert set(outcomes) == {"line", "none", "LogError"}, outcomes  # every kind of answer is covered
+
+
+def test_the_in_memory_header_path_takes_the_common_frame_and_declines_bombs() -> None:
+    line = lines(header("quick"))
+    assert logfile._quick_first_frame(frame(line) + frame(line)) == line
+    assert logfile._quick_first_frame(frame(line)[:-1]) is None  # torn: the general path decides
+    bomb = (
+        ZSTD_MAGIC.to_bytes(4, "little")
+        + bytes([0x00, 0x58])
+        + b"".join((1 << 1 | (128 << 10) << 3).to_bytes(3, "little") + b"a" for _ in range(9))
+        + (1 | 1 << 1 | (128 << 10) << 3).to_bytes(3, "little")
+        + b"a"
+    )  # ten RLE blocks: 1.25 MiB of output declared in 42 bytes
+    assert logfile._quick_first_frame(bomb) is None
