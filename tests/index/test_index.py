@@ -22,6 +22,7 @@ import pytest
 
 from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
 from dsh_session_reference.store import JsonlSessionStore
+from dsh_session_reference.store import index as index_module
 from dsh_session_reference.store.index import (
     RACY_NS,
     IndexedSessionStore,
@@ -218,6 +219,81 @@ def test_random_roots_and_changes_give_the_uncached_answers(tmp_path: Path, seed
         same(root, IndexedSessionStore(root, index_dir=tmp_path / "cache"), ids)
         same(root, index, ids)
     index.close()
+
+
+# --- a cold index's headers, read by worker processes as well ------------------------------------
+
+
+class SlowWalk(IndexedSessionStore):
+    """Reads headers slowly itself, so its worker processes surely deliver some first."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.probed: list[str] = []
+
+    def _probe(self, root_real: str, segment: str, path: str, *args: Any) -> Any:
+        self.probed.append(path)
+        time.sleep(0.02)
+        return super()._probe(root_real, segment, path, *args)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_headers_read_by_workers_give_the_uncached_answers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    monkeypatch.setattr(index_module, "PARALLEL_MIN_LOGS", 1)
+    monkeypatch.setattr(index_module, "HEADER_BATCH", 2)
+    rng = random.Random(seed)
+    root = tmp_path / "sessions"
+    root.mkdir()
+    ids = build(root, rng, 40)
+    for _ in range(4):
+        mutate(root, rng, ids)  # both encodings, moved and duplicated logs, junk
+    age(root)
+    index = SlowWalk(root, index_dir=tmp_path / "cache", workers=2)
+    same(root, index, ids)
+    read_by_walk = len(index.probed)
+    assert 0 < read_by_walk < len(logs(root)) - 4, "the walk and the worker should each read some"
+    same(root, index, ids)  # and the entries the worker made answer the next walk
+    assert len(index.probed) == read_by_walk
+    index.close()
+
+
+def test_only_a_first_walk_over_many_unseen_logs_starts_header_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "PARALLEL_MIN_LOGS", 4)
+    started: list[int] = []
+    start = index_module._HeaderReaders.__init__
+
+    def counted(self: Any, store: Any, unseen: list[tuple[str, str]], count: int) -> None:
+        started.append(len(unseen))
+        start(self, store, unseen, count)
+
+    monkeypatch.setattr(index_module._HeaderReaders, "__init__", counted)
+    root = tmp_path / "sessions"
+    for name in ("a", "b"):
+        put(root, name, lines(header(name)))
+    age(root)
+    cache = tmp_path / "cache"
+    IndexedSessionStore(root, index_dir=cache, workers=2).list_sessions()
+    assert started == []  # two unseen logs: not worth a process
+    put(root, "c", lines(header("c")))
+    IndexedSessionStore(root, index_dir=cache, workers=1).list_sessions()
+    assert started == []  # no core to spare
+    for name in ("d", "e", "f"):
+        put(root, name, lines(header(name)))
+    store = IndexedSessionStore(root, index_dir=cache, workers=2)
+    store.list_sessions()
+    assert started == []  # c is indexed: three unseen logs, one too few
+    for name in ("h", "i", "j"):
+        put(root, name, lines(header(name)))
+    store.list_sessions()
+    assert started == []  # still not a first walk
+    for name in ("k", "l", "m", "n"):
+        put(root, name, lines(header(name)))
+    IndexedSessionStore(root, index_dir=cache, workers=2).list_sessions()
+    assert started == [4]  # k to n (h, i and j were indexed by the walk before)
 
 
 # --- what the index saves ---------------------------------------------------------------------------

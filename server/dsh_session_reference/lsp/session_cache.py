@@ -141,7 +141,12 @@ class CachedSessionSource:
         self.index = (
             inner
             if isinstance(inner, IndexedSessionStore)
-            else IndexedSessionStore(inner.root, index_dir=index_dir, apart_bytes=APART_READ_BYTES)
+            else IndexedSessionStore(
+                inner.root,
+                index_dir=index_dir,
+                workers=os.cpu_count() or 1,
+                apart_bytes=APART_READ_BYTES,
+            )
         )
         self.root = self.index.root
         self.background = background

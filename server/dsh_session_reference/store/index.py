@@ -50,7 +50,7 @@ import time
 import zlib
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
 
@@ -58,7 +58,7 @@ from ..conversation import ConversationKeeper, ConversationSnapshot
 from ..jsjson import js_normalize
 from ..model import SessionRecord, TitleObservation
 from ..projection import project_conversation
-from .jsonl_store import JsonlSessionStore, _Artifact, _compression_of, _Scan
+from .jsonl_store import JsonlSessionStore, _Artifact, _compression_of, _Scan, _sorted_entries
 from .jsvalue import js_parse
 from .layout import LOG_NAMES, Compression, is_within
 from .logfile import LogChanged, LogError, check_stop, open_artifact, read_log, zstandard_module
@@ -73,6 +73,12 @@ RACY_NS: Final = 2_000_000_000
 
 PARALLEL_MIN_BYTES: Final = 32 << 20
 """Below this much of logs to verify, starting worker processes costs more than it saves."""
+
+PARALLEL_MIN_LOGS: Final = 2000
+"""A first walk that will find this many logs the index has never seen shares their header reads
+with worker processes (below it, starting one costs about as much as it saves)."""
+HEADER_BATCH: Final = 64
+"""Directories per header-reading task: small, so the walk and the workers meet with little overlap."""
 
 APART_READ_BYTES: Final = 8 << 20
 """A log file larger than this is read for ``prepare`` in a process of its own, where one is
@@ -715,15 +721,52 @@ class IndexedSessionStore(JsonlSessionStore):
         walked: dict[str, Fingerprint] = {}
         looked: set[str] = set()
         self._local.walk = (walked, looked)
+        readers = self._header_readers() if not self.walked and self.workers > 1 else None
+        self._local.readers = readers
         try:
             scan = super()._scan(root_real, only, stop)
         finally:
             self._local.walk = None
+            self._local.readers = None
+            if readers is not None:
+                readers.close()
         with self._lock:
             for path in [path for path in self._table() if path not in looked]:
                 self._set(path, None)  # the log is gone (or moved): its entry goes too
             self.walked = walked
         return scan
+
+    def _header_readers(self) -> _HeaderReaders | None:
+        """Worker processes for the headers of a cold index, when the first walk of this store
+        will find at least :data:`PARALLEL_MIN_LOGS` session directories the index has never seen.
+
+        Later walks find few new logs, so only the first one pays for this look (a ``scandir``
+        of every project, about 3 ms per thousand sessions).
+        """
+        table = self._table()
+        unseen: list[tuple[str, str]] = []
+        try:
+            projects = _sorted_entries(self.root)
+        except OSError:
+            return None  # the walk itself reports it
+        for project in projects:
+            if not project.is_dir(follow_symlinks=False):
+                continue
+            try:
+                entries = _sorted_entries(project.path)
+            except OSError:
+                continue
+            for entry in entries:
+                directory = entry.path
+                if (
+                    entry.is_dir(follow_symlinks=False)
+                    and directory + _ZSTD_NAME not in table
+                    and directory + _PLAIN_NAME not in table
+                ):
+                    unseen.append((entry.name, directory))
+        if len(unseen) < PARALLEL_MIN_LOGS:
+            return None
+        return _HeaderReaders(self, unseen, self.workers - 1)
 
     def _block(self, scan: _Scan, segment: str, path: str, reason: str) -> None:
         super()._block(scan, segment, path, reason)
@@ -735,16 +778,12 @@ class IndexedSessionStore(JsonlSessionStore):
         self, scan: _Scan, root_real: str, directory: str, segment: str, stop: threading.Event | None
     ) -> None:
         walk = getattr(self._local, "walk", None)
-        paths = [directory + _ZSTD_NAME, directory + _PLAIN_NAME]
         if walk is not None:
-            walk[1].update(paths)
+            walk[1].update((directory + _ZSTD_NAME, directory + _PLAIN_NAME))
         try:
-            found = [(path, info) for path in paths if (info := _lstat(path)) is not None]
+            single = _single_log(directory)
         except OSError:
-            found = []
             single = None
-        else:
-            single = found[0] if len(found) == 1 and stat.S_ISREG(found[0][1].st_mode) else None
         if single is None:
             super()._inspect(scan, root_real, directory, segment, stop)
             return
@@ -756,25 +795,41 @@ class IndexedSessionStore(JsonlSessionStore):
         if walk is not None:
             walk[0][path] = fp
         cached = None if row is None else row.listing_outcome(fp, path)
+        readers: _HeaderReaders | None = getattr(self._local, "readers", None)
+        if cached is None and readers is not None and readers.arrived(directory):
+            row = self._get(path)  # a worker may have read this very header meanwhile
+            cached = None if row is None else row.listing_outcome(fp, path)
         if cached is not None:
             self._replay_listing(scan, path, cached)
             return
-        started = time.time_ns()
-        probe = _Scan()
-        probe.trail = []  # type: ignore[attr-defined]
-        # The lstat above already told upstream's existence checks' answer: exactly this regular
-        # file. So the outcome depends on this log alone, and only its fingerprint is checked after.
-        self._inspect_log(probe, root_real, segment, path, _compression_of(path), True, stop)
+        probe, entry = self._probe(root_real, segment, path, fp, stop)
         scan.artifacts.extend(probe.artifacts)
         scan.encodings.update(probe.encodings)
         for segment, block_path, reason in probe.trail:  # type: ignore[attr-defined]
             self._block(scan, segment, block_path, reason)
+        if entry is not None:
+            self._keep_listing(path, fp, *entry)
+
+    def _probe(
+        self, root_real: str, segment: str, path: str, fp: Fingerprint, stop: threading.Event | None
+    ) -> tuple[_Scan, tuple[int, str] | None]:
+        """The listing step for the one log ``path`` (just seen at ``fp``), and the index entry for
+        it, ``(read at, listing text)``, unless the log changed while it was read.
+
+        The ``lstat`` that found the log already told upstream's existence checks' answer:
+        exactly this regular file. So the outcome depends on this log alone, and only its
+        fingerprint is checked after.
+        """
+        started = time.time_ns()
+        probe = _Scan()
+        probe.trail = []  # type: ignore[attr-defined]
+        self._inspect_log(probe, root_real, segment, path, _compression_of(path), True, stop)
         try:
             after = _lstat(path)
         except OSError:
             after = None
         if after is None or fingerprint_of(after) != fp:
-            return
+            return probe, None
         outcome = {
             "a": [[a.path, a.compression, a.header] for a in probe.artifacts],
             "b": probe.trail,  # type: ignore[attr-defined]
@@ -782,7 +837,10 @@ class IndexedSessionStore(JsonlSessionStore):
         try:
             text = json.dumps(outcome, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
         except ValueError:
-            return  # a header number JSON cannot spell (Infinity): listed, just not indexed
+            return probe, None  # a header number JSON cannot spell (Infinity): listed, just not indexed
+        return probe, (started, text)
+
+    def _keep_listing(self, path: str, fp: Fingerprint, started: int, text: str) -> None:
         with self._lock:
             current = self._get(path)
             kept = current if current is not None and current.fp == fp else _Row(fp)
@@ -1025,6 +1083,98 @@ def batches(records: Sequence[SessionRecord], max_bytes: int, max_count: int) ->
     if current:
         grouped.append(current)
     return grouped
+
+
+def _single_log(directory: str) -> tuple[str, os.stat_result] | None:
+    """The one log of a session directory, when it holds exactly one and it is a regular file
+    (anything else takes upstream's general listing step). ``OSError`` when it cannot be looked at."""
+    found = [(path, info) for name in (_ZSTD_NAME, _PLAIN_NAME) if (info := _lstat(path := directory + name))]
+    if len(found) == 1 and stat.S_ISREG(found[0][1].st_mode):
+        return found[0]
+    return None
+
+
+_Entry = tuple[str, Fingerprint, int, str]
+"""A listing entry read by a worker: ``(log, fingerprint, read at, text)``."""
+
+
+class _HeaderReaders:
+    """Worker processes reading a cold index's headers from the end of the walk, while the walk
+    reads them from the start; they meet in the middle.
+
+    Results become index rows, which the walk then takes as any row: only at the fingerprint
+    the walk itself sees, and only when the log had been still for ``RACY_NS`` when it was read.
+    Whatever a worker has not delivered when the walk gets there, the walk reads itself.
+    """
+
+    def __init__(self, store: IndexedSessionStore, unseen: list[tuple[str, str]], count: int) -> None:
+        self._store = store
+        self._batches = [unseen[at : at + HEADER_BATCH] for at in range(0, len(unseen), HEADER_BATCH)]
+        self._batch_of = {
+            directory: number for number, batch in enumerate(self._batches) for _, directory in batch
+        }
+        self._next = len(self._batches) - 1
+        """The next batch to hand out; batches are handed out from the last one backwards."""
+        self._reached = 0
+        """The batch the walk is in: handing that one or an earlier one out would be wasted."""
+        self._workers = [WorkerProcess() for _ in range(max(1, count))]
+        self._pending: list[Future[list[_Entry]]] = []
+        self._hand_out()
+
+    def _hand_out(self) -> None:
+        for worker in self._workers:
+            while worker.busy < 2 and self._next > self._reached:
+                self._pending.append(
+                    worker.submit("read_headers", self._store.root, self._batches[self._next])
+                )
+                self._next -= 1
+
+    def arrived(self, directory: str) -> bool:
+        """Take every finished result into the index (the walk is about to read ``directory``'s
+        log itself); ``True`` if any did."""
+        self._reached = max(self._reached, self._batch_of.get(directory, self._reached))
+        done = [future for future in self._pending if future.done()]
+        if done:
+            self._pending = [future for future in self._pending if not future.done()]
+            for future in done:
+                if future.exception() is None:  # a failed worker only leaves more for the walk
+                    for path, fp, started, text in future.result():
+                        self._store._keep_listing(path, fp, started, text)
+        self._hand_out()
+        return bool(done)
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.close()
+
+
+class _QuietStore(IndexedSessionStore):
+    """The store a worker reads headers with: the walk that takes its results reports each
+    problem itself, so the worker does not report it again."""
+
+    def _report(self, path: str, reason: str) -> None:
+        pass
+
+
+def read_headers(root: str, directories: Sequence[tuple[str, str]]) -> list[_Entry]:
+    """Index listing entries ``(log, fingerprint, read at, text)`` for session directories the index
+    has never seen, as the walk would make them (runs in a worker process)."""
+    store = _QuietStore(root, persistent=False)
+    root_real = os.path.realpath(root)
+    found: list[_Entry] = []
+    for segment, directory in directories:
+        try:
+            single = _single_log(directory)
+        except OSError:
+            continue
+        if single is None:
+            continue
+        path, info = single
+        fp = fingerprint_of(info)
+        _, entry = store._probe(root_real, segment, path, fp, None)
+        if entry is not None:
+            found.append((path, fp, *entry))
+    return found
 
 
 def _size_of(path: str) -> int:

@@ -1,4 +1,4 @@
-"""Worker processes for CPU-bound log replays: titles for the index, and huge reads for ``prepare``.
+"""Worker processes for CPU-bound log reads: headers and titles for a cold index, huge reads for ``prepare``.
 
 A title read replays a whole log in Python, so filling a cold index is CPU
 work the server must not do on its own event-loop process (it would hold the
@@ -37,16 +37,17 @@ _HEADER: Final = struct.Struct("!I")
 
 
 def _tasks() -> dict[str, Callable[..., Any]]:
-    from .index import message_texts, read_conversation, verify_titles
+    from .index import message_texts, read_conversation, read_headers, verify_titles
 
     return {
+        "read_headers": read_headers,
         "verify_titles": verify_titles,
         "message_texts": message_texts,
         "read_conversation": read_conversation,
     }
 
 
-TASKS: Final = ("verify_titles", "message_texts", "read_conversation")
+TASKS: Final = ("read_headers", "verify_titles", "message_texts", "read_conversation")
 
 
 def _send(stream: IO[bytes], value: object) -> None:
