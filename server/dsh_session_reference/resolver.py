@@ -205,7 +205,9 @@ class SessionReferenceResolver:
         table_of = getattr(self.query, "candidate_table", None)
         if table_of is not None:
             # A store that keeps its listing and labels warm answers from one persistent table.
-            rows = await _run(lambda stop: table_of(stop).select(needle, self_id, agent.cwd, cap), signal)
+            rows = await _run(
+                lambda stop: table_of(stop, agent.cwd).select(needle, self_id, agent.cwd, cap), signal
+            )
         else:
             table = await self._listing_table(needle, self_id, agent.cwd, cap, signal)
             rows = table.select(needle, self_id, agent.cwd, cap)

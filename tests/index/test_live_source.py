@@ -190,6 +190,59 @@ async def test_a_big_store_ranks_hints_then_verified_titles_as_upstream_would(
         source.close()
 
 
+def test_the_server_source_writes_the_index_file_behind_its_requests(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    cache = tmp_path / "cache"
+    source = CachedSessionSource(JsonlSessionStore(root), index_dir=cache)
+    try:
+        assert not source.index.autoflush
+        records = source.list_sessions()
+        source.read_titles(records)
+        wait_for(lambda: not source.index._dirty)  # written by the background thread
+        on_disk = IndexedSessionStore(root, index_dir=cache)._table()
+        assert sorted(on_disk) == sorted(record.location for record in records)
+        assert all(row.listing is not None and row.title is not None for row in on_disk.values())
+    finally:
+        source.close()
+
+
+def test_a_cold_first_popup_hints_titles_in_rank_order_for_its_cwd(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)
+    root = tmp_path / "sessions"
+    cwds = ["/a", "/b", None, "/a", None, "/b", "/c", "/b"]
+    for number, cwd in enumerate(cwds):
+        line = header(f"s{number}", createdAt=number, cwd=cwd)
+        if cwd is None:
+            del line["cwd"]
+        put(root, f"s{number}", lines(line, title(0, f"T{number}")), cwd=cwd)
+    age(root)
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    hinted: list[str] = []
+    hint = source._hint
+
+    def spied(location: str, *args: Any) -> str | None:
+        hinted.append(location)
+        return hint(location, *args)
+
+    monkeypatch.setattr(source, "_hint", spied)
+    try:
+        records = source.list_sessions()
+        table = source.candidate_table(None, "/b")
+        by_location = {record.location: record for record in records}
+        ranks = [session_cache.candidate_rank(by_location[location].cwd, "/b") for location in hinted]
+        assert len(hinted) == len(cwds) and ranks == sorted(ranks)  # /b, then no cwd, then the rest
+        in_rank = sorted(records, key=lambda record: session_cache.candidate_rank(record.cwd, "/b"))
+        assert hinted == [record.location for record in in_rank]  # listing order within a rank
+        assert [row.label for row in table.select("t", None, "/b", 3)] == ["T7", "T5", "T1"]  # newest first
+    finally:
+        source.close()
+
+
 async def test_body_search_adds_marked_rows_after_the_exact_candidates(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     store(root)

@@ -512,6 +512,8 @@ class IndexedSessionStore(JsonlSessionStore):
     ``workers`` above 1 lets a title read that misses the index on many
     megabytes of logs verify them in that many worker processes (a cold index
     is CPU-bound: a title read replays the whole log).
+    ``autoflush=False``: new rows are written to the index file only by :meth:`flush`
+    (the language server's background thread does it, so no request waits on the file).
     ``apart_bytes``: ``read_conversation`` of a log file larger than this runs in
     a short-lived process of its own (:func:`~.workers.run_apart`, about 0.2 s to
     start): several huge sources are then replayed on several cores, and the heap
@@ -526,10 +528,12 @@ class IndexedSessionStore(JsonlSessionStore):
         persistent: bool = True,
         workers: int = 1,
         apart_bytes: int | None = None,
+        autoflush: bool = True,
     ) -> None:
         super().__init__(root)
         self.workers = workers
         self.apart_bytes = apart_bytes
+        self.autoflush = autoflush
         self._index_dir = (
             os.path.abspath(os.fspath(index_dir)) if index_dir is not None else default_index_dir()
         )
@@ -599,7 +603,7 @@ class IndexedSessionStore(JsonlSessionStore):
             self._dirty[path] = row
 
     def flush(self) -> None:
-        """Write pending rows to the index file (done after every store call)."""
+        """Write pending rows to the index file (after every store call, unless ``autoflush`` is off)."""
         with self._lock:
             pending, self._dirty = self._dirty, {}
             if pending:
@@ -617,7 +621,7 @@ class IndexedSessionStore(JsonlSessionStore):
         try:
             return super().list_sessions(stop)
         finally:
-            self.flush()
+            self._call_done()
 
     def read_titles(
         self, records: Sequence[SessionRecord], stop: threading.Event | None = None
@@ -627,6 +631,10 @@ class IndexedSessionStore(JsonlSessionStore):
                 self._verify_in_workers(records, stop)
             return super().read_titles(records, stop)
         finally:
+            self._call_done()
+
+    def _call_done(self) -> None:
+        if self.autoflush:
             self.flush()
 
     def _verify_in_workers(self, records: Sequence[SessionRecord], stop: threading.Event | None) -> None:
