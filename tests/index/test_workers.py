@@ -4,6 +4,8 @@ reads run apart raise what they raised in the child, and stop when asked."""
 from __future__ import annotations
 
 import concurrent.futures
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 
 from dsh_session_reference.model import StoreError, StoreStopped
 from dsh_session_reference.store.jsonl_store import NOT_FOUND
-from dsh_session_reference.store.workers import WorkerProcess, run_apart
+from dsh_session_reference.store.workers import WorkerProcess, _send, run_apart
 from store.logbuild import header, lines, one_turn, put
 
 
@@ -64,3 +66,21 @@ def test_a_stopped_read_apart_ends_its_process(tmp_path: Path, monkeypatch: pyte
     with pytest.raises(StoreStopped):
         run_apart("read_conversation", str(tmp_path), "any", 1000, stop=stop)
     assert len(closed) == 1 and closed[0] is not None  # the child has exited
+
+
+def test_a_worker_whose_parent_stopped_listening_exits_quietly(tmp_path: Path) -> None:
+    """A server that exits while its worker is mid-task closes the reply pipe first: the worker
+    must end without a traceback in the editor's log."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "dsh_session_reference.store.workers"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdin is not None and child.stdout is not None and child.stderr is not None
+    child.stdout.close()
+    _send(child.stdin, (0, "message_texts", (str(tmp_path), [])))
+    child.stdin.close()
+    assert child.wait(timeout=30) == 0
+    assert child.stderr.read() == b""
+    child.stderr.close()

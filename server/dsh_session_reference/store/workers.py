@@ -195,7 +195,10 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             reply = (request, True, tasks[task](*args))
         except Exception as error:  # reported to the parent, whose future fails with it
             reply = (request, False, _portable(error))
-        _send(stdout, reply)
+        try:
+            _send(stdout, reply)
+        except BrokenPipeError:
+            return  # the parent is gone (or stopped listening): nobody wants the reply
 
 
 if __name__ == "__main__":
