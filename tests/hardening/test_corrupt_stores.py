@@ -31,8 +31,11 @@ from .lsp_harness import lsp_session, server_pid
 
 PEAK_LIMIT_KB = 200 * 1024
 """Peak RSS any face may reach on this corpus (Python itself is ~25 MB; a line is capped at 32 MiB)."""
-READ_SECONDS = 5.0
-"""Wall time any single read may take, the heavy cases included (they take well under a second)."""
+READ_SECONDS = 15.0
+"""Wall time any single read may take: a guard against reads that never end or expand a bomb in
+full, not a speed goal (those live in the benchmarks). The heaviest case, a torn frame decoded
+to its 512 MiB end and read again for its title while its log is too new to be trusted from the
+index, takes 3-4.5 s through the audited server on a slow 2-core host."""
 
 
 @pytest.fixture(scope="module")
