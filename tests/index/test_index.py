@@ -296,6 +296,28 @@ def test_only_a_first_walk_over_many_unseen_logs_starts_header_workers(
     assert started == [4]  # k to n (h, i and j were indexed by the walk before)
 
 
+def test_pending_rows_are_written_in_pausable_transactions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "FLUSH_ROWS", 2)
+    root = tmp_path / "sessions"
+    for name in "abcde":
+        put(root, name, lines(header(name)))
+    age(root)
+    store = IndexedSessionStore(root, index_dir=tmp_path / "cache", autoflush=False)
+    store.list_sessions()
+    assert len(IndexedSessionStore(root, index_dir=tmp_path / "cache")._table()) == 0  # nothing written yet
+    pauses: list[int] = []
+
+    def pause() -> None:
+        pauses.append(len(store._table()))  # the rows stay readable while the file is written
+
+    store.flush(pause)
+    assert pauses == [5, 5]  # three transactions, a pause before each but the first
+    assert len(IndexedSessionStore(root, index_dir=tmp_path / "cache")._table()) == 5
+    store.close()
+
+
 # --- what the index saves ---------------------------------------------------------------------------
 
 

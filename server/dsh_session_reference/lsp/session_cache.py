@@ -577,7 +577,7 @@ class CachedSessionSource:
                 return False
             refresh, self._refresh_wanted = self._refresh_wanted, False
         try:
-            self.index.flush()
+            self.index.flush(self._quiet.wait)
             if refresh:
                 snapshot = self._snapshot
                 if snapshot is None or time.monotonic() - snapshot.taken >= REFRESH_AFTER:

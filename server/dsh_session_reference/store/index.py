@@ -49,7 +49,7 @@ import threading
 import time
 import zlib
 from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
@@ -73,6 +73,9 @@ RACY_NS: Final = 2_000_000_000
 
 PARALLEL_MIN_BYTES: Final = 32 << 20
 """Below this much of logs to verify, starting worker processes costs more than it saves."""
+
+FLUSH_ROWS: Final = 1000
+"""Rows per index-file transaction when pending rows are written (about 20 ms each)."""
 
 PARALLEL_MIN_LOGS: Final = 2000
 """A first walk that will find this many logs the index has never seen shares their header reads
@@ -542,6 +545,8 @@ class IndexedSessionStore(JsonlSessionStore):
         self._db: IndexDatabase | None = None
         self._rows: dict[str, _Row] | None = None
         self._dirty: dict[str, _Row | None] = {}
+        self._flushing = threading.Lock()
+        """Keeps writes to the file in the order their rows were made."""
         self._local = threading.local()
         self.walked: dict[str, Fingerprint] = {}
         """Every regular log file the latest full listing looked at, with its fingerprint."""
@@ -602,18 +607,25 @@ class IndexedSessionStore(JsonlSessionStore):
             table[path] = row
             self._dirty[path] = row
 
-    def flush(self) -> None:
-        """Write pending rows to the index file (after every store call, unless ``autoflush`` is off)."""
-        with self._lock:
-            pending, self._dirty = self._dirty, {}
-            if pending:
-                self._database().write(pending)
+    def flush(self, pause: Callable[[], object] | None = None) -> None:
+        """Write pending rows to the index file (after every store call, unless ``autoflush`` is off).
 
-    def forget(self) -> None:
-        """Drop the in-memory copy (the next call reloads the file); used after another process wrote."""
-        with self._lock:
-            self.flush()
-            self._rows = None
+        Rows are taken under the store's lock but written outside it, :data:`FLUSH_ROWS` per
+        transaction, so readers of the in-memory rows never wait for the file; ``pause`` is
+        called between transactions (the language server's background thread passes one
+        that waits while a request is being answered).
+        """
+        with self._flushing:
+            with self._lock:
+                pending, self._dirty = self._dirty, {}
+            if not pending:
+                return
+            database = self._database()
+            rows = list(pending.items())
+            for start in range(0, len(rows), FLUSH_ROWS):
+                if start and pause is not None:
+                    pause()
+                database.write(dict(rows[start : start + FLUSH_ROWS]))
 
     # --- SessionSource ---------------------------------------------------------------------------
 
