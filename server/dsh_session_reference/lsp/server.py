@@ -306,8 +306,19 @@ class DshLanguageServer(LanguageServer):
             return False
         return self.apply({SECTION: result[0]} if isinstance(result[0], dict) else None)
 
+    async def warm_up(self) -> None:
+        """List the root and find the target before the first ``@``: a big root over a cold index
+        takes seconds to list, which would otherwise be spent while the user waits for a popup
+        (a request that arrives meanwhile shares this listing rather than starting its own)."""
+        try:
+            await asyncio.to_thread(self.engine.source.list_sessions)
+            await self.agent_for(None)
+        except Exception as error:  # the first request meets the same problem and reports it
+            LOG.info("listing the sessions root ahead of requests failed: %s", error)
+
     async def settings_changed(self) -> None:
-        """Re-check every open document under the new settings."""
+        """Re-check every open document under the new settings (a new root is listed ahead)."""
+        self.spawn(self.warm_up())
         self.flush_warnings()
         if self.pull_diagnostics:
             if self.capability("workspace.diagnostics.refresh_support", False):
@@ -590,6 +601,8 @@ async def _initialized(ls: DshLanguageServer, params: types.InitializedParams) -
     changed = await ls.pull_configuration()
     if changed or ls.has_warnings:
         await ls.settings_changed()
+    else:
+        ls.spawn(ls.warm_up())
 
 
 async def _did_change_configuration(

@@ -1,0 +1,57 @@
+"""A started server lists its sessions root before the first request asks (a big root over a cold
+index takes seconds to list, which would otherwise be spent while the user waits for a popup)."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsp_support import (
+    Session,
+    default_specs,
+    initialize_params,
+    server_config,
+    serving,
+    wait_until,
+    write_store,
+)
+from pytest_lsp import LanguageClient
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+CACHE = Path(tempfile.mkdtemp(prefix="dsh-warm-up-cache-"))
+
+
+@pytest_lsp.fixture(config=server_config({"XDG_CACHE_HOME": str(CACHE)}), scope="module")
+async def lsp(lsp_client: LanguageClient, workspace: Path, tmp_path_factory: pytest.TempPathFactory):
+    store = write_store(tmp_path_factory.mktemp("warm-up-store"), default_specs(str(workspace)))
+    async with serving(
+        lsp_client, "visual-studio-code@1.139", initialize_params("emacs", workspace, store), store
+    ):
+        yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _remove_cache() -> Iterator[None]:
+    yield
+    shutil.rmtree(CACHE, ignore_errors=True)
+
+
+def listed_rows() -> int:
+    """Listing entries in the index file the server keeps under ``CACHE``."""
+    found = 0
+    for path in CACHE.glob("dsh-session-reference/index/*.sqlite3"):
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            found += db.execute("SELECT count(*) FROM logs WHERE listing IS NOT NULL").fetchone()[0]
+    return found
+
+
+async def test_the_root_is_listed_and_indexed_before_any_request(s: Session) -> None:
+    logs = len(list(s.client.store.glob("*/*/session.jsonl*")))  # type: ignore[attr-defined]
+    assert logs == len(default_specs("/w"))
+    await wait_until(lambda: listed_rows() == logs)
