@@ -20,10 +20,13 @@ how much of that work an ``@`` keystroke may wait for:
 * **A cold index never blocks a popup.** Titles the index does not know yet,
   when there are more than :data:`SYNC_VERIFY_BYTES` of them to read, are shown
   from a byte scan for the last ``session/title`` line
-  (:func:`~..store.index.scan_last_title`) while a worker process replays the
-  logs and fills the index; a verified title then replaces the hint (they
-  differ only for damaged logs, whose label is their id). The candidate table
-  kept for ``@`` queries is then relabelled row by row, not rebuilt.
+  (:func:`~..store.index.scan_last_title`), in ``listCandidates``' rank order
+  for the popup's cwd as far as :data:`HINT_BUDGET` allows (the rest behind it),
+  while a worker process replays the logs and fills the index; a verified title
+  then replaces the hint (they differ only for damaged logs, whose label is
+  their id). The candidate table kept for ``@`` queries is then relabelled row
+  by row, not rebuilt. The server lists the root as soon as it starts, and new
+  index rows are written to the file by the background thread, not by requests.
 
 ``prepare``, diagnostics and previews read surfaces afresh; a surface of an
 unchanged small log is kept (at most :data:`MAX_SURFACES`, none of a log over

@@ -21,6 +21,12 @@ before it, and it is trusted only when the log had not changed for
 :data:`RACY_NS` before it was read (a write in the same timestamp tick could
 otherwise hide behind an unchanged key, the "racy git" problem).
 
+A cold index is CPU work, so it is shared with worker processes
+(``workers`` > 1): the first walk of a root with many unseen logs has them
+read headers from the end of the walk while it reads from the start
+(:class:`_HeaderReaders`), and a title read over many megabytes of unseen logs
+replays them in parallel. Their results are entries like any other.
+
 The index is a cache, never a source of truth: a file that is not this
 index (another application id, schema, or root), fails SQLite's
 ``quick_check``, or holds a row whose checksum does not match is deleted and
