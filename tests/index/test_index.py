@@ -259,6 +259,24 @@ def test_headers_read_by_workers_give_the_uncached_answers(
     index.close()
 
 
+def test_a_walk_without_worker_processes_reads_every_header_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "PARALLEL_MIN_LOGS", 1)
+
+    def no_process() -> None:
+        raise OSError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(index_module, "WorkerProcess", no_process)
+    root = tmp_path / "sessions"
+    ids = build(root, random.Random(5), 12)
+    age(root)
+    index = SlowWalk(root, index_dir=tmp_path / "cache", workers=4)
+    same(root, index, ids)
+    assert len(index.probed) == len(logs(root))
+    index.close()
+
+
 def test_only_a_first_walk_over_many_unseen_logs_starts_header_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -792,7 +792,11 @@ class IndexedSessionStore(JsonlSessionStore):
                     unseen.append((entry.name, directory))
         if len(unseen) < PARALLEL_MIN_LOGS:
             return None
-        return _HeaderReaders(self, unseen, self.workers - 1)
+        try:
+            return _HeaderReaders(self, unseen, self.workers - 1)
+        except OSError as error:  # no process to be had: the walk reads every header itself
+            _LOG.info("header reads stay in this process: %s", error)
+            return None
 
     def _block(self, scan: _Scan, segment: str, path: str, reason: str) -> None:
         super()._block(scan, segment, path, reason)
@@ -1143,7 +1147,13 @@ class _HeaderReaders:
         """The next batch to hand out; batches are handed out from the last one backwards."""
         self._reached = 0
         """The batch the walk is in: handing that one or an earlier one out would be wasted."""
-        self._workers = [WorkerProcess() for _ in range(max(1, count))]
+        self._workers: list[WorkerProcess] = []
+        try:
+            for _ in range(max(1, count)):
+                self._workers.append(WorkerProcess())
+        except OSError:
+            self.close()
+            raise
         self._pending: list[Future[list[_Entry]]] = []
         self._hand_out()
 
@@ -1159,9 +1169,12 @@ class _HeaderReaders:
         """Take every finished result into the index (the walk is about to read ``directory``'s
         log itself); ``True`` if any did."""
         self._reached = max(self._reached, self._batch_of.get(directory, self._reached))
-        done = [future for future in self._pending if future.done()]
+        done: list[Future[list[_Entry]]] = []
+        waiting: list[Future[list[_Entry]]] = []
+        for future in self._pending:
+            (done if future.done() else waiting).append(future)
         if done:
-            self._pending = [future for future in self._pending if not future.done()]
+            self._pending = waiting
             for future in done:
                 if future.exception() is None:  # a failed worker only leaves more for the walk
                     for path, fp, started, text in future.result():
