@@ -808,10 +808,13 @@ class IndexedSessionStore(JsonlSessionStore):
         self, scan: _Scan, root_real: str, directory: str, segment: str, stop: threading.Event | None
     ) -> None:
         walk = getattr(self._local, "walk", None)
+        # One string per log path, shared by the walk's sets and the records: a 50,000-log root
+        # would otherwise keep twice as many path strings (and fragment the heap with the rest).
+        paths = (directory + _ZSTD_NAME, directory + _PLAIN_NAME)
         if walk is not None:
-            walk[1].update((directory + _ZSTD_NAME, directory + _PLAIN_NAME))
+            walk[1].update(paths)
         try:
-            single = _single_log(directory)
+            single = _single_log(paths)
         except OSError:
             single = None
         if single is None:
@@ -1115,10 +1118,11 @@ def batches(records: Sequence[SessionRecord], max_bytes: int, max_count: int) ->
     return grouped
 
 
-def _single_log(directory: str) -> tuple[str, os.stat_result] | None:
-    """The one log of a session directory, when it holds exactly one and it is a regular file
-    (anything else takes upstream's general listing step). ``OSError`` when it cannot be looked at."""
-    found = [(path, info) for name in (_ZSTD_NAME, _PLAIN_NAME) if (info := _lstat(path := directory + name))]
+def _single_log(paths: tuple[str, str]) -> tuple[str, os.stat_result] | None:
+    """The one log of a session directory (``paths``: its two log names), when it holds exactly
+    one and it is a regular file (anything else takes upstream's general listing step).
+    ``OSError`` when it cannot be looked at."""
+    found = [(path, info) for path in paths if (info := _lstat(path))]
     if len(found) == 1 and stat.S_ISREG(found[0][1].st_mode):
         return found[0]
     return None
@@ -1203,7 +1207,7 @@ def read_headers(root: str, directories: Sequence[tuple[str, str]]) -> list[_Ent
     found: list[_Entry] = []
     for segment, directory in directories:
         try:
-            single = _single_log(directory)
+            single = _single_log((directory + _ZSTD_NAME, directory + _PLAIN_NAME))
         except OSError:
             continue
         if single is None:
