@@ -370,8 +370,13 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.
 
 
 async def find_session(query: SessionSource, session_id: str) -> SessionRecord | None:
-    """The listed record for ``session_id`` (compared as JS strings), or ``None``."""
+    """The listed record for ``session_id`` (compared as JS strings), or ``None``; a store that can
+    find one record without listing them all (``find_record``) is asked for just that one."""
     wanted = js_normalize(session_id)
+    find_record = getattr(query, "find_record", None)
+    if find_record is not None:
+        found: SessionRecord | None = await asyncio.to_thread(find_record, wanted)
+        return found
     records = await asyncio.to_thread(query.list_sessions)
     return next((record for record in records if record.id == wanted), None)
 

@@ -221,6 +221,31 @@ def test_random_roots_and_changes_give_the_uncached_answers(tmp_path: Path, seed
     index.close()
 
 
+def found_records(store: JsonlSessionStore, ids: Sequence[str]) -> list[tuple[str, object]]:
+    """What ``find_record`` finds for each id, and what the full listing has for it."""
+    listed = {record.id: record for record in store.list_sessions()}
+    return [(session_id, store.find_record(session_id), listed.get(session_id)) for session_id in ids]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_finding_one_record_agrees_with_the_listing(tmp_path: Path, seed: int) -> None:
+    rng = random.Random(seed)
+    root = tmp_path / "sessions"
+    root.mkdir()
+    ids = build(root, rng, rng.randint(3, 12))
+    for cwd in ("/a", "/b"):  # one id in two projects, each log naming its own path: neither is listed
+        put(root, "twin", lines(header("twin", cwd=cwd)), cwd=cwd)
+    age(root)
+    index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    for _ in range(6):
+        wanted = [*ids, "twin", "absent", ""]
+        for store in (JsonlSessionStore(root), index):
+            for session_id, found, listed in found_records(store, wanted):
+                assert found == listed, (session_id, found, listed)
+        mutate(root, rng, ids)  # duplicates, moved logs, both encodings, deletions
+    index.close()
+
+
 # --- a cold index's headers, read by worker processes as well ------------------------------------
 
 

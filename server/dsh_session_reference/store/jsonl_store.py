@@ -215,6 +215,17 @@ class JsonlSessionStore:
         records = [artifact.record() for artifact in scan.usable().values()]
         return _newest_first(records)
 
+    def find_record(self, session_id: str, stop: threading.Event | None = None) -> SessionRecord | None:
+        """The record :meth:`list_sessions` lists for ``session_id``, or ``None``, found by looking
+        only where that id's log can be: a log is listed only at the path its header's id names,
+        so a lookup of one session (the CLI's target) need not list a root of 50,000."""
+        session_id = js_normalize(session_id)
+        root_real = self._root_real()
+        if root_real is None or session_id == "":
+            return None
+        artifact = self._scan(root_real, encode_segment(session_id), stop).usable().get(session_id)
+        return None if artifact is None else artifact.record()
+
     def read_titles(
         self, records: Sequence[SessionRecord], stop: threading.Event | None = None
     ) -> list[TitleObservation]:
