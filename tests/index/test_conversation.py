@@ -245,3 +245,22 @@ def test_a_long_text_cuts_exactly_as_its_whole_text(seed: int) -> None:
         assert truncate_with_notice(kept, target) == truncate_with_notice(whole, target)
     with pytest.raises(ValueError):
         truncate_with_notice(LongText(kept.head[:-1], kept.tail, kept.utf8_bytes, kept.item_bytes), budget)
+
+
+def test_a_zstd_log_counts_as_the_json_it_holds_when_choosing_to_read_it_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    apart: list[str] = []
+    monkeypatch.setattr(
+        index_module, "run_apart", lambda task, root, sid, *rest, stop=None: apart.append(sid)
+    )
+    write(tmp_path, "packed", random_log(random.Random(3), 40), "zstd")
+    write(tmp_path, "plain", random_log(random.Random(3), 40), "none")
+    [packed] = list(tmp_path.glob("*/packed/session.jsonl.zstd"))
+    [plain] = list(tmp_path.glob("*/plain/session.jsonl"))
+    on_disk = packed.stat().st_size
+    assert plain.stat().st_size > on_disk * 2  # the same log, unpacked
+    store = IndexedSessionStore(tmp_path, persistent=False, apart_bytes=on_disk * 2)
+    store.read_conversation("packed", 1000)
+    store.read_conversation("plain", 1000)
+    assert apart == ["packed", "plain"]  # both hold more JSON than the limit, though one is smaller on disk

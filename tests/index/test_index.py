@@ -196,12 +196,17 @@ def mutate(root: Path, rng: random.Random, ids: list[str]) -> str:
     return "rewrite"
 
 
-@pytest.mark.parametrize("seed", range(24))
-def test_random_roots_and_changes_give_the_uncached_answers(tmp_path: Path, seed: int) -> None:
+def random_root(tmp_path: Path, seed: int, most: int) -> tuple[random.Random, Path, list[str]]:
+    """A root of 3 to ``most`` random sessions (see :func:`build`), and the generator that made it."""
     rng = random.Random(seed)
     root = tmp_path / "sessions"
     root.mkdir()
-    ids = build(root, rng, rng.randint(3, 14))
+    return rng, root, build(root, rng, rng.randint(3, most))
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_random_roots_and_changes_give_the_uncached_answers(tmp_path: Path, seed: int) -> None:
+    rng, root, ids = random_root(tmp_path, seed, 14)
     aged = rng.random() < 0.7
     if aged:
         age(root)
@@ -221,7 +226,9 @@ def test_random_roots_and_changes_give_the_uncached_answers(tmp_path: Path, seed
     index.close()
 
 
-def found_records(store: JsonlSessionStore, ids: Sequence[str]) -> list[tuple[str, object]]:
+def found_records(
+    store: JsonlSessionStore, ids: Sequence[str]
+) -> list[tuple[str, SessionRecord | None, SessionRecord | None]]:
     """What ``find_record`` finds for each id, and what the full listing has for it."""
     listed = {record.id: record for record in store.list_sessions()}
     return [(session_id, store.find_record(session_id), listed.get(session_id)) for session_id in ids]
@@ -229,10 +236,7 @@ def found_records(store: JsonlSessionStore, ids: Sequence[str]) -> list[tuple[st
 
 @pytest.mark.parametrize("seed", range(8))
 def test_finding_one_record_agrees_with_the_listing(tmp_path: Path, seed: int) -> None:
-    rng = random.Random(seed)
-    root = tmp_path / "sessions"
-    root.mkdir()
-    ids = build(root, rng, rng.randint(3, 12))
+    rng, root, ids = random_root(tmp_path, seed, 12)
     for cwd in ("/a", "/b"):  # one id in two projects, each log naming its own path: neither is listed
         put(root, "twin", lines(header("twin", cwd=cwd)), cwd=cwd)
     age(root)

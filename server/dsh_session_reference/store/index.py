@@ -90,9 +90,9 @@ HEADER_BATCH: Final = 64
 """Directories per header-reading task: small, so the walk and the workers meet with little overlap."""
 
 APART_READ_BYTES: Final = 8 << 20
-"""A log file larger than this is read for ``prepare`` in a process of its own, where one is
-wanted (``apart_bytes``): about 0.2 s to start, against seconds of replay that would hold the
-caller's GIL and grow its heap."""
+"""A log of more JSONL than this (a ``.jsonl.zstd`` one counted at :data:`ZSTD_EXPANSION` times its
+size) is read for ``prepare`` in a process of its own, where one is wanted (``apart_bytes``):
+about 0.2 s to start, against seconds of replay that would hold the caller's GIL and grow its heap."""
 
 BODY_CHARS: Final = 200_000
 """Message text kept per session for body search (the newest messages win)."""
@@ -523,7 +523,7 @@ class IndexedSessionStore(JsonlSessionStore):
     is CPU-bound: a title read replays the whole log).
     ``autoflush=False``: new rows are written to the index file only by :meth:`flush`
     (the language server's background thread does it, so no request waits on the file).
-    ``apart_bytes``: ``read_conversation`` of a log file larger than this runs in
+    ``apart_bytes``: ``read_conversation`` of a log of more JSONL than this runs in
     a short-lived process of its own (:func:`~.workers.run_apart`, about 0.2 s to
     start): several huge sources are then replayed on several cores, and the heap
     a replay of hundreds of megabytes grows is returned when the process exits.
@@ -714,7 +714,7 @@ class IndexedSessionStore(JsonlSessionStore):
         """
         session_id = js_normalize(session_id)
         artifact = self._locate(session_id, stop)
-        if self.apart_bytes is not None and _size_of(artifact.path) > self.apart_bytes:
+        if self.apart_bytes is not None and _replay_bytes(artifact) > self.apart_bytes:
             conversation: ConversationSnapshot = run_apart(
                 "read_conversation", self.root, session_id, max_bytes, stop=stop
             )
@@ -1220,12 +1220,18 @@ def read_headers(root: str, directories: Sequence[tuple[str, str]]) -> list[_Ent
     return found
 
 
-def _size_of(path: str) -> int:
-    """A log's size for deciding how to read it (0 when it cannot be seen: the read then fails)."""
+ZSTD_EXPANSION: Final = 3
+"""About how many bytes of JSONL a byte of a ``.jsonl.zstd`` log holds (the benchmark stores: 2.6-2.7)."""
+
+
+def _replay_bytes(artifact: _Artifact) -> int:
+    """About how much JSONL replaying a log means, for deciding where to read it (0 when the log
+    cannot be seen: the read then fails and says why)."""
     try:
-        return os.lstat(path).st_size
+        size = os.lstat(artifact.path).st_size
     except OSError:
         return 0
+    return size * ZSTD_EXPANSION if artifact.compression == "zstd" else size
 
 
 def _lstat(path: str) -> os.stat_result | None:
