@@ -615,16 +615,8 @@ def scan_zstd_frames(
         offset += 1
         if descriptor & 24:
             raise LogError(f"corrupt Zstandard session log: reserved frame-header bit at byte {offset - 1}")
-        content_size_flag = descriptor >> 6
-        single_segment = bool(descriptor & 32)
         checksum = bool(descriptor & 4)
-        dictionary_flag = descriptor & 3
-        dictionary_bytes = 4 if dictionary_flag == 3 else dictionary_flag
-        if content_size_flag == 0:
-            content_size_bytes = 1 if single_segment else 0
-        else:
-            content_size_bytes = 1 << content_size_flag
-        remaining = (0 if single_segment else 1) + dictionary_bytes + content_size_bytes
+        remaining = _header_rest(descriptor)
         if size - offset < remaining:
             return torn(start)
         offset += remaining
@@ -635,11 +627,9 @@ def scan_zstd_frames(
             block_header = int.from_bytes(handle.read(3), "little")
             offset += 3
             last_block = bool(block_header & 1)
-            block_type = (block_header >> 1) & 3
-            block_size = block_header >> 3
-            if block_type == 3:
+            if (block_header >> 1) & 3 == 3:
                 raise LogError(f"corrupt Zstandard session log: reserved block type at byte {offset - 3}")
-            payload = 1 if block_type == 1 else block_size
+            payload = _block_payload(block_header)
             if size - offset < payload:
                 return torn(start)
             offset += payload
@@ -656,6 +646,24 @@ def scan_zstd_frames(
     return FrameScan(starts, ends, None)
 
 
+def _header_rest(descriptor: int) -> int:
+    """Bytes of a frame header after its magic number and descriptor byte: the window
+    descriptor, dictionary id and content size that ``descriptor``'s flags declare."""
+    single_segment = bool(descriptor & 32)
+    dictionary_flag = descriptor & 3
+    content_flag = descriptor >> 6
+    return (
+        (0 if single_segment else 1)
+        + (4 if dictionary_flag == 3 else dictionary_flag)
+        + ((1 if single_segment else 0) if content_flag == 0 else 1 << content_flag)
+    )
+
+
+def _block_payload(block_header: int) -> int:
+    """Bytes that follow a block's 3-byte header (an RLE block stores its one byte)."""
+    return 1 if (block_header >> 1) & 3 == 1 else block_header >> 3
+
+
 def _frame_pieces(handle: IO[bytes], start: int, end: int) -> Iterator[bytes]:
     """A frame's bytes cut at block boundaries, so each decoder call yields at most one block.
 
@@ -666,15 +674,7 @@ def _frame_pieces(handle: IO[bytes], start: int, end: int) -> Iterator[bytes]:
         if header:
             yield header
         return
-    descriptor = header[4]
-    single_segment = bool(descriptor & 32)
-    dictionary_flag = descriptor & 3
-    content_flag = descriptor >> 6
-    rest = (
-        (0 if single_segment else 1)
-        + (4 if dictionary_flag == 3 else dictionary_flag)
-        + ((1 if single_segment else 0) if content_flag == 0 else 1 << content_flag)
-    )
+    rest = _header_rest(header[4])
     offset = start + 5 + rest
     yield header + _read_span(handle, start + 5, min(rest, end - start - 5))
     while offset < end:
@@ -683,8 +683,7 @@ def _frame_pieces(handle: IO[bytes], start: int, end: int) -> Iterator[bytes]:
             yield block_header
             return
         value = int.from_bytes(block_header, "little")
-        payload = 1 if (value >> 1) & 3 == 1 else value >> 3
-        length = min(3 + payload, end - offset)
+        length = min(3 + _block_payload(value), end - offset)
         while length > 0:  # a declared block may be up to 2 MiB: hand it over in bounded slices
             piece = _read_span(handle, offset, min(length, READ_CHUNK))
             if not piece:
@@ -770,15 +769,7 @@ def _quick_first_frame(prefix: bytes) -> bytes | None:
     descriptor = prefix[4]
     if descriptor & 24:
         return None
-    single_segment = bool(descriptor & 32)
-    dictionary_flag = descriptor & 3
-    content_flag = descriptor >> 6
-    offset = (
-        5
-        + (0 if single_segment else 1)
-        + (4 if dictionary_flag == 3 else dictionary_flag)
-        + ((1 if single_segment else 0) if content_flag == 0 else 1 << content_flag)
-    )
+    offset = 5 + _header_rest(descriptor)
     bound = 0
     while True:
         if size - offset < 3:
@@ -788,9 +779,8 @@ def _quick_first_frame(prefix: bytes) -> bytes | None:
         block_type = (block >> 1) & 3
         if block_type == 3:
             return None
-        block_size = block >> 3
-        bound += _BLOCK_MAX_OUTPUT if block_type == 2 else block_size  # RLE: size is its output
-        offset += 1 if block_type == 1 else block_size
+        bound += _BLOCK_MAX_OUTPUT if block_type == 2 else block >> 3  # raw or RLE: its size is its output
+        offset += _block_payload(block)
         if offset > size or bound > _QUICK_FRAME_OUTPUT:
             return None
         if block & 1:
