@@ -45,6 +45,12 @@ def store(root: Path) -> None:
     put(root, "plain", lines(header("plain", createdAt=1), *one_turn(0, "nothing here")))
 
 
+def served_as_big(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Serve even a tiny root as a big one is served: from memory, every unknown title a hint first."""
+    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)
+
+
 def wait_for(condition: object, seconds: float = 20.0) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -57,8 +63,7 @@ def wait_for(condition: object, seconds: float = 20.0) -> None:
 def test_a_big_cold_store_shows_hints_then_the_exact_titles(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
-    monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)  # every unknown title is a hint first
+    served_as_big(monkeypatch)
     root = tmp_path / "sessions"
     store(root)
     age(root)
@@ -163,8 +168,7 @@ def big_cold_store(
 ) -> tuple[CachedSessionSource, SessionReferenceResolver, SessionReferenceResolver]:
     """The store above, served as a big root would be, with every unknown title a hint first:
     the source, a resolver over it, and upstream's resolver over the same root."""
-    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
-    monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)
+    served_as_big(monkeypatch)
     root = tmp_path / "sessions"
     store(root)
     age(root)
@@ -211,8 +215,7 @@ def test_the_server_source_writes_the_index_file_behind_its_requests(tmp_path: P
 def test_a_cold_first_popup_hints_titles_in_rank_order_for_its_cwd(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
-    monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)
+    served_as_big(monkeypatch)
     root = tmp_path / "sessions"
     cwds = ["/a", "/b", None, "/a", None, "/b", "/c", "/b"]
     for number, cwd in enumerate(cwds):
@@ -278,8 +281,7 @@ def test_body_search_is_a_boolean_setting_off_by_default() -> None:
 
 
 def test_a_dropped_source_stops_its_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
-    monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)
+    served_as_big(monkeypatch)
     root = tmp_path / "sessions"
     store(root)
     source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))

@@ -31,8 +31,9 @@ how much of that work an ``@`` keystroke may wait for:
 ``prepare``, diagnostics and previews read surfaces afresh; a surface of an
 unchanged small log is kept (at most :data:`MAX_SURFACES`, none of a log over
 :data:`MAX_SURFACE_LOG_BYTES`), so whole big logs are never held. ``prepare``'s
-read of a log over :data:`~..store.index.APART_READ_BYTES` runs in a process of its own. Nothing here
-writes to the sessions root; the index lives in the user's cache folder.
+read of a log of more JSONL than :data:`~..store.index.APART_READ_BYTES` runs in a
+process of its own. Nothing here writes to the sessions root; the index lives in
+the user's cache folder.
 """
 
 from __future__ import annotations
@@ -324,7 +325,7 @@ class CachedSessionSource:
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: threading.Event | None = None
     ) -> ConversationSnapshot:
-        """``prepare``'s bounded read (see ``conversation.py``); a log over
+        """``prepare``'s bounded read (see ``conversation.py``); a log of more JSONL than
         :data:`~..store.index.APART_READ_BYTES` is read in a process of its own."""
         return self._kept(
             ("conversation", session_id, max_bytes),
