@@ -229,9 +229,12 @@ def test_random_roots_and_changes_give_the_uncached_answers(tmp_path: Path, seed
 def found_records(
     store: JsonlSessionStore, ids: Sequence[str]
 ) -> list[tuple[str, SessionRecord | None, SessionRecord | None]]:
-    """What ``find_record`` finds for each id, and what the full listing has for it."""
+    """What ``find_record`` finds for each id, and what the full listing (made after) has for it."""
+    found = [store.find_record(session_id) for session_id in ids]
     listed = {record.id: record for record in store.list_sessions()}
-    return [(session_id, store.find_record(session_id), listed.get(session_id)) for session_id in ids]
+    return [
+        (session_id, record, listed.get(session_id)) for session_id, record in zip(ids, found, strict=True)
+    ]
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -243,11 +246,67 @@ def test_finding_one_record_agrees_with_the_listing(tmp_path: Path, seed: int) -
     index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
     for _ in range(6):
         wanted = [*ids, "twin", "absent", ""]
-        for store in (JsonlSessionStore(root), index):
+        # A new process over the same index file finds its rows one by one before it lists.
+        fresh = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+        for store in (JsonlSessionStore(root), index, fresh):
             for session_id, found, listed in found_records(store, wanted):
                 assert found == listed, (session_id, found, listed)
+        fresh.close()
         mutate(root, rng, ids)  # duplicates, moved logs, both encodings, deletions
+        if rng.random() < 0.5:
+            age(root)
     index.close()
+
+
+def test_a_targeted_lookup_reads_only_the_index_rows_it_needs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``prepare`` of a few sessions in a big root must not load every row (a second at 50,000)."""
+    root, _, _ = warm(tmp_path)
+    expected = IndexedSessionStore(root, persistent=False).read_conversation("b", 10_000)
+    probes = []
+    monkeypatch.setattr(
+        IndexedSessionStore, "_probe", lambda self, *args: probes.append(args) or pytest.fail("re-read")
+    )
+
+    def whole_table(self: index_module.IndexDatabase) -> dict[str, Any]:
+        raise AssertionError("the whole index was loaded")
+
+    monkeypatch.setattr(index_module.IndexDatabase, "load", whole_table)
+    store = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    plain = JsonlSessionStore(root)
+    for session_id in ("b", "a", "absent"):
+        assert store.find_record(session_id) == plain.find_record(session_id)
+    assert store.read_conversation("b", 10_000) == expected
+    assert probes == []  # both headers came from the index
+    store.close()
+
+
+def test_rows_changed_before_the_whole_table_is_loaded_win_over_the_file(tmp_path: Path) -> None:
+    root, path, _ = warm(tmp_path)
+    log = next(root.glob("*/a/session.jsonl"))
+    log.write_bytes(lines(header("a", createdAt=5)))  # the indexed row of "a" is stale now
+    os.utime(log, (PAST, PAST))
+    store = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    assert store.find_record("a") == JsonlSessionStore(root).find_record("a")  # one row, re-read
+    assert observe(store) == observe(JsonlSessionStore(root))  # the whole table, with that row
+    store.close()
+    rows = dict(sqlite3.connect(path).execute("SELECT path, listing FROM logs").fetchall())
+    assert '"createdAt":5' in rows[str(log)]
+
+
+def test_a_tampered_row_read_alone_is_detected_and_the_index_rebuilt(tmp_path: Path) -> None:
+    root, path, _ = warm(tmp_path)
+    conn = sqlite3.connect(path)
+    changed = conn.execute("UPDATE logs SET listing = replace(listing, '/x', '/y') WHERE listing LIKE '%/x%'")
+    assert changed.rowcount == 1
+    conn.commit()
+    conn.close()
+    store = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    assert store.find_record("b") == JsonlSessionStore(root).find_record("b")
+    store.close()
+    listings = [row[0] for row in sqlite3.connect(path).execute("SELECT listing FROM logs").fetchall()]
+    assert len(listings) == 1 and '"/x"' in listings[0]  # rebuilt: only the row just read again
 
 
 # --- a cold index's headers, read by worker processes as well ------------------------------------

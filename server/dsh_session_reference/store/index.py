@@ -228,6 +228,34 @@ def _crc(path: str, fp: str, listing: str | None, listing_ns: int, title: str | 
     return zlib.crc32(payload.encode("utf-8", "surrogatepass"))
 
 
+_ROW_COLUMNS: Final = "path, fp, listing, listing_ns, title, title_ns, crc"
+
+
+def _checked_row(
+    path: object,
+    fp: object,
+    listing: object,
+    listing_ns: object,
+    title: object,
+    title_ns: object,
+    crc: object,
+) -> tuple[str, _Row]:
+    """One row as read from the file, or :class:`_Untrusted` if its types or checksum are wrong."""
+    if not (
+        isinstance(path, str)
+        and isinstance(fp, str)
+        and (listing is None or isinstance(listing, str))
+        and (title is None or isinstance(title, str))
+        and type(listing_ns) is int
+        and type(title_ns) is int
+        and type(crc) is int
+    ):
+        raise _Untrusted("a row of the wrong types")
+    if _crc(path, fp, listing, listing_ns, title, title_ns) != crc:
+        raise _Untrusted(f"checksum mismatch for {path!r}")
+    return path, _Row(_fp_parse(fp), listing, listing_ns, title, title_ns)
+
+
 # --- the SQLite file ------------------------------------------------------------------------------
 
 
@@ -348,28 +376,27 @@ class IndexDatabase:
         """Every row, each checked against its checksum; any bad row means the file is rebuilt."""
         with self._lock:
             try:
-                rows = self._conn.execute(
-                    "SELECT path, fp, listing, listing_ns, title, title_ns, crc FROM logs"
-                ).fetchall()
-                loaded: dict[str, _Row] = {}
-                for path, fp, listing, listing_ns, title, title_ns, crc in rows:
-                    if not (
-                        isinstance(path, str)
-                        and isinstance(fp, str)
-                        and (listing is None or isinstance(listing, str))
-                        and (title is None or isinstance(title, str))
-                        and type(listing_ns) is int
-                        and type(title_ns) is int
-                        and type(crc) is int
-                    ):
-                        raise _Untrusted("a row of the wrong types")
-                    if _crc(path, fp, listing, listing_ns, title, title_ns) != crc:
-                        raise _Untrusted(f"checksum mismatch for {path!r}")
-                    loaded[path] = _Row(_fp_parse(fp), listing, listing_ns, title, title_ns)
-                return loaded
+                rows = self._conn.execute(f"SELECT {_ROW_COLUMNS} FROM logs").fetchall()
+                return dict(_checked_row(*values) for values in rows)
             except (sqlite3.Error, _Untrusted) as error:
                 self.rebuild(str(error))
                 return {}
+
+    def load_row(self, path: str) -> _Row | None:
+        """The row of one log, checked as :meth:`load` checks every row (a bad one rebuilds the file).
+
+        A targeted lookup (``prepare`` of a few sessions) reads only the rows it needs:
+        loading all 50,000 rows of a big root costs about a second.
+        """
+        with self._lock:
+            try:
+                values = self._conn.execute(
+                    f"SELECT {_ROW_COLUMNS} FROM logs WHERE path = ?", (path,)
+                ).fetchone()
+                return None if values is None else _checked_row(*values)[1]
+            except (sqlite3.Error, _Untrusted) as error:
+                self.rebuild(str(error))
+                return None
 
     def write(self, rows: Mapping[str, _Row | None]) -> None:
         """Upsert (or, for ``None``, delete) rows in one transaction; a failure only loses the cache."""
@@ -550,6 +577,8 @@ class IndexedSessionStore(JsonlSessionStore):
         self._lock = threading.RLock()
         self._db: IndexDatabase | None = None
         self._rows: dict[str, _Row] | None = None
+        self._some: dict[str, _Row | None] = {}
+        """Rows read one by one (``None``: not in the file) while ``_rows`` is not loaded."""
         self._dirty: dict[str, _Row | None] = {}
         self._flushing = threading.Lock()
         """Keeps writes to the file in the order their rows were made."""
@@ -573,6 +602,7 @@ class IndexedSessionStore(JsonlSessionStore):
                 self._db.close()
                 self._db = None
                 self._rows = None
+                self._some = {}
 
     # --- the index ---------------------------------------------------------------------------------
 
@@ -594,24 +624,40 @@ class IndexedSessionStore(JsonlSessionStore):
             return self._db
 
     def _table(self) -> dict[str, _Row]:
+        """Every row (loaded on first use; rows this store already read or changed win)."""
         with self._lock:
             if self._rows is None:
-                self._rows = self._database().load()
+                rows = self._database().load()
+                for path, row in self._some.items():
+                    if row is None:
+                        rows.pop(path, None)
+                    else:
+                        rows[path] = row
+                self._rows, self._some = rows, {}
             return self._rows
 
     def _get(self, path: str) -> _Row | None:
+        """One log's row; before anything needs the whole table, read from the file alone."""
         with self._lock:
-            return self._table().get(path)
+            if self._rows is not None:
+                return self._rows.get(path)
+            if path not in self._some:
+                self._some[path] = self._database().load_row(path)
+            return self._some[path]
 
     def _set(self, path: str, row: _Row | None) -> None:
         with self._lock:
-            table = self._table()
             if row is None:
-                if table.pop(path, None) is not None:
+                if self._get(path) is not None:
                     self._dirty[path] = None
-                return
-            table[path] = row
-            self._dirty[path] = row
+            else:
+                self._dirty[path] = row
+            if self._rows is None:
+                self._some[path] = row
+            elif row is None:
+                self._rows.pop(path, None)
+            else:
+                self._rows[path] = row
 
     def flush(self, pause: Callable[[], object] | None = None) -> None:
         """Write pending rows to the index file (after every store call, unless ``autoflush`` is off).
