@@ -21,9 +21,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .errors import SessionReferenceError
-from .jsjson import js_normalize
+from .jsjson import js_normalize, read_text
 from .lsp.display import display_inline_text
-from .lsp.documents import read_text
 from .model import SessionSource, StoreError
 from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
 from .store.logfile import LogError, zstandard_module

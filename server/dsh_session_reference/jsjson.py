@@ -29,6 +29,15 @@ def js_normalize(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
+def read_text(path: str) -> str:
+    """A prompt file as dsh would read it (UTF-8; undecodable bytes become U+FFFD), JS-normalized.
+
+    Blocking: call it in a worker thread.
+    """
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return js_normalize(handle.read())
+
+
 def js_utf8(text: str) -> bytes:
     """UTF-8 bytes as ``TextEncoder``/``Buffer.from(s, 'utf8')`` produce them."""
     try:

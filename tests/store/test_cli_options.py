@@ -254,3 +254,15 @@ def test_a_message_that_is_not_utf8_is_read_as_the_editor_reads_it(
         document = json.loads(prepared.stdout)
         assert document["content"][0]["text"].startswith("\ufffd caf\ufffd ")
         assert GOOD_TEXT in document["additionalContext"]["content"][0]["text"]
+
+
+def test_the_store_commands_do_not_import_the_lsp_stack() -> None:
+    """``prepare`` and ``candidates`` start in a fraction of a second: lsprotocol alone takes ~0.6 s."""
+    code = (
+        "import sys\n"
+        "from dsh_session_reference import cli\n"
+        "from dsh_session_reference.store import index\n"
+        "print(sorted(name for name in sys.modules if name.split('.')[0] in ('lsprotocol', 'pygls')))"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "[]"

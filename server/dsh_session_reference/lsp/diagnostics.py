@@ -14,10 +14,10 @@ from typing import Any, Final, TextIO
 
 from lsprotocol import types
 
+from ..jsjson import read_text
 from ..resolver import AgentRef, SessionReferenceResolver
 from .analysis import DUPLICATE_REFERENCE, Analysis, Finding, Severity, analyze
 from .display import display_inline_text
-from .documents import read_text
 from .positions import Encoding, LineIndex
 
 SOURCE: Final = "dsh-session-reference"

@@ -19,15 +19,6 @@ from ..jsjson import js_normalize
 from .positions import Encoding, LineIndex
 
 
-def read_text(path: str) -> str:
-    """A prompt file as dsh would read it (UTF-8; undecodable bytes become U+FFFD), JS-normalized.
-
-    Blocking: call it in a worker thread.
-    """
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return js_normalize(handle.read())
-
-
 @dataclass
 class Document:
     uri: str

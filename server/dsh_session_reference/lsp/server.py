@@ -36,13 +36,14 @@ from .. import __version__
 from ..body_search import BodySearchResolver
 from ..candidates import label_for
 from ..errors import CANCELLED, SessionReferenceError
+from ..jsjson import read_text
 from ..resolver import AbortSignal, AgentRef, SessionReferenceResolver, find_session
 from ..store.jsonl_store import JsonlSessionStore
 from .actions import code_actions
 from .analysis import Analysis, AnalysisCancelled, analyze
 from .completion import candidate_json, completion_items, find_trigger, item_data
 from .diagnostics import to_diagnostics
-from .documents import Document, DocumentStore, read_text
+from .documents import Document, DocumentStore
 from .hover import documentation, hover_text, read_session_facts, session_summary
 from .idle_gc import IdleCollector
 from .positions import Encoding, LineIndex, encoding_of
