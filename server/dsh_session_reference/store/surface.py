@@ -43,13 +43,12 @@ def _surface_op(event: Mapping[str, Any]) -> str | dict[str, Any] | None:
     """Upstream's ``surfaceOpOf``: the event's operation, ``None`` for non-surface events."""
     kind = event.get("type")
     if not (isinstance(kind, str) and kind in SURFACE_EVENT_TYPES):
-        name = js_string(event.get("type", UNDEFINED))
-        if "surfaceOp" in event:
-            raise SurfaceError(f'session event "{name}" is not surface-eligible and cannot carry surfaceOp')
-        if "sourceEventSeqs" in event:
-            raise SurfaceError(
-                f'session event "{name}" is not surface-eligible and cannot carry sourceEventSeqs'
-            )
+        for marker in ("surfaceOp", "sourceEventSeqs"):
+            if marker in event:
+                name = js_string(event.get("type", UNDEFINED))
+                raise SurfaceError(
+                    f'session event "{name}" is not surface-eligible and cannot carry {marker}'
+                )
         return None
     if "surfaceOp" not in event:
         raise SurfaceError(f'session event "{kind}" is surface-eligible and requires a surfaceOp marker')
