@@ -15,14 +15,18 @@ import dataclasses
 import json
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import pytest
 import zstandard
 from hypothesis import given
+from hypothesis import strategies as st
 
 from . import python_side as py
 from .conftest import Oracle, Outcome, conformance_settings
-from .strategies import OMIT, Agent, Damage, ListOp, PrepareOp, StoreCase, damaged_store_cases
+from .strategies import OMIT, Agent, Damage, ListOp, PrepareOp, StoreCase, damaged_store_cases, store_cases
 from .test_resolver import compare, digest
 
 READ_FAILED = "SESSION_REFERENCE_READ_FAILED"
@@ -47,6 +51,39 @@ def _next_seq(plaintext: bytes) -> int:
 def _event_line(seq: int, text: str = "x") -> bytes:
     event = {"type": "todo/write", "seq": seq, "time": 0, "data": {"todos": [{"content": text}]}}
     return json.dumps(event, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def _chunk(seq: int, **changes: Any) -> dict[str, Any]:
+    """An ``assistant/chunk`` event line with ``changes`` to its envelope (``None`` drops a key)."""
+    event: dict[str, Any] = {
+        "type": "assistant/chunk",
+        "seq": seq,
+        "time": 0,
+        "data": {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "x"}},
+    }
+    event.update(changes)
+    return {key: value for key, value in event.items() if value is not None}
+
+
+# The replay takes a shortcut for chunk events (most of a big log): each of these envelopes must
+# still be accepted or refused exactly as upstream does.
+CHUNK_ENVELOPES: list[Callable[[int], dict[str, Any]]] = [
+    lambda seq: _chunk(seq),
+    lambda seq: _chunk(seq, time=-(2**53) + 1),
+    lambda seq: _chunk(seq, time=2**53),
+    lambda seq: _chunk(seq, time=1.5),
+    lambda seq: _chunk(seq, time="0"),
+    lambda seq: _chunk(seq, time=None),
+    lambda seq: _chunk(seq, data=None),
+    lambda seq: {**_chunk(seq), "data": None},
+    lambda seq: _chunk(seq, extra=1),
+    lambda seq: _chunk(seq, ignorable=True),
+    lambda seq: _chunk(seq, ignorable=False),
+    lambda seq: _chunk(seq, surfaceOp="append"),
+    lambda seq: _chunk(seq, sourceEventSeqs=[]),
+    lambda seq: {key: value for key, value in _chunk(seq).items() if key != "time"} | {"extra": 0},
+    lambda seq: _chunk(seq, data=None, extra=1),
+]
 
 
 def _first_frame_length(raw: bytes) -> int:
@@ -88,6 +125,9 @@ def _damage_plain(raw: bytes, damage: Damage) -> bytes:
             + json.dumps({"type": "text-chunks", "seq0": following, "time0": 0, "data": {}}).encode()
             + b"\n"
         )
+    if kind == "chunk-envelope":
+        chunk = CHUNK_ENVELOPES[damage.junk[0] % len(CHUNK_ENVELOPES)](following)
+        return raw + json.dumps(chunk, separators=(",", ":")).encode() + b"\n"
     if kind == "cut":
         return raw[: header_end + int(damage.position * len(body))]
     if kind == "crlf":
@@ -157,7 +197,21 @@ def _both_read_failed(python: Outcome, upstream: Outcome) -> bool:
 @conformance_settings(ci_examples=60)
 @given(damaged_store_cases())
 def test_damaged_logs_read_like_upstream(oracle: Oracle, case_and_damage: tuple[StoreCase, Damage]) -> None:
-    case, damage = case_and_damage
+    check_damaged(oracle, *case_and_damage)
+
+
+@pytest.mark.parametrize("envelope", range(len(CHUNK_ENVELOPES)))
+@conformance_settings(ci_examples=2)
+@given(case=store_cases(), target=st.integers(0, 5))
+def test_chunk_event_envelopes_are_judged_like_upstream(
+    oracle: Oracle, envelope: int, case: StoreCase, target: int
+) -> None:
+    case = dataclasses.replace(case, compression="none")
+    check_damaged(oracle, case, Damage(target, "chunk-envelope", 0.0, bytes([envelope])))
+
+
+def check_damaged(oracle: Oracle, case: StoreCase, damage: Damage) -> None:
+    """Upstream writes ``case``'s root, one log is damaged, and every call must agree."""
     root = Path(tempfile.mkdtemp(prefix="dsh-sr-damaged-"))
     try:
         written = oracle.require(

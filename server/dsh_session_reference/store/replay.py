@@ -570,6 +570,15 @@ class Replay:
         """One committed stored event (a dict whose ``seq`` is its index)."""
         seq = event["seq"]
         raw_kind = event.get("type")
+        if raw_kind == "assistant/chunk" and len(event) == 4 and "data" in event:
+            time = event.get("time")
+            if is_safe_integer(time):
+                # Exactly type, seq, time and data, with a safe time: every check below passes and
+                # nothing is folded (a chunk is neither legacy, migrated, a turn event nor on the
+                # surface). Big logs are mostly chunks: this spares most of a replay's validation.
+                if self._first_failed > _MIGRATE:
+                    self._last = (seq, time)
+                return
         kind = (
             raw_kind if isinstance(raw_kind, str) else None
         )  # an object type is unhashable, and never known
