@@ -193,9 +193,12 @@ def test_a_zstd_log_read_from_its_own_handle_fails_the_same_way(
     script = (
         "import sys\n"
         "from dsh_session_reference.store.logfile import LogError, read_log\n"
+        "class Ignore:\n"
+        "    def push(self, event): pass\n"
+        "    def push_chunks(self, first_seq, times): pass\n"
         "with open(sys.argv[1], 'rb') as handle:\n"
         "    try:\n"
-        "        read_log(handle, 'zstd', lambda header: lambda event: None)\n"
+        "        read_log(handle, 'zstd', lambda header: Ignore())\n"
         "    except LogError as error:\n"
         "        print(error.message)\n"
     )

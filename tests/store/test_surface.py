@@ -80,23 +80,36 @@ def test_fold_messages(events: list[dict[str, Any]], message: str) -> None:
     assert str(raised.value) == message
 
 
+class SeqRecorder:
+    """An event sink noting the seq of every event it is given."""
+
+    def __init__(self) -> None:
+        self.seqs: list[int] = []
+
+    def push(self, event: dict[str, Any]) -> None:
+        self.seqs.append(event["seq"])
+
+    def push_chunks(self, first_seq: int, times: list[Any]) -> None:
+        self.seqs.extend(range(first_seq, first_seq + len(times)))
+
+
 @pytest.mark.parametrize("compression", ["none", "zstd"])
 def test_read_log_streams_committed_events(tmp_path: Path, compression: str) -> None:
     data = lines(header("s"), *one_turn(), user(6, "cut")) + b'{"type":"tur'
     if compression == "zstd":
         data = as_zstd(data)[:-3]  # a torn final frame in place of a torn line
-    seen: list[dict[str, Any]] = []
+    seen = SeqRecorder()
     headers: list[dict[str, Any]] = []
 
-    def start(found: dict[str, Any]) -> Any:
+    def start(found: dict[str, Any]) -> SeqRecorder:
         headers.append(found)
-        return seen.append
+        return seen
 
     (tmp_path / "log").write_bytes(data)
     with open(tmp_path / "log", "rb") as handle:
-        prefix = read_log(handle, compression, start)  # type: ignore[arg-type]
+        prefix = read_log(handle, compression, start)
     assert headers == [prefix.header] and prefix.header["id"] == "s"
-    assert [e["seq"] for e in seen] == list(range(7)) and prefix.event_count == 7
+    assert seen.seqs == list(range(7)) and prefix.event_count == 7
     assert prefix.torn
 
 
@@ -106,4 +119,4 @@ def test_read_log_reports_upstream_errors(tmp_path: Path) -> None:
         open(tmp_path / "log", "rb") as handle,
         pytest.raises(LogError, match=r"^empty or header-less session log$"),
     ):
-        read_log(handle, "none", lambda header: lambda event: None)
+        read_log(handle, "none", lambda header: SeqRecorder())

@@ -1444,33 +1444,38 @@ def scan_last_title(
     return title if isinstance(title, str) else None
 
 
+class _MessageTexts:
+    """An event sink keeping the newest :data:`BODY_CHARS` of projected message text."""
+
+    def __init__(self) -> None:
+        self.kept: deque[str] = deque()
+        self._size = 0
+
+    def push(self, event: dict[str, Any]) -> None:
+        if event.get("type") not in ("user/message", "assistant/message"):
+            return
+        for item in project_conversation([event]):
+            text = item.text
+            assert isinstance(text, str)  # a projection holds whole texts
+            self.kept.append(text)
+            self._size += len(text)
+            while self._size > BODY_CHARS and len(self.kept) > 1:
+                self._size -= len(self.kept.popleft())
+
+    def push_chunks(self, first_seq: int, times: list[Any]) -> None:
+        pass  # streamed deltas: the message they make is logged whole
+
+
 def message_text(path: str, root_real: str, stop: threading.Event | None = None) -> str:
     """What a person said or read in a log (the projected messages), newest kept, for body search."""
-    kept: deque[str] = deque()
-    size = 0
-
-    def start(header: dict[str, Any]) -> Any:
-        def sink(event: dict[str, Any]) -> None:
-            nonlocal size
-            if event.get("type") not in ("user/message", "assistant/message"):
-                return
-            for item in project_conversation([event]):
-                text = item.text
-                assert isinstance(text, str)  # a projection holds whole texts
-                kept.append(text)
-                size += len(text)
-                while size > BODY_CHARS and len(kept) > 1:
-                    size -= len(kept.popleft())
-
-        return sink
-
+    texts = _MessageTexts()
     compression: Compression = "zstd" if path.endswith(".zstd") else "none"
     try:
         with open_artifact(path, root_real) as handle:
-            read_log(handle, compression, start, stop)
+            read_log(handle, compression, lambda header: texts, stop)
     except (OSError, LogError, LogChanged):
         pass
-    text = "\n".join(kept)
+    text = "\n".join(texts.kept)
     return text[-BODY_CHARS:]
 
 

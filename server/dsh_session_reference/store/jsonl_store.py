@@ -491,13 +491,13 @@ class JsonlSessionStore:
 
         replays: list[Replay] = []
 
-        def start(header: dict[str, Any]) -> Any:
+        def start(header: dict[str, Any]) -> Replay:
             try:
                 location = log_path(self.root, header.get("cwd"), header["id"], artifact.compression)
             except (ValueError, TypeError):
                 location = path
             replays.append(Replay(session_id, header, location, keep_surface=keep_surface))
-            return replays[-1].push
+            return replays[-1]
 
         meta: dict[str, Any] | None = None
         for _ in range(_READ_ATTEMPTS):

@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate
 from types import ModuleType
-from typing import IO, Any, Final
+from typing import IO, Any, Final, Protocol
 
 from ..model import StoreStopped
 from .jsvalue import (
@@ -72,8 +72,23 @@ _NEWLINE: Final = 10
 _JSON_SPACE: Final = b" \t\r"
 _ROW_TAGS: Final = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 
-Sink = Callable[[dict[str, Any]], None]
-StartLog = Callable[[dict[str, Any]], Sink]
+
+class EventSink(Protocol):
+    """Where a log's committed events go, in order."""
+
+    def push(self, event: dict[str, Any]) -> None:
+        """The next committed event, as stored."""
+
+    def push_chunks(self, first_seq: int, times: list[Any]) -> None:
+        """The ``assistant/chunk`` events one packed row stores: seqs ``first_seq`` on, one per time.
+
+        Only their seqs and times are handed over: these events are valid by construction
+        and never on the surface, and building them (three dicts each) was a fifth of the
+        work of replaying a big log, most of whose events are chunks.
+        """
+
+
+StartLog = Callable[[dict[str, Any]], EventSink]
 
 
 class LogError(Exception):
@@ -243,8 +258,14 @@ _TOOL_KEYS: Final = ("turn", "step", "index", "id", "dt", "args")
 _TEXT_KEYS: Final = ("turn", "step", "index", "dt", "texts")
 
 
-def _expand_row(value: dict[str, Any], tag: str) -> list[Any]:
-    """Upstream's ``validateRow`` + ``expandRow``: the exact events a packed row stores."""
+def packed_row(value: Any) -> tuple[int, list[Any]] | None:
+    """Upstream's ``validateRow`` for a packed chunk row: the first seq and every member's time
+    of the events ``expandRow`` would make (see :meth:`EventSink.push_chunks`), or ``None``
+    for a record that is one event as is. :class:`_RowError` for a row upstream refuses.
+    """
+    tag = value.get("type") if isinstance(value, dict) else None
+    if not (isinstance(tag, str) and tag in _ROW_TAGS):
+        return None
     if not _exact_keys(value, ("type", "seq0", "time0", "data")):
         raise _RowError("envelope")
     seq0, time0, data = value["seq0"], value["time0"], value["data"]
@@ -270,48 +291,7 @@ def _expand_row(value: dict[str, Any], tag: str) -> list[Any]:
     times = list(accumulate(data["dt"], initial=time0))
     if not all(map(is_safe_integer, times)):
         raise _RowError("member times")
-    # Built in one comprehension per kind (a row holds hundreds of members; this is the hot loop
-    # of replaying a big log): the dicts and their key order are upstream's ``expandRow``'s.
-    turn, step, index = data["turn"], data["step"], data["index"]
-    if tag == "tool-call-chunks":
-        call_id = data["id"]
-        if "name" in data:
-            name = data["name"]
-            chunks = [
-                {
-                    "type": "tool-call-delta",
-                    "index": index,
-                    "id": call_id,
-                    "name": name,
-                    "argumentsDelta": member,
-                }
-                for member in members
-            ]
-        else:
-            chunks = [
-                {"type": "tool-call-delta", "index": index, "id": call_id, "argumentsDelta": member}
-                for member in members
-            ]
-    else:
-        kind = "text-delta" if tag == "text-chunks" else "reasoning-delta"
-        chunks = [{"type": kind, "index": index, "text": member} for member in members]
-    return [
-        {
-            "type": "assistant/chunk",
-            "seq": seq,
-            "time": time,
-            "data": {"turn": turn, "step": step, "chunk": chunk},
-        }
-        for seq, time, chunk in zip(range(seq0, seq0 + len(members)), times, chunks, strict=True)
-    ]
-
-
-def decode_storage_record(value: Any) -> list[Any]:
-    """Upstream's ``decodeStorageRecord``: a packed row expands, anything else is one event as is."""
-    tag = value.get("type") if isinstance(value, dict) else None
-    if isinstance(tag, str) and tag in _ROW_TAGS:
-        return _expand_row(value, tag)
-    return [value]
+    return seq0, times
 
 
 # --- the event scanner ----------------------------------------------------
@@ -463,33 +443,42 @@ class EventScanner:
         if self._issue is not None and not _could_close_turn(line):
             return
         try:
-            decoded = decode_storage_record(js_parse(line.decode("utf-8", "replace")))
+            value = js_parse(line.decode("utf-8", "replace"))
+            row = packed_row(value)
         except (ValueError, _RowError):
             if self._issue is None:
                 self._issue = f"corrupt session log: unparsable committed event at line {self._line}"
             return
+        if row is not None:  # chunk events: never a turn/end, and numbered from seq0 on
+            first, times = row
+            if self._issue is None and first != self.event_count:
+                self._issue = self._gap(first)
+            if self._issue is None:
+                self._sink.push_chunks(first, times)
+                self.event_count += len(times)
+                self.committed_bytes = end_byte
+            return
         if self._issue is not None:
-            if any(_type_of(event) == "turn/end" for event in decoded):
+            if _type_of(value) == "turn/end":
                 raise LogError(self._issue)
             return
-        expected = self.event_count
-        for event in decoded:
-            if event is None:
-                raise LogError("Cannot read properties of null (reading 'seq')")
-            seq = event.get("seq", UNDEFINED) if isinstance(event, dict) else UNDEFINED
-            if not (is_number(seq) and seq == expected):
-                self._issue = (
-                    f"corrupt session log: seq gap in committed region at line {self._line} "
-                    f"(expected {expected}, got {js_string(seq)})"
-                )
-                if any(_type_of(candidate) == "turn/end" for candidate in decoded):
-                    raise LogError(self._issue)
-                return
-            expected += 1
-        for event in decoded:
-            self._sink(event)
-        self.event_count = expected
+        if value is None:
+            raise LogError("Cannot read properties of null (reading 'seq')")
+        seq = value.get("seq", UNDEFINED) if isinstance(value, dict) else UNDEFINED
+        if not (is_number(seq) and seq == self.event_count):
+            self._issue = self._gap(seq)
+            if _type_of(value) == "turn/end":
+                raise LogError(self._issue)
+            return
+        self._sink.push(value)
+        self.event_count += 1
         self.committed_bytes = end_byte
+
+    def _gap(self, seq: Any) -> str:
+        return (
+            f"corrupt session log: seq gap in committed region at line {self._line} "
+            f"(expected {self.event_count}, got {js_string(seq)})"
+        )
 
 
 # --- files ------------------------------------------------------------------

@@ -631,6 +631,11 @@ class Replay:
         if self._first_failed > _EVENTS:
             self._validate(current, seq)
 
+    def push_chunks(self, first_seq: int, times: list[Any]) -> None:
+        """A packed row's chunk events: what :meth:`push` does with each of them."""
+        if self._first_failed > _MIGRATE:
+            self._last = (first_seq + len(times) - 1, times[-1])
+
     def _legacy_checks(self, event: dict[str, Any], seq: int) -> None:
         kind = event.get("type")
         if kind == "request/header-delta" and _DELTA not in self._errors:
