@@ -6,6 +6,7 @@ import base64
 import io
 import json
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,7 @@ from dsh_session_reference.lsp.preview import (
 )
 from dsh_session_reference.lsp.session_cache import CachedSessionSource
 from dsh_session_reference.lsp.settings import Settings, apply_settings, sessions_root, target_session_id
+from dsh_session_reference.model import SessionRecord
 from dsh_session_reference.resolver import AgentRef, Candidate, SessionReferenceResolver
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
@@ -190,6 +192,25 @@ async def test_a_clean_document_has_no_findings(resolver: SessionReferenceResolv
     assert result.findings == []
     assert [r.session_id for r in result.references] == ["s-alpha", "s-delta"]
     assert all(r.retained is not None for r in result.references)
+
+
+async def test_a_store_that_finds_records_alone_is_not_listed(store_root: Path, agent: AgentRef) -> None:
+    """``check`` of three mentions must not list a root of 50,000 sessions (the CLI's store)."""
+    listings = []
+
+    class Counting(JsonlSessionStore):
+        def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
+            listings.append(stop)
+            return super().list_sessions(stop)
+
+    text = f"{mention('s-alpha', 'stale')} {mention('s-missing')} {mention('s-delta')}"
+    alone = await analyze(text, SessionReferenceResolver(Counting(store_root)), agent)
+    listed = await analyze(
+        text, SessionReferenceResolver(CachedSessionSource(JsonlSessionStore(store_root))), agent
+    )
+    assert listings == []
+    assert alone.findings == listed.findings
+    assert {f.code for f in alone.findings} == {codes.STALE_LABEL, codes.UNKNOWN_SESSION}
 
 
 async def test_every_problem_is_found_where_it_is(

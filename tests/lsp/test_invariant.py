@@ -134,9 +134,14 @@ def test_error_diagnostics_iff_prepare_fails(data: st.DataObject) -> None:
 
         async def check() -> None:
             expected = await prepare_fails(text, plain, agent)
-            for resolver in (plain, cached, cached):  # the cached source twice: cold, then warm
+            seen = []
+            # The plain store finds each record alone (find_record); the cached source lists (twice:
+            # cold, then warm). Both must report the very same findings.
+            for resolver in (plain, cached, cached):
                 analysis = await analyze(text, resolver, agent)
                 assert analysis.has_errors == expected, (text, [f.message for f in analysis.findings])
+                seen.append(analysis.findings)
+            assert seen[0] == seen[1] == seen[2], (text, seen)
 
         asyncio.run(check())
     finally:
