@@ -51,9 +51,7 @@ def machine() -> str:
     )
 
 
-def node_version(node: Path | None) -> str:
-    if node is None:
-        return "not run"
+def node_version(node: Path) -> str:
     try:
         return subprocess.run(
             [str(node), "--version"], capture_output=True, text=True, check=True
@@ -125,8 +123,12 @@ def markdown(
         f"## Setting `{setting}` — {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}",
         "",
         f"- Machine: {machine()}",
-        f"- Upstream: `@deepseek-ai/dsh-session-reference@0.1.0-rc.8` on Node {node_version(node)}, "
-        "its own `JsonlSessionPersistence` over the same root",
+        (
+            "- Upstream: not run (`--no-upstream`)"
+            if node is None
+            else f"- Upstream: `@deepseek-ai/dsh-session-reference@0.1.0-rc.8` on Node {node_version(node)}, "
+            "its own `JsonlSessionPersistence` over the same root"
+        ),
         f"- Store: {store}",
         "",
         markdown_table(measures),
