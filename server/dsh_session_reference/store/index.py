@@ -790,6 +790,7 @@ class IndexedSessionStore(JsonlSessionStore):
     def _scan(self, root_real: str, only: str | None, stop: threading.Event | None) -> _Scan:
         if only is not None:
             return super()._scan(root_real, only, stop)
+        self._table()  # a full walk looks up every row: one query for all, not one per log
         walked: dict[str, Fingerprint] = {}
         looked: set[str] = set()
         self._local.walk = (walked, looked)
