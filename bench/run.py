@@ -394,16 +394,22 @@ class Suite:
 
     async def run_ours_server(self) -> None:
         query = self.m.query
-        # A fresh server over an empty index: the first '@' with a query.
-        cold_cache = self.scratch / "cold-lsp-cache"
-        server = Server(self.m.root, cold_cache, self.m.target_id)
-        await server.start()
-        elapsed, found = await server.complete(f"see @{query}")
+        # A fresh server over an empty index: the first '@' with a query. It varies by a few tenths
+        # of a second from run to run (two cores shared by the walk, a worker and the host), so it
+        # is sampled like the cold CLI cases, each time with a new server and an emptied index.
         measure = self.measure("first `@` completion with a query, fresh server, empty index", "< 2 s")
-        measure.ours.append(elapsed)
-        measure.note = f"{found} items; titles not yet verified are shown from a byte scan"
-        await server.stop()
-        shutil.rmtree(cold_cache, ignore_errors=True)
+        items = []
+        for _ in range(self.s.cold_runs):
+            cold_cache = self.scratch / "cold-lsp-cache"
+            shutil.rmtree(cold_cache, ignore_errors=True)
+            server = Server(self.m.root, cold_cache, self.m.target_id)
+            await server.start()
+            elapsed, found = await server.complete(f"see @{query}")
+            measure.ours.append(elapsed)
+            items.append(str(found))
+            await server.stop()
+            shutil.rmtree(cold_cache, ignore_errors=True)
+        measure.note = f"{'/'.join(items)} items; titles not yet verified are shown from a byte scan"
         # The warm index (a restarted editor): first request, then typing.
         server = Server(self.m.root, self.warm_cache, self.m.target_id)
         await server.start()
