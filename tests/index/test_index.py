@@ -23,6 +23,7 @@ import pytest
 from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
 from dsh_session_reference.store import JsonlSessionStore
 from dsh_session_reference.store import index as index_module
+from dsh_session_reference.store import workers as workers_module
 from dsh_session_reference.store.index import (
     RACY_NS,
     IndexedSessionStore,
@@ -413,6 +414,40 @@ def test_only_a_first_walk_over_many_unseen_logs_starts_header_workers(
         put(root, name, lines(header(name)))
     IndexedSessionStore(root, index_dir=cache, workers=2).list_sessions()
     assert started == [4]  # k to n (h, i and j were indexed by the walk before)
+
+
+def test_a_spare_worker_is_taken_by_a_cold_walk_and_dropped_by_a_warm_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(index_module, "PARALLEL_MIN_LOGS", 1)
+    monkeypatch.setattr(index_module, "HEADER_BATCH", 2)
+    root = tmp_path / "sessions"
+    ids = build(root, random.Random(3), 12)
+    age(root)
+    workers_module.start_spare()
+    spare = workers_module._spare
+    assert spare is not None
+    assert spare.submit("read_headers", str(root), []).result(timeout=60) == []  # warm, as in the server
+    taken: list[object] = []
+    take = workers_module.take_spare
+
+    def recorded() -> Any:
+        taken.append(take())
+        return taken[-1]
+
+    monkeypatch.setattr(index_module, "take_spare", recorded)
+    index = SlowWalk(root, index_dir=tmp_path / "cache", workers=2)
+    same(root, index, ids)
+    assert taken[0] is spare and workers_module._spare is None  # the cold walk read with it
+    assert len(index.probed) < len(logs(root))
+    index.close()
+    workers_module.start_spare()
+    unused = workers_module._spare
+    assert unused is not None
+    warm_index = IndexedSessionStore(root, index_dir=tmp_path / "cache", workers=2)
+    same(root, warm_index, ids)  # nothing unseen: no readers, and the spare is stopped
+    assert workers_module._spare is None and unused._process.wait(timeout=5) is not None
+    warm_index.close()
 
 
 def test_pending_rows_are_written_in_pausable_transactions(

@@ -68,7 +68,7 @@ from .jsonl_store import JsonlSessionStore, _Artifact, _compression_of, _Scan, _
 from .jsvalue import js_parse
 from .layout import LOG_NAMES, Compression, is_within
 from .logfile import LogChanged, LogError, check_stop, open_artifact, read_log, zstandard_module
-from .workers import WorkerProcess, run_apart
+from .workers import WorkerProcess, drop_spare, run_apart, take_spare
 
 _LOG = logging.getLogger("dsh_session_reference.index")
 
@@ -803,6 +803,7 @@ class IndexedSessionStore(JsonlSessionStore):
             self._local.readers = None
             if readers is not None:
                 readers.close()
+            drop_spare()  # a first walk that did not need it leaves it unclaimed
         with self._lock:
             for path in [path for path in self._table() if path not in looked]:
                 self._set(path, None)  # the log is gone (or moved): its entry goes too
@@ -1201,7 +1202,7 @@ class _HeaderReaders:
         self._workers: list[WorkerProcess] = []
         try:
             for _ in range(max(1, count)):
-                self._workers.append(WorkerProcess())
+                self._workers.append(take_spare() or WorkerProcess())
         except OSError:
             self.close()
             raise

@@ -154,6 +154,41 @@ class WorkerProcess:
             self._process.stdout.close()
 
 
+_spare: WorkerProcess | None = None
+_spare_lock = threading.Lock()
+
+
+def start_spare() -> None:
+    """Start one worker now for the first walk of a cold index to take (:func:`take_spare`).
+
+    A worker spends about a quarter of a second importing its code before it reads a
+    header; the language server starts one while it is itself starting up, so on a cold
+    index both cores read headers from the first moment of the walk.
+    """
+    global _spare
+    with _spare_lock:
+        if _spare is None:
+            try:
+                _spare = WorkerProcess()
+            except OSError as error:
+                _LOG.info("no spare worker process: %s", error)
+
+
+def take_spare() -> WorkerProcess | None:
+    """The worker :func:`start_spare` started, if it is still unclaimed (then it is the caller's)."""
+    global _spare
+    with _spare_lock:
+        spare, _spare = _spare, None
+    return spare
+
+
+def drop_spare() -> None:
+    """Stop the spare worker if nothing claimed it (the first walk found a warm index)."""
+    spare = take_spare()
+    if spare is not None:
+        spare.close()
+
+
 def run_apart(task: str, *args: Any, stop: threading.Event | None = None) -> Any:
     """``task(*args)`` in a child process of its own, which ends with it.
 
