@@ -369,16 +369,26 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.
             aborted.cancel()
 
 
-async def find_session(query: SessionSource, session_id: str) -> SessionRecord | None:
-    """The listed record for ``session_id`` (compared as JS strings), or ``None``; a store that can
-    find one record without listing them all (``find_record``) is asked for just that one."""
-    wanted = js_normalize(session_id)
+def listed_records(
+    query: SessionSource, wanted: set[str], stop: threading.Event | None = None
+) -> dict[str, SessionRecord]:
+    """The listed record of each wanted id that has one (blocking).
+
+    A source that can find one record without listing them all (``find_record``: the CLI's
+    indexed store) is asked for each, so a lookup costs the same in a root of 50,000 sessions
+    as in one of 50; any other source (the language server's keeps its listing) is listed once.
+    """
     find_record = getattr(query, "find_record", None)
-    if find_record is not None:
-        found: SessionRecord | None = await asyncio.to_thread(find_record, wanted)
-        return found
-    records = await asyncio.to_thread(query.list_sessions)
-    return next((record for record in records if record.id == wanted), None)
+    if find_record is None:
+        return {record.id: record for record in query.list_sessions(stop) if record.id in wanted}
+    found = {session_id: find_record(session_id, stop) for session_id in wanted}
+    return {session_id: record for session_id, record in found.items() if record and record.id == session_id}
+
+
+async def find_session(query: SessionSource, session_id: str) -> SessionRecord | None:
+    """The listed record for ``session_id`` (compared as JS strings), or ``None``."""
+    wanted = js_normalize(session_id)
+    return (await asyncio.to_thread(listed_records, query, {wanted})).get(wanted)
 
 
 async def agent_for_target(

@@ -25,8 +25,8 @@ from typing import Final, Literal
 from ..conversation import ConversationSnapshot
 from ..errors import BUDGET_EXCEEDED, SessionReferenceError
 from ..jsjson import js_normalize, js_stringify
-from ..model import SessionRecord, SessionSource, StoreStopped, SurfaceSnapshot
-from ..resolver import AgentRef, SessionReferenceResolver
+from ..model import SessionRecord, StoreStopped, SurfaceSnapshot
+from ..resolver import AgentRef, SessionReferenceResolver, listed_records
 from ..retention import RetainedSource
 from ..uri import MentionSpan, SessionReference, iter_session_references
 from .display import display_inline_text
@@ -191,7 +191,7 @@ async def _load_store_facts(
     query = resolver.query
     wanted = {reference.session_id for reference in references}
     try:
-        by_id = await asyncio.to_thread(_listed_records, query, wanted, stop)
+        by_id = await asyncio.to_thread(listed_records, query, wanted, stop)
     except StoreStopped as error:
         raise AnalysisCancelled from error
     except Exception:
@@ -213,22 +213,6 @@ async def _load_store_facts(
     for reference, observation in zip(found, titles, strict=True):
         if observation.error is None:
             reference.title = observation.title
-
-
-def _listed_records(
-    query: SessionSource, wanted: set[str], stop: threading.Event | None
-) -> dict[str, SessionRecord]:
-    """The listed record of each wanted id that has one.
-
-    A source that can find one record without listing them all (``find_record``: the CLI's
-    indexed store) is asked for each; ``check`` of a document then costs the same in a root
-    of 50,000 sessions as in one of 50. The language server's source keeps its listing.
-    """
-    find_record = getattr(query, "find_record", None)
-    if find_record is None:
-        return {record.id: record for record in query.list_sessions(stop) if record.id in wanted}
-    found = {session_id: find_record(session_id, stop) for session_id in wanted}
-    return {session_id: record for session_id, record in found.items() if record and record.id == session_id}
 
 
 async def _read_and_render(reference: Reference, resolver: SessionReferenceResolver) -> None:
