@@ -92,6 +92,7 @@ def test_a_big_store_is_served_from_memory_and_revalidated(
 ) -> None:
     monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
     monkeypatch.setattr(session_cache, "REFRESH_AFTER", 0.0)
+    monkeypatch.setattr(session_cache, "IDLE_GRACE", 0.0)
     root = tmp_path / "sessions"
     store(root)
     source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
@@ -101,8 +102,77 @@ def test_a_big_store_is_served_from_memory_and_revalidated(
         with source._serving():  # a request in progress: background work waits for it to end
             assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]  # stale, refreshing
             time.sleep(0.5)
-            assert "new" not in {r.id for r in source._snapshot.records}  # type: ignore[union-attr]
+            assert "new" not in listed(source)
         wait_for(lambda: next(r.id for r in source.list_sessions()) == "new")
+    finally:
+        source.close()
+
+
+def listed(source: CachedSessionSource) -> set[str]:
+    """The ids of the listing requests are answered from (looked at without making a request)."""
+    snapshot = source._snapshot
+    assert snapshot is not None
+    return {record.id for record in snapshot.records}
+
+
+def typing(source: CachedSessionSource, seconds: float) -> None:
+    """Requests back to back, as an ``@`` popup sends them while a query is typed."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        source.candidate_table()
+        time.sleep(0.02)
+
+
+def test_revalidation_waits_until_the_editor_pauses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The revalidation walk runs in the server's interpreter: it waits for a pause in typing
+    (IDLE_GRACE without a request) rather than run between keystrokes."""
+    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(session_cache, "REFRESH_AFTER", 0.0)
+    monkeypatch.setattr(session_cache, "IDLE_GRACE", 1.0)
+    monkeypatch.setattr(session_cache, "MAX_DEFER", 60.0)
+    root = tmp_path / "sessions"
+    store(root)
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    walks: list[str] = []
+    real_root_state = session_cache.root_state
+
+    def counted(*args: Any) -> int:
+        walks.append("walk")
+        return real_root_state(*args)
+
+    monkeypatch.setattr(session_cache, "root_state", counted)
+    try:
+        source.list_sessions()
+        first = len(walks)
+        put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
+        typing(source, 0.6)
+        assert len(walks) == first and "new" not in listed(source)  # deferred while typing
+        time.sleep(0.6)
+        source.touch()  # an editor message that is not a request counts as activity too
+        time.sleep(0.6)  # 1.2 s after the last request, 0.6 s after the last message
+        assert len(walks) == first
+        wait_for(lambda: "new" in listed(source))  # the pause came: walked, listed
+        assert len(walks) > first
+    finally:
+        source.close()
+
+
+def test_revalidation_is_deferred_at_most_max_defer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editor that never pauses still sees new sessions: the walk then runs between requests."""
+    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(session_cache, "REFRESH_AFTER", 0.0)
+    monkeypatch.setattr(session_cache, "IDLE_GRACE", 600.0)
+    monkeypatch.setattr(session_cache, "MAX_DEFER", 0.3)
+    root = tmp_path / "sessions"
+    store(root)
+    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    try:
+        source.list_sessions()
+        put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
+        deadline = time.monotonic() + 20
+        while "new" not in listed(source):
+            assert time.monotonic() < deadline, "the walk waited for a pause that never came"
+            typing(source, 0.1)
     finally:
         source.close()
 

@@ -1,18 +1,23 @@
 """Deferred full collections: none while messages keep coming, one once the editor is quiet.
 
 The collector's clock is replaced, so the test decides what "quiet" means
-instead of racing real time; the collections themselves are real.
+instead of racing real time; the collections themselves are real. Every
+message counts as activity for the index's revalidation walk too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import time
+from pathlib import Path
 
 import pytest
+from lsprotocol import types
 
 from dsh_session_reference.lsp import idle_gc
 from dsh_session_reference.lsp.idle_gc import IdleCollector
+from dsh_session_reference.lsp.server import DshLanguageServer
 
 
 class Clock:
@@ -67,3 +72,16 @@ async def test_a_busy_editor_still_gets_a_collection_when_one_is_overdue(clock: 
         assert collector.collections == 1
     finally:
         collector.stop()
+
+
+def test_every_message_is_activity_for_the_collector_and_the_index(tmp_path: Path) -> None:
+    server = DshLanguageServer(sessions=str(tmp_path))
+    source = server.engine.source
+    try:
+        collector_saw, source_saw = server.idle_gc.last_message, source._active
+        time.sleep(0.01)
+        server.protocol.handle_message(types.CancelNotification(params=types.CancelParams(id=5)))
+        assert server.idle_gc.last_message > collector_saw
+        assert source._active > source_saw
+    finally:
+        source.close()

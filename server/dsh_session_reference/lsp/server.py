@@ -199,7 +199,7 @@ class DshProtocol(LanguageServerProtocol):
             raise
 
     def handle_message(self, message: Any) -> None:
-        self._server.idle_gc.touch()
+        self._server.touch()
         if isinstance(message, _InvalidMessage):
             reason = message.error.__cause__ or message.error
             LOG.warning("invalid params for %s (id %r): %s", message.method, message.id, reason)
@@ -247,6 +247,13 @@ class DshLanguageServer(LanguageServer):
         self._background: set[asyncio.Task[Any]] = set()
         self._warnings: list[str] = []
         self.idle_gc = IdleCollector()
+
+    def touch(self) -> None:
+        """A message arrived: work that waits for an idle editor (full collections, the index's
+        revalidation walk) waits a little longer."""
+        self.idle_gc.touch()
+        if self._engine is not None:
+            self._engine.source.touch()
 
     # --- client capabilities -------------------------------------------------------------------
 
