@@ -80,8 +80,8 @@ class CandidateTable:
         self.rows: tuple[Row, ...] = tuple(rows)
         self._haystacks: list[str] | None = None
         self._lock = threading.Lock()
-        self._last: tuple[str, list[int]] | None = None
-        self._orders: OrderedDict[str | None, tuple[list[int], list[int]]] = OrderedDict()
+        self._last: tuple[list[int], str, list[int]] | None = None
+        self._orders: OrderedDict[str | None, list[int]] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -109,27 +109,25 @@ class CandidateTable:
     def select(self, needle: str, target_id: str | None, target_cwd: str | None, cap: int) -> list[Row]:
         """The first ``cap`` rows matching ``needle`` (lowered, normalized) in rank order,
         without the row whose id is ``target_id`` (already normalized)."""
-        order, position = self._order(target_cwd)
-        if needle == "":
-            chosen: list[int] = []
-            for index in order:
-                if self.rows[index].record.id != target_id:
-                    chosen.append(index)
-                    if len(chosen) == cap:
-                        break
-        else:
-            matched = [index for index in self._matching(needle) if self.rows[index].record.id != target_id]
-            chosen = sorted(matched, key=position.__getitem__)[:cap]
-        return [self.rows[index] for index in chosen]
+        order = self._order(target_cwd)
+        rows = self.rows
+        chosen: list[Row] = []
+        for index in order if needle == "" else self._matching(needle, order):
+            row = rows[index]
+            if row.record.id != target_id:
+                chosen.append(row)
+                if len(chosen) == cap:
+                    break
+        return chosen
 
-    def _matching(self, needle: str) -> list[int]:
-        """Indices of the rows ``needle`` matches, ascending; narrows the previous query's matches."""
+    def _matching(self, needle: str, order: list[int]) -> list[int]:
+        """Indices of the rows ``needle`` matches, in ``order``: the previous query's matches
+        narrowed when it was a part of this one (typing on), so no keystroke sorts."""
         with self._lock:
             last = self._last
-        if last is not None and last[0] in needle:
-            pool: Sequence[int] = last[1]
-        else:
-            pool = range(len(self.rows))
+        pool: Sequence[int] = order
+        if last is not None and last[0] is order and last[1] in needle:
+            pool = last[2]
         if js_has_surrogates(needle) or SEPARATOR in needle:
             # Rare: a lone surrogate may match half of a pair (JS compares UTF-16), and the
             # separator could match across fields. Test field by field, exactly.
@@ -139,7 +137,7 @@ class CandidateTable:
             haystacks = self._lowered()
             found = [index for index in pool if needle in haystacks[index]]
         with self._lock:
-            self._last = (needle, found)
+            self._last = (order, needle, found)
         return found
 
     def _lowered(self) -> list[str]:
@@ -150,8 +148,8 @@ class CandidateTable:
             self._haystacks = haystacks
         return haystacks
 
-    def _order(self, target_cwd: str | None) -> tuple[list[int], list[int]]:
-        """Row indices in rank order for ``target_cwd``, and each row's place in that order."""
+    def _order(self, target_cwd: str | None) -> list[int]:
+        """Row indices in rank order for ``target_cwd``."""
         with self._lock:
             cached = self._orders.get(target_cwd)
             if cached is not None:
@@ -159,14 +157,11 @@ class CandidateTable:
                 return cached
         rows = self.rows
         order = sorted(range(len(rows)), key=lambda index: candidate_rank(rows[index].record.cwd, target_cwd))
-        position = [0] * len(rows)
-        for place, index in enumerate(order):
-            position[index] = place
         with self._lock:
-            self._orders[target_cwd] = (order, position)
+            self._orders[target_cwd] = order
             while len(self._orders) > MAX_ORDERS:
                 self._orders.popitem(last=False)
-        return order, position
+        return order
 
 
 def _haystack(row: Row) -> str:

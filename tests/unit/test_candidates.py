@@ -46,18 +46,19 @@ def tables(draw: st.DrawFn) -> list[Row]:
 @settings(max_examples=300, deadline=None)
 @given(
     rows=tables(),
-    queries=st.lists(st.tuples(text, st.booleans()), min_size=1, max_size=6),
-    target_cwd=cwds,
+    queries=st.lists(st.tuples(text, st.booleans(), st.booleans(), cwds), min_size=1, max_size=6),
     cap=st.integers(1, 5),
 )
 def test_every_query_in_a_sequence_matches_the_plain_rule(
-    rows: list[Row], queries: list[tuple[str, bool]], target_cwd: str | None, cap: int
+    rows: list[Row], queries: list[tuple[str, bool, bool, str | None]], cap: int
 ) -> None:
     table = CandidateTable(rows)
-    previous = ""
-    for typed, extend in queries:
+    previous, target_cwd = "", None
+    for typed, extend, move, cwd in queries:
         # Half the steps extend the previous query, as typing does; the others jump anywhere.
+        # Some come from a document with another cwd (another rank order) in between.
         query = previous + typed if extend else typed
+        target_cwd = cwd if move else target_cwd
         needle = js_lower(js_normalize(query))
         target_id = rows[0].record.id if rows and extend else None
         assert table.select(needle, target_id, target_cwd, cap) == spec(
@@ -78,6 +79,14 @@ def test_an_extended_query_only_retests_the_previous_matches() -> None:
         *(f"title 12{digit}" for digit in range(10)),
     ]
     assert "title 500" in [row.label for row in table.select("itle 12", None, None, 50)]  # a fresh scan
+
+
+def test_typing_on_in_a_document_with_another_cwd_ranks_for_that_cwd() -> None:
+    rows = [Row(SessionRecord(f"s{index}", 0, cwd, {}), "alpha") for index, cwd in enumerate(["/a", "/b"])]
+    table = CandidateTable(rows)
+    assert [row.record.id for row in table.select("al", None, "/a", 5)] == ["s0", "s1"]
+    # "alp" narrows "al"'s matches, which were kept in /a's order: /b ranks its own first.
+    assert [row.record.id for row in table.select("alp", None, "/b", 5)] == ["s1", "s0"]
 
 
 def test_a_query_never_matches_across_two_fields() -> None:
