@@ -14,6 +14,7 @@ session, not a loaded subset), so the list is always ``is_incomplete``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -66,6 +67,33 @@ def mention_for(candidate: Candidate) -> str:
     return format_session_reference_mention(candidate.session_id, display_inline_text(candidate.label))
 
 
+@dataclass(frozen=True)
+class _Shown:
+    """What a row shows of a candidate, escaped (see :func:`completion_items`)."""
+
+    label: str
+    session_id: str
+    cwd: str | None
+    mention: str
+    searchable: str
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown(session_id: str, label: str, cwd: str | None) -> _Shown:
+    """Memoized: the same few dozen rows come back keystroke after keystroke, and escaping and
+    encoding them was a third of building the items."""
+    shown_label = display_inline_text(label)
+    shown_id = display_inline_text(session_id)
+    shown_cwd = None if cwd is None else display_inline_text(cwd)
+    return _Shown(
+        shown_label,
+        shown_id,
+        shown_cwd,
+        format_session_reference_mention(session_id, shown_label),
+        " ".join(part for part in (shown_label, shown_id, shown_cwd) if part),
+    )
+
+
 def completion_items(
     candidates: Sequence[Candidate],
     edit_range: types.Range,
@@ -86,9 +114,8 @@ def completion_items(
     for rank, candidate in enumerate(candidates):
         # Ids, titles and cwds are anyone's text: escaped like the label, so a newline or a
         # terminal escape in any of them cannot break the row (or the filter text) apart.
-        label = display_inline_text(candidate.label)
-        shown_id = display_inline_text(candidate.session_id)
-        cwd = None if candidate.cwd is None else display_inline_text(candidate.cwd)
+        shown = _shown(candidate.session_id, candidate.label, candidate.cwd)
+        label, shown_id, cwd = shown.label, shown.session_id, shown.cwd
         age = relative_time(candidate.created_at, now_ms)
         id_differs = candidate.label != candidate.session_id
         body = candidate if isinstance(candidate, BodyCandidate) else None
@@ -106,7 +133,7 @@ def completion_items(
             # filter keep the row (it filters on filterText, which must contain what was typed).
             excerpt = display_inline_text(body.snippet)
             detail = f"{detail} · “{excerpt}”" if detail else f"“{excerpt}”"
-        searchable = " ".join(part for part in (label, shown_id, cwd) if part)
+        searchable = shown.searchable
         if body is not None:
             searchable = f"{body.matched} {searchable}"
         items.append(
@@ -117,7 +144,7 @@ def completion_items(
                 detail=detail,
                 sort_text=f"{rank:0{width}d}",
                 filter_text="@" + searchable if filter_text else None,
-                text_edit=types.TextEdit(range=edit_range, new_text=mention_for(candidate)),
+                text_edit=types.TextEdit(range=edit_range, new_text=shown.mention),
                 data={"sessionId": candidate.session_id, "label": candidate.label},
             )
         )
