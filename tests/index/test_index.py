@@ -356,6 +356,11 @@ def test_headers_read_by_workers_give_the_uncached_answers(
     same(root, index, ids)
     read_by_walk = len(index.probed)
     assert 0 < read_by_walk < len(logs(root)) - 4, "the walk and the worker should each read some"
+    # The logs the worker read count as walked, at the fingerprints a walk alone sees.
+    alone = IndexedSessionStore(root, index_dir=tmp_path / "alone", workers=1)
+    alone.list_sessions()
+    assert index.walked == alone.walked
+    alone.close()
     same(root, index, ids)  # and the entries the worker made answer the next walk
     assert len(index.probed) == read_by_walk
     index.close()

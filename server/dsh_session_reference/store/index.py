@@ -861,6 +861,19 @@ class IndexedSessionStore(JsonlSessionStore):
         paths = (directory + _ZSTD_NAME, directory + _PLAIN_NAME)
         if walk is not None:
             walk[1].update(paths)
+        readers: _HeaderReaders | None = getattr(self._local, "readers", None)
+        delivered = None if readers is None else readers.delivered(directory)
+        if delivered is not None:
+            # A worker of this walk found the one log here and read it (both names looked at,
+            # fingerprint checked around the read): its look stands for the walk's own.
+            path, fp = delivered
+            row = self._get(path)
+            cached = None if row is None else row.listing_outcome(fp, path)
+            if cached is not None:
+                if walk is not None:
+                    walk[0][path] = fp  # the row's own tuple
+                self._replay_listing(scan, path, cached)
+                return
         try:
             single = _single_log(paths)
         except OSError:
@@ -876,10 +889,6 @@ class IndexedSessionStore(JsonlSessionStore):
         if walk is not None:
             walk[0][path] = fp
         cached = None if row is None else row.listing_outcome(fp, path)
-        readers: _HeaderReaders | None = getattr(self._local, "readers", None)
-        if cached is None and readers is not None and readers.arrived(directory):
-            row = self._get(path)  # a worker may have read this very header meanwhile
-            cached = None if row is None else row.listing_outcome(fp, path)
         if cached is not None:
             self._replay_listing(scan, path, cached)
             return
@@ -1184,9 +1193,11 @@ class _HeaderReaders:
     """Worker processes reading a cold index's headers from the end of the walk, while the walk
     reads them from the start; they meet in the middle.
 
-    Results become index rows, which the walk then takes as any row: only at the fingerprint
-    the walk itself sees, and only when the log had been still for ``RACY_NS`` when it was read.
-    Whatever a worker has not delivered when the walk gets there, the walk reads itself.
+    Results become index rows, which the walk takes as its own look at those directories: a
+    worker looks at both log names and checks the fingerprint around its read just as the walk
+    does (and a listing is revalidated against a walk taken before it began), so the walk does
+    not look again. A row counts only when the log had been still for ``RACY_NS`` when it was
+    read. Whatever a worker has not delivered when the walk gets there, the walk reads itself.
     """
 
     def __init__(self, store: IndexedSessionStore, unseen: list[tuple[str, str]], count: int) -> None:
@@ -1207,6 +1218,8 @@ class _HeaderReaders:
             self.close()
             raise
         self._pending: list[Future[list[_Entry]]] = []
+        self._delivered: dict[str, tuple[str, Fingerprint]] = {}
+        """Each session directory a worker read, with its log and the fingerprint it was read at."""
         self._hand_out()
 
     def _hand_out(self) -> None:
@@ -1217,9 +1230,12 @@ class _HeaderReaders:
                 )
                 self._next -= 1
 
-    def arrived(self, directory: str) -> bool:
-        """Take every finished result into the index (the walk is about to read ``directory``'s
-        log itself); ``True`` if any did."""
+    def delivered(self, directory: str) -> tuple[str, Fingerprint] | None:
+        """``(log, fingerprint)`` if a worker has read ``directory``'s log, its entry now in the
+        index; else ``None``, and the walk reads it itself."""
+        found = self._delivered.pop(directory, None)
+        if found is not None:
+            return found
         self._reached = max(self._reached, self._batch_of.get(directory, self._reached))
         done: list[Future[list[_Entry]]] = []
         waiting: list[Future[list[_Entry]]] = []
@@ -1231,8 +1247,9 @@ class _HeaderReaders:
                 if future.exception() is None:  # a failed worker only leaves more for the walk
                     for path, fp, started, text in future.result():
                         self._store._keep_listing(path, fp, started, text)
+                        self._delivered[os.path.dirname(path)] = (path, fp)
         self._hand_out()
-        return bool(done)
+        return self._delivered.pop(directory, None)
 
     def close(self) -> None:
         for worker in self._workers:
