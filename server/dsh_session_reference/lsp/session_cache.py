@@ -625,7 +625,8 @@ class CachedSessionSource:
         with self._lock:
             if self._closed:
                 return None
-            refresh, self._refresh_wanted = self._refresh_wanted, False
+            # Wanted until it runs: a request asking again meanwhile must not move the deadline.
+            refresh = self._refresh_wanted
             deadline = self._refresh_asked + MAX_DEFER
         try:
             self.index.flush(self._quiet.wait)
@@ -634,9 +635,9 @@ class CachedSessionSource:
             if refresh:
                 wait = self._until_idle(deadline)
                 if wait > 0:
-                    with self._lock:
-                        self._refresh_wanted = True
                     return wait
+                with self._lock:
+                    self._refresh_wanted = False
                 snapshot = self._snapshot
                 if snapshot is None or time.monotonic() - snapshot.taken >= REFRESH_AFTER:
                     self._refresh(None, quick=True, pause=functools.partial(self._idle, deadline))
