@@ -90,12 +90,7 @@ def test_a_big_cold_store_shows_hints_then_the_exact_titles(
 def test_a_big_store_is_served_from_memory_and_revalidated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
-    monkeypatch.setattr(session_cache, "REFRESH_AFTER", 0.0)
-    monkeypatch.setattr(session_cache, "IDLE_GRACE", 0.0)
-    root = tmp_path / "sessions"
-    store(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    root, source = revalidated(tmp_path, monkeypatch, grace=0.0, max_defer=session_cache.MAX_DEFER)
     try:
         assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]
         put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
@@ -106,6 +101,20 @@ def test_a_big_store_is_served_from_memory_and_revalidated(
         wait_for(lambda: next(r.id for r in source.list_sessions()) == "new")
     finally:
         source.close()
+
+
+def revalidated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, grace: float, max_defer: float
+) -> tuple[Path, CachedSessionSource]:
+    """A root served as a big one is, its listing revalidated as soon as a request finds it
+    old, under the given idle rules."""
+    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(session_cache, "REFRESH_AFTER", 0.0)
+    monkeypatch.setattr(session_cache, "IDLE_GRACE", grace)
+    monkeypatch.setattr(session_cache, "MAX_DEFER", max_defer)
+    root = tmp_path / "sessions"
+    store(root)
+    return root, CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
 
 
 def listed(source: CachedSessionSource) -> set[str]:
@@ -126,13 +135,7 @@ def typing(source: CachedSessionSource, seconds: float) -> None:
 def test_revalidation_waits_until_the_editor_pauses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The revalidation walk runs in the server's interpreter: it waits for a pause in typing
     (IDLE_GRACE without a request) rather than run between keystrokes."""
-    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
-    monkeypatch.setattr(session_cache, "REFRESH_AFTER", 0.0)
-    monkeypatch.setattr(session_cache, "IDLE_GRACE", 1.0)
-    monkeypatch.setattr(session_cache, "MAX_DEFER", 60.0)
-    root = tmp_path / "sessions"
-    store(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    root, source = revalidated(tmp_path, monkeypatch, grace=1.0, max_defer=60.0)
     walks: list[str] = []
     real_root_state = session_cache.root_state
 
@@ -159,13 +162,7 @@ def test_revalidation_waits_until_the_editor_pauses(tmp_path: Path, monkeypatch:
 
 def test_revalidation_is_deferred_at_most_max_defer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An editor that never pauses still sees new sessions: the walk then runs between requests."""
-    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
-    monkeypatch.setattr(session_cache, "REFRESH_AFTER", 0.0)
-    monkeypatch.setattr(session_cache, "IDLE_GRACE", 600.0)
-    monkeypatch.setattr(session_cache, "MAX_DEFER", 0.3)
-    root = tmp_path / "sessions"
-    store(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    root, source = revalidated(tmp_path, monkeypatch, grace=600.0, max_defer=0.3)
     try:
         source.list_sessions()
         put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
