@@ -55,3 +55,19 @@ async def test_the_root_is_listed_and_indexed_before_any_request(s: Session) -> 
     logs = len(list(s.client.store.glob("*/*/session.jsonl*")))  # type: ignore[attr-defined]
     assert logs == len(default_specs("/w"))
     await wait_until(lambda: listed_rows() == logs)
+
+
+def children(pid: int) -> list[int]:
+    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+async def test_the_spare_worker_started_with_the_server_does_not_outlive_a_small_first_walk(
+    s: Session,
+) -> None:
+    """``lsp`` starts a header worker before it imports the LSP stack, for a cold index's first
+    walk; a root too small to share its headers leaves it unclaimed, and the walk stops it."""
+    server = s.client._server
+    assert server is not None
+    logs = len(list(s.client.store.glob("*/*/session.jsonl*")))  # type: ignore[attr-defined]
+    await wait_until(lambda: listed_rows() == logs)
+    await wait_until(lambda: children(server.pid) == [])
