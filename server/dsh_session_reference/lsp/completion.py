@@ -62,11 +62,6 @@ def find_trigger(text: str, cursor: int) -> Trigger | None:
     return Trigger(floor + start, cursor, token[1:])
 
 
-def mention_for(candidate: Candidate) -> str:
-    """The mention a pick inserts: the label escaped as upstream's TUI did, then formatted."""
-    return format_session_reference_mention(candidate.session_id, display_inline_text(candidate.label))
-
-
 @dataclass(frozen=True)
 class _Shown:
     """What a row shows of a candidate, escaped (see :func:`completion_items`)."""
@@ -92,6 +87,11 @@ def _shown(session_id: str, label: str, cwd: str | None) -> _Shown:
         format_session_reference_mention(session_id, shown_label),
         " ".join(part for part in (shown_label, shown_id, shown_cwd) if part),
     )
+
+
+def mention_for(candidate: Candidate) -> str:
+    """The mention a pick inserts: the label escaped as upstream's TUI did, then formatted."""
+    return _shown(candidate.session_id, candidate.label, candidate.cwd).mention
 
 
 def completion_items(
