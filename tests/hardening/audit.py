@@ -41,7 +41,8 @@ HARMLESS = frozenset(
 """Events that read or run things; every other recorded event (``sqlite3.connect`` included) may change a file."""
 SILENT_FCNTL = frozenset({"fcntl.fcntl", "fcntl.ioctl"})
 DESCRIPTOR_CHANGES = frozenset({"fcntl.flock", "fcntl.lockf", "os.lockf", "os.truncate"})
-"""Changes that may name only a descriptor: judged suspicious wherever they happen."""
+"""Changes that may name only a descriptor: the hook records the file it is open on (from
+``/proc/self/fd``); one it could not tell is judged suspicious wherever it happens."""
 """Descriptor flag changes (non-blocking pipes), not file changes."""
 
 

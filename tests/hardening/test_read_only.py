@@ -86,12 +86,13 @@ def frozen_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_the_audit_hook_sees_writes_in_every_process(tmp_path: Path) -> None:
-    """A hook that saw nothing would make every test below pass; it must see a write, a rename
-    and a database, in a worker process as much as in the main one."""
+    """A hook that saw nothing would make every test below pass; it must see a write, a rename,
+    a database and a lock taken through a descriptor (by the file it locks), in a worker process
+    as much as in the main one."""
     root = tmp_path / "sessions"
     root.mkdir()
     code = (
-        "import multiprocessing, os, sqlite3, sys\n"
+        "import fcntl, multiprocessing, os, sqlite3, sys\n"
         "def child(root):\n"
         "    open(os.path.join(root, 'child.txt'), 'w').close()\n"
         "if __name__ == '__main__':\n"
@@ -99,6 +100,9 @@ def test_the_audit_hook_sees_writes_in_every_process(tmp_path: Path) -> None:
         "    open(os.path.join(root, 'a.txt'), 'w').close()\n"
         "    os.rename(os.path.join(root, 'a.txt'), os.path.join(root, 'b.txt'))\n"
         "    sqlite3.connect(os.path.join(root, 'db.sqlite')).close()\n"
+        "    fd = os.open(os.path.join(root, 'b.txt'), os.O_RDONLY)\n"
+        "    fcntl.flock(fd, fcntl.LOCK_SH)\n"
+        "    os.close(fd)\n"
         "    process = multiprocessing.get_context('spawn').Process(target=child, args=(root,))\n"
         "    process.start(); process.join()\n"
     )
@@ -109,7 +113,7 @@ def test_the_audit_hook_sees_writes_in_every_process(tmp_path: Path) -> None:
     audit = Audit.read(log)
     written = audit.writes_under(root)
     kinds = {event["event"] for event in written}
-    assert {"open", "os.rename", "sqlite3.connect"} <= kinds
+    assert {"open", "os.rename", "sqlite3.connect", "fcntl.flock"} <= kinds
     assert len({event["pid"] for event in written}) == 2, "the spawned worker was not audited"
     assert audit.writes_under(tmp_path / "elsewhere") == []
 

@@ -15,6 +15,7 @@ raises no events of its own.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import sys
@@ -22,6 +23,8 @@ from typing import Any
 
 _PREFIXES = ("os.", "fcntl.", "shutil.", "mmap.")
 _QUIET = frozenset({"os.getxattr", "os.listxattr"})
+_BY_DESCRIPTOR = frozenset({"fcntl.flock", "fcntl.lockf", "os.lockf", "os.truncate"})
+"""Events that may name only a descriptor: recorded with the file it is open on, where Linux says."""
 
 
 def _path(value: Any) -> str | int | None:
@@ -50,6 +53,9 @@ def _install(log: str) -> None:
             record({"event": event, "paths": [_path(args[0])]})
         elif event.startswith(_PREFIXES) and event not in _QUIET:
             paths = [_path(arg) for arg in args if isinstance(arg, str | bytes | os.PathLike)]
+            if not paths and event in _BY_DESCRIPTOR and args and isinstance(args[0], int):
+                with contextlib.suppress(OSError):  # else judged as naming no file: suspicious anywhere
+                    paths = [os.readlink(f"/proc/self/fd/{args[0]}")]
             record({"event": event, "paths": paths})
 
     def peak() -> None:
