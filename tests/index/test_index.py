@@ -596,6 +596,29 @@ def test_a_foreign_database_is_replaced(tmp_path: Path) -> None:
     assert store.replays == 2
 
 
+def test_an_index_being_made_by_another_process_is_waited_for_not_replaced(tmp_path: Path) -> None:
+    """Another process (a second editor window) checking or making the file holds its lock: a
+    half-made file would look foreign, and replacing it would throw the other's work away."""
+    root, path, expected = warm(tmp_path)
+    store = CountingStore(root, index_dir=tmp_path / "cache")
+    opened: list[bool] = []
+
+    def first_use() -> None:
+        store._database()  # the file is opened (and checked) on first use
+        opened.append(True)
+
+    with index_module._making(str(path)):
+        opener = threading.Thread(target=first_use, daemon=True)
+        opener.start()
+        opener.join(0.5)
+        assert opener.is_alive() and not opened  # waiting for the lock
+    opener.join(20)
+    assert opened
+    assert observe(store) == expected
+    assert store.replays == 0  # the file the other process made was used, not rebuilt
+    store.close()
+
+
 def test_a_tampered_row_is_detected_and_the_index_rebuilt(tmp_path: Path) -> None:
     root, path, expected = warm(tmp_path)
     conn = sqlite3.connect(path)

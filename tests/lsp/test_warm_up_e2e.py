@@ -3,6 +3,7 @@ index takes seconds to list, which would otherwise be spent while the user waits
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import sqlite3
 import tempfile
@@ -46,7 +47,11 @@ def listed_rows() -> int:
     """Listing entries in the index file the server keeps under ``CACHE``."""
     found = 0
     for path in CACHE.glob("dsh-session-reference/index/*.sqlite3"):
-        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+        # A file still being made has no table yet: it counts as none.
+        with (
+            sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db,
+            contextlib.suppress(sqlite3.OperationalError),
+        ):
             found += db.execute("SELECT count(*) FROM logs WHERE listing IS NOT NULL").fetchone()[0]
     return found
 

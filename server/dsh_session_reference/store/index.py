@@ -54,8 +54,13 @@ import sys
 import threading
 import time
 import zlib
+
+try:
+    import fcntl
+except ImportError:  # Windows: index files are made without the lock (see _making)
+    fcntl = None  # type: ignore[assignment]
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
@@ -277,23 +282,24 @@ class IndexDatabase:
     def _open(self) -> sqlite3.Connection:
         if self.path is None:
             return self._create(":memory:")
-        try:
-            conn = self._connect(self.path)
+        with _making(self.path):
             try:
-                self._check(conn)
-            except BaseException:
-                conn.close()
-                raise
-            return conn
-        except (sqlite3.Error, _Untrusted, OSError) as error:
-            _LOG.info("index %s cannot be used (%s); rebuilding it", self.path, error)
-        try:
-            self._remove_files()
-            return self._create(self.path)
-        except (sqlite3.Error, OSError) as error:
-            _LOG.warning("index %s cannot be written (%s); keeping the index in memory", self.path, error)
-            self.path = None
-            return self._create(":memory:")
+                conn = self._connect(self.path)
+                try:
+                    self._check(conn)
+                except BaseException:
+                    conn.close()
+                    raise
+                return conn
+            except (sqlite3.Error, _Untrusted, OSError) as error:
+                _LOG.info("index %s cannot be used (%s); rebuilding it", self.path, error)
+            try:
+                self._remove_files()
+                return self._create(self.path)
+            except (sqlite3.Error, OSError) as error:
+                _LOG.warning("index %s cannot be written (%s); keeping the index in memory", self.path, error)
+                self.path = None
+                return self._create(":memory:")
 
     @staticmethod
     def _connect(path: str) -> sqlite3.Connection:
@@ -360,8 +366,9 @@ class IndexDatabase:
                 self._conn = self._create(":memory:")
                 return
             try:
-                self._remove_files()
-                self._conn = self._create(self.path)
+                with _making(self.path):
+                    self._remove_files()
+                    self._conn = self._create(self.path)
             except (sqlite3.Error, OSError):
                 self.path = None
                 self._conn = self._create(":memory:")
@@ -493,6 +500,29 @@ ROOT_SUFFIX: Final = ".root"
 _tidied: set[str] = set()
 
 
+LOCK_SUFFIX: Final = ".lock"
+
+
+@contextlib.contextmanager
+def _making(path: str) -> Iterator[None]:
+    """Held while an index file is checked and, when it cannot be trusted, made anew. Another
+    process (a second editor window, the CLI) opening the file meanwhile would find it without
+    its tables yet, take it for a foreign file and remove it under its maker. A lock file that
+    cannot be made (a read-only cache folder) leaves only that race open."""
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(path + LOCK_SUFFIX, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def _remove_index(path: str) -> None:
     for suffix in ("", "-wal", "-shm", "-journal", ROOT_SUFFIX):
         with contextlib.suppress(FileNotFoundError):
@@ -516,7 +546,10 @@ def tidy_index_dir(index_dir: str) -> int:
         except OSError:
             continue
         if root and not os.path.lexists(root):
-            _remove_index(note[: -len(ROOT_SUFFIX)])
+            index = note[: -len(ROOT_SUFFIX)]
+            _remove_index(index)
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(index + LOCK_SUFFIX)
             removed += 1
     return removed
 
