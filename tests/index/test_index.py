@@ -759,6 +759,7 @@ def test_indexes_of_roots_that_are_gone_are_tidied_away(tmp_path: Path) -> None:
     assert tidy_index_dir(str(tmp_path / "cache")) == 1
     left = sorted(path.name for path in (tmp_path / "cache").iterdir())
     assert len([name for name in left if name.endswith(".sqlite3")]) == 1
+    assert len([name for name in left if name.endswith(".sqlite3.lock")]) == 1  # the kept one's
     assert tidy_index_dir(str(tmp_path / "cache")) == 0
 
 
