@@ -160,6 +160,32 @@ def test_revalidation_waits_until_the_editor_pauses(tmp_path: Path, monkeypatch:
         source.close()
 
 
+def test_typing_while_a_revalidation_waits_does_not_wake_the_background_each_keystroke(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The background thread shares the interpreter with requests: once a revalidation is
+    waiting for a pause, a keystroke asking for it again has nothing new to tell it."""
+    root, source = revalidated(tmp_path, monkeypatch, grace=1.0, max_defer=60.0)
+    rounds: list[float] = []
+    work = CachedSessionSource._work
+
+    def counted(self: CachedSessionSource) -> float | None:
+        rounds.append(time.monotonic())
+        return work(self)
+
+    monkeypatch.setattr(CachedSessionSource, "_work", counted)
+    try:
+        source.list_sessions()
+        time.sleep(0.3)  # the first listing's write-behind round
+        put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
+        before = len(rounds)
+        typing(source, 0.6)  # about 25 requests, each finding the listing old
+        assert len(rounds) - before <= 3  # was one per request
+        wait_for(lambda: "new" in listed(source))  # and the pause still brings the walk
+    finally:
+        source.close()
+
+
 def test_revalidation_is_deferred_at_most_max_defer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """An editor that never pauses still sees new sessions: the walk then runs between requests."""
     root, source = revalidated(tmp_path, monkeypatch, grace=600.0, max_defer=0.3)

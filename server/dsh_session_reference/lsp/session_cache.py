@@ -596,7 +596,11 @@ class CachedSessionSource:
         with self._lock:
             if self._closed or not self.background:
                 return
-            if refresh and not self._refresh_wanted:
+            if refresh:
+                if self._refresh_wanted and self._thread is not None:
+                    # Already asked and waiting for a pause: waking the thread on every keystroke
+                    # would only take the interpreter from the keystrokes to say so again.
+                    return
                 self._refresh_wanted = True
                 self._refresh_asked = time.monotonic()
             if self._thread is None:
