@@ -54,16 +54,16 @@ import sys
 import threading
 import time
 import zlib
-
-try:
-    import fcntl
-except ImportError:  # Windows: index files are made without the lock (see _making)
-    fcntl = None  # type: ignore[assignment]
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from typing import IO, Any, Final
+
+try:
+    import fcntl
+except ImportError:  # Windows: index files are made without the lock (see _making)
+    fcntl = None  # type: ignore[assignment]
 
 from ..conversation import ConversationKeeper, ConversationSnapshot
 from ..jsjson import js_normalize
@@ -111,6 +111,8 @@ _TITLE_MARKER: Final = b'{"type":"session/title"'
 
 Fingerprint = tuple[int, int, int, int, int]
 """``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of a regular file."""
+_Walk = tuple[dict[str, Fingerprint], set[str]]
+"""A full walk in progress: each single log it saw, at its fingerprint, and every log path it looked at."""
 
 
 def fingerprint_of(info: os.stat_result) -> Fingerprint:
@@ -888,7 +890,7 @@ class IndexedSessionStore(JsonlSessionStore):
     def _inspect(
         self, scan: _Scan, root_real: str, directory: str, segment: str, stop: threading.Event | None
     ) -> None:
-        walk = getattr(self._local, "walk", None)
+        walk: _Walk | None = getattr(self._local, "walk", None)
         # One string per log path, shared by the walk's sets and the records: a 50,000-log root
         # would otherwise keep twice as many path strings (and fragment the heap with the rest).
         paths = (directory + _ZSTD_NAME, directory + _PLAIN_NAME)
@@ -896,17 +898,10 @@ class IndexedSessionStore(JsonlSessionStore):
             walk[1].update(paths)
         readers: _HeaderReaders | None = getattr(self._local, "readers", None)
         delivered = None if readers is None else readers.delivered(directory)
-        if delivered is not None:
-            # A worker of this walk found the one log here and read it (both names looked at,
-            # fingerprint checked around the read): its look stands for the walk's own.
-            path, fp = delivered
-            row = self._get(path)
-            cached = None if row is None else row.listing_outcome(fp, path)
-            if cached is not None:
-                if walk is not None:
-                    walk[0][path] = fp  # the row's own tuple
-                self._replay_listing(scan, path, cached)
-                return
+        # A worker of this walk that found the one log here and read it (both names looked at,
+        # fingerprint checked around the read) looked for the walk.
+        if delivered is not None and self._listed_from_row(scan, walk, *delivered):
+            return
         try:
             single = _single_log(paths)
         except OSError:
@@ -916,15 +911,10 @@ class IndexedSessionStore(JsonlSessionStore):
             return
         path, info = single
         fp = fingerprint_of(info)
-        row = self._get(path)
-        if row is not None and row.fp == fp:
-            fp = row.fp  # one tuple for the row and the walk: a big root keeps both
+        if self._listed_from_row(scan, walk, path, fp):
+            return
         if walk is not None:
             walk[0][path] = fp
-        cached = None if row is None else row.listing_outcome(fp, path)
-        if cached is not None:
-            self._replay_listing(scan, path, cached)
-            return
         probe, entry = self._probe(root_real, segment, path, fp, stop)
         scan.artifacts.extend(probe.artifacts)
         scan.encodings.update(probe.encodings)
@@ -932,6 +922,18 @@ class IndexedSessionStore(JsonlSessionStore):
             self._block(scan, segment, block_path, reason)
         if entry is not None:
             self._keep_listing(path, fp, *entry)
+
+    def _listed_from_row(self, scan: _Scan, walk: _Walk | None, path: str, fp: Fingerprint) -> bool:
+        """List the one log ``path`` (seen at ``fp``) from its index row, if that row is fresh at
+        ``fp``; ``False`` when the log must be read."""
+        row = self._get(path)
+        cached = None if row is None else row.listing_outcome(fp, path)
+        if row is None or cached is None:
+            return False
+        if walk is not None:
+            walk[0][path] = row.fp  # one tuple for the row and the walk: a big root keeps both
+        self._replay_listing(scan, path, cached)
+        return True
 
     def _probe(
         self, root_real: str, segment: str, path: str, fp: Fingerprint, stop: threading.Event | None
