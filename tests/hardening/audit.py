@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .audit_site.sitecustomize import BY_DESCRIPTOR
+
 HERE = Path(__file__).resolve().parent
 AUDIT_SITE = str(HERE / "audit_site")
 TESTS = str(HERE.parent)
@@ -40,10 +42,10 @@ HARMLESS = frozenset(
 )
 """Events that read or run things; every other recorded event (``sqlite3.connect`` included) may change a file."""
 SILENT_FCNTL = frozenset({"fcntl.fcntl", "fcntl.ioctl"})
-DESCRIPTOR_CHANGES = frozenset({"fcntl.flock", "fcntl.lockf", "os.lockf", "os.truncate"})
+"""Descriptor flag changes (non-blocking pipes), not file changes."""
+DESCRIPTOR_CHANGES = BY_DESCRIPTOR
 """Changes that may name only a descriptor: the hook records the file it is open on (from
 ``/proc/self/fd``); one it could not tell is judged suspicious wherever it happens."""
-"""Descriptor flag changes (non-blocking pipes), not file changes."""
 
 
 def interpreter_read(path: str) -> bool:

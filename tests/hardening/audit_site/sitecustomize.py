@@ -23,8 +23,9 @@ from typing import Any
 
 _PREFIXES = ("os.", "fcntl.", "shutil.", "mmap.")
 _QUIET = frozenset({"os.getxattr", "os.listxattr"})
-_BY_DESCRIPTOR = frozenset({"fcntl.flock", "fcntl.lockf", "os.lockf", "os.truncate"})
-"""Events that may name only a descriptor: recorded with the file it is open on, where Linux says."""
+BY_DESCRIPTOR = frozenset({"fcntl.flock", "fcntl.lockf", "os.lockf", "os.truncate"})
+"""Changes that may name only a descriptor: recorded with the file it is open on, where Linux
+says (``tests/hardening/audit.py`` judges one it could not tell as suspicious anywhere)."""
 
 
 def _path(value: Any) -> str | int | None:
@@ -53,7 +54,7 @@ def _install(log: str) -> None:
             record({"event": event, "paths": [_path(args[0])]})
         elif event.startswith(_PREFIXES) and event not in _QUIET:
             paths = [_path(arg) for arg in args if isinstance(arg, str | bytes | os.PathLike)]
-            if not paths and event in _BY_DESCRIPTOR and args and isinstance(args[0], int):
+            if not paths and event in BY_DESCRIPTOR and args and isinstance(args[0], int):
                 with contextlib.suppress(OSError):  # else judged as naming no file: suspicious anywhere
                     paths = [os.readlink(f"/proc/self/fd/{args[0]}")]
             record({"event": event, "paths": paths})
