@@ -5,6 +5,13 @@ message is sent, :meth:`SessionReferenceResolver.prepare` turns them into one
 bounded, read-only, untrusted snapshot for the model.
 """
 
+import sys as _sys
+
+if _sys.argv[:1] == ["-m"] and not _sys.flags.safe_path and _sys.path:
+    # ``python -m dsh_session_reference`` put the working directory (often a workspace someone
+    # else wrote) first on ``sys.path``: no module we import later may come from there.
+    del _sys.path[0]
+
 from typing import TYPE_CHECKING, Any
 
 from .config import DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES

@@ -161,13 +161,17 @@ def run_audited(
     stdin: str | None = None,
     prefix: Sequence[str] = (),
     timeout: float = 120,
+    program: Sequence[str] | None = None,
+    cwd: Path | None = None,
 ) -> Run:
-    """``python -m module args`` under the audit hook; the log file is fresh for every run."""
+    """``python -m module args`` (or ``program args``) under the audit hook, in ``cwd``; the log
+    file is fresh for every run."""
     log.unlink(missing_ok=True)
-    command = [*prefix, sys.executable, "-m", module, *args]
+    command = [*prefix, *(program or [sys.executable, "-m", module]), *args]
     started = time.monotonic()
     result = subprocess.run(
         command,
+        cwd=cwd,
         input=stdin,
         capture_output=True,
         text=True,

@@ -28,11 +28,12 @@ async def lsp_session(
     root: Path,
     *,
     preset: str = VSCODE,
+    cwd: Path | None = None,
     **settings: Any,
 ) -> AsyncIterator[Session]:
     """An initialized session; on exit a clean ``shutdown``/``exit``, and the server must have ended."""
     client = make_test_lsp_client()
-    await client.start_io(*command, env=env)
+    await client.start_io(*command, env=env, cwd=cwd)
     try:
         session = await start(client, preset, initialize_params(preset, workspace, root, **settings))
         yield session

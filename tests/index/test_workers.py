@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -13,7 +12,13 @@ import pytest
 
 from dsh_session_reference.model import StoreError, StoreStopped
 from dsh_session_reference.store.jsonl_store import NOT_FOUND
-from dsh_session_reference.store.workers import WorkerProcess, _send, run_apart
+from dsh_session_reference.store.workers import (
+    WorkerProcess,
+    _send,
+    run_apart,
+    worker_command,
+    worker_environment,
+)
 from store.logbuild import header, lines, one_turn, put
 
 
@@ -72,7 +77,8 @@ def test_a_worker_whose_parent_stopped_listening_exits_quietly(tmp_path: Path) -
     """A server that exits while its worker is mid-task closes the reply pipe first: the worker
     must end without a traceback in the editor's log."""
     child = subprocess.Popen(
-        [sys.executable, "-m", "dsh_session_reference.store.workers"],
+        worker_command(),
+        env=worker_environment(),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -310,7 +310,10 @@ export class ServerController implements vscode.Disposable {
       this.setState('stopped');
       return;
     }
-    const cwd = vscode.workspace.workspaceFolders?.[0]?.uri.fsPath ?? this.context.extensionPath;
+    // Never a workspace folder: an interpreter may import from its working directory (an empty
+    // PYTHONPATH entry, `python -m`), and a restricted workspace must not run code of its own.
+    // The server learns the workspace from `initialize`, not from its cwd.
+    const cwd = this.context.extensionPath;
     const serverOptions: ServerOptions = {
       command: resolved.choice.executable,
       args: [this.launcher, 'lsp'],

@@ -5,11 +5,17 @@ work the server must not do on its own event-loop process (it would hold the
 GIL while someone types). The same holds for ``prepare`` of a log of a hundred
 megabytes: :func:`run_apart` gives such a read a process of its own, so several
 run on several cores and the heap they grow is returned when it exits.
-Workers are plain child processes running
-``python -m dsh_session_reference.store.workers``, fed length-prefixed pickles
-over a pipe. ``multiprocessing`` is not used on purpose: its ``spawn`` start
-method re-imports the parent's ``__main__`` (the CLI, which would run again),
-and ``fork`` is unsafe in a process with threads.
+Workers are plain child processes of the same interpreter (:func:`worker_command`),
+fed length-prefixed pickles over a pipe. ``multiprocessing`` is not used on
+purpose: its ``spawn`` start method re-imports the parent's ``__main__`` (the
+CLI, which would run again), and ``fork`` is unsafe in a process with threads.
+
+A worker starts in the caller's working directory, which is usually a workspace
+someone else wrote: ``python -m`` would put that folder first on ``sys.path``,
+and a planted ``pickle.py`` or ``dsh_session_reference/`` there would run in
+our process. So a worker runs with ``-P`` (nothing prepended) and ``-s`` (no
+user site), drops relative and empty ``PYTHONPATH`` entries (an empty one means
+the working directory), and imports from exactly the parent's module path.
 
 Only the functions in :data:`TASKS` can be called, with plain data; a worker
 reads logs and never writes anything. It exits when its pipe closes, so it
@@ -19,6 +25,7 @@ never outlives the process that started it.
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 import pickle
@@ -67,18 +74,50 @@ def _receive(stream: IO[bytes]) -> Any:
     return pickle.loads(data)
 
 
+_BOOT: Final = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+    "from dsh_session_reference.store.workers import main; main()"
+)
+
+
+def _safe_entries(entries: list[str]) -> list[str]:
+    """``entries`` without the ones that name the working directory: empty or relative ones
+    (resolved against it) and the directory itself (``python -m`` and ``-c`` put it first)."""
+    here = os.path.realpath(os.getcwd())
+    kept: list[str] = []
+    for entry in entries:
+        if entry and os.path.isabs(entry) and os.path.realpath(entry) != here and entry not in kept:
+            kept.append(entry)
+    return kept
+
+
+def worker_command() -> list[str]:
+    """The command line of a worker: this interpreter, isolated from the working directory."""
+    package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = _safe_entries([package_parent, *sys.path])
+    return [sys.executable, "-P", "-s", "-c", _BOOT, json.dumps(path)]
+
+
+def worker_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The caller's environment with only absolute ``PYTHONPATH`` entries (read before ``-c`` runs)."""
+    env = dict(os.environ if environ is None else environ)
+    entries = _safe_entries(env.get("PYTHONPATH", "").split(os.pathsep))
+    if entries:
+        env["PYTHONPATH"] = os.pathsep.join(entries)
+    else:
+        env.pop("PYTHONPATH", None)
+    return env
+
+
 class WorkerProcess:
     """One child process answering tasks in order; :meth:`submit` returns a future."""
 
     def __init__(self) -> None:
-        package_parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH")]))
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "dsh_session_reference.store.workers"],
+            worker_command(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=env,
+            env=worker_environment(),
             close_fds=True,
         )
         self._lock = threading.Lock()
@@ -236,8 +275,10 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             return  # the parent is gone (or stopped listening): nobody wants the reply
 
 
-if __name__ == "__main__":
-    logging.basicConfig(level=os.environ.get("DSH_LSP_LOG", "WARNING").upper())
+def main() -> None:
+    """A worker's entry point (:data:`_BOOT`): serve tasks on stdin, replies on a private stdout."""
+    level = os.environ.get("DSH_LSP_LOG", "WARNING").upper()
+    logging.basicConfig(level=level if level in logging.getLevelNamesMapping() else "WARNING")
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a stray print must not corrupt the replies
     serve(sys.stdin.buffer, replies)
