@@ -9,6 +9,7 @@ and how much memory did the process use at its peak.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -109,13 +110,18 @@ class Audit:
         return out
 
     def writes_under(self, root: Path) -> list[dict[str, Any]]:
-        """Writes naming a path under ``root``, plus locks and truncations made through a descriptor
-        (no path to judge them by). Opening an already open descriptor (a pipe) is not a write."""
+        """Writes naming a path under ``root`` (as named, or as its links resolved when it was
+        made), or landing on a file of ``root`` through a hard link elsewhere (its inode), plus
+        locks and truncations made through a descriptor that named no file. Opening an already
+        open descriptor (a pipe) is not a write."""
+        inodes = inodes_under(root)
         out = []
         for event in self.writes():
             named = [event.get("path")] if event["event"] == "open" else event.get("paths", [])
-            paths = [path for path in named if isinstance(path, str)]
-            if paths:
+            paths = [path for path in [*named, *event.get("real", [])] if isinstance(path, str)]
+            if any(tuple(inode) in inodes for inode in event.get("inodes", [])):
+                out.append(event)
+            elif paths:
                 if any(is_under(path, root) for path in paths):
                     out.append(event)
             elif event["event"] in DESCRIPTOR_CHANGES:
@@ -127,6 +133,17 @@ class Audit:
         peaks: list[int] = [event["vmhwm_kb"] for event in self.events if event["event"] == "exit"]
         assert peaks, "the audited process did not record its exit"
         return max(peaks)
+
+
+def inodes_under(root: Path) -> set[tuple[int, int]]:
+    """``(st_dev, st_ino)`` of every entry under ``root`` (not following links), the root included."""
+    found: set[tuple[int, int]] = set()
+    for directory, dirs, files in os.walk(root):
+        for name in [".", *dirs, *files]:
+            with contextlib.suppress(OSError):
+                info = os.lstat(os.path.join(directory, name))
+                found.add((info.st_dev, info.st_ino))
+    return found
 
 
 def is_under(path: str, root: Path) -> bool:

@@ -88,9 +88,11 @@ def frozen_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_audit_hook_sees_writes_in_every_process(tmp_path: Path) -> None:
     """A hook that saw nothing would make every test below pass; it must see a write, a rename,
     a database and a lock taken through a descriptor (by the file it locks), in a worker process
-    as much as in the main one."""
+    as much as in the main one, and a write, a database and a lock made through a symlink or a
+    hard link in another folder (the cache folder's names could be such links)."""
     root = tmp_path / "sessions"
     root.mkdir()
+    (tmp_path / "elsewhere").mkdir()
     code = (
         "import fcntl, multiprocessing, os, sqlite3, sys\n"
         "def child(root):\n"
@@ -102,6 +104,14 @@ def test_the_audit_hook_sees_writes_in_every_process(tmp_path: Path) -> None:
         "    sqlite3.connect(os.path.join(root, 'db.sqlite')).close()\n"
         "    fd = os.open(os.path.join(root, 'b.txt'), os.O_RDONLY)\n"
         "    fcntl.flock(fd, fcntl.LOCK_SH)\n"
+        "    os.close(fd)\n"
+        "    other = os.path.join(os.path.dirname(root), 'elsewhere')\n"
+        "    os.symlink(os.path.join(root, 'b.txt'), os.path.join(other, 'soft'))\n"
+        "    os.link(os.path.join(root, 'b.txt'), os.path.join(other, 'hard'))\n"
+        "    open(os.path.join(other, 'soft'), 'a').close()\n"
+        "    sqlite3.connect(os.path.join(other, 'soft')).close()\n"
+        "    fd = os.open(os.path.join(other, 'hard'), os.O_RDONLY)\n"
+        "    fcntl.flock(fd, fcntl.LOCK_EX)\n"
         "    os.close(fd)\n"
         "    process = multiprocessing.get_context('spawn').Process(target=child, args=(root,))\n"
         "    process.start(); process.join()\n"
@@ -115,7 +125,14 @@ def test_the_audit_hook_sees_writes_in_every_process(tmp_path: Path) -> None:
     kinds = {event["event"] for event in written}
     assert {"open", "os.rename", "sqlite3.connect", "fcntl.flock"} <= kinds
     assert len({event["pid"] for event in written}) == 2, "the spawned worker was not audited"
-    assert audit.writes_under(tmp_path / "elsewhere") == []
+    through_links = {
+        (event["event"], os.path.basename(str(event.get("path") or event["paths"][0])))
+        for event in written
+        if "elsewhere" in str(event.get("path") or event.get("paths"))
+    }
+    assert {("open", "soft"), ("sqlite3.connect", "soft"), ("fcntl.flock", "hard")} <= through_links
+    (tmp_path / "nowhere").mkdir()
+    assert audit.writes_under(tmp_path / "nowhere") == []
 
 
 def assert_untouched(audit: Audit, root: Path) -> None:

@@ -69,6 +69,14 @@ from ..conversation import ConversationKeeper, ConversationSnapshot
 from ..jsjson import js_normalize
 from ..model import SessionRecord, TitleObservation
 from ..projection import project_conversation
+from .cache_files import (
+    open_private,
+    read_private,
+    remove_database,
+    unlink_own,
+    vet_database,
+    write_private,
+)
 from .jsonl_store import JsonlSessionStore, _Artifact, _compression_of, _Scan, _sorted_entries
 from .jsvalue import js_parse
 from .layout import LOG_NAMES, Compression, is_within
@@ -124,6 +132,12 @@ def default_index_dir(environ: Mapping[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(os.path.abspath(base), "dsh-session-reference", "index")
+
+
+def index_file(index_dir: str, root_key: str) -> str:
+    """The index file of the root whose real path is ``root_key``."""
+    name = hashlib.sha256(root_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return os.path.join(index_dir, f"{name}.sqlite3")
 
 
 def header_text(header: Mapping[str, Any]) -> str:
@@ -307,6 +321,7 @@ class IndexDatabase:
     def _connect(path: str) -> sqlite3.Connection:
         if path != ":memory:":
             os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+            vet_database(path)
         conn = sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=5.0)
         conn.execute("PRAGMA busy_timeout = 5000")
         return conn
@@ -329,8 +344,7 @@ class IndexDatabase:
         if path != ":memory:":
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-            with open(path + ROOT_SUFFIX, "w", encoding="utf-8", errors="surrogateescape") as note:
-                note.write(self.root_key)
+            write_private(path + ROOT_SUFFIX, self.root_key)
         conn.executescript(
             f"""
             BEGIN;
@@ -498,6 +512,8 @@ class IndexDatabase:
 
 ROOT_SUFFIX: Final = ".root"
 """Next to each index file, the root it indexes, so indexes of roots that are gone can be removed."""
+NOTE_BYTES: Final = 64 << 10
+"""A root note longer than this is not one of ours (the longest path Linux opens is 4 KiB)."""
 
 _tidied: set[str] = set()
 
@@ -513,8 +529,9 @@ def _making(path: str) -> Iterator[None]:
     cannot be made (a read-only cache folder) leaves only that race open."""
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        fd = os.open(path + LOCK_SUFFIX, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-    except OSError:
+        fd = open_private(path + LOCK_SUFFIX, os.O_RDWR | os.O_CREAT)
+    except OSError as error:
+        _LOG.info("index %s is made without its lock file: %s", path, error)
         yield
         return
     try:
@@ -526,9 +543,8 @@ def _making(path: str) -> Iterator[None]:
 
 
 def _remove_index(path: str) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal", ROOT_SUFFIX):
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(path + suffix)
+    remove_database(path)
+    unlink_own(path + ROOT_SUFFIX)
 
 
 def tidy_index_dir(index_dir: str) -> int:
@@ -542,16 +558,11 @@ def tidy_index_dir(index_dir: str) -> int:
         if not name.endswith(".sqlite3" + ROOT_SUFFIX):
             continue
         note = os.path.join(index_dir, name)
-        try:
-            with open(note, encoding="utf-8", errors="surrogateescape") as handle:
-                root = handle.read()
-        except OSError:
-            continue
+        root = read_private(note, NOTE_BYTES)
         if root and not os.path.lexists(root):
             index = note[: -len(ROOT_SUFFIX)]
             _remove_index(index)
-            with contextlib.suppress(FileNotFoundError):
-                os.remove(index + LOCK_SUFFIX)
+            unlink_own(index + LOCK_SUFFIX)
             removed += 1
     return removed
 
@@ -647,8 +658,7 @@ class IndexedSessionStore(JsonlSessionStore):
                 root_key = os.path.realpath(self.root)
                 path: str | None = None
                 if self._persistent:
-                    name = hashlib.sha256(root_key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-                    path = os.path.join(self._index_dir, f"{name}.sqlite3")
+                    path = index_file(self._index_dir, root_key)
                     index_real = os.path.realpath(self._index_dir)
                     if index_real == root_key or is_within(root_key, index_real):
                         _LOG.warning("the index folder %s is inside the sessions root; using memory", path)
