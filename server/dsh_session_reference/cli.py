@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import io
 import json
+import logging
 import os
 import re
 import sys
@@ -195,17 +196,41 @@ async def _agent(args: argparse.Namespace, store: SessionSource) -> AgentRef:
     return await agent_for_target(store, target, args.cwd if args.cwd is not None else os.getcwd())
 
 
-_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]|\r(?!\n)")
+
+
+def _terminal_escape(char: str) -> str:
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte of a file name that is not UTF-8 (``os.fsdecode``)
+        return f"\\x{code - 0xDC00:02x}"
+    return f"\\u{code:04x}" if code > 0xFF else f"\\x{code:02x}"
 
 
 def _terminal_text(text: str) -> str:
-    """Human output as a terminal may show it: C0/C1 controls (ESC above all) as ``\\xNN``.
+    """Human output as a terminal may show it: C0/C1 controls (ESC above all) as ``\\xNN``, the
+    odd bytes of a file name that is not UTF-8 as ``\\xNN`` and other lone surrogates as ``\\uXXXX``.
 
-    Titles, cwds and message text come from session logs anyone could have
-    written; printed raw they could recolour, retitle or rewrite the terminal.
-    Line breaks and tabs stay. JSON output is left exact (JSON escapes C0).
+    Titles, cwds, ids, directory names and message text come from session logs
+    and folders anyone could have written; printed raw they could recolour,
+    retitle or rewrite the terminal. Line breaks and tabs stay. JSON output is
+    left exact (JSON escapes C0).
     """
-    return _TERMINAL_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
+    return _TERMINAL_CONTROL.sub(lambda match: _terminal_escape(match.group()), text)
+
+
+class _TerminalFormatter(logging.Formatter):
+    """Warnings (a skipped log names its path, header id and reason) escaped like all human output."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return _terminal_text(super().format(record))
+
+
+def _log_to_terminal() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_TerminalFormatter("%(message)s"))
+    root = logging.getLogger()
+    root.addHandler(handler)
+    root.setLevel(logging.WARNING)
 
 
 def _emit(value: Any) -> None:
@@ -369,6 +394,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.json and args.command == "demo":
         parser.error("demo has no JSON output; run it without --json")
+    if args.command != "lsp":  # the server's log is the editor's, set up by the server
+        _log_to_terminal()
     try:
         match args.command:
             case "candidates":

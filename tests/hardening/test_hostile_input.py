@@ -11,6 +11,7 @@ of all the sentinel session placed right next to it for an escape to find.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from pathlib import Path
@@ -256,6 +257,21 @@ async def test_control_and_bidi_labels_reach_no_prompt_framing_or_terminal(
         assert run.stdout + run.stderr, "each command says something"
         assert not UNSAFE_FOR_TERMINALS.search(run.stdout + run.stderr), (run.stdout, run.stderr)
     assert "evil" in runs[0].stdout and "\\x1b]0;owned\\x07" in runs[0].stdout
+
+
+def test_skipped_logs_are_reported_without_their_escapes(tmp_path: Path) -> None:
+    """A skipped log's warning names its folder and header id, both anyone could have written."""
+    root = tmp_path / "sessions"
+    put(root, "good", lines(header("good"), *one_turn(0)), cwd="/w")
+    evil_id = "id\x1b]0;owned\x07\x1b[2J"
+    folder = Path(os.fsdecode(os.fsencode(root / "proj\x1b[31m") + b"\xff"))
+    (folder / "s").mkdir(parents=True)
+    (folder / "s" / "session.jsonl").write_bytes(lines(header(evil_id), *one_turn(0)))
+    for args in (["candidates"], ["--json", "candidates"]):
+        run = run_audited(["--sessions", str(root), *args], tmp_path / "a.log")
+        assert run.returncode == 0, run.stderr
+        assert "skipping" in run.stderr and not UNSAFE_FOR_TERMINALS.search(run.stderr), run.stderr
+        assert "proj\\x1b[31m\\xff" in run.stderr and "id\\x1b]0;owned\\x07\\x1b[2J" in run.stderr
 
 
 async def test_control_and_bidi_text_in_the_editor(

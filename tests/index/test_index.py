@@ -306,7 +306,7 @@ def test_rows_changed_before_the_whole_table_is_loaded_win_over_the_file(tmp_pat
     assert observe(store) == observe(JsonlSessionStore(root))  # the whole table, with that row
     store.close()
     rows = dict(sqlite3.connect(path).execute("SELECT path, listing FROM logs").fetchall())
-    assert '"createdAt":5' in rows[str(log)]
+    assert '"createdAt":5' in rows[os.fsencode(log)]
 
 
 def test_a_tampered_row_read_alone_is_detected_and_the_index_rebuilt(tmp_path: Path) -> None:

@@ -66,7 +66,7 @@ except ImportError:  # Windows: index files are made without the lock (see _maki
     fcntl = None  # type: ignore[assignment]
 
 from ..conversation import ConversationKeeper, ConversationSnapshot
-from ..jsjson import js_normalize
+from ..jsjson import js_normalize, js_utf8
 from ..model import SessionRecord, TitleObservation
 from ..projection import project_conversation
 from .cache_files import (
@@ -85,7 +85,8 @@ from .workers import WorkerProcess, drop_spare, run_apart, take_spare
 
 _LOG = logging.getLogger("dsh_session_reference.index")
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
+"""2: log paths and the root are stored as BLOBs of their UTF-8 bytes (any name survives)."""
 APPLICATION_ID: Final = 0x64736872  # "dshr"
 RACY_NS: Final = 2_000_000_000
 """A log is trusted from the index only if it was last modified this long before it was read."""
@@ -244,6 +245,22 @@ def _fp_parse(text: object) -> Fingerprint:
     return dev, ino, size, mtime, ctime
 
 
+def _key(text: str) -> bytes:
+    """A path as the index stores it: the bytes of any ``str`` Python can hold. File names need not
+    be UTF-8 (``os.fsdecode`` keeps the odd bytes as lone surrogates, which SQLite's text refuses),
+    and ``surrogatepass`` encodes and decodes every such string one to one."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _path_of(key: object) -> str:
+    if not isinstance(key, bytes):
+        raise _Untrusted("a path that is not a BLOB")
+    try:
+        return key.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as error:
+        raise _Untrusted(f"a path that is no string: {error}") from None
+
+
 def _crc(path: str, fp: str, listing: str | None, listing_ns: int, title: str | None, title_ns: int) -> int:
     payload = "\0".join((path, fp, listing or "\1", str(listing_ns), title or "\1", str(title_ns)))
     return zlib.crc32(payload.encode("utf-8", "surrogatepass"))
@@ -262,9 +279,9 @@ def _checked_row(
     crc: object,
 ) -> tuple[str, _Row]:
     """One row as read from the file, or :class:`_Untrusted` if its types or checksum are wrong."""
+    path = _path_of(path)
     if not (
-        isinstance(path, str)
-        and isinstance(fp, str)
+        isinstance(fp, str)
         and (listing is None or isinstance(listing, str))
         and (title is None or isinstance(title, str))
         and type(listing_ns) is int
@@ -332,7 +349,7 @@ class IndexDatabase:
         if conn.execute("PRAGMA user_version").fetchone()[0] != SCHEMA_VERSION:
             raise _Untrusted("another schema version")
         meta = dict(conn.execute("SELECT key, value FROM meta").fetchall())
-        if meta.get("root") != self.root_key:
+        if meta.get("root") != _key(self.root_key):
             raise _Untrusted("the index of another root")
         if conn.execute("PRAGMA quick_check").fetchone()[0] != "ok":
             raise _Untrusted("damaged")
@@ -348,9 +365,9 @@ class IndexDatabase:
         conn.executescript(
             f"""
             BEGIN;
-            CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE meta(key TEXT PRIMARY KEY, value BLOB NOT NULL);
             CREATE TABLE logs(
-                path TEXT PRIMARY KEY,
+                path BLOB PRIMARY KEY,
                 fp TEXT NOT NULL,
                 listing TEXT,
                 listing_ns INTEGER NOT NULL,
@@ -358,14 +375,14 @@ class IndexDatabase:
                 title_ns INTEGER NOT NULL,
                 crc INTEGER NOT NULL
             );
-            CREATE TABLE body_docs(path TEXT PRIMARY KEY, docid INTEGER UNIQUE NOT NULL, fp TEXT NOT NULL);
+            CREATE TABLE body_docs(path BLOB PRIMARY KEY, docid INTEGER UNIQUE NOT NULL, fp TEXT NOT NULL);
             CREATE VIRTUAL TABLE body USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
             PRAGMA application_id = {APPLICATION_ID};
             PRAGMA user_version = {SCHEMA_VERSION};
             COMMIT;
             """
         )
-        conn.execute("INSERT INTO meta(key, value) VALUES ('root', ?)", (self.root_key,))
+        conn.execute("INSERT INTO meta(key, value) VALUES ('root', ?)", (_key(self.root_key),))
         return conn
 
     def _remove_files(self) -> None:
@@ -414,12 +431,30 @@ class IndexDatabase:
         with self._lock:
             try:
                 values = self._conn.execute(
-                    f"SELECT {_ROW_COLUMNS} FROM logs WHERE path = ?", (path,)
+                    f"SELECT {_ROW_COLUMNS} FROM logs WHERE path = ?", (_key(path),)
                 ).fetchone()
                 return None if values is None else _checked_row(*values)[1]
             except (sqlite3.Error, _Untrusted) as error:
                 self.rebuild(str(error))
                 return None
+
+    @contextlib.contextmanager
+    def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:
+        """One write transaction. Whatever fails inside it (SQLite, or a value it would not take)
+        rolls it back, so the connection is never left inside a transaction for the next write to
+        trip over; an ordinary failure only loses the cache and is logged, an interrupt propagates."""
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN")
+                yield conn
+                conn.execute("COMMIT")
+            except BaseException as error:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                if not isinstance(error, Exception):
+                    raise
+                _LOG.warning("index %s: %s failed (%s)", self.path or ":memory:", what, error)
 
     def write(self, rows: Mapping[str, _Row | None]) -> None:
         """Upsert (or, for ``None``, delete) rows in one transaction; a failure only loses the cache."""
@@ -429,84 +464,67 @@ class IndexDatabase:
         deletes = []
         for path, row in rows.items():
             if row is None:
-                deletes.append((path,))
+                deletes.append((_key(path),))
                 continue
             fp = _fp_text(row.fp)
             crc = _crc(path, fp, row.listing, row.listing_ns, row.title, row.title_ns)
-            upserts.append((path, fp, row.listing, row.listing_ns, row.title, row.title_ns, crc))
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN")
-                self._conn.executemany("DELETE FROM logs WHERE path = ?", deletes)
-                self._conn.executemany(
-                    "INSERT OR REPLACE INTO logs(path, fp, listing, listing_ns, title, title_ns, crc) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    upserts,
-                )
-                self._conn.execute("COMMIT")
-            except sqlite3.Error as error:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
-                _LOG.warning("index %s: write failed (%s)", self.path or ":memory:", error)
+            upserts.append((_key(path), fp, row.listing, row.listing_ns, row.title, row.title_ns, crc))
+        with self._transaction("write") as conn:
+            conn.executemany("DELETE FROM logs WHERE path = ?", deletes)
+            conn.executemany(
+                "INSERT OR REPLACE INTO logs(path, fp, listing, listing_ns, title, title_ns, crc) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                upserts,
+            )
 
     # message text (opt-in body search)
 
     def body_fingerprints(self) -> dict[str, str]:
         with self._lock:
             try:
-                return dict(self._conn.execute("SELECT path, fp FROM body_docs").fetchall())
-            except sqlite3.Error as error:
+                rows = self._conn.execute("SELECT path, fp FROM body_docs").fetchall()
+                return {_path_of(path): str(fp) for path, fp in rows}
+            except (sqlite3.Error, _Untrusted) as error:
                 self.rebuild(str(error))
                 return {}
 
     def put_body(self, path: str, fp: Fingerprint, text: str) -> None:
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN")
-                found = self._conn.execute("SELECT docid FROM body_docs WHERE path = ?", (path,)).fetchone()
-                if found is not None:
-                    self._conn.execute("DELETE FROM body WHERE rowid = ?", (found[0],))
-                    self._conn.execute("DELETE FROM body_docs WHERE path = ?", (path,))
-                cursor = self._conn.execute("INSERT INTO body(text) VALUES (?)", (text,))
-                self._conn.execute(
-                    "INSERT INTO body_docs(path, docid, fp) VALUES (?, ?, ?)",
-                    (path, cursor.lastrowid, _fp_text(fp)),
-                )
-                self._conn.execute("COMMIT")
-            except sqlite3.Error as error:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
-                _LOG.warning("index %s: body write failed (%s)", self.path or ":memory:", error)
+        # A lone surrogate (valid JSON, ``"\ud83d"``) is no text to SQLite: index it as JS would
+        # encode it, U+FFFD, as the snapshot would show it.
+        text = js_utf8(text).decode("utf-8")
+        with self._transaction("body write") as conn:
+            self._drop_body(conn, _key(path))
+            cursor = conn.execute("INSERT INTO body(text) VALUES (?)", (text,))
+            conn.execute(
+                "INSERT INTO body_docs(path, docid, fp) VALUES (?, ?, ?)",
+                (_key(path), cursor.lastrowid, _fp_text(fp)),
+            )
 
     def drop_bodies(self, paths: Iterable[str]) -> None:
-        with self._lock:
-            try:
-                self._conn.execute("BEGIN")
-                for path in paths:
-                    found = self._conn.execute(
-                        "SELECT docid FROM body_docs WHERE path = ?", (path,)
-                    ).fetchone()
-                    if found is not None:
-                        self._conn.execute("DELETE FROM body WHERE rowid = ?", (found[0],))
-                        self._conn.execute("DELETE FROM body_docs WHERE path = ?", (path,))
-                self._conn.execute("COMMIT")
-            except sqlite3.Error:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
+        with self._transaction("body removal") as conn:
+            for path in paths:
+                self._drop_body(conn, _key(path))
+
+    @staticmethod
+    def _drop_body(conn: sqlite3.Connection, key: bytes) -> None:
+        found = conn.execute("SELECT docid FROM body_docs WHERE path = ?", (key,)).fetchone()
+        if found is not None:
+            conn.execute("DELETE FROM body WHERE rowid = ?", (found[0],))
+            conn.execute("DELETE FROM body_docs WHERE path = ?", (key,))
 
     def search_bodies(self, match: str, limit: int) -> list[tuple[str, str]]:
         """``(path, snippet)`` for the best ``limit`` documents matching an FTS5 query."""
         with self._lock:
             try:
                 return [
-                    (str(path), str(snippet))
+                    (_path_of(path), str(snippet))
                     for path, snippet in self._conn.execute(
                         "SELECT d.path, snippet(body, 0, '', '', '…', 10) FROM body "
                         "JOIN body_docs d ON d.docid = body.rowid WHERE body MATCH ? ORDER BY rank LIMIT ?",
                         (match, limit),
                     ).fetchall()
                 ]
-            except sqlite3.Error:
+            except (sqlite3.Error, _Untrusted, UnicodeEncodeError):
                 return []
 
 
