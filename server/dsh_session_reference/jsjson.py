@@ -10,10 +10,14 @@ this module instead of ``json.dumps`` or ``str.encode``.
 
 from __future__ import annotations
 
+import errno
+import io
 import json
 import math
+import os
 import re
-from typing import Any
+import stat
+from typing import Any, Final
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -29,13 +33,36 @@ def js_normalize(text: str) -> str:
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
-def read_text(path: str) -> str:
+UNTRUSTED_DOCUMENT_BYTES: Final = 64 << 20
+"""The largest file the language server reads for a client that named it (see :func:`read_text`)."""
+
+
+def read_text(path: str, *, untrusted: bool = False) -> str:
     """A prompt file as dsh would read it (UTF-8; undecodable bytes become U+FFFD), JS-normalized.
 
-    Blocking: call it in a worker thread.
+    ``untrusted``: the path came from a client (a document URI that is not open), which may name
+    anything: only a regular file of at most :data:`UNTRUSTED_DOCUMENT_BYTES` is read, opened
+    without blocking, so a FIFO cannot hang the reader and ``/dev/zero`` cannot fill memory.
+    Otherwise (a path the user typed on the command line) a FIFO is read as well, as ``<(...)``
+    expects. Blocking: call it in a worker thread.
     """
-    with open(path, encoding="utf-8", errors="replace") as handle:
-        return js_normalize(handle.read())
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | (getattr(os, "O_NONBLOCK", 0) if untrusted else 0)
+    with open(os.open(path, flags), "rb") as handle:
+        if untrusted:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", path)
+            too_big = OSError(errno.EFBIG, f"larger than {UNTRUSTED_DOCUMENT_BYTES >> 20} MiB", path)
+            if info.st_size > UNTRUSTED_DOCUMENT_BYTES:
+                raise too_big
+            data = handle.read(UNTRUSTED_DOCUMENT_BYTES + 1)  # it may have grown since
+            if len(data) > UNTRUSTED_DOCUMENT_BYTES:
+                raise too_big
+        else:
+            data = handle.read()
+    # Decoded as ``open(path, encoding="utf-8")`` would (universal newlines included).
+    with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace") as text:
+        return js_normalize(text.read())
 
 
 def js_utf8(text: str) -> bytes:

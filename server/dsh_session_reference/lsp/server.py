@@ -60,6 +60,8 @@ SUMMARY_COMMAND: Final = "dshSessionReference.documentSummary"
 DIAGNOSTIC_DELAY: Final = 0.12
 """Seconds of quiet after a change before pushed diagnostics are recomputed."""
 CLIENT_REQUEST_TIMEOUT: Final = 10.0
+UNOPENED_READ_TIMEOUT: Final = 10.0
+"""Seconds a command may wait for a file that is not open (a stalled network mount, say)."""
 
 
 class Engine:
@@ -543,7 +545,9 @@ class DshLanguageServer(LanguageServer):
     # --- documents for commands ---------------------------------------------------------------------
 
     async def text_of(self, uri: str) -> str | None:
-        """An open document's text, else a ``file:`` document read from disk (off the loop)."""
+        """An open document's text, else a ``file:`` document read from disk (off the loop, only a
+        regular file under a size cap, within :data:`UNOPENED_READ_TIMEOUT`); ``None`` for another
+        scheme. A file that cannot be read is ``InvalidParams`` naming why."""
         document = self.documents.get(uri)
         if document is not None:
             return document.text
@@ -551,9 +555,12 @@ class DshLanguageServer(LanguageServer):
         if path is None:
             return None
         try:
-            return await asyncio.to_thread(read_text, path)
-        except OSError:
-            return None
+            reading = asyncio.to_thread(read_text, path, untrusted=True)
+            return await asyncio.wait_for(reading, UNOPENED_READ_TIMEOUT)
+        except TimeoutError:
+            raise _invalid(f"{uri} is not open and took over {UNOPENED_READ_TIMEOUT:g} s to read") from None
+        except OSError as error:
+            raise _invalid(f"{uri} is not open and cannot be read: {error.strerror or error}") from None
 
     async def preview(self, uri: str) -> Preview | None:
         text = await self.text_of(uri)
@@ -753,7 +760,7 @@ async def _preview_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
     with ls.tracked_command():
         preview = await ls.preview(uri)
         if preview is None:
-            raise _invalid(f"{PREVIEW_COMMAND}: {uri} is neither open nor a readable file")
+            raise _invalid(f"{PREVIEW_COMMAND}: {uri} is not open and is no file")
         shown = False
         if ls.content_registered and ls.capability("window.show_document.support", False):
             ls.spawn(_show_document(ls, preview))
