@@ -40,8 +40,8 @@ async def test_a_fifo_dev_zero_and_a_huge_file_are_refused_at_once(
     fifo = tmp_path / "prompt.fifo"
     os.mkfifo(fifo)
     huge = tmp_path / "huge.md"
-    with open(huge, "wb") as handle:  # sparse: 64 MiB and one byte, no disk used
-        handle.truncate(UNTRUSTED_DOCUMENT_BYTES + 1)
+    huge.touch()
+    os.truncate(huge, UNTRUSTED_DOCUMENT_BYTES + 1)  # sparse: 64 MiB and one byte, no disk used
     good = tmp_path / "good.md"
     good.write_text("see " + format_session_reference_mention("no-such-session"))
     refused = {
