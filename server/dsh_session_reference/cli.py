@@ -380,8 +380,7 @@ def _lsp(args: argparse.Namespace) -> int:
         start_spare()  # before the LSP stack's imports (0.7 s): ready for a cold index's first walk
     from .lsp.server import serve_stdio
 
-    serve_stdio(sessions=args.sessions)
-    return 0
+    return serve_stdio(sessions=args.sessions)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

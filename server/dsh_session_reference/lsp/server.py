@@ -39,6 +39,7 @@ from ..errors import CANCELLED, SessionReferenceError
 from ..jsjson import read_text
 from ..resolver import AbortSignal, AgentRef, SessionReferenceResolver, find_session
 from ..store.jsonl_store import JsonlSessionStore
+from . import transport
 from .actions import code_actions
 from .analysis import Analysis, AnalysisCancelled, analyze
 from .completion import candidate_json, completion_items, find_trigger, item_data
@@ -847,11 +848,12 @@ def create_server(sessions: str | None = None) -> DshLanguageServer:
     return server
 
 
-def serve_stdio(sessions: str | None = None) -> None:
-    """``dsh-session-reference lsp``: serve one client over stdin/stdout until it exits."""
+def serve_stdio(sessions: str | None = None) -> int:
+    """``dsh-session-reference lsp``: serve one client over stdin/stdout until it exits; the exit
+    status (:func:`.transport.serve_stdio`)."""
     level = os.environ.get("DSH_LSP_LOG", "WARNING").upper()
     logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
-    create_server(sessions).start_io()
+    return transport.serve_stdio(create_server(sessions))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -860,8 +862,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--stdio", action="store_true", help="accepted for vscode-languageclient")
     parser.add_argument("--sessions", default=None, help="sessions root when the settings name none")
     args = parser.parse_args(argv)
-    serve_stdio(args.sessions)
-    return 0
+    return serve_stdio(args.sessions)
 
 
 if __name__ == "__main__":

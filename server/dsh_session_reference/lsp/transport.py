@@ -1,0 +1,197 @@
+"""LSP's base protocol over stdio, read with bounds: the server's replacement for pygls' reader.
+
+pygls 2.1's reader (``pygls.io_.run_async``) believes every ``Content-Length``:
+a length of 3e10 is allocated (the server dies with ``MemoryError``), and a
+length a few bytes too long waits for bytes that never come, so neither side
+answers again and the process never exits. The client is the editor, but
+"any client" includes a broken or hostile one, so here a frame is checked
+before anything is allocated for it: header lines of at most
+:data:`MAX_HEADER_LINE` bytes, a ``Content-Length`` of at most
+:data:`MAX_MESSAGE_BYTES`, a body that keeps arriving (no
+:data:`BODY_STALL_SECONDS` without a byte once it has begun) and that is JSON.
+A frame that breaks any of these cannot be resynchronised (where the next
+message starts is unknown), so the server says why on stderr, answers a parse
+error where the body was at least framed, and exits with status 1; the editor
+restarts it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import select
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, BinaryIO, Final
+
+from pygls.io_ import StdoutWriter
+from pygls.server import JsonRPCServer
+
+LOG = logging.getLogger(__name__)
+
+MAX_MESSAGE_BYTES: Final = 256 << 20
+"""The largest message body accepted: a 50 MB document, JSON-escaped, with room to spare."""
+MAX_HEADER_LINE: Final = 8 << 10
+MAX_HEADER_LINES: Final = 16
+BODY_STALL_SECONDS: Final = 10.0
+"""Once a message has begun, the longest wait for its next byte."""
+_CHUNK: Final = 1 << 16
+
+
+class FramingError(Exception):
+    """The stream broke the base protocol; where the next message starts cannot be known."""
+
+
+class FrameReader:
+    """Reads ``Content-Length`` frames from a file descriptor, with the bounds above.
+
+    Blocking: run :meth:`read` in a thread of its own. Between messages it waits as long
+    as the client is silent; inside one, at most :data:`BODY_STALL_SECONDS` per byte
+    (where the platform can wait on a pipe: not on Windows).
+    """
+
+    def __init__(
+        self,
+        fd: int,
+        *,
+        max_body: int = MAX_MESSAGE_BYTES,
+        stall_seconds: float = BODY_STALL_SECONDS,
+    ) -> None:
+        self._fd = fd
+        self._buffer = bytearray()
+        self._max_body = max_body
+        self._stall = stall_seconds
+        self._can_wait = sys.platform != "win32"
+        self.messages = 0
+
+    def read(self) -> bytes | None:
+        """The next message body, or ``None`` when the stream ends between messages."""
+        length: int | None = None
+        lines = 0
+        while True:
+            line = self._line(started=lines > 0)
+            if line is None:
+                if lines:
+                    raise FramingError("the stream ended inside a message's header")
+                return None
+            lines += 1
+            if lines > MAX_HEADER_LINES:
+                raise FramingError(f"a header of over {MAX_HEADER_LINES} lines")
+            if not line:
+                break
+            name, colon, value = line.partition(b":")
+            if not colon:
+                raise FramingError(f"a header line without a colon: {_shown(line)}")
+            if name.strip().lower() == b"content-length":
+                text = value.strip()
+                if not text.isdigit():
+                    raise FramingError(f"Content-Length is not a number: {_shown(text)}")
+                length = int(text)
+                if length > self._max_body:
+                    raise FramingError(
+                        f"Content-Length {length} is over the {self._max_body >> 20} MiB a message may have"
+                    )
+        if length is None:
+            raise FramingError("a message header without Content-Length")
+        body = self._exactly(length)
+        self.messages += 1
+        return body
+
+    def _line(self, *, started: bool) -> bytes | None:
+        """A header line without its line break (``\\r\\n``, or ``\\n`` alone)."""
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                return line[:-1] if line.endswith(b"\r") else line
+            if len(self._buffer) > MAX_HEADER_LINE:
+                raise FramingError(f"a header line of over {MAX_HEADER_LINE} bytes")
+            if not self._fill(started=started or bool(self._buffer)):
+                if self._buffer:
+                    raise FramingError("the stream ended inside a message's header")
+                return None
+
+    def _exactly(self, length: int) -> bytes:
+        while len(self._buffer) < length:
+            if not self._fill(started=True, want=length - len(self._buffer)):
+                raise FramingError(
+                    f"the stream ended {length - len(self._buffer)} bytes short of a {length}-byte message"
+                )
+        body = bytes(self._buffer[:length])
+        del self._buffer[:length]
+        return body
+
+    def _fill(self, *, started: bool, want: int = _CHUNK) -> bool:
+        """Read more; ``False`` at the end of the stream. Inside a message, a stall is an error."""
+        if started and self._can_wait:
+            ready, _, _ = select.select([self._fd], [], [], self._stall)
+            if not ready:
+                raise FramingError(
+                    f"no byte for {self._stall:g} s inside a message ({len(self._buffer)} bytes of it "
+                    "arrived): its Content-Length is longer than what was sent"
+                )
+        data = os.read(self._fd, max(_CHUNK, min(want, 1 << 20)))
+        self._buffer += data
+        return bool(data)
+
+
+def _shown(data: bytes) -> str:
+    return repr(data[:80])[2:-1]
+
+
+def serve_stdio(server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
+    """Serve one client over stdio until it exits; the process's exit status.
+
+    ``0`` after ``shutdown`` and ``exit``, ``1`` for ``exit`` without ``shutdown`` (the LSP
+    specification; pygls' own loop loses the status) or a stream that broke the framing.
+    """
+    reader = FrameReader((stdin or sys.stdin.buffer).fileno())
+    server._stop_event = stop = threading.Event()
+    server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+    status = 0
+    try:
+        asyncio.run(_loop(server, reader, stop))
+    except SystemExit as request:  # pygls' ``exit`` handler: 1 unless ``shutdown`` came first
+        status = request.code if isinstance(request.code, int) else 1
+    except FramingError as error:
+        sys.stderr.write(f"dsh-session-reference: the client broke LSP's message framing: {error}\n")
+        status = 1
+    except BrokenPipeError:
+        LOG.error("the connection to the client is lost")
+        status = 1
+    except KeyboardInterrupt:
+        status = 130
+    finally:
+        server.shutdown()  # type: ignore[no-untyped-call]
+    return status
+
+
+async def _loop(server: JsonRPCServer, reader: FrameReader, stop: threading.Event) -> None:
+    loop = asyncio.get_running_loop()
+    with ThreadPoolExecutor(1, thread_name_prefix="dsh-lsp-reader") as reading:
+        while not stop.is_set():
+            body = await loop.run_in_executor(reading, reader.read)
+            if body is None:
+                return
+            try:
+                message = json.loads(body, object_hook=server.protocol.structure_message)
+            except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the length did not fit
+                server.protocol._send_data(_parse_error(error))
+                raise FramingError(
+                    f"message {reader.messages} ({len(body)} bytes) is not JSON: {error}"
+                ) from None
+            except Exception:  # JSON that is no message: pygls' own reader logs it and goes on
+                LOG.exception("unable to read message %d", reader.messages)
+                continue
+            try:
+                server.protocol.handle_message(message)
+            except Exception:
+                LOG.exception("unable to handle message %d", reader.messages)
+
+
+def _parse_error(error: ValueError) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {error}"}}

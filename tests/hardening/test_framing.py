@@ -1,0 +1,185 @@
+"""LSP's message framing under a broken or hostile client, and the exit status the spec asks for.
+
+pygls 2.1's own reader allocates any ``Content-Length`` (3e10 killed the server
+with ``MemoryError``) and waits forever for a body a few bytes longer than what
+was sent. The server reads frames itself (``lsp/transport.py``); a frame it
+cannot trust ends the session with a clear message and status 1, at once or
+after :data:`BODY_STALL_SECONDS` of silence inside a message.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from dsh_session_reference.lsp.transport import BODY_STALL_SECONDS, MAX_HEADER_LINE, FrameReader, FramingError
+
+
+def frame(message: dict[str, object] | bytes, length: int | None = None) -> bytes:
+    body = message if isinstance(message, bytes) else json.dumps(message).encode()
+    return f"Content-Length: {len(body) if length is None else length}\r\n\r\n".encode() + body
+
+
+@pytest.fixture
+def pipe() -> Iterator[tuple[int, int]]:
+    read, write = os.pipe()
+    yield read, write
+    for fd in (read, write):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def reader_of(pipe: tuple[int, int], data: bytes, *, close: bool = True, stall: float = 0.3) -> FrameReader:
+    os.write(pipe[1], data)
+    if close:
+        os.close(pipe[1])
+    return FrameReader(pipe[0], stall_seconds=stall)
+
+
+def test_good_frames_back_to_back_with_any_header_order(pipe: tuple[int, int]) -> None:
+    data = (
+        frame({"a": 1})
+        + b'Content-Type: application/vscode-jsonrpc; charset=utf-8\r\ncontent-length: 7\r\n\r\n{"b":2}'
+        + b'Content-Length: 7\n\n{"c":3}'
+    )
+    reader = reader_of(pipe, data)
+    assert [reader.read(), reader.read(), reader.read(), reader.read()] == [
+        b'{"a": 1}',
+        b'{"b":2}',
+        b'{"c":3}',
+        None,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"Content-Length: 30000000000\r\n\r\n{}", "Content-Length 30000000000 is over the 256 MiB"),
+        (b"Content-Length: 1000000000000000\r\n\r\n{}", "is over the 256 MiB"),
+        (b"Content-Length: -5\r\n\r\n{}", "Content-Length is not a number: -5"),
+        (b"Content-Type: x\r\n\r\n{}", "a message header without Content-Length"),
+        (b"Nonsense\r\n\r\n{}", "a header line without a colon"),
+        (b"X" * (MAX_HEADER_LINE + 2), "a header line of over"),
+        (b"Content-Length: 10\r\n\r\n{}", "the stream ended 8 bytes short of a 10-byte message"),
+        (b"Content-Length: 2\r\n", "the stream ended inside a message's header"),
+    ],
+)
+def test_a_frame_that_cannot_be_trusted_is_refused_before_anything_is_allocated(
+    pipe: tuple[int, int], data: bytes, reason: str
+) -> None:
+    reader = reader_of(pipe, data)
+    with pytest.raises(FramingError, match=reason):
+        reader.read()
+
+
+def test_a_body_that_stops_arriving_is_refused_after_the_stall(pipe: tuple[int, int]) -> None:
+    reader = reader_of(pipe, frame({"a": 1}, length=12), close=False, stall=0.3)
+    started = time.monotonic()
+    with pytest.raises(FramingError, match="no byte for 0.3 s inside a message"):
+        reader.read()
+    assert 0.25 < time.monotonic() - started < 5
+
+
+def test_silence_between_messages_is_no_error(pipe: tuple[int, int]) -> None:
+    reader = FrameReader(pipe[0], stall_seconds=0.2)
+    threading.Timer(0.6, lambda: os.write(pipe[1], frame({"late": True}))).start()
+    assert reader.read() == b'{"late": true}'
+
+
+# --- the real server --------------------------------------------------------------------------
+
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"capabilities": {}, "processId": None},
+}
+
+
+def server(tmp_path: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache"), "DSH_HOME": str(tmp_path / "dsh")}
+    return subprocess.Popen(
+        [sys.executable, "-m", "dsh_session_reference", "lsp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+
+
+def run_server(
+    tmp_path: Path, data: bytes, *, keep_open: bool, within: float
+) -> tuple[int, bytes, str, float]:
+    process = server(tmp_path)
+    assert process.stdin is not None
+    process.stdin.write(frame(INITIALIZE) + data)
+    process.stdin.flush()
+    if not keep_open:
+        process.stdin.close()
+    started = time.monotonic()
+    try:
+        out, err = process.communicate(timeout=within) if not keep_open else _wait(process, within)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return process.returncode, out, err.decode(), time.monotonic() - started
+
+
+def _wait(process: subprocess.Popen[bytes], within: float) -> tuple[bytes, bytes]:
+    """Wait for the process to end on its own while its stdin stays open (as an editor's does)."""
+    process.wait(timeout=within)
+    assert process.stdout is not None and process.stderr is not None
+    return process.stdout.read(), process.stderr.read()
+
+
+@pytest.mark.parametrize("length", ["30000000000", "1000000000000000"])
+def test_a_huge_content_length_ends_the_server_with_a_clear_error(tmp_path: Path, length: str) -> None:
+    status, _, err, _ = run_server(
+        tmp_path, f"Content-Length: {length}\r\n\r\n{{}}".encode(), keep_open=True, within=30
+    )
+    assert status == 1
+    assert f"the client broke LSP's message framing: Content-Length {length} is over the 256 MiB" in err
+    assert "MemoryError" not in err and "Traceback" not in err
+
+
+def test_a_length_a_few_bytes_short_answers_a_parse_error_and_exits(tmp_path: Path) -> None:
+    hover = {"jsonrpc": "2.0", "id": 2, "method": "shutdown"}
+    status, out, err, _ = run_server(tmp_path, frame(hover, length=20), keep_open=True, within=30)
+    assert status == 1
+    assert b'"code": -32700' in out and b'"id": null' in out
+    assert "message 2 (20 bytes) is not JSON" in err
+
+
+def test_a_length_a_few_bytes_long_ends_the_server_after_the_stall(tmp_path: Path) -> None:
+    shutdown = {"jsonrpc": "2.0", "id": 2, "method": "shutdown"}
+    body = json.dumps(shutdown).encode()
+    status, _, err, seconds = run_server(
+        tmp_path, frame(body, length=len(body) + 4), keep_open=True, within=60
+    )
+    assert status == 1
+    assert f"no byte for {BODY_STALL_SECONDS:g} s inside a message" in err
+    assert seconds < BODY_STALL_SECONDS + 20
+
+
+@pytest.mark.parametrize(("shut_down_first", "status"), [(True, 0), (False, 1)])
+def test_exit_ends_with_the_status_the_specification_asks(
+    tmp_path: Path, shut_down_first: bool, status: int
+) -> None:
+    messages = frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    if shut_down_first:
+        messages += frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    messages += frame({"jsonrpc": "2.0", "method": "exit"})
+    returned, _, err, _ = run_server(tmp_path, messages, keep_open=True, within=30)
+    assert returned == status, err
