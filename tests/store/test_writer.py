@@ -93,7 +93,7 @@ def test_zstd_log_is_a_header_frame_plus_one_frame_per_batch(tmp_path: Path) -> 
     path.write_bytes(data)
     with open(path, "rb") as handle:
         scan = scan_zstd_frames(handle, len(data))
-    assert len(scan.starts) == 4 and scan.torn_start is None
+    assert scan.count == 4 and scan.torn_start is None
     plain = encode_log(log, "none").decode()
     assert (
         plain.splitlines()[0]

@@ -35,16 +35,16 @@ Two deliberate differences, both about resources rather than results:
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import stat
 import threading
-from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate
 from types import ModuleType
-from typing import IO, Any, Final, Protocol
+from typing import IO, Any, Final, NamedTuple, Protocol
 
 from ..model import StoreStopped
 from .jsvalue import (
@@ -575,74 +575,118 @@ def read_first_line(handle: IO[bytes], stop: threading.Event | None = None) -> s
 # --- zstd container -----------------------------------------------------------
 
 
+class Frame(NamedTuple):
+    """One zstd frame's byte range and the most plaintext it can hold (``end`` ``None``: torn)."""
+
+    start: int
+    end: int | None
+    bound: int
+
+
 @dataclass
 class FrameScan:
-    """Complete frame ranges (``starts``/``ends``) and where a torn final frame starts."""
+    """A zstd log's frame structure, validated whole: how many complete frames, the first one,
+    and where a torn final frame starts. Nothing per frame is kept (a log of eight million
+    empty frames costs no more memory than one of three)."""
 
-    starts: array[int]
-    ends: array[int]
+    count: int
+    first: Frame | None
     torn_start: int | None
+
+
+_FRAME_HEAD_MAX: Final = 4 + 1 + 14 + 3
+"""A frame's magic, descriptor, longest header rest and first block header."""
+
+
+def zstd_frames(
+    handle: IO[bytes], size: int, stop: threading.Event | None = None, offset: int = 0
+) -> Iterator[Frame]:
+    """Upstream's ``scanZstdFrames`` over the first ``size`` bytes of a file, lazily, without decoding.
+
+    Invalid complete structure raises :class:`LogError`; end of data inside the last frame
+    yields it as torn (``end`` ``None``). Each frame's ``bound`` is its plaintext at most: a raw
+    or RLE block's size, a compressed block's :data:`_BLOCK_MAX_OUTPUT`. The file is read
+    through a :data:`READ_CHUNK` buffer and headers are parsed in place: a log may be millions
+    of tiny frames, so this loop is the cost of reading one. ``offset``: where a frame starts.
+    """
+    data = b""
+    base = 0  # file offset of data[0]
+    count = 0
+    from_bytes = int.from_bytes
+    while offset < size:
+        count += 1
+        if not count & 1023:
+            check_stop(stop)
+        start = offset
+        if offset - base + _FRAME_HEAD_MAX > len(data) and base + len(data) < size:
+            handle.seek(offset)
+            data, base = handle.read(min(READ_CHUNK, size - offset)), offset
+        at = offset - base
+        if size - offset < 5:
+            if size - offset == 4 and from_bytes(data[at : at + 4], "little") != ZSTD_MAGIC:
+                raise LogError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
+            yield Frame(start, None, 0)
+            return
+        if from_bytes(data[at : at + 4], "little") != ZSTD_MAGIC:
+            raise LogError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
+        descriptor = data[at + 4]
+        offset += 5
+        if descriptor & 24:
+            raise LogError(f"corrupt Zstandard session log: reserved frame-header bit at byte {offset - 1}")
+        remaining = _HEADER_REST[descriptor]
+        if size - offset < remaining:
+            yield Frame(start, None, 0)
+            return
+        offset += remaining
+        bound = 0
+        while True:
+            if size - offset < 3:
+                yield Frame(start, None, 0)
+                return
+            at = offset - base
+            if at < 0 or at + 3 > len(data):
+                handle.seek(offset)
+                data, base, at = handle.read(min(READ_CHUNK, size - offset)), offset, 0
+            block_header = from_bytes(data[at : at + 3], "little")
+            offset += 3
+            block_type = (block_header >> 1) & 3
+            if block_type == 3:
+                raise LogError(f"corrupt Zstandard session log: reserved block type at byte {offset - 3}")
+            if block_type == 1:  # RLE: one stored byte, ``size`` copies of it
+                payload, bound = 1, bound + (block_header >> 3)
+            elif block_type == 2:
+                payload, bound = block_header >> 3, bound + _BLOCK_MAX_OUTPUT
+            else:
+                payload = block_header >> 3
+                bound += payload
+            if size - offset < payload:
+                yield Frame(start, None, 0)
+                return
+            offset += payload
+            if block_header & 1:
+                break
+        if descriptor & 4:
+            if size - offset < 4:
+                yield Frame(start, None, 0)
+                return
+            offset += 4
+        yield Frame(start, offset, bound)
 
 
 def scan_zstd_frames(
     handle: IO[bytes], size: int, max_frames: int | None = None, stop: threading.Event | None = None
 ) -> FrameScan:
-    """Upstream's ``scanZstdFrames`` over the first ``size`` bytes of a file, without decoding.
-
-    Invalid complete structure raises; end of data inside the last frame marks it torn.
-    """
-    starts: array[int] = array("q")
-    ends: array[int] = array("q")
-    offset = 0
-    handle.seek(0)
-
-    def torn(start: int) -> FrameScan:
-        return FrameScan(starts, ends, start)
-
-    while offset < size:
-        check_stop(stop)
-        start = offset
-        if size - offset < 4:
-            return torn(start)
-        handle.seek(offset)
-        if int.from_bytes(handle.read(4), "little") != ZSTD_MAGIC:
-            raise LogError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
-        offset += 4
-        if offset == size:
-            return torn(start)
-        descriptor = handle.read(1)[0]
-        offset += 1
-        if descriptor & 24:
-            raise LogError(f"corrupt Zstandard session log: reserved frame-header bit at byte {offset - 1}")
-        checksum = bool(descriptor & 4)
-        remaining = _header_rest(descriptor)
-        if size - offset < remaining:
-            return torn(start)
-        offset += remaining
-        while True:
-            if size - offset < 3:
-                return torn(start)
-            handle.seek(offset)
-            block_header = int.from_bytes(handle.read(3), "little")
-            offset += 3
-            last_block = bool(block_header & 1)
-            if (block_header >> 1) & 3 == 3:
-                raise LogError(f"corrupt Zstandard session log: reserved block type at byte {offset - 3}")
-            payload = _block_payload(block_header)
-            if size - offset < payload:
-                return torn(start)
-            offset += payload
-            if last_block:
-                break
-        if checksum:
-            if size - offset < 4:
-                return torn(start)
-            offset += 4
-        starts.append(start)
-        ends.append(offset)
-        if max_frames is not None and len(starts) == max_frames:
-            return FrameScan(starts, ends, None)
-    return FrameScan(starts, ends, None)
+    """The structure :func:`zstd_frames` finds, validated to the end (or to ``max_frames``)."""
+    count = 0
+    first: Frame | None = None
+    for frame in zstd_frames(handle, size, stop):
+        if frame.end is None:
+            return FrameScan(count, first, frame.start)
+        count += 1
+        first = first or frame
+        if count == max_frames:
+            break
+    return FrameScan(count, first, None)
 
 
 def _header_rest(descriptor: int) -> int:
@@ -656,6 +700,9 @@ def _header_rest(descriptor: int) -> int:
         + (4 if dictionary_flag == 3 else dictionary_flag)
         + ((1 if single_segment else 0) if content_flag == 0 else 1 << content_flag)
     )
+
+
+_HEADER_REST: Final = tuple(_header_rest(descriptor) for descriptor in range(256))
 
 
 def _block_payload(block_header: int) -> int:
@@ -797,6 +844,38 @@ def _quick_first_frame(prefix: bytes) -> bytes | None:
     return output if decoder.eof and not decoder.unused_data else None
 
 
+BATCH_OUTPUT: Final = 1 << 20
+"""Most plaintext consecutive frames may hold to be decoded in one call (dsh appends one frame
+per event, so a log is mostly small frames; one decoder call each would cost more than the bytes)."""
+
+
+def _frames_output(
+    handle: IO[bytes],
+    start: int,
+    end: int,
+    stop: threading.Event | None,
+    watch: Callable[[bytes], None] | None,
+) -> bytes | None:
+    """The plaintext of the consecutive complete frames from ``start`` to ``end``, decoded in one
+    call, or ``None`` if they do not all decode (the caller then decodes them one by one, which
+    names the frame that fails).
+
+    The range comes from the validated structure, so its frames end where their blocks say;
+    each frame's checksum is verified by the decoder.
+    """
+    check_stop(stop)
+    handle.seek(start)
+    data = handle.read(end - start)
+    zstd = zstandard_module()
+    try:
+        output: bytes = zstd.ZstdDecompressor().decompressobj(read_across_frames=True).decompress(data)
+    except zstd.ZstdError:
+        return None
+    if watch is not None:
+        watch(output)
+    return output
+
+
 class _TooLarge(Exception):
     """Stops decoding a frame whose output is already known to be too large to use."""
 
@@ -853,13 +932,11 @@ def read_first_zstd_line(handle: IO[bytes], stop: threading.Event | None = None)
     handle.seek(0)
     plaintext = _quick_first_frame(handle.read(HEADER_BUFFER))
     if plaintext is None:
-        scan = scan_zstd_frames(handle, _file_size(handle), 1, stop)
-        if not scan.starts:
+        first = scan_zstd_frames(handle, _file_size(handle), 1, stop).first
+        if first is None or first.end is None:
             return None
         try:
-            plaintext = _frame_output(
-                handle, scan.starts[0], scan.ends[0], stop, MAX_LINE_BYTES + 1, whole=False
-            )
+            plaintext = _frame_output(handle, first.start, first.end, stop, MAX_LINE_BYTES + 1, whole=False)
         except _FrameFailed:
             raise LogError("corrupt Zstandard session log: header frame failed validation") from None
         if plaintext is None:
@@ -907,33 +984,60 @@ def _read_plain(handle: IO[bytes], size: int, start: StartLog, stop: threading.E
 
 
 def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: threading.Event | None) -> LogPrefix:
-    scan = scan_zstd_frames(handle, size, None, stop)
-    if not scan.starts:
+    scan = scan_zstd_frames(handle, size, None, stop)  # the whole structure first, as upstream
+    first = scan.first
+    if first is None or first.end is None:
         raise LogError("empty or header-less Zstandard session log")
 
     def frame_failed(start: int) -> LogError:
         return LogError(f"corrupt Zstandard session log: frame at byte {start} failed validation")
 
     try:
-        header = _frame_output(handle, scan.starts[0], scan.ends[0], stop, MAX_LINE_BYTES + 1, whole=False)
+        header = _frame_output(handle, first.start, first.end, stop, MAX_LINE_BYTES + 1, whole=False)
     except _FrameFailed:
-        raise frame_failed(scan.starts[0]) from None
+        raise frame_failed(first.start) from None
     if header is None:
         raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
     _assert_header_frame(header)
     scanner = EventScanner(header, start)
-    for frame_start, frame_end in zip(scan.starts[1:], scan.ends[1:], strict=True):
-        check_stop(stop)
+
+    def one(frame: Frame) -> None:
+        assert frame.end is not None
         try:
             plaintext = _frame_output(
-                handle, frame_start, frame_end, stop, FRAME_BUFFER_BYTES, watch=scanner.line_guard()
+                handle, frame.start, frame.end, stop, FRAME_BUFFER_BYTES, watch=scanner.line_guard()
             )
         except _FrameFailed:
-            raise frame_failed(frame_start) from None
+            raise frame_failed(frame.start) from None
         if plaintext is not None:
             scanner.write(plaintext)
         else:
-            _decode_frame(handle, frame_start, frame_end, scanner.write, True, stop)
+            _decode_frame(handle, frame.start, frame.end, scanner.write, True, stop)
+
+    def flush(batch_start: int, batch_end: int, frames: int) -> None:
+        if frames > 1:
+            plaintext = _frames_output(handle, batch_start, batch_end, stop, watch=scanner.line_guard())
+            if plaintext is not None:
+                scanner.write(plaintext)
+                return
+        # One frame, or a batch that failed: frame by frame (parsed again, as nothing per frame
+        # is kept), so the error names the frame that fails.
+        for frame in zstd_frames(handle, batch_end, stop, batch_start):
+            one(frame)
+
+    batch_start = batch_end = batch_bound = frames = 0
+    for frame in itertools.islice(zstd_frames(handle, size, stop), 1, scan.count):
+        assert frame.end is not None
+        if frames and (batch_bound + frame.bound > BATCH_OUTPUT or frame.end - batch_start > READ_CHUNK):
+            flush(batch_start, batch_end, frames)
+            frames = 0
+        if not frames:
+            batch_start, batch_bound = frame.start, 0
+        batch_end = frame.end
+        batch_bound += frame.bound
+        frames += 1
+    if frames:
+        flush(batch_start, batch_end, frames)
     if scanner.committed_bytes != scanner.input_bytes:
         raise LogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
     if scan.torn_start is None:
