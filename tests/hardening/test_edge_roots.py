@@ -88,20 +88,23 @@ async def test_a_root_that_is_a_file_is_one_clear_error(tmp_path: Path, workspac
 
 @pytest.fixture
 def locked_root(tmp_path: Path) -> Iterator[Path]:
-    """A root with a readable session, a mode-000 log, a mode-000 session directory and a
-    mode-000 project directory; modes are restored afterwards so the tree can be removed."""
+    """A root with a readable session, a mode-000 log, a mode-000 session directory, a
+    mode-000 project directory and one that may be searched but not listed (mode 0311);
+    modes are restored afterwards so the tree can be removed."""
     root = tmp_path / "sessions"
     for sid in ("readable", "unreadable-log", "unreadable-dir"):
         put(root, sid, lines(header(sid), *one_turn(), title(6, f"title of {sid}")))
     put(root, "hidden", lines(header("hidden", cwd="/locked"), *one_turn()), cwd="/locked")
-    locked = [
-        root / "--w--" / "unreadable-log" / "session.jsonl",
-        root / "--w--" / "unreadable-dir",
-        root / "--locked--",
-    ]
+    put(root, "searchable", lines(header("searchable", cwd="/search"), *one_turn()), cwd="/search")
+    locked = {
+        root / "--w--" / "unreadable-log" / "session.jsonl": 0,
+        root / "--w--" / "unreadable-dir": 0,
+        root / "--locked--": 0,
+        root / "--search--": 0o311,
+    }
     modes = {path: path.stat().st_mode for path in locked}
-    for path in locked:
-        path.chmod(0)
+    for path, mode in locked.items():
+        path.chmod(mode)
     try:
         yield root
     finally:
@@ -127,6 +130,7 @@ async def test_unreadable_logs_and_directories_fail_only_themselves(
         "unreadable-log": f"session persistence listing failed: EACCES: permission denied, open '{log_path}'",
         "unreadable-dir": f"session persistence listing failed: EACCES: permission denied, stat '{dir_log}'",
         "hidden": 'session "hidden" not found',  # its project directory cannot be listed (logged)
+        "searchable": 'session "searchable" not found',  # nor this one, though it may be searched
     }
     ids = ["readable", *reasons]
     result = probe(root, ids, tmp_path / "probe.log", unprivileged())
@@ -135,7 +139,7 @@ async def test_unreadable_logs_and_directories_fail_only_themselves(
     assert result["reads"] == {
         "readable": ["ok", 6, 2],
         **{
-            sid: ["error", NOT_FOUND if sid == "hidden" else PERSISTENCE, reason]
+            sid: ["error", NOT_FOUND if sid in ("hidden", "searchable") else PERSISTENCE, reason]
             for sid, reason in reasons.items()
         },
     }

@@ -76,9 +76,10 @@ from ..store.workers import WorkerProcess
 LOG = logging.getLogger(__name__)
 
 SYNC_MAX_SESSIONS: Final = 500
-"""Up to this many sessions every listing walks the root again (about 10 ms per thousand), so it is
-exact on every request; above it the last listing is served and revalidated in the background.
-A count rather than a measured time, so a busy machine does not change what a request sees."""
+"""Up to this many session directories (sessions, or folders that hold none: a walk costs the same)
+every listing walks the root again (about 10 ms per thousand), so it is exact on every request;
+above it the last listing is served and revalidated in the background. A count rather than a
+measured time, so a busy machine does not change what a request sees."""
 REFRESH_AFTER: Final = 1.0
 """Seconds after which a served-from-memory listing is walked again in the background."""
 SYNC_VERIFY_BYTES: Final = 8 << 20
@@ -121,6 +122,8 @@ class _Snapshot:
     records: list[SessionRecord]
     walked: dict[str, Fingerprint]
     taken: float
+    directories: int
+    """Session directories the walk looked in (at least one per record)."""
     by_location: dict[str, SessionRecord] = field(default_factory=dict)
     by_id: dict[str, SessionRecord] = field(default_factory=dict)
     state: int | None = None
@@ -315,7 +318,7 @@ class CachedSessionSource:
     def _served(self, snapshot: _Snapshot) -> bool:
         """Whether requests are answered from ``snapshot`` (revalidated behind them) rather than
         from a walk of their own: a big root with the background on."""
-        return self.background and len(snapshot.records) > SYNC_MAX_SESSIONS
+        return self.background and max(len(snapshot.records), snapshot.directories) > SYNC_MAX_SESSIONS
 
     def read_titles(
         self, records: Sequence[SessionRecord], stop: threading.Event | None = None
@@ -488,6 +491,7 @@ class CachedSessionSource:
                 records,
                 walked,
                 began,
+                self.index.directories,
                 {record.location: record for record in records if record.location is not None},
                 {record.id: record for record in records},
                 state,

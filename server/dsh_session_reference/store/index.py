@@ -649,6 +649,8 @@ class IndexedSessionStore(JsonlSessionStore):
         self._local = threading.local()
         self.walked: dict[str, Fingerprint] = {}
         """Every regular log file the latest full listing looked at, with its fingerprint."""
+        self.directories = 0
+        """Session directories the latest full listing looked in, with a log or not: what a walk costs."""
 
     def __repr__(self) -> str:
         return f"IndexedSessionStore({self.root!r})"
@@ -871,6 +873,7 @@ class IndexedSessionStore(JsonlSessionStore):
             for path in [path for path in self._table() if path not in looked]:
                 self._set(path, None)  # the log is gone (or moved): its entry goes too
             self.walked = walked
+            self.directories = len(looked) // 2  # two log names looked at in each
         return scan
 
     def _header_readers(self) -> _HeaderReaders | None:

@@ -356,12 +356,26 @@ class JsonlSessionStore:
     def _scan_named(
         self, scan: _Scan, root_real: str, project: str, segment: str, stop: threading.Event | None
     ) -> None:
-        for suffix in _FLAT_SUFFIXES:
-            flat = os.path.join(project, segment + suffix)
-            if _is_real_file(flat):
-                self._block(scan, segment, flat, _flat_layout(flat))
+        flats = [
+            flat
+            for flat in (os.path.join(project, segment + suffix) for suffix in _FLAT_SUFFIXES)
+            if _is_real_file(flat)
+        ]
         directory = os.path.join(project, segment)
-        if _is_real_dir(directory):
+        found = _is_real_dir(directory)
+        if not (flats or found):
+            return
+        # A listing sees nothing in a project folder it cannot list, even one it may search
+        # (mode 0311): a lookup by name must not find more than the listing would.
+        try:
+            with os.scandir(project):
+                pass
+        except OSError as error:
+            self._report(project, _fs_message(error, "scandir", project))
+            return
+        for flat in flats:
+            self._block(scan, segment, flat, _flat_layout(flat))
+        if found:
             self._inspect(scan, root_real, directory, segment, stop)
 
     def _inspect(
