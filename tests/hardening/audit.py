@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from .audit_site.sitecustomize import BY_DESCRIPTOR
 
@@ -226,3 +226,53 @@ def vm_kb(pid: int, field_name: str = "VmRSS") -> int:
             if line.startswith(field_name + ":"):
                 return int(line.split()[1])
     raise AssertionError(f"no {field_name} for process {pid}")
+
+
+# --- hostile surroundings: a workspace that plants modules, a cache folder that plants links ------
+
+
+STDLIB_PLANTS = ("pickle", "struct", "json", "sqlite3", "argparse", "zstandard", "sitecustomize")
+"""Modules a worker or the CLI imports after start-up (and ``sitecustomize``, read at start-up)."""
+
+
+def plant(folder: Path, names: tuple[str, ...], marker: Path, *, package: bool = False) -> Path:
+    """A workspace whose modules append their name to ``marker`` when imported."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in names:
+        (folder / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r} + '\\n')\n")
+    if package:
+        fake = folder / "dsh_session_reference"
+        (fake / "store").mkdir(parents=True, exist_ok=True)
+        for module in ("__init__.py", "store/__init__.py", "store/workers.py"):
+            (fake / module).write_text(f"open({str(marker)!r}, 'a').write('package {module}\\n')\n")
+    return folder
+
+
+def console_script() -> list[str]:
+    """The installed ``dsh-session-reference`` command (not ``python -m``, whose import of the
+    package itself comes from the working directory by design of ``-m``)."""
+    script = Path(sys.executable).parent / "dsh-session-reference"
+    assert script.exists(), script
+    return [str(script)]
+
+
+CACHE_NAMES: Final = ("", "-wal", "-shm", "-journal", ".lock", ".root")
+"""Suffixes of an index file's name: the database, SQLite's companions, the lock, the root note."""
+
+
+def plant_cache(log: Path, root: Path) -> None:
+    """Make the audited process's cache folder hostile before it runs: every name of the index of
+    ``root`` is a symlink into ``root`` (dangling, or to a live log)."""
+    from dsh_session_reference.store.index import default_index_dir, index_file
+
+    folder = default_index_dir({"XDG_CACHE_HOME": str(cache_dir(log))})
+    os.makedirs(folder, exist_ok=True)
+    index = index_file(folder, os.path.realpath(root))
+    live = next(
+        path for path in sorted(root.rglob("session.jsonl*")) if path.is_file() and not path.is_symlink()
+    )
+    for number, suffix in enumerate(CACHE_NAMES):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(index + suffix)
+        target = live if number % 2 else root / f"planted{number}"
+        os.symlink(target, index + suffix)

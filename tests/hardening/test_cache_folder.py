@@ -26,11 +26,11 @@ import pytest
 from dsh_session_reference.sample import SAMPLE_SESSION_IDS, write_sample_store
 from dsh_session_reference.store.index import LOCK_SUFFIX, ROOT_SUFFIX, default_index_dir, index_file
 
-from .audit import cache_dir, run_audited
+from .audit import CACHE_NAMES, cache_dir, run_audited
 from .test_read_only import tree_state
 
-NAMES = ("", "-wal", "-shm", "-journal", LOCK_SUFFIX, ROOT_SUFFIX)
-"""Suffixes of the index file's own name: the database, SQLite's companions, the lock, the note."""
+NAMES = CACHE_NAMES
+assert NAMES[-2:] == (LOCK_SUFFIX, ROOT_SUFFIX)
 
 
 @pytest.fixture

@@ -13,6 +13,11 @@ document), candidates, the summary and edits. Afterwards:
   path under the root for writing, or renamed, removed, created, chmod-ed,
   utime-d, truncated, linked or locked anything there, or opened a database there.
 
+Every CLI command and the server run as an editor runs them in an untrusted
+folder: inside a workspace that plants ``pickle.py``, ``sqlite3.py``, a fake
+``dsh_session_reference`` package and the like (none may run), with a cache
+folder whose every index name is a symlink into the root (none may be followed).
+
 The audit machinery is itself tested first, so a silent hook cannot pass.
 """
 
@@ -33,7 +38,15 @@ from dsh_session_reference.sample import SAMPLE_SESSION_IDS, write_sample_store
 from dsh_session_reference.store import JsonlSessionStore
 from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
 
-from .audit import Audit, audited_env, audited_server_command, run_audited
+from .audit import (
+    STDLIB_PLANTS,
+    Audit,
+    audited_env,
+    console_script,
+    plant,
+    plant_cache,
+    run_audited,
+)
 from .corpus import CASES, outside_dir
 from .lsp_harness import lsp_session
 
@@ -172,7 +185,10 @@ async def test_nothing_changes_under_a_root_that_everything_reads(
     assert probe.returncode == 0, probe.stderr
     audits = [probe.audit]
 
-    # Every CLI command that reads a root.
+    # Every CLI command that reads a root, run inside a workspace that plants modules, with a
+    # cache folder whose every index name is a symlink into the root.
+    marker = tmp_path / "planted-code-ran.txt"
+    repo = plant(tmp_path / "repo", STDLIB_PLANTS, marker, package=True)
     common = ["--sessions", str(root)]
     for number, args in enumerate(
         [
@@ -186,13 +202,17 @@ async def test_nothing_changes_under_a_root_that_everything_reads(
             ["parse", str(good)],
         ]
     ):
-        run = run_audited(args, tmp_path / f"cli-{number}.log")
+        log = tmp_path / f"cli-{number}.log"
+        plant_cache(log, root)
+        run = run_audited(args, log, program=console_script(), cwd=repo)
         assert run.returncode in (0, 1), (args, run.stderr)
         audits.append(run.audit)
 
     # A language-server session using every feature that reads the store.
     log = tmp_path / "server.log"
-    async with lsp_session(audited_server_command(), audited_env(log), workspace, root) as s:
+    plant_cache(log, root)
+    command = [*console_script(), "lsp", "--stdio"]
+    async with lsp_session(command, audited_env(log), workspace, root, cwd=repo) as s:
         uri = s.open(workspace, f"{mentions}\n{broken}\n@")
         completion = await s.complete(uri)
         assert completion.items
@@ -227,6 +247,7 @@ async def test_nothing_changes_under_a_root_that_everything_reads(
     for audit in audits:
         assert_untouched(audit, root)
         assert audit.writes_under(outside_dir(root)) == []
+    assert not marker.exists(), marker.read_text()
     after = tree_state(root)
     assert sorted(after) == sorted(before), "entries appeared or vanished under the root"
     changed = {path: (before[path], after[path]) for path in before if before[path] != after[path]}

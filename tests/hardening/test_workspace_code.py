@@ -23,33 +23,9 @@ from dsh_session_reference.store.workers import worker_command, worker_environme
 from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import put
 
-from .audit import Audit, audited_env, run_audited
+from .audit import STDLIB_PLANTS, Audit, audited_env, console_script, plant, run_audited
 from .lsp_harness import lsp_session
 from .test_changing_logs import big_log
-
-STDLIB_PLANTS = ("pickle", "struct", "json", "sqlite3", "argparse", "zstandard", "sitecustomize")
-"""Modules a worker or the CLI imports after start-up (and ``sitecustomize``, read at start-up)."""
-
-
-def plant(folder: Path, names: tuple[str, ...], marker: Path, *, package: bool = False) -> Path:
-    """A workspace whose modules append their name to ``marker`` when imported."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for name in names:
-        (folder / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write({name!r} + '\\n')\n")
-    if package:
-        fake = folder / "dsh_session_reference"
-        (fake / "store").mkdir(parents=True, exist_ok=True)
-        for module in ("__init__.py", "store/__init__.py", "store/workers.py"):
-            (fake / module).write_text(f"open({str(marker)!r}, 'a').write('package {module}\\n')\n")
-    return folder
-
-
-def console_script() -> list[str]:
-    """The installed ``dsh-session-reference`` command (not ``python -m``, whose import of the
-    package itself comes from the working directory by design of ``-m``)."""
-    script = Path(sys.executable).parent / "dsh-session-reference"
-    assert script.exists(), script
-    return [str(script)]
 
 
 def worker_pids(audit: Audit) -> set[int]:
