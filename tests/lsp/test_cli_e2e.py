@@ -56,7 +56,7 @@ def test_demo_plays_the_whole_session_in_seconds() -> None:
         "error [noncanonical-uri]",
         "applying: Rewrite as the canonical URI",
         "(no problems)",
-        "reference cost:",
+        "mentioning it costs",
         "## Referenced sessions",
         "Byte accounting",
         "demo finished",

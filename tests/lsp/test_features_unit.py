@@ -16,9 +16,20 @@ from lsprotocol import types
 from dsh_session_reference.lsp import analysis as codes
 from dsh_session_reference.lsp.actions import PREVIEW_COMMAND, PREVIEW_KIND, code_actions, fixes_for
 from dsh_session_reference.lsp.analysis import MAX_FINDINGS, analyze
-from dsh_session_reference.lsp.completion import candidate_json, completion_items, find_trigger, item_data
+from dsh_session_reference.lsp.completion import (
+    candidate_json,
+    completion_items,
+    find_trigger,
+    item_data,
+    project_name,
+)
 from dsh_session_reference.lsp.diagnostics import SOURCE, check_files, check_text
-from dsh_session_reference.lsp.display import display_inline_text, iso_time, relative_time
+from dsh_session_reference.lsp.display import (
+    display_block_text,
+    display_inline_text,
+    readable_time,
+    relative_time,
+)
 from dsh_session_reference.lsp.hover import hover_text, read_session_facts, session_summary
 from dsh_session_reference.lsp.positions import LineIndex
 from dsh_session_reference.lsp.preview import (
@@ -100,7 +111,8 @@ def test_display_inline_text_matches_upstreams_tui() -> None:
 
 
 def test_times() -> None:
-    assert iso_time(0) == "1970-01-01T00:00:00.000Z"
+    assert readable_time(0) == "1970-01-01 00:00 UTC"
+    assert display_block_text("one\r\ntwo\tthree\x1b[2J\rfour") == "one\ntwo\tthree\\x1b[2J\\x0dfour"
     assert relative_time(NOW_MS - 90_000, NOW_MS) == "1 minute ago"
     assert relative_time(NOW_MS - 3 * 3600_000, NOW_MS) == "3 hours ago"
     assert relative_time(NOW_MS, NOW_MS) == "just now"
@@ -147,12 +159,14 @@ def test_completion_items_keep_rank_and_edit_from_the_at() -> None:
         isinstance(item.text_edit, types.TextEdit) and item.text_edit.range == edit_range for item in items
     )
     assert items[2].text_edit.new_text == mention("s-3", "bad\\x0alabel]")  # type: ignore[union-attr]
+    # What tells sessions apart first (age, then the project folder), the id last.
     assert items[0].detail == "s-1" and items[1].detail is None
-    assert items[0].label_details == types.CompletionItemLabelDetails(description="/w · 1 minute ago")
-    assert items[1].label_details == types.CompletionItemLabelDetails(description="no cwd · just now")
+    assert items[0].label_details == types.CompletionItemLabelDetails(description="1 minute ago · w")
+    assert items[1].label_details == types.CompletionItemLabelDetails(description="just now")
     assert item_data(items[0]) == ("s-1", "Title one")
     plain = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=False)
-    assert plain[0].label_details is None and plain[0].detail == "s-1 · /w · 1 minute ago"
+    assert plain[0].label_details is None and plain[0].detail == "1 minute ago · w · s-1"
+    assert plain[1].detail == "just now"
     assert candidate_json(candidates[1]) == {
         "sessionId": "s-2",
         "label": "s-2",
@@ -160,6 +174,32 @@ def test_completion_items_keep_rank_and_edit_from_the_at() -> None:
         "createdAt": NOW_MS,
         "mention": mention("s-2", "s-2"),
     }
+
+
+def test_every_filter_text_starts_with_what_was_typed() -> None:
+    """VS Code scores what was typed against each filter text before it reads sort_text: rows whose
+    filter texts all start with exactly what was typed score the same, so the server's rank holds."""
+    candidates = [
+        Candidate("s-1", "zeta mig", "/w/app", NOW_MS),
+        Candidate("s-2", "Migration plan", None, NOW_MS),
+        Candidate("s-3", "文档 迁移", "/w/文档", NOW_MS),
+    ]
+    edit_range = types.Range(start=types.Position(0, 0), end=types.Position(0, 4))
+    for typed in ("@", "@mig", "@Mig", "@文档", "@zstd log"):
+        items = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=True, typed=typed)
+        assert all(
+            item.filter_text is not None and item.filter_text.startswith(typed + " ") for item in items
+        )
+        assert [item.sort_text for item in items] == ["0000", "0001", "0002"]
+
+
+def test_project_name_is_the_last_folder() -> None:
+    assert [project_name(cwd) for cwd in ("/home/dev/shop", "/home/dev/shop/", "/", "C:\\work\\app")] == [
+        "shop",
+        "shop",
+        "/",
+        "app",
+    ]
 
 
 def test_completion_rows_escape_controls_in_cwds_and_ids() -> None:
@@ -178,7 +218,11 @@ def test_completion_rows_escape_controls_in_cwds_and_ids() -> None:
                 assert not re.search("[\x00-\x1f\x7f-\x9f]", text), (label_details, text)
             assert item.filter_text is not None and shown_cwd in item.filter_text
         where = items[0].label_details.description if label_details else items[0].detail  # type: ignore[union-attr]
-        assert where is not None and shown_cwd in where and "s\\x1b-1" in (items[0].detail or "")
+        assert (
+            where is not None
+            and "evil\\x0a\\x1b[31mred\\x07" in where
+            and "s\\x1b-1" in (items[0].detail or "")
+        )
     # What a pick inserts and what resolve reads still name the real session.
     assert item_data(items[0]) == ("s\x1b-1", "Title")
 
@@ -403,7 +447,7 @@ async def test_hover_and_facts(resolver: SessionReferenceResolver, agent: AgentR
     assert found is not None
     shown, span = found
     assert span.session_id == "s-alpha"
-    assert "id: s-alpha" in shown and "reference cost:" in shown and "of 65536 bytes" in shown
+    assert "id s-alpha" in shown and "mentioning it costs" in shown and "of 65,536 bytes" in shown
     found = hover_text(result, len(text) - 2, markdown=True, now_ms=NOW_MS)
     assert found is not None and "canonical URI for session" in found[0]
     assert (
@@ -413,7 +457,10 @@ async def test_hover_and_facts(resolver: SessionReferenceResolver, agent: AgentR
     facts = await read_session_facts(resolver, "s-beta", "Notes\nsecond line \x1b[1mbold")
     summary = session_summary(facts, markdown=True, now_ms=NOW_MS)
     assert summary.startswith("**Notes\\\\x0asecond line \\\\x1b\\[1mbold**")
-    assert "remember the deploy steps" in summary and "cwd: no cwd" in summary
+    assert "remember the deploy steps" in summary and "cwd" not in summary and " in " not in summary
+    # Messages keep their line breaks (Markdown hard breaks inside a quote), never a literal \x0a.
+    assert "\\x0a" not in summary.split("last asked:")[1]
+    assert "id " not in session_summary(facts, markdown=False, now_ms=NOW_MS, show_id=False)
     missing = await read_session_facts(resolver, "s-missing", "s-missing")
     assert missing.error is not None and "not found" in missing.error
 

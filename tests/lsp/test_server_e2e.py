@@ -92,10 +92,11 @@ async def test_at_completion_lists_ranked_sessions_with_an_edit_from_the_at(
     beta = result.items[1]
     assert parse_session_reference_text(beta.text_edit.new_text).references[0].session_id == "s-beta"  # type: ignore[union-attr]
     if s.preset == "visual-studio-code@1.139":
-        assert beta.label_details == types.CompletionItemLabelDetails(description="no cwd · 1 hour ago")
+        assert beta.label_details == types.CompletionItemLabelDetails(description="1 hour ago")
         assert result.items[0].detail == "s-alpha" and result.items[2].detail is None
+        assert all(item.filter_text.startswith("@ ") for item in result.items)  # type: ignore[union-attr]
     else:
-        assert beta.label_details is None and beta.detail == "s-beta · no cwd · 1 hour ago"
+        assert beta.label_details is None and beta.detail == "1 hour ago · s-beta"
 
 
 async def test_typing_after_the_at_filters_on_the_server(s: Session, workspace: Path) -> None:
@@ -125,9 +126,10 @@ async def test_resolve_adds_a_preview_in_a_format_the_client_reads(s: Session, w
         assert isinstance(documentation, types.MarkupContent)
         assert documentation.kind == types.MarkupKind.Markdown
         text = documentation.value.replace("\\", "")
-    assert "s-alpha" in text and "messages: 2 from the user, 2 from the assistant" in text
+    assert "2 messages from the user, 2 replies" in text
+    assert "s-alpha" not in text  # the row's detail shows the id: not repeated
     assert "Go ahead and do it." in text
-    assert "reference cost:" in text and "of 65536 bytes" in text
+    assert "mentioning it costs" in text and "of 65,536 bytes" in text
 
 
 async def test_diagnostics_flag_every_problem_with_stable_codes(s: Session, workspace: Path) -> None:
@@ -208,7 +210,7 @@ async def test_hover_shows_the_session_and_its_cost(s: Session, workspace: Path)
     assert hover.range == types.Range(start=s.position(uri, 2), end=s.end(uri))
     text = hover.contents.value.replace("\\", "")
     assert "Refactor the parser" in text and "s-alpha" in text and str(workspace) in text
-    assert "created:" in text and "reference cost:" in text
+    assert "created " in text and " ago (" in text and "UTC)" in text and "mentioning it costs" in text
     nothing = await s.client.text_document_hover_async(
         types.HoverParams(text_document=types.TextDocumentIdentifier(uri=uri), position=s.position(uri, 0))
     )

@@ -7,9 +7,12 @@ is a mention being typed (or already inserted) by hand.
 
 Real VS Code drops or doubles the ``@`` unless every item carries a
 ``text_edit`` from the ``@`` to the cursor and a ``filter_text`` that starts
-with ``@``, and re-sorts unless ``sort_text`` keeps the server's rank; the
-server filters by the typed query itself (``list_candidates`` searches every
-session, not a loaded subset), so the list is always ``is_incomplete``.
+with ``@``. It then ranks rows by its own fuzzy score of what was typed
+against each ``filter_text`` before it looks at ``sort_text``, so every row's
+filter text starts with exactly what was typed: all rows score the same, and
+the server's rank (``sort_text``) decides. The server filters by the typed
+query itself (``list_candidates`` searches every session, not a loaded subset),
+so the list is always ``is_incomplete`` and comes again with each keystroke.
 """
 
 from __future__ import annotations
@@ -69,6 +72,7 @@ class _Shown:
     label: str
     session_id: str
     cwd: str | None
+    project: str | None
     mention: str
     searchable: str
 
@@ -84,9 +88,16 @@ def _shown(session_id: str, label: str, cwd: str | None) -> _Shown:
         shown_label,
         shown_id,
         shown_cwd,
+        None if cwd is None else display_inline_text(project_name(cwd)),
         format_session_reference_mention(session_id, shown_label),
         " ".join(part for part in (shown_label, shown_id, shown_cwd) if part),
     )
+
+
+def project_name(cwd: str) -> str:
+    """The last folder of a working directory (``/home/dev/shop`` -> ``shop``), what a narrow row
+    has room for; the whole path is in the row's documentation."""
+    return cwd.rstrip("/\\").rsplit("/", 1)[-1].rsplit("\\", 1)[-1] or cwd
 
 
 def mention_for(candidate: Candidate) -> str:
@@ -100,14 +111,18 @@ def completion_items(
     *,
     now_ms: int,
     label_details: bool,
+    typed: str = "@",
     filter_text: bool = True,
 ) -> list[types.CompletionItem]:
     """One item per candidate, in ``list_candidates`` order.
 
-    VS Code filters on ``filter_text`` (which must start with the ``@`` the edit
-    replaces, or the list vanishes as the user types); Neovim 0.7 inserts at the
-    cursor instead of the edit's start whenever ``filterText`` is present. Clients
-    with ``insertReplaceSupport`` get it; the others filter on the label.
+    A row shows first what tells sessions apart (title, age, project) and the id
+    last. VS Code filters on ``filter_text``: it starts with ``typed`` (what the
+    edit replaces, from the ``@`` to the cursor), so VS Code keeps every row and
+    keeps the server's order (see the module docstring); the rest lets a row
+    survive a keystroke typed before the next answer arrives. Neovim 0.7 inserts
+    at the cursor instead of the edit's start whenever ``filterText`` is present:
+    clients with ``insertReplaceSupport`` get it; the others filter on the label.
     """
     width = max(4, len(str(len(candidates))))
     items: list[types.CompletionItem] = []
@@ -115,27 +130,26 @@ def completion_items(
         # Ids, titles and cwds are anyone's text: escaped like the label, so a newline or a
         # terminal escape in any of them cannot break the row (or the filter text) apart.
         shown = _shown(candidate.session_id, candidate.label, candidate.cwd)
-        label, shown_id, cwd = shown.label, shown.session_id, shown.cwd
-        age = relative_time(candidate.created_at, now_ms)
+        label, shown_id = shown.label, shown.session_id
         id_differs = candidate.label != candidate.session_id
         body = candidate if isinstance(candidate, BodyCandidate) else None
-        where = "no cwd" if cwd is None else cwd
+        parts = [relative_time(candidate.created_at, now_ms), *([shown.project] if shown.project else [])]
         if body is not None:
-            where = f"{BODY_MARK} · {where}"
+            parts.insert(0, BODY_MARK)
         if label_details:
-            details = types.CompletionItemLabelDetails(description=f"{where} · {age}")
+            details = types.CompletionItemLabelDetails(description=" · ".join(parts))
             detail = shown_id if id_differs else None
         else:
             details = None
-            detail = " · ".join([*([shown_id] if id_differs else []), where, age])
+            detail = " · ".join([*parts, *([shown_id] if id_differs else [])])
         if body is not None:
             # The match is in the messages, not the label: say where, and let the editor's own
             # filter keep the row (it filters on filterText, which must contain what was typed).
             excerpt = display_inline_text(body.snippet)
             detail = f"{detail} · “{excerpt}”" if detail else f"“{excerpt}”"
-        searchable = shown.searchable
+        searchable = f"{typed} {shown.searchable}"
         if body is not None:
-            searchable = f"{body.matched} {searchable}"
+            searchable = f"{typed} {body.matched} {shown.searchable}"
         items.append(
             types.CompletionItem(
                 label=label,
@@ -143,7 +157,7 @@ def completion_items(
                 kind=types.CompletionItemKind.Reference,
                 detail=detail,
                 sort_text=f"{rank:0{width}d}",
-                filter_text="@" + searchable if filter_text else None,
+                filter_text=searchable if filter_text else None,
                 text_edit=types.TextEdit(range=edit_range, new_text=shown.mention),
                 data={"sessionId": candidate.session_id, "label": candidate.label},
             )

@@ -20,13 +20,24 @@ def display_inline_text(text: str) -> str:
     return escaped.replace("\n", "\\x0a")
 
 
-def iso_time(created_at_ms: int) -> str:
-    """``new Date(ms).toISOString()``, the form upstream's session rows show."""
+_CONTROL_BUT_LINE_BREAKS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def display_block_text(text: str) -> str:
+    """Text shown over several lines (a message quoted in a hover): controls as ``\\xNN`` as
+    :func:`display_inline_text` shows them, but line breaks and tabs kept for a person to read."""
+    return _CONTROL_BUT_LINE_BREAKS.sub(
+        lambda match: f"\\x{ord(match.group()):02x}", text.replace("\r\n", "\n")
+    )
+
+
+def readable_time(created_at_ms: int) -> str:
+    """``2026-06-28 14:46 UTC``: the absolute time beside a relative one."""
     try:
         moment = datetime.fromtimestamp(created_at_ms / 1000, UTC)
     except (OverflowError, OSError, ValueError):
         return f"{created_at_ms} ms"
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
 _UNITS = (

@@ -23,15 +23,11 @@ from ..resolver import SessionReferenceResolver
 from ..retention import RetainedSource
 from ..uri import MentionSpan, SessionReference
 from .analysis import Analysis, Reference
-from .display import display_inline_text, iso_time, relative_time
+from .display import display_block_text, display_inline_text, readable_time, relative_time
 
 RECENT_MESSAGES: Final = 3
 PREVIEW_CHARS: Final = 240
-
-
-def _clip(text: str, limit: int = PREVIEW_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+QUOTED_LINES: Final = 4
 
 
 def escape_markdown(text: str) -> str:
@@ -56,17 +52,27 @@ class SessionFacts:
     budget: int = 0
 
 
-def session_summary(facts: SessionFacts, *, markdown: bool, now_ms: int, recent: bool = True) -> str:
-    """Id, cwd, created time, message counts, the last few direct messages and the byte cost."""
-    label = display_inline_text(facts.label)
-    lines: list[str] = []
+def session_summary(
+    facts: SessionFacts, *, markdown: bool, now_ms: int, recent: bool = True, show_id: bool = True
+) -> str:
+    """What a person wants to know of a session before mentioning it, in the order they ask it:
+    which one (title, how old, which project), what is in it (counts, the last few messages it
+    was asked), and what mentioning it costs. ``show_id``: off where the editor shows the id
+    already (a completion row's detail), so it is not read twice."""
     text: Callable[[str], str] = escape_markdown if markdown else _plain
     code: Callable[[str], str] = _code_span if markdown else _plain
-    lines.append(f"**{text(label)}**" if markdown else label)
-    lines.append(f"id: {code(display_inline_text(facts.session_id))}")
-    lines.append(f"cwd: {text(display_inline_text(facts.cwd)) if facts.cwd is not None else 'no cwd'}")
+    label = display_inline_text(facts.label)
+    lines: list[str] = [f"**{text(label)}**" if markdown else label]
+    if show_id and facts.label != facts.session_id:
+        session_id = display_inline_text(facts.session_id)
+        lines.append(f"id {code(session_id)}" if session_id else "an empty id")
+    where: list[str] = []
     if facts.created_at is not None:
-        lines.append(f"created: {iso_time(facts.created_at)} ({relative_time(facts.created_at, now_ms)})")
+        where.append(f"created {relative_time(facts.created_at, now_ms)} ({readable_time(facts.created_at)})")
+    if facts.cwd is not None:
+        where.append(f"in {code(display_inline_text(facts.cwd))}")
+    if where:
+        lines.append(" · ".join(where))
     if facts.error is not None:
         lines.append(f"cannot be referenced: {text(facts.error)}")
         return _join(lines, markdown)
@@ -75,19 +81,36 @@ def session_summary(facts: SessionFacts, *, markdown: bool, now_ms: int, recent:
         users = sum(1 for item in items if item.role == "user" and not item.checkpoint)
         assistants = sum(1 for item in items if item.role == "assistant")
         checkpoints = sum(1 for item in items if item.checkpoint)
-        counts = f"messages: {users} from the user, {assistants} from the assistant"
+        counts = f"{_count(users, 'message')} from the user, {_count(assistants, 'reply', 'replies')}"
         if checkpoints:
-            counts += f", {checkpoints} compaction checkpoint{'s' if checkpoints != 1 else ''}"
+            counts += f", {_count(checkpoints, 'compaction checkpoint')}"
         lines.append(counts)
         direct = [readable(item.text) for item in items if item.role == "user" and not item.checkpoint][
             -RECENT_MESSAGES:
         ]
         if direct and recent:
-            lines.append("recent direct messages:")
-            lines.extend(f"> {text(_clip(display_inline_text(message)))}" for message in direct)
+            lines.append("last asked:")
+            lines.extend(_quoted(message, markdown) for message in direct)
     if facts.retained is not None:
         lines.append(cost_line(facts.retained, facts.budget))
     return _join(lines, markdown)
+
+
+def _count(number: int, one: str, many: str | None = None) -> str:
+    return f"{number} {one if number == 1 else (many or one + 's')}"
+
+
+def _quoted(message: str, markdown: bool) -> str:
+    """One message, its line breaks kept (at most :data:`QUOTED_LINES` lines of it), as a Markdown
+    quote whose lines end in a hard break, or indented in plain text."""
+    clipped = message if len(message) <= PREVIEW_CHARS else message[: PREVIEW_CHARS - 1] + "…"
+    lines = [line.strip() for line in display_block_text(clipped).split("\n")]
+    lines = [line for line in lines if line]
+    if len(lines) > QUOTED_LINES:
+        lines = [*lines[: QUOTED_LINES - 1], "…"]
+    if markdown:
+        return "  \n".join(f"> {escape_markdown(line)}" for line in lines)
+    return "\n".join(f"    {line}" for line in lines)
 
 
 def _code_span(value: str) -> str:
@@ -95,14 +118,16 @@ def _code_span(value: str) -> str:
 
 
 def cost_line(retained: RetainedSource, budget: int) -> str:
-    """``what the reference would cost``: serialized bytes against ``maxReferenceBytes``."""
+    """What the reference would cost: its serialized bytes against ``maxReferenceBytes``."""
     stats = retained.stats
     used = retained.serialized_bytes
-    line = f"reference cost: {used} of {budget} bytes ({100 * used / budget:.1f}% of maxReferenceBytes)"
+    line = (
+        f"mentioning it costs {used:,} of {budget:,} bytes ({100 * used / budget:.1f}% of maxReferenceBytes)"
+    )
     if stats.truncated:
         line += (
             f"; keeps {stats.retained_messages} of {stats.original_messages} messages, "
-            f"omits {stats.omitted_bytes} UTF-8 bytes"
+            f"omits {stats.omitted_bytes:,} UTF-8 bytes"
         )
     return line
 

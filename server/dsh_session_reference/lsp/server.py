@@ -693,6 +693,7 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
         edit_range,
         now_ms=_now_ms(),
         label_details=bool(ls.capability("text_document.completion.completion_item.label_details_support")),
+        typed=document.text[trigger.at : trigger.cursor],
         filter_text=bool(ls.capability("text_document.completion.completion_item.insert_replace_support")),
     )
     return types.CompletionList(is_incomplete=True, items=items)
@@ -704,7 +705,9 @@ async def _completion_resolve(ls: DshLanguageServer, item: types.CompletionItem)
         return item
     facts = await read_session_facts(ls.engine.resolver, *data)
     markdown = ls.markdown("text_document.completion.completion_item.documentation_format")
-    item.documentation = documentation(session_summary(facts, markdown=markdown, now_ms=_now_ms()), markdown)
+    # The row's detail shows the id already: the documentation does not repeat it.
+    summary = session_summary(facts, markdown=markdown, now_ms=_now_ms(), show_id=False)
+    item.documentation = documentation(summary, markdown)
     return item
 
 
