@@ -35,6 +35,7 @@ from dsh_session_reference.uri import (
     parse_session_reference_text,
     scan_session_references,
 )
+from editors.ranking import ranking_sessions
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER_SRC = REPO / "server"
@@ -110,6 +111,8 @@ def scenario(tmp_path: Path) -> Scenario:
     records = store.list_sessions()
     # Write for a session with a cwd, so self-exclusion and cwd ranking both show in the list.
     target = next(record for record in records if record.cwd is not None)
+    assert target.cwd is not None
+    ranking_sessions(sessions_root, target.cwd)
 
     async def ranked() -> list[Candidate]:
         agent = await agent_for_target(store, target.id, str(workspace))

@@ -323,6 +323,68 @@ async function main() {
   });
   await page.keyboard.press('Escape');
 
+  // The popup's visible rows for each query, as a person sees them once the answers settle:
+  // pytest compares them with dsh's own ranking (VS Code must not re-sort them).
+  const rankingRows = async (query) => {
+    await promptEditor.locator('.view-lines').click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.press('Enter');
+    await page.keyboard.type(`@${query}`, { delay: 60 });
+    const widget = page.locator('.editor-widget.suggest-widget.visible');
+    await widget.locator('.monaco-list-row').first().waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    let labels = [];
+    let stableSince = Date.now();
+    const started = Date.now();
+    while (Date.now() - stableSince < 800 && Date.now() - started < STEP_TIMEOUT) {
+      await page.waitForTimeout(100);
+      const now = await widget.locator('.monaco-list-row').evaluateAll((elements) =>
+        elements
+          .map((row) => ({ index: Number(row.getAttribute('data-index')), label: row.querySelector('.label-name')?.textContent ?? '' }))
+          .sort((a, b) => a.index - b.index)
+          .map((row) => row.label),
+      );
+      if (JSON.stringify(now) !== JSON.stringify(labels)) {
+        labels = now;
+        stableSince = Date.now();
+      }
+    }
+    return labels;
+  };
+  const clearRankingLine = async () => {
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Shift+Home');
+    await page.keyboard.press('Backspace');
+    await page.keyboard.press('Backspace');
+  };
+
+  await step('ranking', page, async () => {
+    const rows = {};
+    for (const query of spec.rankingQueries ?? []) {
+      rows[query] = await rankingRows(query);
+      if (query === spec.rankingQueries[0]) {
+        await screenshot(page, `ranking-${query}`);
+      }
+      await clearRankingLine();
+    }
+    return { rows };
+  });
+
+  await step('ranking-without-target', page, async () => {
+    const settingsFile = path.join(path.dirname(spec.prompt), '.vscode', 'settings.json');
+    const original = readFileSync(settingsFile, 'utf8');
+    writeFileSync(settingsFile, JSON.stringify({ ...JSON.parse(original), 'dshSessionReference.targetSessionId': '' }, null, 2));
+    await promptEditor.locator('.view-lines').click();
+    await waitForStatus(page, /no target/, 'the status bar still shows a target');
+    const rows = {};
+    for (const query of spec.rankingQueries ?? []) {
+      rows[query] = await rankingRows(query);
+      await clearRankingLine();
+    }
+    writeFileSync(settingsFile, original);
+    await page.waitForTimeout(1000);
+    return { rows };
+  });
+
   await step('restart', page, async () => {
     await promptEditor.locator('.view-lines').click();
     await runCommand(page, 'DSH: Restart server');

@@ -18,6 +18,7 @@ copies. Screenshots of each step land in test-artifacts/vscode/<run>/ (not commi
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -37,6 +38,7 @@ import pytest
 
 from dsh_session_reference.lsp.display import display_inline_text
 from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
+from editors.ranking import RANKING_QUERIES, ranked_for
 
 if TYPE_CHECKING:
     from conftest import Scenario
@@ -451,6 +453,7 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         mode="user-path",
         pick=scenario.pick,
         quickFixPattern="canonical URI",
+        rankingQueries=list(RANKING_QUERIES),
     )
     with _code_server(
         tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
@@ -539,6 +542,15 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     items = steps["select-target"]["items"]
     assert any("No target" in item for item in items), items
     assert any(ranked[0] in item for item in items), items
+
+    # 7b. The popup keeps dsh's rank for queries a fuzzy scorer would re-sort (titles that start
+    # with the query in lower case, CJK), with the target set and without one; VS Code shows the
+    # first rows of the list (it renders only what fits).
+    for name, target in (("ranking", scenario.target_id), ("ranking-without-target", None)):
+        for query, shown in steps[name]["rows"].items():
+            expected = asyncio.run(ranked_for(scenario.sessions_root, target, str(workspace), query))
+            assert len(shown) >= min(len(expected), 5), (name, query, shown, expected)
+            assert shown == expected[: len(shown)], (name, query, shown, expected)
 
     # 8. "DSH: Restart server" stops and starts it again; the status bar comes back.
     assert log.count("server started") == 2 and "restart requested" in log, explain()

@@ -1,0 +1,53 @@
+"""Sessions and queries that tell dsh's ranking from an editor's own, shared by the editor tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dsh_session_reference.lsp.display import display_inline_text
+from dsh_session_reference.resolver import SessionReferenceResolver, agent_for_target
+from dsh_session_reference.store.jsonl_store import JsonlSessionStore
+from dsh_session_reference.store.writer import SessionLog, write_session_log
+
+RANKING_QUERIES = ("mig", "Mig", "文档", "dry")
+"""Queries whose server rank an editor's own fuzzy ranking would change (see ``ranking_sessions``)."""
+
+
+def ranking_sessions(root: Path, target_cwd: str) -> None:
+    """Sessions an editor's own fuzzy ranking would put in another order than dsh's.
+
+    dsh ranks the target's cwd first, then sessions without a cwd, then the rest, newest first
+    within each; a fuzzy scorer prefers a title that starts with the query. So the target's
+    project holds the oldest titles with the query inside them, sessions without a cwd start with
+    it in lower case, and the Chinese titles do the same for ``文档``.
+    """
+    rows = [
+        (target_cwd, 1, "Notes: zeta mig follow-up"),
+        (target_cwd, 2, "翻译文档的术语表"),
+        (None, 3, "migrate the orders table"),
+        (None, 4, "mig checklist"),
+        (None, 5, "文档迁移"),
+        ("/home/dev/other", 6, "dry run of the migration"),
+        ("/home/dev/other", 7, "文档 dry cleaning"),
+    ]
+    for number, (cwd, days, title) in enumerate(rows):
+        log = SessionLog(f"0198aaaa-0000-7000-8000-{number:012d}", RANKING_BASE - days * 86_400_000, cwd=cwd)
+        log.commit()
+        log.start_turn()
+        first = log.user(f"Please look into: {title}")
+        log.title(title, message_seqs=[first])
+        log.end_turn()
+        log.commit()
+        write_session_log(root, log)
+
+
+RANKING_BASE = 1_753_900_000_000
+"""2025-07-30: around the sample store's own sessions."""
+
+
+async def ranked_for(root: Path, target_id: str | None, cwd: str, query: str) -> list[str]:
+    """The labels ``@query`` lists, in dsh's rank order, as an editor row shows them."""
+    store = JsonlSessionStore(str(root))
+    agent = await agent_for_target(store, target_id, cwd)
+    candidates = await SessionReferenceResolver(store).list_candidates(agent, query)
+    return [display_inline_text(candidate.label) for candidate in candidates]
