@@ -6,11 +6,13 @@ document, so a terminal and an editor show the same figures.
 
 from __future__ import annotations
 
+import json
 import math
 
 from .config import ResolverConfig
 from .jsjson import js_byte_length
 from .resolver import PreparedMessage
+from .snapshot import PROMPT_PREFIX, PROMPT_SUFFIX
 
 BYTES_PER_TOKEN = 4
 
@@ -64,13 +66,16 @@ def render_accounting(prepared: PreparedMessage, config: ResolverConfig, readabl
     return lines
 
 
-def render_prepared_report(readable_text: str, prepared: PreparedMessage, config: ResolverConfig) -> str:
+def render_prepared_report(
+    readable_text: str, prepared: PreparedMessage, config: ResolverConfig, *, for_reading: bool = False
+) -> str:
     """The accounting first (a snapshot can be 64 KB of one JSON line, and the cost is
-    what a reader looks for), then the two user-role messages exactly as the model sees them.
+    what a reader looks for), then the two user-role messages as the model sees them, in
+    upstream 0.1.0-rc.8's order: the readable direct message, then the snapshot after it.
 
-    The message order is upstream 0.1.0-rc.8's (the version this port reproduces):
-    the readable direct message, then the snapshot right after it. dsh builds before
-    2026-08-19 put the snapshot first; the note says so.
+    ``for_reading`` (the editor's preview) shows the snapshot's data pretty-printed and says
+    so, with the size of the compact form the model receives; without it (the CLI) the
+    snapshot is shown exactly, byte for byte.
     """
     context = prepared.additional_context
     rule = "-" * 72
@@ -78,8 +83,30 @@ def render_prepared_report(readable_text: str, prepared: PreparedMessage, config
     parts += ["", "What the model receives", "======================", ""]
     if context is not None:
         parts += ["Message 1 of 2 (user): your message, with @labels", rule, readable_text, rule, ""]
-        parts += ["Message 2 of 2 (user): referenced-session snapshot", rule, context.text, rule, ""]
-        parts.append("dsh appends the snapshot right after your message (before 2026-08-19 it came first).")
+        if for_reading:
+            parts += [
+                "Message 2 of 2 (user): referenced-session snapshot, PRETTY-PRINTED FOR READING.",
+                f"The model receives it compact, its data on one line: {context.text_bytes} bytes "
+                "(`dsh-session-reference prepare` prints that exact form).",
+                rule,
+                readable_snapshot(context.text),
+                rule,
+                "",
+            ]
+        else:
+            parts += ["Message 2 of 2 (user): referenced-session snapshot", rule, context.text, rule, ""]
+        parts.append("dsh appends the snapshot right after your message.")
     else:
         parts += ["Message (user)", rule, readable_text, rule]
     return "\n".join(parts)
+
+
+def readable_snapshot(prompt: str) -> str:
+    """The snapshot prompt with its data (the JSON line between the framing) indented for a
+    person. Still valid JSON for the same data, ``<`` still ``\\u003c``: only the white space
+    differs from what the model receives."""
+    if not (prompt.startswith(PROMPT_PREFIX) and prompt.endswith(PROMPT_SUFFIX)):
+        return prompt
+    data = json.loads(prompt[len(PROMPT_PREFIX) : len(prompt) - len(PROMPT_SUFFIX)])
+    pretty = json.dumps(data, indent=2, ensure_ascii=False).replace("<", "\\u003c")
+    return PROMPT_PREFIX + pretty + PROMPT_SUFFIX

@@ -41,9 +41,15 @@ from dsh_session_reference.lsp.preview import (
 from dsh_session_reference.lsp.session_cache import CachedSessionSource
 from dsh_session_reference.lsp.settings import Settings, apply_settings, sessions_root, target_session_id
 from dsh_session_reference.model import SessionRecord
+from dsh_session_reference.report import readable_snapshot
 from dsh_session_reference.resolver import AgentRef, Candidate, SessionReferenceResolver
+from dsh_session_reference.snapshot import PROMPT_PREFIX, PROMPT_SUFFIX
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
-from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
+from dsh_session_reference.uri import (
+    encode_session_reference_uri,
+    format_session_reference_mention,
+    parse_session_reference_text,
+)
 
 
 def mention(session_id: str, label: str | None = None) -> str:
@@ -160,7 +166,7 @@ def test_completion_items_keep_rank_and_edit_from_the_at() -> None:
     )
     assert items[2].text_edit.new_text == mention("s-3", "bad\\x0alabel]")  # type: ignore[union-attr]
     # What tells sessions apart first (age, then the project folder), the id last.
-    assert items[0].detail == "s-1" and items[1].detail is None
+    assert items[0].detail is None and items[1].detail is None  # the id is in the documentation
     assert items[0].label_details == types.CompletionItemLabelDetails(description="1 minute ago · w")
     assert items[1].label_details == types.CompletionItemLabelDetails(description="just now")
     assert item_data(items[0]) == ("s-1", "Title one")
@@ -218,11 +224,8 @@ def test_completion_rows_escape_controls_in_cwds_and_ids() -> None:
                 assert not re.search("[\x00-\x1f\x7f-\x9f]", text), (label_details, text)
             assert item.filter_text is not None and shown_cwd in item.filter_text
         where = items[0].label_details.description if label_details else items[0].detail  # type: ignore[union-attr]
-        assert (
-            where is not None
-            and "evil\\x0a\\x1b[31mred\\x07" in where
-            and "s\\x1b-1" in (items[0].detail or "")
-        )
+        assert where is not None and "evil\\x0a\\x1b[31mred\\x07" in where
+        assert label_details or "s\\x1b-1" in (items[0].detail or "")
     # What a pick inserts and what resolve reads still name the real session.
     assert item_data(items[0]) == ("s\x1b-1", "Title")
 
@@ -460,7 +463,8 @@ async def test_hover_and_facts(resolver: SessionReferenceResolver, agent: AgentR
     assert "remember the deploy steps" in summary and "cwd" not in summary and " in " not in summary
     # Messages keep their line breaks (Markdown hard breaks inside a quote), never a literal \x0a.
     assert "\\x0a" not in summary.split("last asked:")[1]
-    assert "id " not in session_summary(facts, markdown=False, now_ms=NOW_MS, show_id=False)
+    last = session_summary(facts, markdown=False, now_ms=NOW_MS, id_last=True).splitlines()
+    assert last[-1] == "id s-beta" and "id s-beta" not in last[:-1]
     missing = await read_session_facts(resolver, "s-missing", "s-missing")
     assert missing.error is not None and "not found" in missing.error
 
@@ -527,6 +531,38 @@ async def test_preview_shows_both_messages_and_the_accounting(
     )
     plain = await build_preview("file:///w/p.md", "no mentions", resolver, agent)
     assert plain.ok and plain.summary.startswith("no sessions referenced")
+
+
+async def test_the_preview_is_made_for_reading_and_says_what_the_model_receives(
+    resolver: SessionReferenceResolver, agent: AgentRef
+) -> None:
+    text = f"Please compare {mention('s-alpha', 'Refactor <the> parser')}."
+    preview = await build_preview("file:///w/my%20prompt.md", text, resolver, agent, "Target title")
+    lines = preview.text.splitlines()
+    assert lines[1] == "document: /w/my prompt.md"
+    assert lines[2] == f"target session: Target title ({TARGET_ID})"
+    prepared = await resolver.prepare(
+        agent,
+        [{"type": "text", "text": "Please compare @Refactor <the> parser."}],
+        parse_session_reference_text(text).references,
+    )
+    context = prepared.additional_context
+    assert context is not None
+    # The snapshot is pretty-printed (no 64 KB line), says so, and names the compact form's size.
+    assert (
+        f"PRETTY-PRINTED FOR READING.\nThe model receives it compact, its data on one line: {context.text_bytes} bytes"
+        in preview.text
+    )
+    assert context.text not in preview.text and max(len(line) for line in lines) < 2000
+    shown = readable_snapshot(context.text)
+    assert shown.startswith(PROMPT_PREFIX) and shown.endswith(PROMPT_SUFFIX) and shown in preview.text
+    data = shown[len(PROMPT_PREFIX) : len(shown) - len(PROMPT_SUFFIX)]
+    assert "<" not in data and json.loads(data) == json.loads(
+        context.text[len(PROMPT_PREFIX) : -len(PROMPT_SUFFIX)]
+    )
+    assert "before 2026" not in preview.text
+    untitled = await build_preview("file:///w/p.md", text, resolver, AgentRef(None, "/w"))
+    assert untitled.text.splitlines()[2].startswith("target session: none")
 
 
 async def test_document_summary(resolver: SessionReferenceResolver, agent: AgentRef) -> None:

@@ -137,8 +137,10 @@ def completion_items(
         if body is not None:
             parts.insert(0, BODY_MARK)
         if label_details:
+            # The id is the last line of the documentation: a detail would show it again, and
+            # wrapped, above the title there.
             details = types.CompletionItemLabelDetails(description=" · ".join(parts))
-            detail = shown_id if id_differs else None
+            detail = None
         else:
             details = None
             detail = " · ".join([*parts, *([shown_id] if id_differs else [])])

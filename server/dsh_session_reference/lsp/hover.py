@@ -53,19 +53,22 @@ class SessionFacts:
 
 
 def session_summary(
-    facts: SessionFacts, *, markdown: bool, now_ms: int, recent: bool = True, show_id: bool = True
+    facts: SessionFacts, *, markdown: bool, now_ms: int, recent: bool = True, id_last: bool = False
 ) -> str:
     """What a person wants to know of a session before mentioning it, in the order they ask it:
     which one (title, how old, which project), what is in it (counts, the last few messages it
-    was asked), and what mentioning it costs. ``show_id``: off where the editor shows the id
-    already (a completion row's detail), so it is not read twice."""
+    was asked), and what mentioning it costs. The id comes after the title, or last with
+    ``id_last`` (a completion row's documentation, read after the title, age and project)."""
     text: Callable[[str], str] = escape_markdown if markdown else _plain
     code: Callable[[str], str] = _code_span if markdown else _plain
-    label = display_inline_text(facts.label)
+    label = display_inline_text(facts.label) or "(a session with an empty id)"
     lines: list[str] = [f"**{text(label)}**" if markdown else label]
-    if show_id and facts.label != facts.session_id:
+    id_line: list[str] = []
+    if facts.label != facts.session_id:
         session_id = display_inline_text(facts.session_id)
-        lines.append(f"id {code(session_id)}" if session_id else "an empty id")
+        id_line.append(f"id {code(session_id)}" if session_id else "an empty id")
+    if not id_last:
+        lines += id_line
     where: list[str] = []
     if facts.created_at is not None:
         where.append(f"created {relative_time(facts.created_at, now_ms)} ({readable_time(facts.created_at)})")
@@ -75,7 +78,7 @@ def session_summary(
         lines.append(" · ".join(where))
     if facts.error is not None:
         lines.append(f"cannot be referenced: {text(facts.error)}")
-        return _join(lines, markdown)
+        return _join(lines + id_line if id_last else lines, markdown)
     if facts.snapshot is not None:
         items = conversation_items(facts.snapshot)
         users = sum(1 for item in items if item.role == "user" and not item.checkpoint)
@@ -93,7 +96,7 @@ def session_summary(
             lines.extend(_quoted(message, markdown) for message in direct)
     if facts.retained is not None:
         lines.append(cost_line(facts.retained, facts.budget))
-    return _join(lines, markdown)
+    return _join(lines + id_line if id_last else lines, markdown)
 
 
 def _count(number: int, one: str, many: str | None = None) -> str:

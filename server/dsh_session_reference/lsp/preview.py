@@ -20,6 +20,7 @@ from ..resolver import AgentRef, PreparedMessage, SessionReferenceResolver
 from ..snapshot import build_additional_context
 from ..uri import parse_session_reference_text
 from .analysis import Analysis
+from .display import display_inline_text
 
 PREVIEW_SCHEME: Final = "dsh-preview"
 
@@ -52,13 +53,26 @@ def document_of_preview(uri: str) -> str | None:
 
 
 async def build_preview(
-    document_uri: str, text: str, resolver: SessionReferenceResolver, agent: AgentRef
+    document_uri: str,
+    text: str,
+    resolver: SessionReferenceResolver,
+    agent: AgentRef,
+    target_label: str | None = None,
 ) -> Preview:
-    """Parse and prepare ``text`` as dsh would, and render the result or the failure."""
+    """Parse and prepare ``text`` as dsh would, and render the result or the failure.
+
+    ``target_label``: the target session's title, shown with its id (a bare id tells a reader
+    nothing)."""
+    if agent.id is None:
+        target = "none (no session excluded; sessions in the workspace folder rank first)"
+    elif target_label is not None and target_label != agent.id:
+        target = f"{display_inline_text(target_label)} ({display_inline_text(agent.id)})"
+    else:
+        target = display_inline_text(agent.id)
     header = [
         "Referenced-session context preview",
-        f"document: {document_uri}",
-        f"target session: {agent.id if agent.id is not None else '(none)'}",
+        f"document: {_document_name(document_uri)}",
+        f"target session: {target}",
         "",
     ]
     try:
@@ -74,7 +88,7 @@ async def build_preview(
             "dsh would not send this message; fix the mentions flagged in the document and preview again.",
         ]
         return Preview(preview_uri(document_uri), "\n".join(header + body) + "\n", summary, False)
-    report = render_prepared_report(parsed.text, prepared, resolver.config)
+    report = render_prepared_report(parsed.text, prepared, resolver.config, for_reading=True)
     context = prepared.additional_context
     message_bytes = js_byte_length(parsed.text)
     if context is None:
@@ -88,6 +102,12 @@ async def build_preview(
             f"{total} bytes in all (~{estimate_tokens(total)} tokens), snapshot {context.text_bytes} bytes"
         )
     return Preview(preview_uri(document_uri), "\n".join(header) + report + "\n", summary, True)
+
+
+def _document_name(document_uri: str) -> str:
+    """A ``file:`` document's path (what a person recognises), any other URI as it is."""
+    parts = urlsplit(document_uri)
+    return unquote(parts.path) if parts.scheme == "file" and parts.path else document_uri
 
 
 def document_summary(analysis: Analysis) -> dict[str, Any]:

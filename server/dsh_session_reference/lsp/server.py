@@ -568,7 +568,9 @@ class DshLanguageServer(LanguageServer):
         if text is None:
             return None
         agent = await self.agent_for(uri)
-        preview = await build_preview(uri, text, self.engine.resolver, agent)
+        target = await self.target_json()
+        label = None if target is None else target["label"]
+        preview = await build_preview(uri, text, self.engine.resolver, agent, label)
         self._previews[preview.uri] = preview.text
         return preview
 
@@ -705,8 +707,7 @@ async def _completion_resolve(ls: DshLanguageServer, item: types.CompletionItem)
         return item
     facts = await read_session_facts(ls.engine.resolver, *data)
     markdown = ls.markdown("text_document.completion.completion_item.documentation_format")
-    # The row's detail shows the id already: the documentation does not repeat it.
-    summary = session_summary(facts, markdown=markdown, now_ms=_now_ms(), show_id=False)
+    summary = session_summary(facts, markdown=markdown, now_ms=_now_ms(), id_last=True)
     item.documentation = documentation(summary, markdown)
     return item
 
