@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from dsh_session_reference.jsjson import js_stringify, js_utf8
+from dsh_session_reference.lsp.display import display_inline_text
 from dsh_session_reference.report import render_prepared_report
 from dsh_session_reference.resolver import Candidate, SessionReferenceResolver, agent_for_target
 from dsh_session_reference.sample import write_sample_store
@@ -85,6 +86,11 @@ class Scenario:
     def picked(self) -> Candidate:
         return self.candidates[self.pick - 1]
 
+    @property
+    def fixed_label(self) -> str:
+        """The fixed session as diagnostics and quick fixes name it: its title, as a row shows it."""
+        return display_inline_text(self.candidates[0].label)
+
     def prepared_report(self, document_text: str) -> str:
         """What the preview must show for ``document_text``: dsh's own parse + prepare, rendered."""
         store = JsonlSessionStore(str(self.sessions_root))
@@ -96,7 +102,7 @@ class Scenario:
             prepared = await resolver.prepare(
                 agent, [{"type": "text", "text": parsed.text}], parsed.references
             )
-            return render_prepared_report(parsed.text, prepared, resolver.config)
+            return render_prepared_report(parsed.text, prepared, resolver.config, for_reading=True)
 
         return asyncio.run(prepare())
 

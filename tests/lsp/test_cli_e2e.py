@@ -36,7 +36,7 @@ def test_check_reports_what_the_editor_flags(tmp_path: Path, store_root: Path) -
     )
     assert failed.returncode == 1
     lines = failed.stdout.splitlines()
-    assert lines[0].startswith(f'{bad}:2:1: error: session "{TARGET_ID}" cannot reference itself')
+    assert lines[0].startswith(f'{bad}:2:1: error: session "The prompt being written" cannot reference itself')
     assert lines[1].startswith(f"{bad}:2:") and lines[1].endswith("[malformed-uri]")
     as_json = run(
         "check", "--json", "--sessions", str(store_root), str(bad), env={"DSH_SESSION_ID": TARGET_ID}
@@ -54,7 +54,7 @@ def test_demo_plays_the_whole_session_in_seconds() -> None:
         "== 2. Type @",
         "Cart rounding: integer cents",
         "error [noncanonical-uri]",
-        "applying: Rewrite as the canonical URI",
+        "applying: Use session",
         "(no problems)",
         "mentioning it costs",
         "## Referenced sessions",

@@ -385,7 +385,7 @@ async def test_fixes_rewrite_to_text_the_parser_accepts(
     result = await analyze(text, resolver, agent)
     titles = [fix.title for fix in fixes_for(result, 0, len(text))]
     assert titles == [
-        'Rewrite as the canonical URI for session "s-alpha"',
+        'Use session "Refactor the parser"',
         "Remove this mention",
         "Turn into a labelled mention @[Deploy checklist]",
         "Remove this mention",
@@ -406,8 +406,76 @@ async def test_glued_bare_uri_fix_keeps_the_word(resolver: SessionReferenceResol
     result = await analyze(text, resolver, agent)
     [fix, _remove] = fixes_for(result, 0, 0)
     assert (
-        text[: fix.start] + fix.new_text + text[fix.end :] == f"{encode_session_reference_uri('s-alpha')} y"
+        text[: fix.start] + fix.new_text + text[fix.end :] == f"{mention('s-alpha', 'Refactor the parser')} y"
     )
+
+
+async def test_a_pasted_raw_id_of_a_session_gets_use_session(
+    resolver: SessionReferenceResolver, agent: AgentRef
+) -> None:
+    for text, fixed in (
+        ("see dsh-session:s-alpha now", f"see {mention('s-alpha', 'Refactor the parser')} now"),
+        ("see @[x](dsh-session:s-alpha) now", f"see {mention('s-alpha', 'x')} now"),
+    ):
+        result = await analyze(text, resolver, agent)
+        [finding] = [f for f in result.findings if f.severity == "error"]
+        assert finding.message.startswith('this is the id of session "Refactor the parser", not its URI')
+        [use, remove] = fixes_for(result, 5, 5)
+        assert (use.title, use.preferred, remove.title) == (
+            'Use session "Refactor the parser"',
+            True,
+            "Remove this mention",
+        )
+        assert text[: use.start] + use.new_text + text[use.end :] == fixed
+        assert (await analyze(fixed, resolver, agent)).error_count == 0
+
+
+async def test_no_fix_rewrites_to_a_session_that_does_not_exist(
+    resolver: SessionReferenceResolver, agent: AgentRef
+) -> None:
+    """``dsh-session:IiJ`` decodes to the id "" (canonically ``IiI``), which no session has: a
+    rewrite would be an error at once, so only picking a session or removing the mention is offered."""
+    text = "@[x](dsh-session:IiJ) and dsh-session:no-such-id"
+    result = await analyze(text, resolver, agent)
+    messages = [f.message for f in result.findings]
+    assert messages[0].startswith("invalid session URI: ") and messages[0].endswith(
+        'it decodes to the id "", which no session has'
+    )
+    assert messages[1].startswith("invalid session URI: ")
+    titles = [(fix.title, fix.preferred, fix.new_text) for fix in fixes_for(result, 0, len(text))]
+    assert titles == [
+        ("Pick a session for this mention…", False, "@x"),
+        ("Remove this mention", False, ""),
+        ("Pick a session for this mention…", False, "@"),
+        ("Remove this mention", False, ""),
+    ]
+    index = LineIndex(result.text)
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri="file:///p.md"),
+        range=types.Range(start=types.Position(0, 2), end=types.Position(0, 2)),
+        context=types.CodeActionContext(diagnostics=[]),
+    )
+
+    def actions(command: str | None) -> list[types.CodeAction]:
+        found = code_actions(
+            result,
+            index,
+            "utf-16",
+            params,
+            version=1,
+            literal_support=True,
+            document_changes=False,
+            suggest_command=command,
+        )
+        return [
+            a for a in found if isinstance(a, types.CodeAction) and a.kind == types.CodeActionKind.QuickFix
+        ]
+
+    # Picking needs the client to open completion after the edit: offered only where it can.
+    assert [a.title for a in actions(None)] == ["Remove this mention"]
+    [pick, _remove] = actions("editor.action.triggerSuggest")
+    assert pick.title == "Pick a session for this mention…" and not pick.is_preferred
+    assert pick.command is not None and pick.command.command == "editor.action.triggerSuggest"
 
 
 async def test_code_actions_respect_client_support(
@@ -452,7 +520,7 @@ async def test_hover_and_facts(resolver: SessionReferenceResolver, agent: AgentR
     assert span.session_id == "s-alpha"
     assert "id s-alpha" in shown and "mentioning it costs" in shown and "of 65,536 bytes" in shown
     found = hover_text(result, len(text) - 2, markdown=True, now_ms=NOW_MS)
-    assert found is not None and "canonical URI for session" in found[0]
+    assert found is not None and "its canonical URI" in found[0]
     assert (
         hover_text(result, len(mention("s-alpha", "Refactor the parser")) + 1, markdown=False, now_ms=0)
         is None
@@ -488,9 +556,10 @@ async def test_hover_on_an_invalid_mention_adds_to_the_diagnostic_without_repeat
         reason = span.reason.replace("\\", "")
         assert reason not in shown and message not in shown, shown
         hovers.append(shown)
-    # Recoverable: what the URI should be, for the session it names.
-    assert hovers[0].startswith('canonical URI for session "s-delta": ')
+    # Recoverable: the session it meant, by title, and what its URI should be.
+    assert hovers[0].startswith("meant: Deploy checklist (id ")
     assert encode_session_reference_uri("s-delta") in hovers[0]
+    assert hovers[0].count("dsh-session:") == 1  # the URI once, not twice
     # Unrecoverable: what a mention looks like and how to insert one, in the mention's own form.
     assert "@[label](dsh-session:…)" in hovers[1] and "base64url" in hovers[1]
     assert "dsh-session:…" in hovers[2] and "@[label]" not in hovers[2]

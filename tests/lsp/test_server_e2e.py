@@ -177,7 +177,7 @@ async def test_quick_fix_canonicalises_and_the_error_goes(s: Session, workspace:
     actions = await s.actions(uri, s.texts[uri].index(bad) + 3, [diagnostic])
     fix = actions[0]
     assert isinstance(fix, types.CodeAction) and fix.kind == types.CodeActionKind.QuickFix
-    assert fix.title == 'Rewrite as the canonical URI for session "s-delta"'
+    assert fix.title == 'Use session "Deploy checklist"'
     assert list(fix.diagnostics or []) == [diagnostic] and fix.edit is not None
     assert [a.title for a in actions][-1] == PREVIEW_TITLE
     s.apply(uri, fix.edit)
@@ -226,11 +226,16 @@ async def test_hover_on_an_invalid_uri_does_not_repeat_its_diagnostic(s: Session
     assert hover is not None and isinstance(hover.contents, types.MarkupContent)
     assert hover.range == types.Range(start=s.position(uri, 4), end=s.end(uri))
     text = hover.contents.value.replace("\\", "")
-    assert "not in canonical form" in diagnostic.message and "not in canonical form" not in text
-    assert text == 'canonical URI for session "s-delta": ' + (
-        "`dsh-session:InMtZGVsdGEi`"
-        if hover.contents.kind == types.MarkupKind.Markdown
-        else "dsh-session:InMtZGVsdGEi"
+    markdown = hover.contents.kind == types.MarkupKind.Markdown
+    assert diagnostic.message == 'not the canonical URI of session "Deploy checklist"; a quick fix rewrites it'
+    assert "s-delta" not in diagnostic.message  # named by its title; the hover gives the id
+    assert (
+        "dsh-session:" not in diagnostic.message
+    )  # the squiggle shows the URI; the message names the session
+    assert text == (
+        "meant: Deploy checklist (id `s-delta`)\n\nits canonical URI: `dsh-session:InMtZGVsdGEi`"
+        if markdown
+        else "meant: Deploy checklist (id s-delta)\nits canonical URI: dsh-session:InMtZGVsdGEi"
     )
 
 

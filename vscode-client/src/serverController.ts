@@ -6,10 +6,12 @@ import type { ChildProcess } from 'node:child_process';
 import * as os from 'node:os';
 import * as vscode from 'vscode';
 import {
+  ClientCapabilities,
   CloseAction,
   ConfigurationParams,
   DidChangeConfigurationNotification,
   ErrorAction,
+  FeatureState,
   LanguageClient,
   LanguageClientOptions,
   ResponseError,
@@ -18,6 +20,7 @@ import {
   ShowDocumentParams,
   ShowDocumentResult,
   State,
+  StaticFeature,
   TransportKind,
 } from 'vscode-languageclient/node';
 
@@ -77,6 +80,27 @@ function exited(child: ChildProcess | undefined, timeoutMs: number): Promise<voi
       resolve();
     });
   });
+}
+
+/**
+ * Tells the server which command opens the completion popup (LSP has no request for it), so a
+ * quick fix for a mention no session answers can leave an `@` and open the list to pick from.
+ */
+export class SuggestCommandFeature implements StaticFeature {
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    capabilities.experimental = {
+      ...(capabilities.experimental as object | undefined),
+      dshSessionReference: { triggerSuggestCommand: 'editor.action.triggerSuggest' },
+    };
+  }
+
+  initialize(): void {}
+
+  getState(): FeatureState {
+    return { kind: 'static' };
+  }
+
+  clear(): void {}
 }
 
 export class ServerController implements vscode.Disposable {
@@ -324,6 +348,7 @@ export class ServerController implements vscode.Disposable {
     // newer one took over: only the current client may change the state or restart.
     const isCurrent = (): boolean => this.client === client;
     const client: LanguageClient = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, this.clientOptions(isCurrent));
+    client.registerFeature(new SuggestCommandFeature());
     this.client = client;
     client.onDidChangeState((event) => {
       if (!isCurrent()) {

@@ -15,7 +15,7 @@ from typing import Final
 from lsprotocol import types
 
 from ..jsjson import js_stringify
-from ..uri import MentionSpan, format_session_reference_mention
+from ..uri import MentionSpan, encode_session_reference_uri, format_session_reference_mention
 from .analysis import (
     DUPLICATE_REFERENCE,
     MALFORMED_URI,
@@ -46,6 +46,8 @@ class Fix:
     codes: tuple[str, ...]
     preferred: bool = False
     span: MentionSpan | None = None
+    pick: bool = False
+    """The edit leaves an ``@`` query: the client then opens completion, to pick a session."""
 
 
 def fixes_for(analysis: Analysis, start: int, end: int) -> list[Fix]:
@@ -59,23 +61,42 @@ def fixes_for(analysis: Analysis, start: int, end: int) -> list[Fix]:
 def _span_fixes(analysis: Analysis, span: MentionSpan) -> list[Fix]:
     fixes: list[Fix] = []
     if span.session_id is None:
-        if span.canonical_uri is not None and span.recovered_id is not None:
+        # Only a session the store has is worth rewriting to: a canonical URI of an id no session
+        # has (``dsh-session:IiJ`` decodes to "") would be an error again at once.
+        intended = analysis.intended.get(span.start)
+        if intended is not None:
+            canonical = encode_session_reference_uri(intended.session_id)
             if span.kind == "markdown":
-                replace_end = span.uri_start + len(span.uri)
-                new_text = span.canonical_uri
+                start, replace_end, new_text = span.uri_start, span.uri_start + len(span.uri), canonical
             else:
-                # A bare URI glued to a following word: keep the word, separated by a space.
-                replace_end = span.uri_replace_end
-                new_text = span.canonical_uri + (" " if replace_end < span.end else "")
+                # A bare URI becomes a labelled mention; one glued to a following word keeps the
+                # word, separated by a space.
+                # A raw id is all of the URI; a decoded one may be glued to a word after it.
+                start, replace_end = span.start, span.end if intended.raw else span.uri_replace_end
+                new_text = format_session_reference_mention(intended.session_id, intended.label)
+                new_text += " " if replace_end < span.end else ""
             fixes.append(
                 Fix(
-                    f"Rewrite as the canonical URI for session {js_stringify(span.recovered_id)}",
-                    span.uri_start,
+                    f"Use session {intended.name}",
+                    start,
                     replace_end,
                     new_text,
                     (MALFORMED_URI, NONCANONICAL_URI),
                     preferred=True,
                     span=span,
+                )
+            )
+        else:
+            query = display_inline_text(span.label or "") if span.kind == "markdown" else ""
+            fixes.append(
+                Fix(
+                    "Pick a session for this mention…",
+                    span.start,
+                    span.end,
+                    "@" + query,
+                    (MALFORMED_URI, NONCANONICAL_URI),
+                    span=span,
+                    pick=True,
                 )
             )
     else:
@@ -148,8 +169,14 @@ def code_actions(
     version: int | None,
     literal_support: bool,
     document_changes: bool,
+    suggest_command: str | None = None,
 ) -> list[types.CodeAction | types.Command]:
-    """``textDocument/codeAction``'s answer for one request."""
+    """``textDocument/codeAction``'s answer for one request.
+
+    ``suggest_command``: the client-side command that opens completion, where the client
+    declared one (``experimental.dshSessionReference.triggerSuggestCommand``; the VS Code
+    extension does): only then is "Pick a session for this mention…" offered, as its edit
+    alone would leave the user with an ``@`` and nothing to pick from."""
     uri = params.text_document.uri
     preview = types.Command(title=PREVIEW_TITLE, command=PREVIEW_COMMAND, arguments=[uri])
     if not literal_support:
@@ -161,6 +188,8 @@ def code_actions(
     if _kind_wanted(types.CodeActionKind.QuickFix.value, only):
         ours = [d for d in params.context.diagnostics if d.source == SOURCE]
         for fix in fixes_for(analysis, start, end):
+            if fix.pick and suggest_command is None:
+                continue
             fix_range = index.range_of(fix.start, fix.end, encoding)
             edit = types.TextEdit(range=fix_range, new_text=fix.new_text)
             span_range = index.range_of(fix.span.start, fix.span.end, encoding) if fix.span else fix_range
@@ -172,6 +201,9 @@ def code_actions(
                     diagnostics=related or None,
                     is_preferred=fix.preferred or None,
                     edit=_workspace_edit(uri, version, edit, document_changes),
+                    command=types.Command(title=fix.title, command=suggest_command)
+                    if fix.pick and suggest_command is not None
+                    else None,
                 )
             )
     if _kind_wanted(PREVIEW_KIND, only):

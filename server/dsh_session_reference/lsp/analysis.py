@@ -28,7 +28,7 @@ from ..jsjson import js_normalize, js_stringify
 from ..model import SessionRecord, StoreStopped, SurfaceSnapshot
 from ..resolver import AgentRef, SessionReferenceResolver, listed_records
 from ..retention import RetainedSource
-from ..uri import MentionSpan, SessionReference, iter_session_references
+from ..uri import SESSION_REFERENCE_SCHEME, MentionSpan, SessionReference, iter_session_references
 from .display import display_inline_text
 
 Severity = Literal["error", "warning", "information", "hint"]
@@ -85,6 +85,26 @@ class Reference:
     snapshot: SurfaceSnapshot | ConversationSnapshot | None = None
 
 
+@dataclass(frozen=True)
+class Intended:
+    """The session an invalid mention meant, found in the store: the id its URI decodes to
+    (a noncanonical URI), or the id itself pasted where its URI belongs (``raw``)."""
+
+    session_id: str
+    title: str | None
+    raw: bool
+
+    @property
+    def label(self) -> str:
+        """Its title, else its id, as a mention's label shows it."""
+        return display_inline_text(self.title if self.title is not None else self.session_id)
+
+    @property
+    def name(self) -> str:
+        """How a message names it: its label, quoted as JS would."""
+        return js_stringify(self.label)
+
+
 @dataclass
 class Analysis:
     text: str
@@ -94,6 +114,8 @@ class Analysis:
     mention_count: int
     max_references: int
     max_reference_bytes: int
+    intended: dict[int, Intended] = field(default_factory=dict)
+    """For an invalid span (by its start) whose session the store has: that session."""
 
     @property
     def error_count(self) -> int:
@@ -170,9 +192,10 @@ async def analyze(
             distinct += 1
     if references:
         await _load_store_facts(references, resolver, stop)
+    intended = await _intended_sessions(scan.spans, resolver, stop)
     to_read = [r for r in references if r.index is not None and r.index < config.max_references]
     await asyncio.gather(*(_read_and_render(reference, resolver) for reference in to_read))
-    findings = _findings(scan, references, config.max_references, config.max_reference_bytes, agent)
+    findings = _findings(scan, references, config.max_references, config.max_reference_bytes, agent, intended)
     return Analysis(
         text=text,
         spans=scan.spans,
@@ -181,7 +204,49 @@ async def analyze(
         mention_count=scan.mention_count,
         max_references=config.max_references,
         max_reference_bytes=config.max_reference_bytes,
+        intended=intended,
     )
+
+
+MAX_INTENDED_LOOKUPS: Final = 64
+"""Distinct ids of invalid mentions looked up in the store; a document of thousands of broken
+mentions gets fixes for the first ones, and the rest only their diagnostics."""
+
+
+def _guess(span: MentionSpan) -> tuple[str, bool] | None:
+    """The id an invalid span meant, if it says: ``(id, raw)``."""
+    if span.session_id is not None:
+        return None
+    if span.recovered_id is not None:
+        return span.recovered_id, False
+    payload = span.uri[len(SESSION_REFERENCE_SCHEME) :]
+    return (payload, True) if payload else None
+
+
+async def _intended_sessions(
+    spans: Sequence[MentionSpan], resolver: SessionReferenceResolver, stop: threading.Event | None
+) -> dict[int, Intended]:
+    """The sessions invalid mentions meant, where the store has them (with their titles), so a
+    fix can name the session and a fix that would produce another error is never offered."""
+    guesses = {span.start: guess for span in spans if (guess := _guess(span)) is not None}
+    wanted = set(list(dict.fromkeys(session_id for session_id, _ in guesses.values()))[:MAX_INTENDED_LOOKUPS])
+    if not wanted:
+        return {}
+    query = resolver.query
+    try:
+        by_id = await asyncio.to_thread(listed_records, query, wanted, stop)
+        records = list(by_id.values())
+        titles = await asyncio.to_thread(query.read_titles, records, stop) if records else []
+    except StoreStopped as error:
+        raise AnalysisCancelled from error
+    except Exception:  # an unreadable root: no session to name, the diagnostics say the rest
+        return {}
+    title_of = {record.id: observation.title for record, observation in zip(records, titles, strict=True)}
+    return {
+        start: Intended(session_id, title_of.get(session_id), raw)
+        for start, (session_id, raw) in guesses.items()
+        if session_id in by_id
+    }
 
 
 async def _load_store_facts(
@@ -226,27 +291,48 @@ async def _read_and_render(reference: Reference, resolver: SessionReferenceResol
         reference.error = error
 
 
+def _invalid_message(span: MentionSpan, intended: Intended | None) -> str:
+    """What is wrong, useful half first: the session it meant (by title) and whether a fix
+    exists. The URI itself is what the squiggle underlines; repeating it hid the rest."""
+    if intended is not None and intended.raw:
+        return (
+            f"this is the id of session {intended.name}, not its URI (the URI is the id as a JSON "
+            "string, base64url-encoded); a quick fix uses that session"
+        )
+    if intended is not None and span.problem == "noncanonical":  # its reason would repeat the id
+        return f"not the canonical URI of session {intended.name}; a quick fix rewrites it"
+    if intended is not None:
+        return f"a broken URI of session {intended.name}: {span.reason}; a quick fix rewrites it"
+    if span.recovered_id is not None:
+        return (
+            f"invalid session URI: {span.reason}; it decodes to the id {js_stringify(span.recovered_id)}, "
+            "which no session has"
+        )
+    return f"invalid session URI: {span.reason}"
+
+
 def _findings(
     scan: _Scan,
     references: Sequence[Reference],
     max_references: int,
     max_bytes: int,
     agent: AgentRef,
+    intended: dict[int, Intended],
 ) -> list[Finding]:
     findings: list[Finding] = []
     for span in scan.spans:
         if span.problem is not None:
             end = span.uri_start + len(span.uri)
             code = NONCANONICAL_URI if span.problem == "noncanonical" else MALFORMED_URI
-            fixable = " (a quick fix can rewrite it)" if span.canonical_uri is not None else ""
+            meant = intended.get(span.start)
             findings.append(
                 Finding(
                     span.uri_start,
                     end,
                     "error",
                     code,
-                    f"invalid session reference URI {js_stringify(span.uri)}: {span.reason}{fixable}",
-                    span.recovered_id,
+                    _invalid_message(span, meant),
+                    span.recovered_id if meant is None else meant.session_id,
                 )
             )
     overflow = scan.overflow_start if scan.overflow_start is not None else 0
@@ -286,12 +372,13 @@ def _reference_findings(
 ) -> list[Finding]:
     """Findings for one distinct session; ``overflow`` places those whose mentions were not kept."""
     sid = reference.session_id
-    quoted = js_stringify(sid)
+    # A session is named by its title where it has one: that is what a person recognises.
+    quoted = js_stringify(display_inline_text(reference.title) if reference.title is not None else sid)
     spans = reference.spans
     places = [(span.start, span.end) for span in spans] or [(overflow, overflow)]
     first = places[0]
     if reference.self_reference:
-        message = f"session {js_stringify(agent.id)} cannot reference itself (it is the target session)"
+        message = f"session {quoted} cannot reference itself (it is the target session)"
         return [Finding(start, end, "error", SELF_REFERENCE, message, sid) for start, end in places]
     out: list[Finding] = []
     for span in spans[1:]:

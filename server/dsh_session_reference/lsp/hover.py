@@ -17,12 +17,11 @@ from lsprotocol import types
 
 from ..conversation import ConversationSnapshot, conversation_items, readable
 from ..errors import SessionReferenceError
-from ..jsjson import js_stringify
 from ..model import SurfaceSnapshot
 from ..resolver import SessionReferenceResolver
 from ..retention import RetainedSource
-from ..uri import MentionSpan, SessionReference
-from .analysis import Analysis, Reference
+from ..uri import MentionSpan, SessionReference, encode_session_reference_uri
+from .analysis import Analysis, Intended, Reference
 from .display import display_block_text, display_inline_text, readable_time, relative_time
 
 RECENT_MESSAGES: Final = 3
@@ -183,17 +182,22 @@ def reference_facts(reference: Reference, budget: int) -> SessionFacts:
     )
 
 
-def invalid_mention_help(span: MentionSpan, *, markdown: bool) -> str:
+def invalid_mention_help(span: MentionSpan, intended: Intended | None, *, markdown: bool) -> str:
     """What a hover on an invalid mention adds to its diagnostic, which editors show in the same
-    popup: the URI it should have been when the intended session is known, else the URI's form.
+    popup: the session it meant and its canonical URI when the store has that session, else the
+    URI's form and how to pick a session.
 
-    The diagnostic already says what is wrong (and that a quick fix exists), so repeating it
+    The diagnostic already says what is wrong (and whether a quick fix exists), so repeating it
     would show the same sentence twice.
     """
     code: Callable[[str], str] = _code_span if markdown else _plain
-    if span.canonical_uri is not None and span.recovered_id is not None:
-        intended = (escape_markdown if markdown else _plain)(js_stringify(span.recovered_id))
-        return f"canonical URI for session {intended}: {code(span.canonical_uri)}"
+    text: Callable[[str], str] = escape_markdown if markdown else _plain
+    if intended is not None:
+        lines = [
+            f"meant: {text(intended.label)} (id {code(display_inline_text(intended.session_id))})",
+            f"its canonical URI: {code(encode_session_reference_uri(intended.session_id))}",
+        ]
+        return _join(lines, markdown)
     what, form = (
         ("a session mention", "@[label](dsh-session:…)")
         if span.kind == "markdown"
@@ -217,7 +221,7 @@ def hover_text(
     span = spans[-1]
     text = escape_markdown if markdown else _plain
     if span.session_id is None:
-        return invalid_mention_help(span, markdown=markdown), span
+        return invalid_mention_help(span, analysis.intended.get(span.start), markdown=markdown), span
     reference = analysis.reference_for(span.session_id)
     if reference is None:
         return None

@@ -268,6 +268,15 @@ class DshLanguageServer(LanguageServer):
         """Esbonio's rule: push only to clients without ``textDocument/diagnostic``."""
         return self.capability("text_document.diagnostic") is not None
 
+    @property
+    def suggest_command(self) -> str | None:
+        """The client-side command that opens completion, if the client declared one in
+        ``experimental.dshSessionReference.triggerSuggestCommand`` (LSP has no request for it)."""
+        experimental = self.capability("experimental")
+        ours = experimental.get("dshSessionReference") if isinstance(experimental, dict) else None
+        command = ours.get("triggerSuggestCommand") if isinstance(ours, dict) else None
+        return command if isinstance(command, str) and command else None
+
     def markdown(self, path: str) -> bool:
         return types.MarkupKind.Markdown in (self.capability(path) or [])
 
@@ -743,6 +752,7 @@ async def _code_action(
         version=result.version,
         literal_support=ls.capability("text_document.code_action.code_action_literal_support") is not None,
         document_changes=bool(ls.capability("workspace.workspace_edit.document_changes", False)),
+        suggest_command=ls.suggest_command,
     )
 
 

@@ -79,7 +79,7 @@ def test_emacs_eglot_completion_diagnostic_quick_fix_and_preview(
     assert error["code"] == "noncanonical-uri"
     assert error["source"] == "dsh-session-reference"
     assert error["line"] == bad_line_number
-    assert "[noncanonical-uri]" in error["text"] and scenario.fixed_id in error["text"]
+    assert "[noncanonical-uri]" in error["text"] and scenario.fixed_label in error["text"]
     line_start = (
         scenario.prompt.read_text(encoding="utf-8").index(scenario.bad_line) + 1
     )  # Emacs points are 1-based

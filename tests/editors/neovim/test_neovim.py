@@ -97,7 +97,7 @@ def test_neovim_completion_diagnostic_quick_fix_and_preview(
     assert error["lnum"] == bad_lnum == error["end_lnum"]
     uri_col = scenario.bad_line.index(scenario.bad_uri)
     assert error["col"] <= uri_col < uri_col + len(scenario.bad_uri) <= error["end_col"], error
-    assert scenario.fixed_id in error["message"], error
+    assert scenario.fixed_label in error["message"], error  # named by its title
 
     # 2. `@` then <C-x><C-o>: every candidate, in upstream's rank order, the target excluded.
     complete = steps["complete"]

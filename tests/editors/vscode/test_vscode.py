@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.lsp.display import display_inline_text
 from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
 from editors.ranking import RANKING_QUERIES, ranked_for
@@ -452,7 +453,7 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         tmp_path / "result.json",
         mode="user-path",
         pick=scenario.pick,
-        quickFixPattern="canonical URI",
+        quickFixPattern="^Use session",
         rankingQueries=list(RANKING_QUERIES),
     )
     with _code_server(
@@ -480,12 +481,12 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert scenario.bad_line in steps["open"]["lines"], explain()
     diagnostic = steps["diagnostic"]
     assert diagnostic["squiggles"] == 1, explain()
-    assert scenario.fixed_id in diagnostic["hover"], diagnostic
+    assert scenario.fixed_label in diagnostic["hover"], diagnostic
 
     # 2. The quick fix rewrites exactly the URI to the canonical one, and the squiggle goes.
     canonical = encode_session_reference_uri(scenario.fixed_id)
     fixed_line = scenario.bad_line.replace(scenario.bad_uri, canonical)
-    expected_title = f'Rewrite as the canonical URI for session "{scenario.fixed_id}"'
+    expected_title = f"Use session {js_stringify(scenario.fixed_label)}"
     assert expected_title in steps["quick-fix-menu"]["titles"], steps["quick-fix-menu"]
     assert steps["quick-fix-applied"]["chosen"] == expected_title
     assert fixed_line in steps["quick-fix-applied"]["lines"], steps["quick-fix-applied"]
