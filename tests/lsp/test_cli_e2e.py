@@ -36,7 +36,9 @@ def test_check_reports_what_the_editor_flags(tmp_path: Path, store_root: Path) -
     )
     assert failed.returncode == 1
     lines = failed.stdout.splitlines()
-    assert lines[0].startswith(f'{bad}:2:1: error: session "The prompt being written" cannot reference itself')
+    assert lines[0].startswith(
+        f'{bad}:2:1: error: session "The prompt being written" cannot reference itself'
+    )
     assert lines[1].startswith(f"{bad}:2:") and lines[1].endswith("[malformed-uri]")
     as_json = run(
         "check", "--json", "--sessions", str(store_root), str(bad), env={"DSH_SESSION_ID": TARGET_ID}

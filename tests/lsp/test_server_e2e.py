@@ -227,7 +227,9 @@ async def test_hover_on_an_invalid_uri_does_not_repeat_its_diagnostic(s: Session
     assert hover.range == types.Range(start=s.position(uri, 4), end=s.end(uri))
     text = hover.contents.value.replace("\\", "")
     markdown = hover.contents.kind == types.MarkupKind.Markdown
-    assert diagnostic.message == 'not the canonical URI of session "Deploy checklist"; a quick fix rewrites it'
+    assert (
+        diagnostic.message == 'not the canonical URI of session "Deploy checklist"; a quick fix rewrites it'
+    )
     assert "s-delta" not in diagnostic.message  # named by its title; the hover gives the id
     assert (
         "dsh-session:" not in diagnostic.message
