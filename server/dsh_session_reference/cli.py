@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import json
 import logging
@@ -417,11 +418,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(args, error.code, error.message)
     except StoreError as error:
         return _fail(args, error.code, error.message)
+    except BrokenPipeError:
+        return _reader_left()
     except OSError as error:
         return _fail(args, "IO_ERROR", f"{error.strerror or error}: {error.filename or ''}".rstrip(": "))
     except KeyboardInterrupt:
         return 130
     return EXIT_USAGE
+
+
+def _reader_left() -> int:
+    """``... | head`` closed our stdout: nothing more to say, and no traceback when Python flushes
+    stdout at exit (Python's note on SIGPIPE: point stdout at devnull)."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_ERROR
 
 
 def _fail(args: argparse.Namespace, code: str, message: str, status: int = EXIT_ERROR) -> int:

@@ -64,3 +64,18 @@ def test_demo_plays_the_whole_session_in_seconds() -> None:
         "demo finished",
     ):
         assert expected in out
+
+
+def test_a_reader_that_stops_early_gets_no_error(store_root: Path) -> None:
+    """``dsh-session-reference candidates | head``: a closed pipe ends the command quietly."""
+    for args in (["candidates"], ["--json", "candidates"], ["candidates", "a"]):
+        process = subprocess.Popen(
+            [sys.executable, "-m", "dsh_session_reference", "--sessions", str(store_root), *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()  # the reader is gone before the first line is written
+        stderr = process.stderr.read().decode()
+        assert process.wait(timeout=60) == 1
+        assert stderr == "", stderr

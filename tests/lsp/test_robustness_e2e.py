@@ -233,3 +233,27 @@ async def test_shutdown_with_requests_in_flight_exits_cleanly(
     await asyncio.sleep(0.1)
     stderr = capfd.readouterr().err
     assert "Traceback" not in stderr and "RuntimeError" not in stderr
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_a_cancel_that_arrives_after_the_answer_is_not_an_error(
+    short_lived: LanguageClient, workspace: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Editors cancel as you type, and the answer often wins the race: pygls logged each such
+    cancel as a warning, which VS Code's output channel shows as an error."""
+    s: Session = short_lived.session  # type: ignore[attr-defined]
+    uri = s.open(workspace, "@")
+    params = completion_params(uri, s.end(uri))
+    future = s.client.protocol.send_request(types.TEXT_DOCUMENT_COMPLETION, params, msg_id="answered")
+    await asyncio.wait_for(asyncio.wrap_future(future), 20)
+    for msg_id in ("answered", 987654):
+        s.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
+    assert (await s.complete(uri)).items  # still serving
+    await s.client.shutdown_async(None)
+    s.client.exit(None)
+    server = s.client._server
+    assert server is not None
+    assert await asyncio.wait_for(server.wait(), 20) == 0
+    await asyncio.sleep(0.1)
+    stderr = capfd.readouterr().err
+    assert "Cancel notification" not in stderr and "WARNING" not in stderr, stderr

@@ -189,9 +189,14 @@ class DshProtocol(LanguageServerProtocol):
             # lsprotocol types the id loosely; a dict id would raise deep inside pygls' reader.
             LOG.warning("ignoring $/cancelRequest with an invalid id %r", msg_id)
             return
-        super()._handle_cancel_notification(msg_id)
         # pygls cancels only the outer future of workspace/executeCommand; stop the command too.
         self._server.cancel_command(msg_id)
+        if msg_id not in self._request_futures:
+            # The answer went out before the cancel arrived: the normal race of a client that
+            # cancels as you type. pygls logs it as a warning, which editors show as an error.
+            LOG.debug("$/cancelRequest for %r, already answered", msg_id)
+            return
+        super()._handle_cancel_notification(msg_id)
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
