@@ -51,3 +51,28 @@ async def ranked_for(root: Path, target_id: str | None, cwd: str, query: str) ->
     agent = await agent_for_target(store, target_id, cwd)
     candidates = await SessionReferenceResolver(store).list_candidates(agent, query)
     return [display_inline_text(candidate.label) for candidate in candidates]
+
+
+ARCHIVE_CWD = "/home/dev/archive"
+
+
+def archive_sessions(root: Path, count: int) -> list[str]:
+    """``count`` old sessions in one more project, oldest last: past the ``candidateLimit`` (50) of
+    a list that is not searched again, only a server query reaches the oldest. Their titles."""
+    titles = []
+    for number in range(1, count + 1):
+        title = f"Archived note {number:03d}"
+        log = SessionLog(
+            f"0198bbbb-0000-7000-8000-{number:012d}",
+            RANKING_BASE - (100 + number) * 86_400_000,
+            cwd=ARCHIVE_CWD,
+        )
+        log.commit()
+        log.start_turn()
+        first = log.user(f"Keep this: {title}")
+        log.title(title, message_seqs=[first])
+        log.end_turn()
+        log.commit()
+        write_session_log(root, log)
+        titles.append(title)
+    return titles

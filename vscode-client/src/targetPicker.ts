@@ -46,13 +46,15 @@ interface TargetItem extends vscode.QuickPickItem {
   readonly clear?: true;
 }
 
+/** Milliseconds of quiet typing before the picker asks the server again. */
+export const SEARCH_DELAY_MS = 120;
+
 export async function selectTargetSession(controller: ServerController, targets: TargetStore): Promise<void> {
   const pick = vscode.window.createQuickPick<TargetItem>();
   pick.title = 'DSH: Select target session';
-  pick.placeholder = 'The session this prompt is written for; it is never offered as a mention';
+  pick.placeholder = 'Type a title, id or folder: the session this prompt is written for';
   pick.matchOnDescription = true;
   pick.matchOnDetail = true;
-  pick.busy = true;
   pick.show();
   const current = targets.current();
   const fixed: TargetItem[] = [
@@ -68,29 +70,57 @@ export async function selectTargetSession(controller: ServerController, targets:
     fixed.unshift({ label: `$(check) ${titled ? current.label : current.id}`, description: 'current target', detail: titled ? current.id : undefined });
   }
   pick.items = fixed;
-  try {
-    const documentUri = vscode.window.activeTextEditor?.document.uri.toString();
-    const candidates = asCandidates(await controller.executeCommand(SERVER_COMMANDS.candidates, [documentUri ? { documentUri } : {}]));
-    const now = new Date();
-    pick.items = [
-      ...fixed,
-      { label: 'Sessions', kind: vscode.QuickPickItemKind.Separator },
-      ...candidates.map((candidate) => {
-        const row = formatCandidate(candidate, now);
-        return { label: row.label, description: row.description, detail: row.detail || undefined, candidate };
-      }),
-    ];
-  } catch (error) {
-    pick.hide();
-    void vscode.window.showErrorMessage(`Could not list sessions: ${error instanceof Error ? error.message : String(error)}`);
+  const documentUri = vscode.window.activeTextEditor?.document.uri.toString();
+  // Every keystroke asks the server (the candidates list is capped, so filtering the first
+  // rows here would never find an older session); a newer answer wins over a slower older one.
+  let asked = 0;
+  let failed = false;
+  const search = async (query: string): Promise<void> => {
+    const mine = ++asked;
+    pick.busy = true;
+    try {
+      const options = documentUri === undefined ? { query } : { documentUri, query };
+      const candidates = asCandidates(await controller.executeCommand(SERVER_COMMANDS.candidates, [options]));
+      if (mine !== asked) {
+        return;
+      }
+      const now = new Date();
+      pick.items = [
+        ...fixed,
+        { label: query === '' ? 'Sessions' : `Sessions matching “${query}”`, kind: vscode.QuickPickItemKind.Separator },
+        ...candidates.map((candidate) => {
+          const row = formatCandidate(candidate, now);
+          // Shown whatever VS Code's own filter thinks: the server has matched it already.
+          return { label: row.label, description: row.description, detail: row.detail || undefined, candidate, alwaysShow: true };
+        }),
+      ];
+    } catch (error) {
+      failed = true;
+      pick.hide();
+      void vscode.window.showErrorMessage(`Could not list sessions: ${error instanceof Error ? error.message : String(error)}`);
+    } finally {
+      if (mine === asked) {
+        pick.busy = false;
+      }
+    }
+  };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const typing = pick.onDidChangeValue((value) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => void search(value.trim()), SEARCH_DELAY_MS);
+  });
+  await search('');
+  if (failed) {
+    typing.dispose();
+    pick.dispose();
     return;
-  } finally {
-    pick.busy = false;
   }
   const chosen = await new Promise<TargetItem | undefined>((resolve) => {
     pick.onDidAccept(() => resolve(pick.selectedItems[0]));
     pick.onDidHide(() => resolve(undefined));
   });
+  clearTimeout(timer);
+  typing.dispose();
   pick.dispose();
   if (chosen === undefined || (chosen.candidate === undefined && chosen.clear !== true)) {
     return;

@@ -323,6 +323,36 @@ async function main() {
   });
   await page.keyboard.press('Escape');
 
+  await step('select-target-search', page, async () => {
+    // The picker asks the server as the user types: a session far down the list (past the 50
+    // rows a first answer holds) is found by its title, and by its id's start.
+    const found = {};
+    for (const query of spec.pickerQueries ?? []) {
+      await promptEditor.locator('.view-lines').click();
+      await runCommand(page, 'DSH: Select target session');
+      const input = page.locator('.quick-input-widget input');
+      await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'No target' }).first().waitFor({ timeout: STEP_TIMEOUT });
+      await input.type(query, { delay: 30 });
+      let rows = [];
+      let stableSince = Date.now();
+      const started = Date.now();
+      while (Date.now() - stableSince < 800 && Date.now() - started < STEP_TIMEOUT) {
+        await page.waitForTimeout(100);
+        const now = (await page.locator('.quick-input-widget .monaco-list-row').allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim());
+        if (JSON.stringify(now) !== JSON.stringify(rows)) {
+          rows = now;
+          stableSince = Date.now();
+        }
+      }
+      found[query] = rows;
+      if (query === spec.pickerQueries[0]) {
+        await screenshot(page, 'select-target-searching');
+      }
+      await page.keyboard.press('Escape');
+    }
+    return { found };
+  });
+
   // The popup's visible rows for each query, as a person sees them once the answers settle:
   // pytest compares them with dsh's own ranking (VS Code must not re-sort them).
   const rankingRows = async (query) => {

@@ -39,7 +39,7 @@ import pytest
 from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.lsp.display import display_inline_text
 from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
-from editors.ranking import RANKING_QUERIES, ranked_for
+from editors.ranking import RANKING_QUERIES, archive_sessions, ranked_for
 
 if TYPE_CHECKING:
     from conftest import Scenario
@@ -444,6 +444,9 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         },
     )
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(workspace / ".venv")], check=True)
+    # Oldest of all, in one more project: the 50 rows a first answer holds never reach the last.
+    archived = archive_sessions(scenario.sessions_root, 60)
+    oldest_id = "0198bbbb-0000-7000-8000-000000000060"
 
     artifacts = _artifacts("user-path")
     spec = _driver_spec(
@@ -455,6 +458,7 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         pick=scenario.pick,
         quickFixPattern="^Use session",
         rankingQueries=list(RANKING_QUERIES),
+        pickerQueries=[archived[-1], oldest_id[:-1]],
     )
     with _code_server(
         tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
@@ -543,6 +547,11 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     items = steps["select-target"]["items"]
     assert any("No target" in item for item in items), items
     assert any(ranked[0] in item for item in items), items
+
+    # 7a. Typing in the picker asks the server: the oldest session is found by title and id prefix.
+    searched = steps["select-target-search"]["found"]
+    assert any(archived[-1] in row for row in searched[archived[-1]]), searched
+    assert any(archived[-1] in row for row in searched[oldest_id[:-1]]), searched
 
     # 7b. The popup keeps dsh's rank for queries a fuzzy scorer would re-sort (titles that start
     # with the query in lower case, CJK), with the target set and without one; VS Code shows the
