@@ -9,7 +9,7 @@ from dsh_session_reference.resolver import SessionReferenceResolver, agent_for_t
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 from dsh_session_reference.store.writer import SessionLog, write_session_log
 
-RANKING_QUERIES = ("mig", "Mig", "文档", "dry")
+RANKING_QUERIES = ("mig", "Mig", "文档", "dry", "dry run", "zeta mig")
 """Queries whose server rank an editor's own fuzzy ranking would change (see ``ranking_sessions``)."""
 
 

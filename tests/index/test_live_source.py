@@ -372,9 +372,10 @@ async def test_body_search_adds_marked_rows_after_the_exact_candidates(tmp_path:
     assert candidate_json(body)["match"] == "body"
     assert "match" not in candidate_json(found[0])
     edit = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=6))
-    items = completion_items(found, edit, now_ms=10_000, label_details=True)
+    items = completion_items(found, edit, now_ms=10_000, label_details=True, typed="@alemb")
     assert items[1].label_details is not None and BODY_MARK in (items[1].label_details.description or "")
-    assert items[1].filter_text is not None and items[1].filter_text.startswith("@alemb")
+    # What was typed first (VS Code keeps the server's order), then the word the body matched.
+    assert items[1].filter_text is not None and items[1].filter_text.startswith("@alemb alemb")
     assert BODY_MARK not in (items[0].label_details.description or "")  # type: ignore[union-attr]
     assert await BodySearchResolver(source).list_candidates(agent, "alemb", 1) == plain  # no room left
     source.close()

@@ -148,6 +148,27 @@ def test_find_trigger_is_upstream_tuis_active_token(text: str, expected: tuple[i
     assert (None if trigger is None else (trigger.at, trigger.query)) == expected
 
 
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("see @zstd log", (4, "zstd log")),
+        ("@a b c d e f", (0, "a b c d e f")),
+        ("line one\n@x y", (9, "x y")),
+        ("@a b c d e f g", None),  # more words than a query holds
+        ("a @[x](dsh-session:Ij) then prose", None),
+        ("mail@example.com and more", None),
+        ("see @", (4, "")),  # the one-token rule still answers
+    ],
+)
+def test_a_query_spans_words_only_while_the_popup_is_open(
+    text: str, expected: tuple[int, str] | None
+) -> None:
+    continuing = find_trigger(text, len(text), continuing=True)
+    assert (None if continuing is None else (continuing.at, continuing.query)) == expected
+    fresh = find_trigger(text, len(text))  # a fresh request: one token, so prose never opens a popup
+    assert fresh is None or " " not in fresh.query
+
+
 def test_completion_items_keep_rank_and_edit_from_the_at() -> None:
     candidates = [
         Candidate("s-1", "Title one", "/w", NOW_MS - 60_000),

@@ -6,10 +6,14 @@ import * as vscode from 'vscode';
 import { asPreviewResult, SERVER_COMMANDS } from './protocol';
 import { PreviewDocuments } from './preview';
 import { CLIENT_NAME, ServerController } from './serverController';
+import { SECTION } from './settings';
 import { MentionStatus } from './statusBar';
 import { selectTargetSession, TargetStore } from './targetPicker';
 
 let controller: ServerController | undefined;
+
+/** Quiet time after the last edit before an open preview is rendered again. */
+const PREVIEW_REFRESH_MS = 400;
 
 function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -29,6 +33,41 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     void vscode.commands.executeCommand('setContext', 'dshSessionReference.documentSelected', document !== undefined && server.selects(document));
   };
 
+  // An open preview follows its prompt: edits, a new target or limit, and the server's restart
+  // each re-render it (debounced) in place, without taking the focus.
+  const previewed = new Map<string, vscode.Uri>();
+  const stale = new Set<string>();
+  let refreshTimer: ReturnType<typeof setTimeout> | undefined;
+  const refreshPreviews = async (): Promise<void> => {
+    const documents = [...stale];
+    stale.clear();
+    for (const documentUri of documents) {
+      const previewUri = previewed.get(documentUri);
+      if (previewUri === undefined || !vscode.workspace.textDocuments.some((doc) => doc.uri.toString() === previewUri.toString())) {
+        previewed.delete(documentUri);
+        continue;
+      }
+      try {
+        server.previewShown(previewUri);
+        const result = asPreviewResult(await server.executeCommand(SERVER_COMMANDS.preview, [documentUri]));
+        previews.update(previewUri, result.text);
+      } catch (error) {
+        output.warn(`refreshing the preview of ${documentUri}: ${errorText(error)}`);
+      }
+    }
+  };
+  const scheduleRefresh = (documentUri?: string): void => {
+    for (const uri of documentUri === undefined ? previewed.keys() : [documentUri]) {
+      if (previewed.has(uri)) {
+        stale.add(uri);
+      }
+    }
+    if (stale.size > 0) {
+      clearTimeout(refreshTimer);
+      refreshTimer = setTimeout(() => void refreshPreviews(), PREVIEW_REFRESH_MS);
+    }
+  };
+
   const previewContext = async (resource?: vscode.Uri): Promise<void> => {
     const document =
       resource instanceof vscode.Uri
@@ -45,6 +84,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       const uri = vscode.Uri.parse(result.uri);
       previews.update(uri, result.text);
       server.previewShown(uri);
+      previewed.set(document.uri.toString(), uri);
       await previews.show(uri);
       if (result.summary !== '') {
         vscode.window.setStatusBarMessage(`DSH: ${result.summary}`, 6000);
@@ -62,6 +102,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     status,
     server.onDidChangeState(updateContext),
     vscode.window.onDidChangeActiveTextEditor(updateContext),
+    vscode.workspace.onDidChangeTextDocument((event) => scheduleRefresh(event.document.uri.toString())),
+    vscode.workspace.onDidChangeConfiguration((event) => {
+      if (event.affectsConfiguration(SECTION)) {
+        scheduleRefresh();
+      }
+    }),
+    server.onDidChangeState((state) => {
+      if (state === 'running') {
+        scheduleRefresh();
+      }
+    }),
+    { dispose: () => clearTimeout(refreshTimer) },
     vscode.commands.registerCommand('dshSessionReference.previewContext', previewContext),
     vscode.commands.registerCommand('dshSessionReference.selectTarget', () => selectTargetSession(server, targets)),
     vscode.commands.registerCommand('dshSessionReference.restartServer', async () => {

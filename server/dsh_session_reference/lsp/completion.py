@@ -49,8 +49,23 @@ class Trigger:
 _SPACE: Final = re.compile("[" + JS_SPACE + "]")
 
 
-def find_trigger(text: str, cursor: int) -> Trigger | None:
-    """The active ``@`` token ending at ``cursor`` (an offset into ``text``), if any."""
+MAX_WORDS: Final = 6
+"""Words a query may hold while the popup stays open (``@zstd log`` finds "... zstd logs ...")."""
+
+
+def find_trigger(text: str, cursor: int, *, continuing: bool = False) -> Trigger | None:
+    """The active ``@`` token ending at ``cursor`` (an offset into ``text``), if any.
+
+    ``continuing``: the popup is open and the editor asks again as the user types (LSP's
+    ``TriggerForIncompleteCompletions``). Then the query may run on past spaces, back to the
+    ``@`` that opened the popup on the same line, for at most :data:`MAX_WORDS` words and
+    without mention syntax in between; a fresh request (typing ``@``, or prose that an editor
+    completes on its own) still takes one token, so words after a mention never open a popup.
+    """
+    if continuing:
+        spanning = _spanning_trigger(text, cursor)
+        if spanning is not None:
+            return spanning
     cursor = max(0, min(cursor, len(text)))
     floor = max(0, cursor - MAX_TOKEN_LENGTH - 1)
     window = text[floor:cursor]
@@ -63,6 +78,26 @@ def find_trigger(text: str, cursor: int) -> Trigger | None:
     if not token.startswith("@") or token.startswith(('@"', "@[")):
         return None
     return Trigger(floor + start, cursor, token[1:])
+
+
+def _spanning_trigger(text: str, cursor: int) -> Trigger | None:
+    cursor = max(0, min(cursor, len(text)))
+    floor = max(0, cursor - MAX_TOKEN_LENGTH - 1)
+    window = text[floor:cursor]
+    at = window.rfind("@")
+    if at < 0 or (at > 0 and not _SPACE.match(window[at - 1])) or (at == 0 and floor > 0):
+        return None
+    query = window[at + 1 :]
+    if (
+        not query
+        or "\n" in query
+        or "\r" in query
+        or query[0] in '"['
+        or any(mark in query for mark in ("](", "dsh-session:"))
+        or len(query.split()) > MAX_WORDS
+    ):
+        return None
+    return Trigger(floor + at, cursor, query)
 
 
 @dataclass(frozen=True)

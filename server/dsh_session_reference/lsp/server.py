@@ -683,7 +683,11 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
     if document is None:
         return empty
     cursor = document.index.offset_at(params.position, ls.encoding)
-    trigger = find_trigger(document.text, cursor)
+    continuing = (
+        params.context is not None
+        and params.context.trigger_kind == types.CompletionTriggerKind.TriggerForIncompleteCompletions
+    )
+    trigger = find_trigger(document.text, cursor, continuing=continuing)
     if trigger is None:
         return empty
     signal = ls.begin_completion(uri)

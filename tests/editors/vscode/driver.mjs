@@ -302,12 +302,16 @@ async function main() {
     await hover.waitFor({ state: 'visible' });
     const message = (await hover.innerText()).trim();
     const status = await waitForStatus(page, /mentions? \d+$/, 'the status bar shows no error count');
+    // The open preview follows the change on its own: dsh would now refuse the message.
+    const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab', { hasText: '(context)' }) }).locator('.monaco-editor').first();
+    const previewAfter = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('prepare failed')), 'the open preview did not follow the new setting');
     await screenshot(page, 'settings-change-error');
     writeFileSync(settingsFile, original);
     await page.mouse.move(5, 5);
     await squiggle.waitFor({ state: 'detached' });
     const statusAfter = await waitForStatus(page, /KB$/, 'the status bar shows no size after the fix');
-    return { hover: message, status, statusAfter };
+    const previewRestored = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Byte accounting')), 'the open preview did not follow the restored setting');
+    return { hover: message, status, statusAfter, previewAfter, previewRestored };
   });
 
   await step('select-target', page, async () => {

@@ -542,6 +542,9 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert "dsh-session-reference(too-many-references)" in changed["hover"], changed
     assert changed["status"].endswith("2 mentions 1"), changed  # no size while dsh would refuse; 1 error
     assert changed["statusAfter"].endswith("KB"), changed
+    # ... and the open preview followed both changes on its own (no command run again).
+    assert any("prepare failed: SESSION_REFERENCE_TOO_MANY:" in line for line in changed["previewAfter"])
+    assert any("Byte accounting" in line for line in changed["previewRestored"]), changed
 
     # 7. The target picker offers the same sessions, readable.
     items = steps["select-target"]["items"]
