@@ -31,14 +31,19 @@ def ranking_sessions(root: Path, target_cwd: str) -> None:
         ("/home/dev/other", 7, "文档 dry cleaning"),
     ]
     for number, (cwd, days, title) in enumerate(rows):
-        log = SessionLog(f"0198aaaa-0000-7000-8000-{number:012d}", RANKING_BASE - days * 86_400_000, cwd=cwd)
-        log.commit()
-        log.start_turn()
-        first = log.user(f"Please look into: {title}")
-        log.title(title, message_seqs=[first])
-        log.end_turn()
-        log.commit()
-        write_session_log(root, log)
+        titled_session(root, f"0198aaaa-0000-7000-8000-{number:012d}", days, cwd, title)
+
+
+def titled_session(root: Path, session_id: str, days_old: int, cwd: str | None, title: str) -> None:
+    """One real-format session, ``days_old`` days before :data:`RANKING_BASE`, asked about ``title``."""
+    log = SessionLog(session_id, RANKING_BASE - days_old * 86_400_000, cwd=cwd)
+    log.commit()
+    log.start_turn()
+    first = log.user(f"Please look into: {title}")
+    log.title(title, message_seqs=[first])
+    log.end_turn()
+    log.commit()
+    write_session_log(root, log)
 
 
 RANKING_BASE = 1_753_900_000_000
@@ -59,20 +64,7 @@ ARCHIVE_CWD = "/home/dev/archive"
 def archive_sessions(root: Path, count: int) -> list[str]:
     """``count`` old sessions in one more project, oldest last: past the ``candidateLimit`` (50) of
     a list that is not searched again, only a server query reaches the oldest. Their titles."""
-    titles = []
-    for number in range(1, count + 1):
-        title = f"Archived note {number:03d}"
-        log = SessionLog(
-            f"0198bbbb-0000-7000-8000-{number:012d}",
-            RANKING_BASE - (100 + number) * 86_400_000,
-            cwd=ARCHIVE_CWD,
-        )
-        log.commit()
-        log.start_turn()
-        first = log.user(f"Keep this: {title}")
-        log.title(title, message_seqs=[first])
-        log.end_turn()
-        log.commit()
-        write_session_log(root, log)
-        titles.append(title)
+    titles = [f"Archived note {number:03d}" for number in range(1, count + 1)]
+    for number, title in enumerate(titles, start=1):
+        titled_session(root, f"0198bbbb-0000-7000-8000-{number:012d}", 100 + number, ARCHIVE_CWD, title)
     return titles
