@@ -68,6 +68,20 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   };
 
+  // An `@` typed while the server was starting found no one to ask: once it runs, ask again if
+  // the cursor still sits on that `@` token (VS Code would not retry by itself).
+  const reopenCompletion = (): void => {
+    const editor = vscode.window.activeTextEditor;
+    if (editor === undefined || !server.selects(editor.document) || !editor.selection.isEmpty) {
+      return;
+    }
+    const position = editor.selection.active;
+    const before = editor.document.lineAt(position.line).text.slice(0, position.character);
+    if (/(^|\s)@[^\s"[]*$/u.test(before)) {
+      void vscode.commands.executeCommand('editor.action.triggerSuggest');
+    }
+  };
+
   const previewContext = async (resource?: vscode.Uri): Promise<void> => {
     const document =
       resource instanceof vscode.Uri
@@ -111,6 +125,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     server.onDidChangeState((state) => {
       if (state === 'running') {
         scheduleRefresh();
+        reopenCompletion();
       }
     }),
     { dispose: () => clearTimeout(refreshTimer) },

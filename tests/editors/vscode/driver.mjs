@@ -422,11 +422,21 @@ async function main() {
   await step('restart', page, async () => {
     await promptEditor.locator('.view-lines').click();
     await runCommand(page, 'DSH: Restart server');
+    // An `@` typed at once, while the server is still starting, gets its popup once it runs.
+    await promptEditor.locator('.view-lines').click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('@', { delay: 40 });
+    const rows = page.locator('.editor-widget.suggest-widget.visible .monaco-list-row');
+    await rows.first().waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    const popup = await rows.count();
+    await screenshot(page, 'restart-popup');
+    await clearRankingLine();
     // pytest checks in the extension's log that the server really restarted; here the figures
     // must be back once it has.
     await page.waitForTimeout(1500);
     const status = await waitForStatus(page, /KB$/, 'the status bar did not come back after the restart');
-    return { status };
+    return { status, popup };
   });
 }
 

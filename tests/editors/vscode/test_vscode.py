@@ -568,6 +568,7 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     # 8. "DSH: Restart server" stops and starts it again; the status bar comes back.
     assert log.count("server started") == 2 and "restart requested" in log, explain()
     assert steps["restart"]["status"].endswith("KB"), steps["restart"]
+    assert steps["restart"]["popup"] > 0  # the `@` typed during the restart got its popup
 
     # 9. trace.server shows the LSP traffic, in its own channel.
     trace = _output_channel(profile.user_data, "DSH Session Reference (LSP trace)")
