@@ -227,9 +227,12 @@ class _TerminalFormatter(logging.Formatter):
 
 
 def _log_to_terminal() -> None:
+    """Warnings to stderr, escaped; once per process (``main`` may run more than once in one)."""
+    root = logging.getLogger()
+    if any(isinstance(handler.formatter, _TerminalFormatter) for handler in root.handlers):
+        return
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_TerminalFormatter("%(message)s"))
-    root = logging.getLogger()
     root.addHandler(handler)
     root.setLevel(logging.WARNING)
 

@@ -190,9 +190,7 @@ async def analyze(
         else:
             reference.index = distinct
             distinct += 1
-    if references:
-        await _load_store_facts(references, resolver, stop)
-    intended = await _intended_sessions(scan.spans, resolver, stop)
+    intended = await _load_store_facts(references, scan.spans, resolver, stop)
     to_read = [r for r in references if r.index is not None and r.index < config.max_references]
     await asyncio.gather(*(_read_and_render(reference, resolver) for reference in to_read))
     findings = _findings(scan, references, config.max_references, config.max_reference_bytes, agent, intended)
@@ -213,6 +211,11 @@ MAX_INTENDED_LOOKUPS: Final = 64
 mentions gets fixes for the first ones, and the rest only their diagnostics."""
 
 
+MAX_RAW_ID: Final = 512
+"""The longest text after ``dsh-session:`` looked up as a pasted raw id (a dsh id is a UUID; a
+megabyte of pasted text is not one, and is not worth a lookup)."""
+
+
 def _guess(span: MentionSpan) -> tuple[str, bool] | None:
     """The id an invalid span meant, if it says: ``(id, raw)``."""
     if span.session_id is not None:
@@ -220,64 +223,58 @@ def _guess(span: MentionSpan) -> tuple[str, bool] | None:
     if span.recovered_id is not None:
         return span.recovered_id, False
     payload = span.uri[len(SESSION_REFERENCE_SCHEME) :]
-    return (payload, True) if payload else None
-
-
-async def _intended_sessions(
-    spans: Sequence[MentionSpan], resolver: SessionReferenceResolver, stop: threading.Event | None
-) -> dict[int, Intended]:
-    """The sessions invalid mentions meant, where the store has them (with their titles), so a
-    fix can name the session and a fix that would produce another error is never offered."""
-    guesses = {span.start: guess for span in spans if (guess := _guess(span)) is not None}
-    wanted = set(list(dict.fromkeys(session_id for session_id, _ in guesses.values()))[:MAX_INTENDED_LOOKUPS])
-    if not wanted:
-        return {}
-    query = resolver.query
-    try:
-        by_id = await asyncio.to_thread(listed_records, query, wanted, stop)
-        records = list(by_id.values())
-        titles = await asyncio.to_thread(query.read_titles, records, stop) if records else []
-    except StoreStopped as error:
-        raise AnalysisCancelled from error
-    except Exception:  # an unreadable root: no session to name, the diagnostics say the rest
-        return {}
-    title_of = {record.id: observation.title for record, observation in zip(records, titles, strict=True)}
-    return {
-        start: Intended(session_id, title_of.get(session_id), raw)
-        for start, (session_id, raw) in guesses.items()
-        if session_id in by_id
-    }
+    return (payload, True) if 0 < len(payload) <= MAX_RAW_ID else None
 
 
 async def _load_store_facts(
-    references: Sequence[Reference], resolver: SessionReferenceResolver, stop: threading.Event | None
-) -> None:
-    """Listing record and current title of every referenced session (cached by the source)."""
+    references: Sequence[Reference],
+    spans: Sequence[MentionSpan],
+    resolver: SessionReferenceResolver,
+    stop: threading.Event | None,
+) -> dict[int, Intended]:
+    """Listing record and current title of every referenced session, and the sessions invalid
+    mentions meant (:class:`Intended`, by span start), in one lookup (cached by the source).
+
+    What an invalid mention meant is looked up so a fix can name the session, and so a fix that
+    would produce another error (a session the store does not have) is never offered.
+    """
+    guesses = {span.start: guess for span in spans if (guess := _guess(span)) is not None}
+    meant = list(dict.fromkeys(session_id for session_id, _ in guesses.values()))[:MAX_INTENDED_LOOKUPS]
+    wanted = {reference.session_id for reference in references} | set(meant)
+    if not wanted:
+        return {}
     query = resolver.query
-    wanted = {reference.session_id for reference in references}
     try:
         by_id = await asyncio.to_thread(listed_records, query, wanted, stop)
     except StoreStopped as error:
         raise AnalysisCancelled from error
     except Exception:
         # An unreadable root: every read below fails too and says why.
-        return
+        return {}
     for reference in references:
         reference.record = by_id.get(reference.session_id)
-    found = [reference for reference in references if reference.record is not None]
-    if not found:
-        return
-    try:
-        titles = await asyncio.to_thread(
-            query.read_titles, [reference.record for reference in found if reference.record], stop
-        )
-    except StoreStopped as error:
-        raise AnalysisCancelled from error
-    except Exception:
-        return
-    for reference, observation in zip(found, titles, strict=True):
-        if observation.error is None:
-            reference.title = observation.title
+    records = list(by_id.values())
+    titles: dict[str, str | None] = {}
+    if records:
+        try:
+            observations = await asyncio.to_thread(query.read_titles, records, stop)
+        except StoreStopped as error:
+            raise AnalysisCancelled from error
+        except Exception:
+            observations = []
+        titles = {
+            record.id: observation.title
+            for record, observation in zip(records, observations, strict=False)
+            if observation.error is None
+        }
+    for reference in references:
+        if reference.record is not None and reference.session_id in titles:
+            reference.title = titles[reference.session_id]
+    return {
+        start: Intended(session_id, titles.get(session_id), raw)
+        for start, (session_id, raw) in guesses.items()
+        if session_id in by_id
+    }
 
 
 async def _read_and_render(reference: Reference, resolver: SessionReferenceResolver) -> None:
