@@ -53,6 +53,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         previews.update(previewUri, result.text);
       } catch (error) {
         output.warn(`refreshing the preview of ${documentUri}: ${errorText(error)}`);
+        previews.markStale(previewUri, `preparing it again failed (${errorText(error)})`);
       }
     }
   };
@@ -126,6 +127,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (state === 'running') {
         scheduleRefresh();
         reopenCompletion();
+      } else {
+        for (const previewUri of previewed.values()) {
+          previews.markStale(previewUri, 'the DSH language server is not running');
+        }
       }
     }),
     { dispose: () => clearTimeout(refreshTimer) },

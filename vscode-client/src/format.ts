@@ -139,3 +139,19 @@ export function formatCandidate(candidate: Candidate, now: Date): CandidatePickT
   // An untitled session's label is its id already: do not print it twice.
   return { label: candidate.label, description, detail: candidate.label === candidate.sessionId ? '' : candidate.sessionId };
 }
+
+/** "04:01:09": the local wall-clock time, to the second. */
+export function clockTime(when: Date): string {
+  return [when.getHours(), when.getMinutes(), when.getSeconds()].map((part) => part.toString().padStart(2, '0')).join(':');
+}
+
+/**
+ * The first lines of an open preview that no longer follows its prompt (the server stopped, or
+ * preparing it again failed), so no one takes an old context for what dsh would send now.
+ */
+export function staleNotice(reason: string, preparedAt: Date): string {
+  return (
+    `OUT OF DATE: ${reason}.\n` +
+    `Prepared at ${clockTime(preparedAt)}; it refreshes by itself once it can.\n\n`
+  );
+}

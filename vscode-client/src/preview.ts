@@ -1,14 +1,23 @@
 // The read-only `dsh-preview:` documents. The preview command's reply carries the full text, so
 // it is served from here first; a preview VS Code reopens later (after a reload) is fetched from
 // the server's `workspace/textDocumentContent`. Re-running the command updates an open preview
-// in place instead of opening another tab.
+// in place instead of opening another tab. A preview that can no longer be prepared again keeps
+// its last text under an "OUT OF DATE" notice.
 
 import * as vscode from 'vscode';
 
+import { staleNotice } from './format';
 import { PREVIEW_SCHEME } from './protocol';
 
+interface Prepared {
+  readonly text: string;
+  readonly at: Date;
+}
+
 export class PreviewDocuments implements vscode.TextDocumentContentProvider, vscode.Disposable {
+  /** What each preview shows: the last prepared text, with a notice above it while stale. */
   private readonly texts = new Map<string, string>();
+  private readonly prepared = new Map<string, Prepared>();
   private readonly changeEmitter = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.changeEmitter.event;
 
@@ -26,14 +35,30 @@ export class PreviewDocuments implements vscode.TextDocumentContentProvider, vsc
     }
     const fetched = await this.fetchFromServer(uri);
     if (fetched !== undefined) {
+      this.prepared.set(key, { text: fetched, at: new Date() });
       this.texts.set(key, fetched);
       return fetched;
     }
     return 'This preview is out of date. Run "DSH: Preview referenced-session context" on the prompt again.\n';
   }
 
+  /** A freshly prepared text (clears any stale notice). */
   update(uri: vscode.Uri, text: string): void {
     const key = uri.toString();
+    this.prepared.set(key, { text, at: new Date() });
+    this.display(key, uri, text);
+  }
+
+  /** Keeps the last prepared text, under a notice that says why it may no longer be current. */
+  markStale(uri: vscode.Uri, reason: string): void {
+    const key = uri.toString();
+    const last = this.prepared.get(key);
+    if (last !== undefined) {
+      this.display(key, uri, staleNotice(reason, last.at) + last.text);
+    }
+  }
+
+  private display(key: string, uri: vscode.Uri, text: string): void {
     if (this.texts.get(key) !== text) {
       this.texts.set(key, text);
       this.changeEmitter.fire(uri);
@@ -55,5 +80,6 @@ export class PreviewDocuments implements vscode.TextDocumentContentProvider, vsc
   dispose(): void {
     this.changeEmitter.dispose();
     this.texts.clear();
+    this.prepared.clear();
   }
 }

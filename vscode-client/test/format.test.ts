@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { formatBytes, formatCandidate, formatStatus, parseCreatedAt, relativeTime, shortId, statusTarget } from '../src/format';
+import { clockTime, formatBytes, formatCandidate, formatStatus, parseCreatedAt, relativeTime, shortId, staleNotice, statusTarget } from '../src/format';
 import { asDocumentSummary } from '../src/protocol';
 
 const NOW = new Date('2026-03-10T12:00:00Z');
@@ -122,5 +122,18 @@ describe('formatCandidate', () => {
     const row = formatCandidate({ sessionId: 's-2', label: 's-2', cwd: null, createdAt: undefined, mention: '' }, NOW);
     assert.equal(row.description, '');
     assert.equal(row.detail, '', 'an untitled session shows its id once, as the label');
+  });
+});
+
+describe('staleNotice', () => {
+  const at = new Date(2026, 2, 10, 9, 5, 7);
+  test('names the reason and the local time the text was prepared, above a blank line', () => {
+    assert.equal(clockTime(at), '09:05:07');
+    const notice = staleNotice('the DSH language server is not running', at);
+    assert.equal(
+      notice,
+      'OUT OF DATE: the DSH language server is not running.\n' +
+        'Prepared at 09:05:07; it refreshes by itself once it can.\n\n',
+    );
   });
 });

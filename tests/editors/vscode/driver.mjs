@@ -422,6 +422,11 @@ async function main() {
   await step('restart', page, async () => {
     await promptEditor.locator('.view-lines').click();
     await runCommand(page, 'DSH: Restart server');
+    // While the server is down the open preview says it may be out of date, and it is prepared
+    // again (without the notice) once the server runs.
+    const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab', { hasText: '(context)' }) }).locator('.monaco-editor').first();
+    const stale = await waitForLines(previewEditor, (l) => l.some((line) => line.startsWith('OUT OF DATE')), 'the open preview was not marked out of date while the server restarted');
+    await screenshot(page, 'restart-stale-preview');
     // An `@` typed at once, while the server is still starting, gets its popup once it runs.
     await promptEditor.locator('.view-lines').click();
     await page.keyboard.press('Control+End');
@@ -436,7 +441,8 @@ async function main() {
     // must be back once it has.
     await page.waitForTimeout(1500);
     const status = await waitForStatus(page, /KB$/, 'the status bar did not come back after the restart');
-    return { status, popup };
+    const fresh = await waitForLines(previewEditor, (l) => !l.some((line) => line.startsWith('OUT OF DATE')) && l.some((line) => line.includes('Byte accounting')), 'the preview was not prepared again after the restart');
+    return { status, popup, stale, fresh };
   });
 }
 

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -569,6 +570,12 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert log.count("server started") == 2 and "restart requested" in log, explain()
     assert steps["restart"]["status"].endswith("KB"), steps["restart"]
     assert steps["restart"]["popup"] > 0  # the `@` typed during the restart got its popup
+    # The open preview said it was out of date while the server was down, then was prepared again.
+    stale_notice = steps["restart"]["stale"]
+    assert stale_notice[0] == "OUT OF DATE: the DSH language server is not running.", stale_notice
+    assert re.match(r"Prepared at \d\d:\d\d:\d\d;", stale_notice[1]), stale_notice
+    assert "Referenced-session context preview" in stale_notice, stale_notice
+    assert steps["restart"]["fresh"][0] == "Referenced-session context preview", steps["restart"]["fresh"]
 
     # 9. trace.server shows the LSP traffic, in its own channel.
     trace = _output_channel(profile.user_data, "DSH Session Reference (LSP trace)")
