@@ -27,7 +27,7 @@ from .jsjson import js_normalize, read_text
 from .lsp.display import display_inline_text
 from .model import SessionSource, StoreError
 from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
-from .store.logfile import LogError, zstandard_module
+from .store.logfile import LogError, zstd_codec
 from .uri import (
     decode_session_reference_uri,
     encode_session_reference_uri,
@@ -316,20 +316,17 @@ def _uri(args: argparse.Namespace) -> int:
 
 
 def _missing_zstandard(args: argparse.Namespace, writes: str, remedy: str) -> int | None:
-    """Exit status 2 and a one-line error when ``zstandard`` cannot be imported, else ``None``.
+    """Exit status 2 and a one-line error when no Zstandard codec can be imported, else ``None``.
 
-    Writing ``.jsonl.zstd`` logs needs that compiled binding, which may be
-    missing (it is imported lazily so plain logs work without it). Asking
-    before anything is written spares the user a traceback and a root with
-    an empty log in it.
+    Writing ``.jsonl.zstd`` logs needs one (it is imported lazily so plain logs work without
+    it). Asking before anything is written spares the user a traceback and a root with an empty
+    log in it.
     """
     try:
-        zstandard_module()
-    except LogError:
-        message = (
-            f'{writes} .jsonl.zstd logs, which needs the Python package "zstandard" (not installed): {remedy}'
-        )
-        return _fail(args, MISSING_PACKAGE, message, EXIT_USAGE)
+        zstd_codec()
+    except LogError as error:
+        reason = str(error.__cause__ or error)
+        return _fail(args, MISSING_PACKAGE, f"{writes} .jsonl.zstd logs, but {reason}: {remedy}", EXIT_USAGE)
     return None
 
 
@@ -340,7 +337,7 @@ def _sample_store(args: argparse.Namespace) -> int:
         missing = _missing_zstandard(
             args,
             "sample-store writes",
-            "install it (pip install zstandard) or pass --compression none to write plain .jsonl logs",
+            "install one (pip install backports.zstd) or pass --compression none to write plain .jsonl logs",
         )
         if missing is not None:
             return missing
@@ -368,7 +365,7 @@ def _demo(args: argparse.Namespace) -> int:
         missing = _missing_zstandard(
             args,
             "demo writes its built-in sample store as",
-            "install it (pip install zstandard), or write a plain sample root with "
+            "install one (pip install backports.zstd), or write a plain sample root with "
             "`dsh-session-reference sample-store --compression none DIR` "
             "and run `dsh-session-reference demo --sessions DIR`",
         )

@@ -23,6 +23,8 @@ from typing import IO, Any
 import pytest
 from hypothesis import HealthCheck, settings
 
+from zstd_backends import zstd_backend  # noqa: F401 (each differential test runs once per Zstandard backend)
+
 REPO = Path(__file__).resolve().parents[2]
 INSTALL_SCRIPT = REPO / "scripts" / "install-upstream"
 ORACLE_SCRIPT = Path(__file__).resolve().parent / "oracle" / "oracle.mjs"

@@ -13,10 +13,10 @@ import json
 from pathlib import Path
 
 import pytest
+import zstandard
 
 from dsh_session_reference.store import JsonlSessionStore
 from dsh_session_reference.store.index import APART_READ_BYTES, ZSTD_EXPANSION
-from dsh_session_reference.store.logfile import zstandard_module
 from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import header, lines, one_turn, put, title
 
@@ -25,7 +25,7 @@ from .audit import run_audited
 
 def empty_frames_log(root: Path, sid: str, empty_frames: int) -> int:
     """A healthy titled session with ``empty_frames`` empty frames before its last line."""
-    compressor = zstandard_module().ZstdCompressor()
+    compressor = zstandard.ZstdCompressor()
     parts = lines(header(sid), *one_turn(0, "hi", "ok"), title(6, f"Title {sid}")).split(b"\n")[:-1]
     frames = [compressor.compress(part + b"\n") for part in parts]
     empty = compressor.compress(b"")

@@ -1,15 +1,16 @@
-"""The CLI and the language server on a Python where ``zstandard`` cannot be imported.
+"""The CLI and the language server on a Python where no Zstandard codec can be imported.
 
-The VS Code extension ships its own copy of the server's libraries, and on a
-platform without a ``zstandard`` binary wheel that copy has no binding. Plain
-``.jsonl`` logs must still work there; a ``.jsonl.zstd`` log must fail like any
-unreadable log, naming itself and the missing package, without hiding the
-healthy session or ending the server.
+The server reads zstd logs with Python 3.14's ``compression.zstd``, its backport
+``backports.zstd``, or the ``zstandard`` binding (store/zstd_codec.py); an older
+Python on a platform without those wheels has none. Plain ``.jsonl`` logs must still
+work there; a ``.jsonl.zstd`` log must fail like any unreadable log, naming itself
+and what to install, without hiding the healthy session or ending the server.
 
-The binding is blocked honestly: a directory ahead of site-packages on
-``PYTHONPATH`` holds a ``zstandard`` package whose import raises
-``ImportError``, as a binding without its compiled backend does. The first
-test proves the block works, so the others cannot pass by accident.
+The codecs are blocked honestly: a directory ahead of site-packages (and of the
+standard library) on ``PYTHONPATH`` holds ``zstandard``, ``backports/zstd`` and
+``compression`` packages whose import raises ``ImportError``, as a binding without
+its compiled backend does. The first test proves the block works, so the others
+cannot pass by accident.
 """
 
 from __future__ import annotations
@@ -35,16 +36,18 @@ PLAIN_ID = "plain-session"
 ZSTD_ID = "zstd-session"
 PLAIN_TITLE = "Plain log title"
 ZSTD_TITLE = "Compressed log title"
-MISSING = 'the Python package "zstandard" is not installed'
+MISSING = "no Zstandard decoder is installed (Python 3.14+, or the package backports.zstd or zstandard)"
+BLOCKED = ("zstandard", "backports.zstd", "compression.zstd")
 
 
 @pytest.fixture(scope="module")
 def blocker(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A ``PYTHONPATH`` entry that shadows ``zstandard`` with a package that fails to import."""
+    """A ``PYTHONPATH`` entry that shadows every codec with a package that fails to import."""
     directory = tmp_path_factory.mktemp("no-zstandard")
-    package = directory / "zstandard"
-    package.mkdir()
-    (package / "__init__.py").write_text('raise ImportError("zstandard is blocked by this test")\n')
+    for name in ("zstandard", "backports/zstd", "compression"):
+        package = directory / name
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text(f'raise ImportError("{name} is blocked by this test")\n')
     return str(directory)
 
 
@@ -68,11 +71,14 @@ def unreadable(root: Path) -> str:
     return f'cannot read "{zstd_log(root)}": {MISSING}'
 
 
-def test_the_blocker_really_blocks_zstandard(tmp_path: Path, blocker: str) -> None:
+@pytest.mark.parametrize("module", BLOCKED)
+def test_the_blocker_really_blocks_each_codec(tmp_path: Path, blocker: str, module: str) -> None:
     env = audited_env(tmp_path / "audit.log", {"PYTHONPATH": blocker})
-    probe = [sys.executable, "-c", "import zstandard"]
+    probe = [sys.executable, "-c", f"import {module}"]
     blocked = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=60, check=False)
-    assert blocked.returncode == 1 and "ImportError: zstandard is blocked by this test" in blocked.stderr
+    assert blocked.returncode == 1 and "is blocked by this test" in blocked.stderr, blocked.stderr
+    if module == "compression.zstd" and sys.version_info < (3, 14):
+        return  # nothing to unblock before 3.14
     unblocked = subprocess.run(
         probe,
         env=audited_env(tmp_path / "audit.log"),
@@ -81,11 +87,11 @@ def test_the_blocker_really_blocks_zstandard(tmp_path: Path, blocker: str) -> No
         timeout=60,
         check=False,
     )
-    assert unblocked.returncode == 0, unblocked.stderr  # the suite's own Python has the binding
+    assert unblocked.returncode == 0, unblocked.stderr  # the suite's own Python has both backends
 
 
 def test_no_server_module_imports_zstandard_when_imported() -> None:
-    """Every module of the package imports without touching the binding (it is loaded on first use)."""
+    """Every module of the package imports without touching a codec (one is loaded on first use)."""
     script = (
         "import importlib, pkgutil, sys\n"
         "import dsh_session_reference as package\n"
@@ -93,7 +99,8 @@ def test_no_server_module_imports_zstandard_when_imported() -> None:
         "for name in names:\n"
         "    if not name.endswith('.__main__'):\n"
         "        importlib.import_module(name)\n"
-        "print(len(names), 'zstandard' in sys.modules)\n"
+        "codecs = ('zstandard', 'backports.zstd', 'compression.zstd')\n"
+        "print(len(names), any(codec in sys.modules for codec in codecs))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
@@ -138,9 +145,8 @@ def test_sample_store_and_demo_name_the_package_and_the_way_on(tmp_path: Path, b
     refused = run_audited(["sample-store", str(out)], tmp_path / "cli.log", env=extra)
     assert (refused.returncode, refused.stdout) == (EXIT_USAGE, "")
     assert refused.stderr == (
-        f"error: {MISSING_PACKAGE}: sample-store writes .jsonl.zstd logs, which needs the Python package "
-        '"zstandard" (not installed): install it (pip install zstandard) or pass --compression none '
-        "to write plain .jsonl logs\n"
+        f"error: {MISSING_PACKAGE}: sample-store writes .jsonl.zstd logs, but {MISSING}: "
+        "install one (pip install backports.zstd) or pass --compression none to write plain .jsonl logs\n"
     )
     assert not out.exists()  # refused before anything was written
     as_json = run_audited(["sample-store", "--json", str(out)], tmp_path / "cli.log", env=extra)

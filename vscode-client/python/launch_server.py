@@ -40,18 +40,29 @@ def _import_error(module: str) -> str | None:
     return None
 
 
+def _zstd_error() -> str | None:
+    """Why no Zstandard codec loads (Python 3.14's own, backports.zstd or zstandard), or None."""
+    try:
+        from dsh_session_reference.store.zstd_codec import codec
+
+        codec()
+    except Exception as error:  # any failure means compressed logs cannot be read
+        return f"{type(error).__name__}: {error}"
+    return None
+
+
 def _probe() -> dict[str, object]:
     report: dict[str, object] = {
         "version": list(sys.version_info[:3]),
         "executable": sys.executable,
         "platform": f"{sys.platform}-{os.uname().machine if hasattr(os, 'uname') else ''}",
         "server_error": "Python is too old",
-        "zstandard_error": None,
+        "zstd_error": None,
         "icu_error": None,
     }
     if sys.version_info[:2] >= MIN_VERSION:
         report["server_error"] = _import_error("dsh_session_reference.lsp")
-        report["zstandard_error"] = _import_error("zstandard")
+        report["zstd_error"] = _zstd_error()
         report["icu_error"] = _import_error("icu")
     return report
 

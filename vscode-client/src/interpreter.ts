@@ -129,7 +129,8 @@ export interface ProbeResult {
   readonly platform: string;
   /** null when the server package and its pure-Python libraries import; else the import error. */
   readonly serverError: string | null;
-  readonly zstandardError: string | null;
+  /** null when a Zstandard codec loads (Python 3.14's own, backports.zstd or zstandard). */
+  readonly zstdError: string | null;
   readonly icuError: string | null;
 }
 
@@ -159,7 +160,7 @@ export function parseProbeOutput(stdout: string): ProbeResult {
     executable: typeof record.executable === 'string' ? record.executable : '',
     platform: typeof record.platform === 'string' ? record.platform : '',
     serverError: nullableString(record.server_error),
-    zstandardError: nullableString(record.zstandard_error),
+    zstdError: nullableString(record.zstd_error),
     icuError: nullableString(record.icu_error),
   };
 }
@@ -208,7 +209,7 @@ export async function probeInterpreter(executable: string, options: ProbeOptions
     if (version !== null) {
       const numbers: [number, number, number] = [Number(version[1]), Number(version[2]), Number(version[3])];
       if (!isSupportedVersion(numbers)) {
-        return { version: numbers, executable, platform: '', serverError: 'Python is too old', zstandardError: null, icuError: null };
+        return { version: numbers, executable, platform: '', serverError: 'Python is too old', zstdError: null, icuError: null };
       }
     }
     throw new Error(`${executable} could not run the server launcher: ${probe.detail || 'no output'}`);
@@ -227,27 +228,28 @@ export function tooOldMessage(choice: InterpreterChoice, probe: ProbeResult): st
 /** Something the user should know about the chosen interpreter, worded for a notification. */
 export interface ProbeProblem {
   /** Problems with the same key are shown once per session. */
-  readonly key: 'interpreter' | 'server-import' | 'zstandard' | 'icu';
+  readonly key: 'interpreter' | 'server-import' | 'zstd' | 'icu';
   /** 'fatal': the server cannot start; 'warning': it runs without a feature; 'info': output channel only. */
   readonly severity: 'fatal' | 'warning' | 'info';
   readonly message: string;
 }
 
 /**
- * What the probe means for the user. The compiled libraries are optional: without zstandard the
- * server cannot read compressed logs, without ICU it approximates one ordering rule; only a Python
- * that is too old or a server that does not import stops it.
+ * What the probe means for the user. The compiled libraries are optional: without a Zstandard
+ * codec (built into Python 3.14+) the server cannot read compressed logs, without ICU it
+ * approximates one ordering rule; only a Python that is too old or a server that does not import
+ * stops it.
  */
 export function probeProblems(choice: InterpreterChoice, probe: ProbeResult): ProbeProblem[] {
   const python = `Python ${formatVersion(probe.version)}`;
   const where = probe.platform === '' ? python : `${python} on ${probe.platform}`;
-  const installZstd = `"${choice.executable}" -m pip install zstandard`;
+  const installZstd = `"${choice.executable}" -m pip install backports.zstd`;
   if (!isSupportedVersion(probe.version)) {
     return [{ key: 'interpreter', severity: 'fatal', message: tooOldMessage(choice, probe) }];
   }
   if (probe.serverError !== null) {
-    // The server imports zstandard only when it meets a compressed log, so a failed import is
-    // never zstandard's doing: the message is the import error itself.
+    // The server loads a Zstandard codec only when it meets a compressed log, so a failed import
+    // is never the codec's doing: the message is the import error itself.
     return [
       {
         key: 'server-import',
@@ -257,11 +259,11 @@ export function probeProblems(choice: InterpreterChoice, probe: ProbeResult): Pr
     ];
   }
   const problems: ProbeProblem[] = [];
-  if (probe.zstandardError !== null) {
+  if (probe.zstdError !== null) {
     problems.push({
-      key: 'zstandard',
+      key: 'zstd',
       severity: 'warning',
-      message: `zstandard is not available for ${where}, so compressed (.jsonl.zstd) session logs cannot be read. To read them, run: ${installZstd}`,
+      message: `No Zstandard decoder is available for ${where}, so compressed (.jsonl.zstd) session logs cannot be read. Python 3.14 has one built in; or run: ${installZstd}`,
     });
   }
   if (probe.icuError !== null) {

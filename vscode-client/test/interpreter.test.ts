@@ -144,11 +144,11 @@ describe('probe', () => {
   test('parses the launcher line and ignores anything printed before it', () => {
     const probe = parseProbeOutput(
       'warning from sitecustomize\n{"version": [3, 12, 1], "executable": "/x/python", "platform": "linux-x86_64", ' +
-        '"server_error": null, "zstandard_error": "ImportError: no zstd", "icu_error": null}\n',
+        '"server_error": null, "zstd_error": "ImportError: no zstd", "icu_error": null}\n',
     );
     assert.deepEqual(probe.version, [3, 12, 1]);
     assert.equal(probe.serverError, null);
-    assert.equal(probe.zstandardError, 'ImportError: no zstd');
+    assert.equal(probe.zstdError, 'ImportError: no zstd');
   });
 
   test('rejects output that is not a probe', () => {
@@ -197,7 +197,7 @@ describe('probeProblems', () => {
     executable: '/venv/bin/python',
     platform: 'darwin-arm64',
     serverError: null,
-    zstandardError: null,
+    zstdError: null,
     icuError: null,
   };
 
@@ -212,11 +212,11 @@ describe('probeProblems', () => {
     assert.match(problem.message, /needs Python 3\.11 or newer, but the workspace virtual environment .* is Python 3\.10\.13/);
   });
 
-  test('missing binary libraries degrade with a way out: zstandard warns, ICU only logs', () => {
-    const problems = probeProblems(choice, { ...healthy, zstandardError: "ModuleNotFoundError: No module named 'zstandard'", icuError: 'ImportError: x' });
-    assert.deepEqual(problems.map((p) => [p.key, p.severity]), [['zstandard', 'warning'], ['icu', 'info']]);
+  test('missing binary libraries degrade with a way out: no zstd codec warns, ICU only logs', () => {
+    const problems = probeProblems(choice, { ...healthy, zstdError: 'CodecMissing: no Zstandard decoder is installed', icuError: 'ImportError: x' });
+    assert.deepEqual(problems.map((p) => [p.key, p.severity]), [['zstd', 'warning'], ['icu', 'info']]);
     assert.match(problems[0].message, /Python 3\.12\.1 on darwin-arm64, so compressed \(\.jsonl\.zstd\) session logs cannot be read/);
-    assert.match(problems[0].message, /"\/venv\/bin\/python" -m pip install zstandard$/);
+    assert.match(problems[0].message, /"\/venv\/bin\/python" -m pip install backports\.zstd$/);
     assert.match(problems[1].message, /approximation of ICU collation/);
   });
 

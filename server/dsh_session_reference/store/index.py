@@ -80,7 +80,7 @@ from .cache_files import (
 from .jsonl_store import JsonlSessionStore, _Artifact, _compression_of, _Scan, _sorted_entries
 from .jsvalue import js_parse
 from .layout import LOG_NAMES, Compression, is_within
-from .logfile import LogChanged, LogError, check_stop, open_artifact, read_log, zstandard_module
+from .logfile import LogChanged, LogError, check_stop, open_artifact, read_log, zstd_codec
 from .workers import WorkerProcess, drop_spare, run_apart, take_spare
 
 _LOG = logging.getLogger("dsh_session_reference.index")
@@ -1466,16 +1466,8 @@ def _plaintext_chunks(
             check_stop(stop)
             yield chunk
         return
-    zstd = zstandard_module()
-    reader = zstd.ZstdDecompressor().stream_reader(handle, read_size=_SCAN_CHUNK, read_across_frames=True)
-    while True:
+    for chunk in zstd_codec().stream(handle, _SCAN_CHUNK):
         check_stop(stop)
-        try:
-            chunk = reader.read(_SCAN_CHUNK)
-        except zstd.ZstdError:
-            return
-        if not chunk:
-            return
         yield chunk
 
 

@@ -40,10 +40,8 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import accumulate
-from types import ModuleType
 from typing import IO, Any, Final, NamedTuple, Protocol
 
 from ..model import StoreStopped
@@ -56,6 +54,7 @@ from .jsvalue import (
     js_string,
 )
 from .layout import Compression, is_within
+from .zstd_codec import Codec, CodecMissing, codec
 
 MAX_LINE_BYTES: Final = 32 * 1024 * 1024
 """Largest committed record (one JSONL line, header included) this reader accepts."""
@@ -117,20 +116,18 @@ class _RowError(Exception):
     """A malformed packed chunk row (upstream: an unparsable committed event)."""
 
 
-def zstandard_module(path: str | None = None) -> ModuleType:
-    """The ``zstandard`` binding, imported on first use of a ``.jsonl.zstd`` log.
+def zstd_codec(path: str | None = None) -> Codec:
+    """The Zstandard codec (see :mod:`.zstd_codec`), imported on first use of a ``.jsonl.zstd`` log.
 
-    It is a compiled extension that can be missing (the VS Code extension's
-    bundled libraries on a platform without its wheel); plain logs must still
-    work then, and a zstd log must fail like any unreadable log, through
-    :class:`LogError`, naming the log when ``path`` is given.
+    It can be missing (an old Python without the compiled binding); plain logs must still work
+    then, and a zstd log must fail like any unreadable log, through :class:`LogError`, naming the
+    log when ``path`` is given.
     """
     try:
-        import zstandard
-    except ImportError as error:
+        return codec()
+    except (CodecMissing, ValueError) as error:
         name = f'"{path}"' if path is not None else "Zstandard session logs (.jsonl.zstd)"
-        raise LogError(f'cannot read {name}: the Python package "zstandard" is not installed') from error
-    return zstandard
+        raise LogError(f"cannot read {name}: {error}") from error
 
 
 def check_stop(stop: threading.Event | None) -> None:
@@ -500,7 +497,7 @@ def open_artifact(
 
     A symlinked ``session.jsonl`` inside the root works as upstream; one that
     points outside the root is never followed (upstream would read it). A
-    ``.zstd`` log is refused, naming it, when ``zstandard`` is not installed.
+    ``.zstd`` log is refused, naming it, when no Zstandard codec is installed.
 
     ``resolved`` is ``realpath(path)`` when the caller knows it (the listing
     walk checks every directory without following links and has just seen the
@@ -532,7 +529,7 @@ def open_artifact(
         fd = os.open(real, flags)
     try:
         if path.endswith(".zstd"):
-            zstandard_module(path)  # refuse a log this Python cannot decode before reading it
+            zstd_codec(path)  # refuse a log this Python cannot decode before reading it
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
             raise LogError("EISDIR: illegal operation on a directory, read")
@@ -743,10 +740,6 @@ def _frame_pieces(handle: IO[bytes], start: int, end: int) -> Iterator[bytes]:
         yield _read_span(handle, offset, end - offset)
 
 
-_IDLE_CONTEXT = threading.local()
-"""This thread's ``zstandard.ZstdDecompressor`` while no frame is being decoded with it."""
-
-
 class _FrameFailed(Exception):
     pass
 
@@ -764,8 +757,8 @@ def _decode_frame(
     A complete frame must end exactly at ``end`` (checksum verified); a torn
     frame is decoded as far as its bytes go (upstream's ``ZSTD_e_flush`` read).
     """
-    zstd = zstandard_module()
-    with _decompressor() as decoder:
+    zstd = zstd_codec()
+    with zstd.frame_decoder() as decoder:
         try:
             for piece in _frame_pieces(handle, start, end):
                 check_stop(stop)
@@ -774,25 +767,10 @@ def _decode_frame(
                 output = decoder.decompress(piece)
                 if output and emit is not None:
                     emit(output)
-        except zstd.ZstdError as error:
+        except zstd.error as error:
             raise _FrameFailed(str(error)) from error
     if complete and (not decoder.eof or decoder.unused_data):
         raise _FrameFailed("incomplete frame")
-
-
-@contextmanager
-def _decompressor() -> Iterator[Any]:
-    """A fresh ``decompressobj`` from this thread's idle decompression context.
-
-    A context costs ~15 us to create and a dsh log is one frame per append: each
-    thread reuses one (``decompressobj`` resets it). Taking it out while in use
-    means a decode started during another simply makes its own.
-    """
-    context = _IDLE_CONTEXT.__dict__.pop("context", None) or zstandard_module().ZstdDecompressor()
-    try:
-        yield context.decompressobj()
-    finally:
-        _IDLE_CONTEXT.context = context
 
 
 _QUICK_FRAME_OUTPUT: Final = 1 << 20
@@ -835,11 +813,11 @@ def _quick_first_frame(prefix: bytes) -> bytes | None:
         offset += 4  # the checksum
         if offset > size:
             return None
-    zstd = zstandard_module()
-    with _decompressor() as decoder:
+    zstd = zstd_codec()
+    with zstd.frame_decoder() as decoder:
         try:
-            output: bytes = decoder.decompress(prefix[:offset])
-        except zstd.ZstdError:
+            output = decoder.decompress(prefix[:offset])
+        except zstd.error:
             return None
     return output if decoder.eof and not decoder.unused_data else None
 
@@ -866,10 +844,10 @@ def _frames_output(
     check_stop(stop)
     handle.seek(start)
     data = handle.read(end - start)
-    zstd = zstandard_module()
+    zstd = zstd_codec()
     try:
-        output: bytes = zstd.ZstdDecompressor().decompressobj(read_across_frames=True).decompress(data)
-    except zstd.ZstdError:
+        output = zstd.decode_frames(data)
+    except zstd.error:
         return None
     if watch is not None:
         watch(output)

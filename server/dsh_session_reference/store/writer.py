@@ -17,6 +17,7 @@ from typing import Any, Final
 from ..jsjson import js_stringify
 from .jsvalue import is_number, is_safe_integer
 from .layout import LOG_NAMES, Compression, log_path
+from .zstd_codec import codec
 
 MIN_RUN: Final = 3
 """Upstream packs runs of at least three same-block delta chunks into one row."""
@@ -364,10 +365,7 @@ def encode_log(log: SessionLog, compression: Compression = "zstd", *, pack_chunk
         bodies.append(("\n".join(js_stringify(record) for record in records) + "\n").encode("utf-8"))
     if compression == "none":
         return header + b"".join(bodies)
-    import zstandard  # only zstd output needs the compiled binding; plain logs work without it
-
-    compressor = zstandard.ZstdCompressor(level=3, write_checksum=True)
-    return b"".join(compressor.compress(part) for part in (header, *bodies))
+    return b"".join(codec().compress((header, *bodies), 3))
 
 
 def write_session_log(
