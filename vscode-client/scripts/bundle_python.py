@@ -6,23 +6,29 @@ Python-tools extension template, so the server and its dependencies travel insid
 - bundled/libs: the server package (copied from server/) and its pure-Python dependencies,
   taken from pyproject.toml (one list of dependencies for pip users and extension users alike)
   and installed with `pip install --target` as pure wheels only.
-- bundled/binary: the dependencies that need compiled code (zstandard, pyicu-wheels), for this
-  machine's platform and each supported CPython minor version (their extension modules carry
-  the version in the file name, so several coexist in one folder). Where no wheel exists the
-  server degrades (zstd logs unreadable, collation approximated) and the extension says so.
+- bundled/binary: the dependencies that need compiled code (zstandard, pyicu-wheels), for one
+  VS Code target (`--target linux-x64`, ...; default: this machine's) and each supported CPython
+  minor version its markers apply to (their extension modules carry the version in the file
+  name, so several coexist in one folder). `--target universal` bundles none. Where no wheel
+  exists the server degrades (zstd logs unreadable before Python 3.14, collation approximated)
+  and the extension says so.
 - bundled/manifest.json: what was bundled, for the extension's messages and for people.
 
-Run from vscode-client/ by `npm run package`; the Python running this script needs pip.
+Run from vscode-client/ by `npm run package` (this machine) or scripts/package (every target);
+the Python running this script needs pip.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import platform
 import shutil
 import subprocess
 import sys
 import tempfile
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 
 try:
@@ -38,6 +44,60 @@ BUNDLED = CLIENT / "bundled"
 BINARY_DISTRIBUTIONS = {"zstandard", "pyicu-wheels"}
 CPYTHON_MINORS = ("3.11", "3.12", "3.13", "3.14")
 PACKAGE = "dsh_session_reference"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A VS Code platform target: the marker values and wheel platform tags of its Pythons."""
+
+    name: str
+    sys_platform: str
+    platform_system: str
+    platform_machine: str
+    platform_tags: tuple[str, ...]
+
+    def environment(self, minor: str) -> dict[str, str]:
+        """PEP 508 marker values of CPython ``minor`` on this target."""
+        return {
+            "python_version": minor,
+            "python_full_version": f"{minor}.0",
+            "implementation_name": "cpython",
+            "platform_python_implementation": "CPython",
+            "sys_platform": self.sys_platform,
+            "platform_system": self.platform_system,
+            "platform_machine": self.platform_machine,
+            "os_name": "nt" if self.sys_platform == "win32" else "posix",
+        }
+
+
+def _manylinux(arch: str) -> tuple[str, ...]:
+    return (*(f"manylinux_2_{minor}_{arch}" for minor in range(39, 16, -1)), f"manylinux2014_{arch}")
+
+
+def _macos(arch: str, first: tuple[int, int]) -> tuple[str, ...]:
+    versions = [(10, minor) for minor in range(15, first[1] - 1, -1)] if first[0] == 10 else []
+    versions = [(major, 0) for major in range(15, 10, -1)] + versions
+    return tuple(f"macosx_{major}_{minor}_{kind}" for major, minor in versions for kind in (arch, "universal2"))
+
+
+TARGETS = {
+    target.name: target
+    for target in (
+        Target("linux-x64", "linux", "Linux", "x86_64", _manylinux("x86_64")),
+        Target("linux-arm64", "linux", "Linux", "aarch64", _manylinux("aarch64")),
+        Target("darwin-x64", "darwin", "Darwin", "x86_64", _macos("x86_64", (10, 9))),
+        Target("darwin-arm64", "darwin", "Darwin", "arm64", _macos("arm64", (11, 0))),
+        Target("win32-x64", "win32", "Windows", "AMD64", ("win_amd64",)),
+    )
+}
+"""The targets with compiled libraries; ``universal`` (any other platform) carries none."""
+
+
+def host_target() -> str:
+    machine = {"amd64": "x64", "x86_64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower())
+    system = {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform)
+    name = f"{system}-{machine}"
+    return name if name in TARGETS else "universal"
 
 
 def pip(*args: str) -> subprocess.CompletedProcess[str]:
@@ -90,13 +150,15 @@ def merge_tree(source: Path, destination: Path) -> None:
             shutil.copy2(item, target)
 
 
-def install_binary(binary: Path, requirement: Requirement) -> list[str]:
-    """Returns the CPython versions a wheel was bundled for."""
-    platforms = list(dict.fromkeys(tags.platform_tags()))
+def install_binary(binary: Path, requirement: Requirement, target: Target) -> list[str]:
+    """Returns the CPython versions a wheel was bundled for (those the requirement's markers
+    select on ``target``; a version without a wheel is said and skipped)."""
     bundled: list[str] = []
+    platform_args = [arg for tag in target.platform_tags for arg in ("--platform", tag)]
     for minor in CPYTHON_MINORS:
+        if requirement.marker is not None and not requirement.marker.evaluate(target.environment(minor)):
+            continue
         with tempfile.TemporaryDirectory() as scratch:
-            platform_args = [arg for platform in platforms for arg in ("--platform", platform)]
             result = pip(
                 "install",
                 "--target",
@@ -112,7 +174,7 @@ def install_binary(binary: Path, requirement: Requirement) -> list[str]:
                 str(requirement),
             )
             if result.returncode != 0:
-                print(f"bundle_python: no {requirement.name} wheel for CPython {minor} on {platforms[0]}")
+                print(f"bundle_python: no {requirement.name} wheel for CPython {minor} on {target.name}")
                 continue
             merge_tree(Path(scratch), binary)
             bundled.append(minor)
@@ -130,20 +192,28 @@ def remove_clutter(folder: Path) -> None:
 
 
 def strip_debug_info(folder: Path) -> None:
-    """The wheels' extension modules carry about 10 MB of debug sections each; users never need them.
+    """The Linux wheels' extension modules carry about 10 MB of debug sections each; users never
+    need them.
 
     Only the extension modules are stripped: the vendored libraries in *.libs were rewritten by
-    auditwheel's patchelf, and stripping such files can break them.
+    auditwheel's patchelf, and stripping such files can break them. A strip tool that does not
+    know another architecture's ELF leaves that module as it is.
     """
     strip = shutil.which("strip")
     if strip is None:
         print("bundle_python: no strip tool; extension modules keep their debug sections")
         return
-    for module in folder.rglob("*.cpython-*.so"):
-        subprocess.run([strip, "--strip-debug", str(module)], check=True)
+    for module in folder.rglob("*.cpython-*-linux-gnu.so"):
+        result = subprocess.run([strip, "--strip-debug", str(module)], capture_output=True, check=False)
+        if result.returncode != 0:
+            print(f"bundle_python: {module.name} keeps its debug sections (strip cannot read it)")
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description="Fill vscode-client/bundled/ for one VS Code target.")
+    parser.add_argument("--target", choices=[*TARGETS, "universal"], default=host_target())
+    target_name = parser.parse_args().target
+    target = TARGETS.get(target_name)
     if BUNDLED.exists():
         shutil.rmtree(BUNDLED)
     libs = BUNDLED / "libs"
@@ -159,22 +229,19 @@ def main() -> None:
     install_pure(libs, pure)
     binaries: dict[str, list[str]] = {}
     for requirement in compiled:
-        if requirement.marker is not None and not requirement.marker.evaluate():
-            print(f"bundle_python: {requirement.name} does not apply to this platform; not bundled")
-            binaries[requirement.name] = []
-            continue
-        binaries[requirement.name] = install_binary(binary, requirement)
+        binaries[requirement.name] = [] if target is None else install_binary(binary, requirement, target)
     remove_clutter(libs)
     remove_clutter(binary)
     strip_debug_info(binary)
 
     manifest = {
-        "platform": next(iter(tags.platform_tags())),
+        "target": target_name,
+        "cpython": list(CPYTHON_MINORS),
         "pure": sorted(path.name for path in libs.glob("*.dist-info")),
         "binary": binaries,
     }
     (BUNDLED / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    print(f"bundle_python: {len(manifest['pure'])} pure distributions; binary: {binaries}")
+    print(f"bundle_python: {target_name}: {len(manifest['pure'])} pure distributions; binary: {binaries}")
 
 
 if __name__ == "__main__":
