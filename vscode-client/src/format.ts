@@ -1,6 +1,7 @@
 // Everything a person reads in the status bar and the quick pick: sizes, counts and relative
 // times in words, never raw JSON. Pure so the wording is unit tested.
 
+import type { InterpreterChoice } from './interpreter';
 import type { Candidate, DocumentSummary, Target } from './protocol';
 
 export function formatBytes(bytes: number): string {
@@ -154,4 +155,9 @@ export function staleNotice(reason: string, preparedAt: Date): string {
     `OUT OF DATE: ${reason}.\n` +
     `Prepared at ${clockTime(preparedAt)}; it refreshes by itself once it can.\n\n`
   );
+}
+
+/** The tooltip's last line: which Python runs the server, and why that one. */
+export function interpreterLine(choice: InterpreterChoice, version: string): string {
+  return `Server: Python ${version}, ${choice.executable}, from ${choice.origin}.`;
 }

@@ -1,7 +1,9 @@
 // Finding the Python that runs the language server. The extension ships the server and its
 // libraries, so any Python 3.11+ will do; this module decides which one and checks it. It has no
-// `vscode` import so that the Node unit tests exercise it against real files and processes.
+// `vscode` import (the Python extension's types are erased at compile time) so that the Node unit
+// tests exercise it against real files and processes.
 
+import type { ResolvedEnvironment } from '@vscode/python-extension';
 import { execFile } from 'node:child_process';
 import { constants as fsConstants, promises as fs } from 'node:fs';
 import * as path from 'node:path';
@@ -10,13 +12,15 @@ import { expandVariables, PathContext } from './paths';
 
 export const MIN_PYTHON: readonly [number, number] = [3, 11];
 
-export type InterpreterSource = 'setting' | 'workspace-venv' | 'path';
+export type InterpreterSource = 'setting' | 'python-extension' | 'workspace-venv' | 'path';
 
 export interface InterpreterChoice {
   readonly executable: string;
   readonly source: InterpreterSource;
   /** Where it came from, in words a notification can show. */
   readonly origin: string;
+  /** Why the Python extension's active environment was not taken, when it was there and was not. */
+  readonly passedOver?: string;
 }
 
 export interface LookupInput {
@@ -29,6 +33,30 @@ export interface LookupInput {
   readonly envPath: string;
   readonly envPathExt?: string;
   readonly paths: PathContext;
+  /**
+   * The Python extension's active environment for the workspace; `'none'` when that extension
+   * has none (or could not say); left out when it is not installed or the workspace is not trusted.
+   */
+  readonly pythonEnvironment?: ResolvedEnvironment | 'none';
+}
+
+/**
+ * The Python extension's active environment as a choice, or why it cannot be one. Its version is
+ * known without running it, so an old one is passed over here rather than failing the probe.
+ */
+export function fromPythonExtension(environment: ResolvedEnvironment | 'none'): InterpreterChoice | { passedOver: string } {
+  const executable = environment === 'none' ? undefined : environment.executable.uri?.fsPath;
+  if (environment === 'none' || executable === undefined) {
+    return { passedOver: 'the Python extension has no active environment with a Python executable' };
+  }
+  const version = environment.version;
+  const name = environment.environment?.name ?? executable;
+  if (version !== undefined && !isSupportedVersion([version.major, version.minor, version.micro])) {
+    return {
+      passedOver: `the Python extension's active environment (${name}) is Python ${version.major}.${version.minor}, and the server needs ${MIN_PYTHON.join('.')}+`,
+    };
+  }
+  return { executable, source: 'python-extension', origin: `the Python extension's active environment (${name})` };
 }
 
 export class InterpreterNotFound extends Error {
@@ -86,10 +114,21 @@ function venvPython(folder: string, platform: NodeJS.Platform): string {
 }
 
 /**
- * The interpreter setting wins when set (a wrong setting is an error, not a reason to guess);
- * otherwise the first workspace folder with a `.venv`; otherwise `python3` on PATH.
+ * The interpreter setting wins when set (a wrong setting is an error, not a reason to guess: it
+ * is the one place a user names an interpreter for this extension alone); then the Python
+ * extension's active environment, as every Python tool in VS Code follows it; then the first
+ * workspace folder with a `.venv`; then `python3` on PATH.
  */
 export async function findInterpreter(input: LookupInput): Promise<InterpreterChoice> {
+  const choice = await lookup(input);
+  if (input.pythonEnvironment === undefined || choice.source === 'python-extension') {
+    return choice;
+  }
+  const fromExtension = fromPythonExtension(input.pythonEnvironment);
+  return 'passedOver' in fromExtension && choice.source !== 'setting' ? { ...choice, passedOver: fromExtension.passedOver } : choice;
+}
+
+async function lookup(input: LookupInput): Promise<InterpreterChoice> {
   const { platform } = input;
   const setting = input.setting.trim();
   if (setting !== '') {
@@ -105,6 +144,12 @@ export async function findInterpreter(input: LookupInput): Promise<InterpreterCh
       `The "dshSessionReference.interpreter" setting names ${setting}, which is not an executable file.`,
       'setting',
     );
+  }
+  if (input.pythonEnvironment !== undefined) {
+    const fromExtension = fromPythonExtension(input.pythonEnvironment);
+    if (!('passedOver' in fromExtension)) {
+      return fromExtension;
+    }
   }
   for (const folder of input.workspaceFolders) {
     const candidate = venvPython(folder, platform);

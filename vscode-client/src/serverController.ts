@@ -2,6 +2,7 @@
 // server, bounded crash restarts, and pushing settings without a restart. Every problem a user
 // can fix is said once, with the action that fixes it.
 
+import { PVSC_EXTENSION_ID, PythonExtension, ResolvedEnvironment } from '@vscode/python-extension';
 import type { ChildProcess } from 'node:child_process';
 import * as os from 'node:os';
 import * as vscode from 'vscode';
@@ -115,6 +116,9 @@ export class ServerController implements vscode.Disposable {
   private previewCommandsInFlight = 0;
   private readonly previewsShownAt = new Map<string, number>();
   private _state: ServerState = 'stopped';
+  private watchingPythonExtension = false;
+  /** The interpreter the running (or last started) server uses, and why: for the tooltip. */
+  interpreter: { choice: InterpreterChoice; version: string } | undefined;
 
   readonly onDidChangeState = this.stateEmitter.event;
 
@@ -266,11 +270,42 @@ export class ServerController implements vscode.Disposable {
     return choice;
   }
 
+  /**
+   * The Python extension's active environment for the first workspace folder, when that extension
+   * is installed and the workspace trusted (its environment may be the workspace's own `.venv`).
+   * A change of that environment restarts the server unless the interpreter setting decides.
+   */
+  private async pythonEnvironment(): Promise<ResolvedEnvironment | 'none' | undefined> {
+    if (vscode.extensions.getExtension(PVSC_EXTENSION_ID) === undefined || !vscode.workspace.isTrusted) {
+      return undefined;
+    }
+    try {
+      const api = await PythonExtension.api();
+      if (!this.watchingPythonExtension) {
+        this.watchingPythonExtension = true;
+        this.disposables.push(
+          api.environments.onDidChangeActiveEnvironmentPath(() => {
+            if ((vscode.workspace.getConfiguration(SECTION).get<string>('interpreter') ?? '').trim() === '') {
+              this.output.info("the Python extension's active environment changed; restarting the server to use it");
+              void this.restart();
+            }
+          }),
+        );
+      }
+      const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
+      return (await api.environments.resolveEnvironment(api.environments.getActiveEnvironmentPath(folder))) ?? 'none';
+    } catch (error) {
+      this.output.warn(`the Python extension's environment API failed: ${error instanceof Error ? error.message : String(error)}`);
+      return 'none';
+    }
+  }
+
   private async resolveInterpreter(): Promise<{ choice: InterpreterChoice; probe: ProbeResult } | undefined> {
     const config = vscode.workspace.getConfiguration(SECTION);
     let choice: InterpreterChoice;
     try {
       choice = await findInterpreter({
+        pythonEnvironment: await this.pythonEnvironment(),
         setting: config.get<string>('interpreter') ?? '',
         // A workspace's own .venv is code from the workspace: run it only once the workspace is
         // trusted (the interpreter setting is a restricted configuration for the same reason).
@@ -284,6 +319,9 @@ export class ServerController implements vscode.Disposable {
       const detail = error instanceof InterpreterNotFound ? error.message : String(error);
       void this.notifyOnce('interpreter', 'error', `DSH Session Reference needs Python 3.11 or newer. ${detail}`, ['Open Settings', 'Show Output']);
       return undefined;
+    }
+    if (choice.passedOver !== undefined) {
+      this.output.info(`not using the Python extension's environment: ${choice.passedOver}`);
     }
     this.output.info(`interpreter: ${choice.executable} (from ${choice.origin})`);
     let probe: ProbeResult;
@@ -303,6 +341,7 @@ export class ServerController implements vscode.Disposable {
       return undefined;
     }
     this.output.info(`Python ${formatVersion(probe.version)} on ${probe.platform}`);
+    this.interpreter = { choice, version: formatVersion(probe.version) };
     let fatal = false;
     for (const problem of probeProblems(choice, probe)) {
       if (problem.severity === 'info') {

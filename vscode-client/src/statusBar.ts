@@ -4,7 +4,7 @@
 
 import * as vscode from 'vscode';
 
-import { formatStatus, statusTarget } from './format';
+import { formatStatus, interpreterLine, statusTarget } from './format';
 import { asDocumentSummary, DocumentSummary, PREVIEW_SCHEME, SERVER_COMMANDS } from './protocol';
 import { ServerController } from './serverController';
 import { TargetStore } from './targetPicker';
@@ -90,7 +90,9 @@ export class MentionStatus implements vscode.Disposable {
     }
     const status = formatStatus(statusTarget(target, this.targets.current()), summary);
     this.item.text = status.text;
-    this.item.tooltip = status.tooltip;
+    const interpreter = this.controller.interpreter;
+    this.item.tooltip =
+      interpreter === undefined ? status.tooltip : `${status.tooltip}\n${interpreterLine(interpreter.choice, interpreter.version)}`;
     this.item.command = 'dshSessionReference.previewContext';
     this.item.backgroundColor = undefined;
     this.item.show();

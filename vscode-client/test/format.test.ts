@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { clockTime, formatBytes, formatCandidate, formatStatus, parseCreatedAt, relativeTime, shortId, staleNotice, statusTarget } from '../src/format';
+import { clockTime, formatBytes, interpreterLine, formatCandidate, formatStatus, parseCreatedAt, relativeTime, shortId, staleNotice, statusTarget } from '../src/format';
 import { asDocumentSummary } from '../src/protocol';
 
 const NOW = new Date('2026-03-10T12:00:00Z');
@@ -135,5 +135,12 @@ describe('staleNotice', () => {
       'OUT OF DATE: the DSH language server is not running.\n' +
         'Prepared at 09:05:07; it refreshes by itself once it can.\n\n',
     );
+  });
+});
+
+describe('interpreterLine', () => {
+  test('says which Python runs the server and why', () => {
+    const choice = { executable: '/envs/a/bin/python', source: 'python-extension' as const, origin: "the Python extension's active environment (a)" };
+    assert.equal(interpreterLine(choice, '3.12.4'), "Server: Python 3.12.4, /envs/a/bin/python, from the Python extension's active environment (a).");
   });
 });

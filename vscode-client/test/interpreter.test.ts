@@ -8,8 +8,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 
+import type { ResolvedEnvironment } from '@vscode/python-extension';
+
 import {
   findInterpreter,
+  fromPythonExtension,
   InterpreterNotFound,
   isSupportedVersion,
   LookupInput,
@@ -48,6 +51,57 @@ before(async () => {
 
 after(async () => {
   await fs.rm(root, { recursive: true, force: true });
+});
+
+/** An environment as the Python extension's API resolves it (its published type, filled in). */
+function pythonEnvironment(executablePath: string | undefined, version: [number, number, number], name = 'project-env'): ResolvedEnvironment {
+  const uri = (fsPath: string) => ({ fsPath, path: fsPath, scheme: 'file' }) as unknown as ResolvedEnvironment['path'] & { fsPath: string };
+  return {
+    id: executablePath ?? name,
+    path: executablePath ?? name,
+    executable: { uri: executablePath === undefined ? undefined : (uri(executablePath) as never), bitness: '64-bit', sysPrefix: path.dirname(executablePath ?? '/') },
+    environment: { type: 'VirtualEnvironment', name, folderUri: uri(path.dirname(executablePath ?? '/')) as never, workspaceFolder: undefined },
+    version: { major: version[0], minor: version[1], micro: version[2], release: { level: 'final', serial: 0 }, sysVersion: version.join('.') },
+    tools: ['Venv'],
+  };
+}
+
+describe('findInterpreter with the Python extension', () => {
+  test('its active environment comes after the setting and before a workspace .venv and PATH', async () => {
+    const workspace = path.join(root, 'p', 'ws');
+    await executable(path.join(workspace, '.venv', 'bin', 'python'));
+    const bin = path.join(root, 'p', 'bin');
+    await executable(path.join(bin, 'python3'));
+    const active = await executable(path.join(root, 'p', 'conda', 'bin', 'python'));
+    const environment = pythonEnvironment(active, [3, 12, 4], 'analysis');
+
+    const chosen = await findInterpreter(input({ workspaceFolders: [workspace], envPath: bin, pythonEnvironment: environment }));
+    assert.deepEqual(chosen, { executable: active, source: 'python-extension', origin: "the Python extension's active environment (analysis)" });
+
+    const configured = await executable(path.join(root, 'p', 'custom-python'));
+    const bySetting = await findInterpreter(input({ setting: configured, envPath: bin, pythonEnvironment: environment }));
+    assert.equal(bySetting.source, 'setting');
+    assert.equal(bySetting.passedOver, undefined);
+  });
+
+  test('an old or empty active environment is passed over, and the choice says why', async () => {
+    const workspace = path.join(root, 'q', 'ws');
+    const venv = await executable(path.join(workspace, '.venv', 'bin', 'python'));
+    const old = await executable(path.join(root, 'q', 'py39', 'bin', 'python'));
+    const tooOld = await findInterpreter(input({ workspaceFolders: [workspace], pythonEnvironment: pythonEnvironment(old, [3, 9, 18], 'py39') }));
+    assert.equal(tooOld.executable, venv);
+    assert.equal(tooOld.passedOver, "the Python extension's active environment (py39) is Python 3.9, and the server needs 3.11+");
+
+    const none = await findInterpreter(input({ workspaceFolders: [workspace], pythonEnvironment: 'none' }));
+    assert.equal(none.executable, venv);
+    assert.match(none.passedOver ?? '', /has no active environment/);
+
+    const withoutExecutable = fromPythonExtension(pythonEnvironment(undefined, [3, 12, 0]));
+    assert.ok('passedOver' in withoutExecutable);
+
+    const without = await findInterpreter(input({ workspaceFolders: [workspace] }));
+    assert.equal(without.passedOver, undefined); // no Python extension: nothing to explain
+  });
 });
 
 describe('findInterpreter', () => {

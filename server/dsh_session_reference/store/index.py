@@ -80,7 +80,7 @@ from .cache_files import (
 from .jsonl_store import JsonlSessionStore, _Artifact, _compression_of, _Scan, _sorted_entries
 from .jsvalue import js_parse
 from .layout import LOG_NAMES, Compression, is_within
-from .logfile import LogChanged, LogError, check_stop, open_artifact, read_log, zstd_codec
+from .logfile import LogChanged, LogError, check_stop, open_artifact, read_log, zstd_plaintext
 from .workers import WorkerProcess, drop_spare, run_apart, take_spare
 
 _LOG = logging.getLogger("dsh_session_reference.index")
@@ -1466,9 +1466,7 @@ def _plaintext_chunks(
             check_stop(stop)
             yield chunk
         return
-    for chunk in zstd_codec().stream(handle, _SCAN_CHUNK):
-        check_stop(stop)
-        yield chunk
+    yield from zstd_plaintext(handle, os.fstat(handle.fileno()).st_size, stop)
 
 
 _MAX_TITLE_LINE = 32 * 1024 * 1024
@@ -1489,7 +1487,10 @@ def scan_last_title(
     pending = bytearray()  # the unfinished line so far (amortised appends, no re-copying)
     skipping = False  # inside a line too long to be a title: wait for its newline
     try:
-        with open_artifact(path, root_real) as handle:
+        # zstd logs are walked frame by frame through their own 1 MiB reads: a small buffer
+        # serves the frame bodies without holding a second copy of the file's bytes.
+        buffering = 64 * 1024 if compression == "zstd" else _SCAN_CHUNK
+        with open_artifact(path, root_real, buffering=buffering) as handle:
             for chunk in _plaintext_chunks(handle, compression, stop):
                 pending += chunk
                 end = pending.rfind(b"\n")

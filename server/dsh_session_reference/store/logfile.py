@@ -617,6 +617,7 @@ def zstd_frames(
         start = offset
         if offset - base + _FRAME_HEAD_MAX > len(data) and base + len(data) < size:
             handle.seek(offset)
+            data = b""  # drop the old buffer first: one buffer at a time, not two
             data, base = handle.read(min(READ_CHUNK, size - offset)), offset
         at = offset - base
         if size - offset < 5:
@@ -643,6 +644,7 @@ def zstd_frames(
             at = offset - base
             if at < 0 or at + 3 > len(data):
                 handle.seek(offset)
+                data = b""
                 data, base, at = handle.read(min(READ_CHUNK, size - offset)), offset, 0
             block_header = from_bytes(data[at : at + 3], "little")
             offset += 3
@@ -773,6 +775,30 @@ def _decode_frame(
         raise _FrameFailed("incomplete frame")
 
 
+def zstd_plaintext(handle: IO[bytes], size: int, stop: threading.Event | None = None) -> Iterator[bytes]:
+    """The plaintext of a zstd log's first ``size`` bytes in order, for scans that need no replay.
+
+    Each piece is at most one block's output (a frame may expand to gigabytes), each frame is
+    decoded from exactly its own bytes (so no backend copies the rest of the input after a frame
+    end), and the pieces end quietly at the first damage or at a torn end, after everything that
+    decoded before it.
+    """
+    zstd = zstd_codec()
+    try:
+        for frame in zstd_frames(handle, size, stop):
+            end = size if frame.end is None else frame.end
+            with zstd.frame_decoder() as decoder:
+                for piece in _frame_pieces(handle, frame.start, end):
+                    check_stop(stop)
+                    if decoder.eof:
+                        return
+                    output = decoder.decompress(piece)
+                    if output:
+                        yield output
+    except (LogError, zstd.error):
+        return
+
+
 _QUICK_FRAME_OUTPUT: Final = 1 << 20
 """Most plaintext :func:`_quick_first_frame` may decode in one call (a header is a few hundred bytes)."""
 _BLOCK_MAX_OUTPUT: Final = 128 * 1024
@@ -835,7 +861,7 @@ def _frames_output(
     watch: Callable[[bytes], None] | None,
 ) -> bytes | None:
     """The plaintext of the consecutive complete frames from ``start`` to ``end``, decoded in one
-    call, or ``None`` if they do not all decode (the caller then decodes them one by one, which
+    call (one per frame with the standard library's codec), or ``None`` if they do not all decode (the caller then decodes them one by one, which
     names the frame that fails).
 
     The range comes from the validated structure, so its frames end where their blocks say;
@@ -846,8 +872,17 @@ def _frames_output(
     data = handle.read(end - start)
     zstd = zstd_codec()
     try:
-        output = zstd.decode_frames(data)
-    except zstd.error:
+        if zstd.across_frames:
+            output = zstd.decode_frames(data)
+        else:  # one call per frame, each on exactly its bytes (see zstd_codec.Codec.across_frames)
+            view = memoryview(data)
+            parts = []
+            for frame in zstd_frames(handle, end, stop, start):
+                if frame.end is None:
+                    return None
+                parts.append(zstd.decode_frames(view[frame.start - start : frame.end - start]))
+            output = b"".join(parts)
+    except (zstd.error, LogError):
         return None
     if watch is not None:
         watch(output)

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from types import ModuleType
-from typing import IO, Any, Final, Protocol
+from typing import Any, Final, Protocol
 
 BACKEND_ENV: Final = "DSH_SESSION_REFERENCE_ZSTD"
 """Forces a backend: ``stdlib`` (``compression.zstd`` or ``backports.zstd``) or ``zstandard``."""
@@ -66,11 +66,12 @@ class Codec:
     """What a corrupt frame raises."""
     frame_decoder: Callable[[], AbstractContextManager[FrameDecoder]]
     """A fresh decoder for one frame, for the ``with`` block that uses it."""
-    decode_frames: Callable[[bytes], bytes]
+    decode_frames: Callable[[bytes | memoryview], bytes]
     """The plaintext of consecutive complete frames in one call (raises ``error`` if one fails)."""
-    stream: Callable[[IO[bytes], int], Iterator[bytes]]
-    """A file's frames decoded in order, at most ``size`` bytes per piece (a small frame can expand
-    to gigabytes); the pieces end quietly at damage or a torn end, after what decoded before it."""
+    across_frames: bool
+    """Whether :attr:`decode_frames` decodes many frames in one native loop. The standard
+    library's loops in Python, copying the input left after each frame: callers hand it one
+    frame at a time (dsh logs are one frame per append, often hundreds of thousands)."""
     compress: Callable[[Iterable[bytes], int], list[bytes]]
     """One checksummed frame per part, at a level (upstream's writer: one frame per append)."""
 
@@ -86,26 +87,7 @@ def _stdlib(module: ModuleType) -> Codec:
     def frame_decoder() -> Iterator[FrameDecoder]:
         yield module.ZstdDecompressor()
 
-    def stream(handle: IO[bytes], size: int) -> Iterator[bytes]:
-        decoder = module.ZstdDecompressor()
-        while True:
-            if decoder.eof:
-                data = decoder.unused_data
-                decoder = module.ZstdDecompressor()
-            elif decoder.needs_input:
-                data = handle.read(size)
-                if not data:
-                    return
-            else:
-                data = b""
-            try:
-                piece = decoder.decompress(data, max_length=size)
-            except module.ZstdError:
-                return
-            if piece:
-                yield piece
-
-    return Codec(module.__name__, module.ZstdError, frame_decoder, module.decompress, stream, compress)
+    return Codec(module.__name__, module.ZstdError, frame_decoder, module.decompress, False, compress)
 
 
 _IDLE = threading.local()
@@ -123,26 +105,15 @@ def _zstandard(module: ModuleType) -> Codec:
         finally:
             _IDLE.context = context
 
-    def decode_frames(data: bytes) -> bytes:
+    def decode_frames(data: bytes | memoryview) -> bytes:
         decoder: Any = module.ZstdDecompressor().decompressobj(read_across_frames=True)
         return decoder.decompress(data)  # type: ignore[no-any-return]
-
-    def stream(handle: IO[bytes], size: int) -> Iterator[bytes]:
-        reader = module.ZstdDecompressor().stream_reader(handle, read_size=size, read_across_frames=True)
-        while True:
-            try:
-                piece = reader.read(size)
-            except module.ZstdError:
-                return
-            if not piece:
-                return
-            yield piece
 
     def compress(parts: Iterable[bytes], level: int) -> list[bytes]:
         compressor = module.ZstdCompressor(level=level, write_checksum=True)
         return [compressor.compress(part) for part in parts]
 
-    return Codec("zstandard", module.ZstdError, frame_decoder, decode_frames, stream, compress)
+    return Codec("zstandard", module.ZstdError, frame_decoder, decode_frames, True, compress)
 
 
 def _load(name: str) -> Codec:
