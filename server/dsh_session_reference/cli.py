@@ -22,11 +22,15 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from . import __version__
 from .errors import SessionReferenceError
 from .jsjson import js_normalize, read_text
+from .logsetup import LOG_ENV, LOG_LEVELS, log_level
+from .logsetup import configure as configure_log
 from .lsp.display import display_inline_text
 from .model import SessionSource, StoreError
 from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
+from .store.layout import resolve_root, root_origin, root_problem
 from .store.logfile import LogError, zstd_codec
 from .uri import (
     decode_session_reference_uri,
@@ -38,6 +42,10 @@ from .uri import (
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 MISSING_PACKAGE = "MISSING_PACKAGE"
+ROOT_NOT_FOUND = "SESSIONS_ROOT_NOT_FOUND"
+BAD_SETTING = "BAD_SETTING"
+STORE_COMMANDS = ("candidates", "prepare", "check")
+"""The commands that read the sessions root: a root that is not there is an error for them."""
 
 
 def _common(*, subcommand: bool) -> argparse.ArgumentParser:
@@ -96,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Mention dsh sessions as @[label](dsh-session:...) and prepare their bounded snapshots.",
         parents=[_common(subcommand=False)],
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     candidates = commands.add_parser("candidates", parents=[common], help="list sessions to mention, ranked")
@@ -149,6 +158,16 @@ def build_parser() -> argparse.ArgumentParser:
     lsp = commands.add_parser("lsp", parents=[common], help="run the language server over stdio")
     lsp.add_argument(
         "--stdio", action="store_true", help="accepted for vscode-languageclient; stdio is the default"
+    )
+    lsp.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        default=None,
+        help=f"what the server logs to stderr or --log-file (default: ${LOG_ENV} or WARNING)",
+    )
+    lsp.add_argument(
+        "--log-file", metavar="PATH", default=None, help="append the log to this file instead of stderr"
     )
     return parser
 
@@ -375,6 +394,15 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _lsp(args: argparse.Namespace) -> int:
+    try:
+        level = log_level(args.log_level)
+    except ValueError as error:
+        return _fail(args, BAD_SETTING, str(error), EXIT_USAGE)
+    try:
+        configure_log(level, args.log_file)
+    except OSError as error:
+        reason = error.strerror or str(error)
+        return _fail(args, "IO_ERROR", f"cannot write the log file {args.log_file!r}: {reason}")
     if (os.cpu_count() or 1) > 1:
         from .store.workers import start_spare
 
@@ -396,6 +424,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("demo has no JSON output; run it without --json")
     if args.command != "lsp":  # the server's log is the editor's, set up by the server
         _log_to_terminal()
+    if args.command in STORE_COMMANDS:
+        root = resolve_root(args.sessions)
+        problem = root_problem(root)
+        if problem is not None:
+            origin = root_origin(args.sessions, "from --sessions")
+            return _fail(args, ROOT_NOT_FOUND, f'sessions root "{root}" ({origin}) {problem}')
     try:
         match args.command:
             case "candidates":

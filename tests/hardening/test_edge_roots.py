@@ -16,8 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from lsp_support import wait_until
 from lsprotocol import types
 
+from dsh_session_reference.cli import ROOT_NOT_FOUND
 from dsh_session_reference.errors import READ_FAILED
 from dsh_session_reference.lsp.analysis import UNKNOWN_SESSION
 from dsh_session_reference.uri import format_session_reference_mention
@@ -48,19 +50,26 @@ async def test_a_missing_root_is_an_empty_store_everywhere(tmp_path: Path, works
     assert result["reads"] == {"s": ["error", NOT_FOUND, 'session "s" not found']}
     message = 'failed to read referenced session: session "s" not found'
     assert result["prepared"] == {"s": ["error", READ_FAILED, message]}
+    # The library keeps upstream's behaviour (an empty store, above); the CLI and the server say
+    # plainly that the root is not there, with where its path came from.
     common = ["--sessions", str(root)]
+    said = f'sessions root "{root}" (from --sessions) does not exist'
     listed = run_audited(["candidates", "--json", *common], tmp_path / "cli.log")
-    assert (listed.returncode, json.loads(listed.stdout)) == (0, [])
+    assert (listed.returncode, listed.stdout) == (1, "")
+    assert json.loads(listed.stderr) == {"error": {"code": ROOT_NOT_FOUND, "message": said}}
     human = run_audited(["candidates", *common], tmp_path / "cli.log")
-    assert (human.returncode, human.stdout, human.stderr) == (0, "", "no sessions match\n")
+    assert (human.returncode, human.stdout, human.stderr) == (1, "", f"error: {ROOT_NOT_FOUND}: {said}\n")
     document = tmp_path / "prompt.md"
     document.write_text(format_session_reference_mention("s"))
     prepared = run_audited(["prepare", *common, str(document)], tmp_path / "cli.log")
-    assert (prepared.returncode, prepared.stderr) == (1, f"error: {READ_FAILED}: {message}\n")
+    assert (prepared.returncode, prepared.stderr) == (1, f"error: {ROOT_NOT_FOUND}: {said}\n")
     log = tmp_path / "server.log"
     async with lsp_session(audited_server_command(), audited_env(log), workspace, root) as s:
         completion = await s.complete(s.open(workspace, "@"))
         assert list(completion.items) == []
+        await wait_until(lambda: any(str(root) in m.message for m in s.client.messages))
+        shown = [m.message for m in s.client.messages if str(root) in m.message]
+        assert len(shown) == 1 and "does not exist, so no sessions can be listed" in shown[0], shown
         doc = s.open(workspace, format_session_reference_mention("s"))
         [(code, text)] = errors_of(await s.diagnostics(doc))
         assert code == UNKNOWN_SESSION and message in text
@@ -74,12 +83,14 @@ async def test_a_root_that_is_a_file_is_one_clear_error(tmp_path: Path, workspac
     result = run_audited([str(root), "s"], tmp_path / "probe.log", module="hardening.probe_store")
     assert result.returncode == 1 and expected in result.stderr  # listing itself fails, as documented
     listed = run_audited(["candidates", "--sessions", str(root)], tmp_path / "cli.log")
-    assert (listed.returncode, listed.stderr) == (1, f"error: {PERSISTENCE}: {expected}\n")
+    said = f'sessions root "{root}" (from --sessions) is not a directory'
+    assert (listed.returncode, listed.stderr) == (1, f"error: {ROOT_NOT_FOUND}: {said}\n")
     log = tmp_path / "server.log"
     async with lsp_session(audited_server_command(), audited_env(log), workspace, root) as s:
         completion = await s.complete(s.open(workspace, "@"))
         assert list(completion.items) == [] and completion.is_incomplete
         assert any(expected in m.message for m in s.client.log_messages)
+        await wait_until(lambda: any("is not a directory" in m.message for m in s.client.messages))
         doc = s.open(workspace, format_session_reference_mention("s"))
         [(code, text)] = errors_of(await s.diagnostics(doc))
         assert code == UNKNOWN_SESSION and expected in text

@@ -138,3 +138,32 @@ async def test_the_sessions_root_can_be_switched(
     assert await labels(s, uri) == ["Other store"]
     configure(s, {SECTION: {"sessionsRoot": str(store)}})
     assert "Refactor the parser" in await labels(s, uri)
+
+
+async def test_a_missing_or_file_root_is_said_once_with_its_path_and_origin(
+    s: Session, workspace: Path, tmp_path_factory: pytest.TempPathFactory, store: Path
+) -> None:
+    """Upstream lists a missing root as empty; the editor says the path is wrong, once per problem."""
+    missing = tmp_path_factory.mktemp("roots") / "not-there"
+    uri = s.open(workspace, "@")
+    before = len(s.client.messages)
+    configure(s, {SECTION: {"sessionsRoot": str(missing)}})
+    assert await labels(s, uri) == []
+    await wait_until(lambda: len(s.client.messages) > before)
+    said = [m for m in s.client.messages[before:] if str(missing) in m.message]
+    assert [m.type for m in said] == [types.MessageType.Warning]
+    assert said[0].message == (
+        f'dsh: the sessions root "{missing}" (from the {SECTION}.sessionsRoot setting) does not exist, so no '
+        f"sessions can be listed or mentioned. Set {SECTION}.sessionsRoot to your dsh sessions folder."
+    )
+    # Another setting change with the same root says nothing again; a file instead of a folder does.
+    configure(s, {SECTION: {"sessionsRoot": str(missing), "candidateLimit": 7}})
+    assert await labels(s, uri) == []
+    assert len([m for m in s.client.messages if str(missing) in m.message]) == 1
+    a_file = missing.parent / "a-file"
+    a_file.write_text("not a folder")
+    configure(s, {SECTION: {"sessionsRoot": str(a_file), "candidateLimit": 50}})
+    await wait_until(lambda: any(f'"{a_file}"' in m.message for m in s.client.messages))
+    assert any("is not a directory" in m.message for m in s.client.messages if str(a_file) in m.message)
+    configure(s, {SECTION: {"sessionsRoot": str(store)}})
+    assert "Refactor the parser" in await labels(s, uri)

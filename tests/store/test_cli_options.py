@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_session_reference.cli import EXIT_USAGE, build_parser, main
+from dsh_session_reference.cli import EXIT_USAGE, ROOT_NOT_FOUND, build_parser, main
 from dsh_session_reference.sample import SAMPLE_SESSION_IDS
 from dsh_session_reference.uri import format_session_reference_mention
 
@@ -223,7 +223,7 @@ def test_json_output_is_one_document_and_warnings_go_to_stderr(
         (["prepare", str(tmp_path / "missing.md"), *common], "IO_ERROR"),
         (["prepare", good, "--max-references", "9", *common], "SESSION_REFERENCE_INVALID_CONFIG"),
         (["uri", "decode", "not-a-uri", "--json"], "SESSION_REFERENCE_INVALID_REFERENCE"),
-        (["candidates", "--json", "--sessions", good], "SESSION_QUERY_PERSISTENCE_FAILED"),  # not a directory
+        (["candidates", "--json", "--sessions", good], ROOT_NOT_FOUND),  # a file, not a directory
     ):
         result = run(args, cache)
         assert (result.returncode, result.stdout) == (1, ""), args

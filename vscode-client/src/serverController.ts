@@ -45,6 +45,7 @@ import {
   SERVER_KEYS,
   ServerSettings,
   toDocumentSelector,
+  serverLogLevel,
   toServerSettings,
 } from './settings';
 
@@ -230,7 +231,11 @@ export class ServerController implements vscode.Disposable {
   }
 
   private onConfigurationChanged(event: vscode.ConfigurationChangeEvent): void {
-    if (event.affectsConfiguration(`${SECTION}.interpreter`) || event.affectsConfiguration(`${SECTION}.documentSelector`)) {
+    if (
+      event.affectsConfiguration(`${SECTION}.interpreter`) ||
+      event.affectsConfiguration(`${SECTION}.documentSelector`) ||
+      event.affectsConfiguration(`${SECTION}.server.logLevel`)
+    ) {
       this.output.info('interpreter or document selector changed; restarting the server');
       void this.restart();
       return;
@@ -379,7 +384,7 @@ export class ServerController implements vscode.Disposable {
     const cwd = this.context.extensionPath;
     const serverOptions: ServerOptions = {
       command: resolved.choice.executable,
-      args: [this.launcher, 'lsp'],
+      args: [this.launcher, 'lsp', '--log-level', serverLogLevel(vscode.workspace.getConfiguration(SECTION).get('server.logLevel'))],
       transport: TransportKind.stdio,
       options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
     };

@@ -92,3 +92,10 @@ export function toDocumentSelector(setting: unknown): LanguageFilter[] {
     { scheme: 'untitled', language },
   ]);
 }
+
+const LOG_LEVELS = ['debug', 'info', 'warning', 'error'] as const;
+
+/** The server's `--log-level` from `dshSessionReference.server.logLevel` (anything else: warning). */
+export function serverLogLevel(value: unknown): string {
+  return typeof value === 'string' && (LOG_LEVELS as readonly string[]).includes(value) ? value : 'warning';
+}

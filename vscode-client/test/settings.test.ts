@@ -7,13 +7,7 @@ import * as path from 'node:path';
 import { describe, test } from 'node:test';
 
 import { expandVariables } from '../src/paths';
-import {
-  didChangeConfigurationParams,
-  SERVER_DEFAULTS,
-  SERVER_KEYS,
-  toDocumentSelector,
-  toServerSettings,
-} from '../src/settings';
+import { didChangeConfigurationParams, SERVER_DEFAULTS, SERVER_KEYS, serverLogLevel, toDocumentSelector, toServerSettings } from '../src/settings';
 
 const paths = { home: '/home/ada', workspaceFolder: '/work/project', env: { DSH_HOME: '/opt/dsh' } };
 
@@ -138,5 +132,14 @@ describe('expandVariables', () => {
     assert.equal(expandVariables('~', paths), '/home/ada');
     assert.equal(expandVariables('a/~/b', paths), 'a/~/b');
     assert.equal(expandVariables('~other/x', paths), '~other/x');
+  });
+});
+
+describe('serverLogLevel', () => {
+  test('passes a known level and falls back to warning for anything else', () => {
+    assert.equal(serverLogLevel('debug'), 'debug');
+    assert.equal(serverLogLevel('error'), 'error');
+    assert.equal(serverLogLevel('LOUD'), 'warning');
+    assert.equal(serverLogLevel(undefined), 'warning');
   });
 });

@@ -11,12 +11,12 @@ completion, and ``$/cancelRequest`` cancels requests and commands alike.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import functools
 import logging
 import os
+import sys
 import threading
 import time
 import uuid
@@ -39,6 +39,7 @@ from ..errors import CANCELLED, SessionReferenceError
 from ..jsjson import read_text
 from ..resolver import AbortSignal, AgentRef, SessionReferenceResolver, find_session
 from ..store.jsonl_store import JsonlSessionStore
+from ..store.layout import root_origin, root_problem
 from . import transport
 from .actions import code_actions
 from .analysis import Analysis, AnalysisCancelled, analyze
@@ -254,6 +255,7 @@ class DshLanguageServer(LanguageServer):
         self._previews: dict[str, str] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._warnings: list[str] = []
+        self._root_reported: tuple[str, str] | None = None
         self.idle_gc = IdleCollector()
 
     def touch(self) -> None:
@@ -315,6 +317,29 @@ class DshLanguageServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
         self._warnings.clear()
 
+    def report_root(self) -> None:
+        """Say once, plainly, that the sessions root is missing or no directory (upstream lists
+        such a root as empty, which in the editor looks like a store without sessions): with the
+        path and where it came from. Said again only for another root or another problem."""
+        root = self.engine.root
+        problem = root_problem(root)
+        if problem is None:
+            self._root_reported = None
+            return
+        if self._root_reported == (root, problem):
+            return
+        self._root_reported = (root, problem)
+        if self.settings.sessions_root:
+            origin = f"from the {SECTION}.sessionsRoot setting"
+        else:
+            origin = root_origin(self.sessions_fallback, "from the server's --sessions option")
+        message = (
+            f'dsh: the sessions root "{root}" ({origin}) {problem}, so no sessions can be listed or '
+            f"mentioned. Set {SECTION}.sessionsRoot to your dsh sessions folder."
+        )
+        LOG.warning("%s", message)
+        self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
     async def pull_configuration(self) -> bool:
         """``workspace/configuration`` for our section, only when the client declares it."""
         if not self.capability("workspace.configuration", False):
@@ -345,6 +370,7 @@ class DshLanguageServer(LanguageServer):
         """Re-check every open document under the new settings (a new root is listed ahead)."""
         self.spawn(self.warm_up())
         self.flush_warnings()
+        self.report_root()
         if self.pull_diagnostics:
             if self.capability("workspace.diagnostics.refresh_support", False):
                 self.spawn(self._refresh_diagnostics())
@@ -634,6 +660,7 @@ async def _initialized(ls: DshLanguageServer, params: types.InitializedParams) -
     if changed or ls.has_warnings:
         await ls.settings_changed()
     else:
+        ls.report_root()
         ls.spawn(ls.warm_up())
 
 
@@ -872,20 +899,16 @@ def create_server(sessions: str | None = None) -> DshLanguageServer:
 
 
 def serve_stdio(sessions: str | None = None) -> int:
-    """``dsh-session-reference lsp``: serve one client over stdin/stdout until it exits; the exit
-    status (:func:`.transport.serve_stdio`)."""
-    level = os.environ.get("DSH_LSP_LOG", "WARNING").upper()
-    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    """Serve one client over stdin/stdout until it exits; the exit status
+    (:func:`.transport.serve_stdio`). The caller has set up the log (:mod:`..logsetup`)."""
     return transport.serve_stdio(create_server(sessions))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dsh_session_reference.lsp.server [--stdio] [--sessions DIR]``."""
-    parser = argparse.ArgumentParser(prog="dsh-session-reference lsp")
-    parser.add_argument("--stdio", action="store_true", help="accepted for vscode-languageclient")
-    parser.add_argument("--sessions", default=None, help="sessions root when the settings name none")
-    args = parser.parse_args(argv)
-    return serve_stdio(args.sessions)
+    """``python -m dsh_session_reference.lsp.server``: the same as ``dsh-session-reference lsp``."""
+    from ..cli import main as cli_main
+
+    return cli_main(["lsp", *(sys.argv[1:] if argv is None else argv)])
 
 
 if __name__ == "__main__":

@@ -14,6 +14,8 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
+from collections.abc import Mapping
 from typing import Final, Literal
 
 Compression = Literal["zstd", "none"]
@@ -148,6 +150,30 @@ def resolve_root(root: str | os.PathLike[str] | None) -> str:
     if root is None:
         return default_root()
     return os.path.abspath(expand_home(os.fspath(root)))
+
+
+def root_origin(given: str | None, given_as: str, environ: Mapping[str, str] | None = None) -> str:
+    """Where a sessions root came from, in words for a message: ``given_as`` (a flag or setting)
+    when one was given, else ``$DSH_HOME`` or the default, as :func:`default_root` chooses."""
+    if given:
+        return given_as
+    home = (os.environ if environ is None else environ).get("DSH_HOME")
+    return "from $DSH_HOME" if home is not None and home.strip() else "dsh's default"
+
+
+def root_problem(root: str) -> str | None:
+    """Why ``root`` cannot be a sessions root (it does not exist, is no directory, cannot be
+    read), or ``None``. Upstream lists a missing root as empty; people need to hear that the path
+    they gave is wrong, so the CLI and the server say it (nothing is created or opened here)."""
+    try:
+        info = os.stat(root)
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    if not stat.S_ISDIR(info.st_mode):
+        return "is not a directory"
+    return None
 
 
 def is_within(root_real: str, path_real: str) -> bool:

@@ -861,8 +861,8 @@ def _frames_output(
     watch: Callable[[bytes], None] | None,
 ) -> bytes | None:
     """The plaintext of the consecutive complete frames from ``start`` to ``end``, decoded in one
-    call (one per frame with the standard library's codec), or ``None`` if they do not all decode (the caller then decodes them one by one, which
-    names the frame that fails).
+    call (one per frame with the standard library's codec), or ``None`` if they do not all
+    decode (the caller then decodes them one by one, which names the frame that fails).
 
     The range comes from the validated structure, so its frames end where their blocks say;
     each frame's checksum is verified by the decoder.
