@@ -177,3 +177,20 @@ def test_the_wheel_carries_the_server_and_no_tests(packages: Path) -> None:
     assert "dsh_session_reference/lsp/server.py" in names
     assert not any(name.startswith("tests/") for name in names)
     assert 'Requires-Dist: zstandard>=0.23; python_version < "3.14"' in metadata
+
+
+def test_one_version_everywhere_and_the_release_builds_with_the_tested_script(packages: Path) -> None:
+    """The version is written once (``__version__``); the extension's manifest repeats it, and the
+    release workflow builds with scripts/package, the script this test ran."""
+    from dsh_session_reference import __version__
+
+    assert __version__ == VERSION
+    files = _read(packages / f"dsh-session-reference-{VERSION}.vsix")
+    assert json.loads(files["extension/package.json"])["version"] == __version__
+    workflow = (REPO / ".github" / "workflows" / "release.yml").read_text()
+    assert "run: scripts/package dist" in workflow
+    with zipfile.ZipFile(packages / f"dsh_session_reference-{VERSION}-py3-none-any.whl") as wheel:
+        metadata = wheel.read(f"dsh_session_reference-{VERSION}.dist-info/METADATA").decode()
+        assert f"dsh_session_reference-{VERSION}.dist-info/licenses/LICENSE" in wheel.namelist()
+    assert "License-Expression: MIT" in metadata
+    assert "Requires-Dist: lsprotocol" not in metadata  # pygls pins the one it was built against
