@@ -39,8 +39,6 @@ from dsh_session_reference.uri import (
 from editors.ranking import ranking_sessions
 
 REPO = Path(__file__).resolve().parents[2]
-SERVER_SRC = REPO / "server"
-SERVER_COMMAND = [sys.executable, "-m", "dsh_session_reference", "lsp", "--stdio"]
 
 DRIVER_TIMEOUT_MS = 15_000
 """The driver's own limit; it writes a result naming the step it was waiting for."""
@@ -79,7 +77,8 @@ class Scenario:
     bad_line: str
     pick: int
     """Which completion item the driver accepts (1-based)."""
-    server_command: list[str]
+    server_bin: Path
+    """Where the installed ``dsh-session-reference`` lives; put first on the editor's ``PATH``."""
     last_line: str
 
     @property
@@ -107,8 +106,42 @@ class Scenario:
         return asyncio.run(prepare())
 
 
+@pytest.fixture(scope="session")
+def installed_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where ``dsh-session-reference`` is installed as a user gets it: the wheel built from this
+    tree, installed the way ``pipx install`` does (an environment of its own, dependencies
+    resolved from the package index). The editors find the command on ``PATH``, exactly as the
+    documented configurations name it, not a path into the clone."""
+    base = tmp_path_factory.mktemp("installed")
+    built = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(base / "dist"), str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    (wheel,) = (base / "dist").glob("dsh_session_reference-*.whl")
+    environment = base / "env"
+    subprocess.run([sys.executable, "-m", "venv", str(environment)], check=True, timeout=300)
+    installed = subprocess.run(
+        [str(environment / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert installed.returncode == 0, installed.stderr[-3000:]
+    command = environment / "bin" / "dsh-session-reference"
+    version = subprocess.run(
+        [str(command), "--version"], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert version.stdout.startswith("dsh-session-reference "), version.stdout
+    return command.parent
+
+
 @pytest.fixture
-def scenario(tmp_path: Path) -> Scenario:
+def scenario(tmp_path: Path, installed_bin: Path) -> Scenario:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     sessions_root = tmp_path / "sessions"
@@ -142,7 +175,7 @@ def scenario(tmp_path: Path) -> Scenario:
         bad_uri=bad_uri,
         bad_line=bad_line,
         pick=2,
-        server_command=SERVER_COMMAND,
+        server_bin=installed_bin,
         last_line=last_line,
     )
 
@@ -194,9 +227,14 @@ class EditorRun:
         )
 
 
-def _isolated_env(home: Path) -> dict[str, str]:
-    """The user's own config, caches and sessions must not leak in (or be written to)."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("XDG_", "DSH_", "NVIM"))}
+def _isolated_env(home: Path, server_bin: Path) -> dict[str, str]:
+    """The user's own config, caches and sessions must not leak in (or be written to); the
+    server comes from its installed environment alone (no ``PYTHONPATH`` into the clone)."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("XDG_", "DSH_", "NVIM")) and key != "PYTHONPATH"
+    }
     for name in ("config", "cache", "data", "state"):
         (home / name).mkdir(parents=True, exist_ok=True)
     env.update(
@@ -206,7 +244,7 @@ def _isolated_env(home: Path) -> dict[str, str]:
         XDG_DATA_HOME=str(home / "data"),
         XDG_STATE_HOME=str(home / "state"),
         DSH_HOME=str(home / "dsh"),
-        PYTHONPATH=os.pathsep.join([str(SERVER_SRC), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        PATH=os.pathsep.join([str(server_bin), os.environ.get("PATH", "")]),
         TERM="dumb",
     )
     return env
@@ -228,7 +266,7 @@ def run_editor(tmp_path: Path) -> Callable[[list[str], Scenario, dict[str, Any]]
             **extra,
         }
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        env = _isolated_env(home)
+        env = _isolated_env(home, scenario.server_bin)
         env["DSH_EDITOR_SPEC"] = str(spec_path)
         process = subprocess.Popen(
             argv,

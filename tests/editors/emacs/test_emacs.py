@@ -66,7 +66,6 @@ def test_emacs_eglot_completion_diagnostic_quick_fix_and_preview(
     config = documented_config(
         "eglot",
         {
-            '("dsh-session-reference" "lsp"': "(" + " ".join(map(_elisp_string, scenario.server_command)),
             ':sessionsRoot ""': f":sessionsRoot {_elisp_string(str(scenario.sessions_root))}",
             ':targetSessionId ""': f":targetSessionId {_elisp_string(scenario.target_id)}",
         },

@@ -91,9 +91,6 @@ def test_neovim_completion_diagnostic_quick_fix_and_preview(
     config = documented_config(
         "neovim-0.7",
         {
-            'local dsh_cmd = { "dsh-session-reference", "lsp" }': "local dsh_cmd = { "
-            + ", ".join(map(_lua_string, scenario.server_command))
-            + " }",
             'sessionsRoot = "",': f"sessionsRoot = {_lua_string(str(scenario.sessions_root))},",
             'targetSessionId = "",': f"targetSessionId = {_lua_string(scenario.target_id)},",
         },
@@ -179,7 +176,6 @@ def test_neovim_011_typed_queries_keep_dsh_ranking(
     documented_config: Callable[[str, dict[str, str]], str],
     tmp_path: Path,
 ) -> None:
-    command = "{ " + ", ".join(map(_lua_string, scenario.server_command)) + " }"
     settings = documented_config(
         "neovim-0.7",
         {
@@ -189,9 +185,7 @@ def test_neovim_011_typed_queries_keep_dsh_ranking(
     )
     # "Keep dsh_settings and dsh_preview from the 0.7 block (everything above its dsh_on_attach)".
     prelude = settings[: settings.index("\nlocal function dsh_on_attach")]
-    block = documented_config(
-        "neovim-0.11", {'cmd = { "dsh-session-reference", "lsp" },': f"cmd = {command},"}
-    )
+    block = documented_config("neovim-0.11", {})
     config_path = tmp_path / "init.lua"
     config_path.write_text(prelude + "\n" + block, encoding="utf-8")
     run = run_editor(
