@@ -18,14 +18,16 @@ import logging
 import os
 import re
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from . import __version__
 from .errors import SessionReferenceError
 from .jsjson import js_normalize, read_text
-from .logsetup import LOG_ENV, LOG_LEVELS, log_level
+from .logsetup import LOG_ENV, LOG_LEVELS, log_level, progress_after
 from .logsetup import configure as configure_log
 from .lsp.display import display_inline_text
 from .model import SessionSource, StoreError
@@ -40,6 +42,8 @@ from .uri import (
 )
 
 EXIT_ERROR = 1
+PROGRESS_EVERY = 0.2
+"""Seconds between redraws of the terminal progress line."""
 EXIT_USAGE = 2
 MISSING_PACKAGE = "MISSING_PACKAGE"
 ROOT_NOT_FOUND = "SESSIONS_ROOT_NOT_FOUND"
@@ -199,6 +203,41 @@ def _store(args: argparse.Namespace) -> SessionSource:
     return store
 
 
+@contextlib.contextmanager
+def _terminal_progress(args: argparse.Namespace, store: SessionSource) -> Iterator[None]:
+    """A progress line on stderr while the store is walked, when stderr is a terminal and the
+    work runs past :func:`.logsetup.progress_after` (a cold root of thousands of logs takes
+    seconds): how many sessions were read and how fast. Nothing when piped or with ``--json``;
+    the line is erased when the work ends, so the output reads as without it."""
+    counted = getattr(store, "index", store)
+    if args.json or not sys.stderr.isatty() or not hasattr(counted, "walked_sessions"):
+        yield
+        return
+    done = threading.Event()
+
+    def draw() -> None:
+        started = time.monotonic()
+        if done.wait(progress_after()):
+            return
+        while True:
+            walked = counted.walked_sessions
+            rate = walked / max(time.monotonic() - started, 1e-3)
+            sys.stderr.write(f"\rreading dsh sessions: {walked:,} ({rate:,.0f}/s)\x1b[K")
+            sys.stderr.flush()
+            if done.wait(PROGRESS_EVERY):
+                sys.stderr.write("\r\x1b[K")
+                sys.stderr.flush()
+                return
+
+    drawer = threading.Thread(target=draw, name="dsh-progress", daemon=True)
+    drawer.start()
+    try:
+        yield
+    finally:
+        done.set()
+        drawer.join()
+
+
 def _resolver(args: argparse.Namespace, store: SessionSource) -> SessionReferenceResolver:
     from .body_search import BodySearchResolver
 
@@ -269,8 +308,9 @@ async def _candidates(args: argparse.Namespace) -> int:
 
     store = _store(args)
     resolver = _resolver(args, store)
-    agent = await _agent(args, store)
-    found = await resolver.list_candidates(agent, args.query, args.limit)
+    with _terminal_progress(args, store):
+        agent = await _agent(args, store)
+        found = await resolver.list_candidates(agent, args.query, args.limit)
     if args.json:
         _emit([dict(candidate.to_json(), mention=candidate.mention) for candidate in found])
         return 0
@@ -294,8 +334,9 @@ async def _prepare(args: argparse.Namespace) -> int:
     parsed = parse_session_reference_text(text)
     store = _store(args)
     resolver = _resolver(args, store)
-    agent = await _agent(args, store)
-    prepared = await resolver.prepare(agent, [{"type": "text", "text": parsed.text}], parsed.references)
+    with _terminal_progress(args, store):
+        agent = await _agent(args, store)
+        prepared = await resolver.prepare(agent, [{"type": "text", "text": parsed.text}], parsed.references)
     if args.json:
         context = prepared.additional_context
         _emit(
@@ -373,8 +414,9 @@ async def _check(args: argparse.Namespace) -> int:
 
     store = _store(args)
     resolver = _resolver(args, store)
-    agent = await _agent(args, store)
-    return await check_files(args.files, resolver, agent, as_json=args.json)
+    with _terminal_progress(args, store):
+        agent = await _agent(args, store)
+        return await check_files(args.files, resolver, agent, as_json=args.json)
 
 
 def _demo(args: argparse.Namespace) -> int:

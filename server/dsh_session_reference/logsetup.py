@@ -1,8 +1,10 @@
-"""The language server's own log: how much (``--log-level``, else ``$DSH_LSP_LOG``, else
-WARNING) and where (``--log-file``, else stderr, which editors show as the server's output).
+"""What the tools tell people about their own work: the language server's log, how much
+(``--log-level``, else ``$DSH_LSP_LOG``, else WARNING) and where (``--log-file``, else stderr,
+which editors show as the server's output), and when long work starts to show progress.
 
-The environment variable is read from the editor's environment, where a typo is easy to make
-and hard to see: a bad value is a clear usage error naming the variable, never a traceback.
+The environment is the editor's, where a typo is easy to make and hard to see: a bad log level
+is a clear usage error naming the variable, a bad progress delay falls back to the default;
+never a traceback.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from typing import Final
 LOG_ENV: Final = "DSH_LSP_LOG"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMAT: Final = "%(levelname)s %(name)s: %(message)s"
+PROGRESS_ENV: Final = "DSH_PROGRESS_AFTER"
+PROGRESS_AFTER_DEFAULT: Final = 0.5
 
 
 def log_level(flag: str | None, environ: Mapping[str, str] | None = None) -> str:
@@ -44,3 +48,15 @@ def configure(level: str, log_file: str | None) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+
+
+def progress_after(environ: Mapping[str, str] | None = None) -> float:
+    """Seconds long work runs before it shows progress (the server's ``$/progress``, the CLI's
+    line on a terminal): ``$DSH_PROGRESS_AFTER`` when it is a number from 0 up, else half a
+    second, so quick work does not flash a progress display."""
+    raw = (os.environ if environ is None else environ).get(PROGRESS_ENV, "")
+    try:
+        value = float(raw) if raw.strip() else PROGRESS_AFTER_DEFAULT
+    except ValueError:
+        return PROGRESS_AFTER_DEFAULT
+    return value if 0 <= value < float("inf") else PROGRESS_AFTER_DEFAULT

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +16,7 @@ import pytest
 from dsh_session_reference import __version__
 from dsh_session_reference.cli import BAD_SETTING, EXIT_ERROR, EXIT_USAGE, ROOT_NOT_FOUND, main
 from dsh_session_reference.sample import write_sample_store
+from store.logbuild import header, lines, put, title
 
 
 def _run(
@@ -109,3 +112,47 @@ def test_the_log_goes_to_the_file_at_the_level_asked(tmp_path: Path) -> None:
     quiet = tmp_path / "quiet.log"
     _run(["lsp", "--log-file", str(quiet)], env={"DSH_LSP_LOG": "Error"}, stdin=frame)
     assert "DEBUG" not in quiet.read_text() and "INFO" not in quiet.read_text()
+
+
+def _big_root(root: Path, sessions: int) -> Path:
+    for number in range(sessions):
+        sid = f"s-{number:05d}"
+        put(
+            root,
+            sid,
+            lines(header(sid, cwd=f"/p/{number % 40}"), title(1, f"Task {number}")),
+            cwd=f"/p/{number % 40}",
+        )
+    return root
+
+
+def test_a_progress_line_shows_on_a_terminal_and_never_in_a_pipe(tmp_path: Path) -> None:
+    root = _big_root(tmp_path / "sessions", 3000)
+    env = {**os.environ, "DSH_PROGRESS_AFTER": "0", "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "dsh_session_reference", "--sessions", str(root), "candidates", "s-0001"]
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower, env=env)
+        os.close(follower)
+        shown = bytearray()
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal closes with the process
+                break
+            if not chunk:
+                break
+            shown += chunk
+        stdout, _ = process.communicate(timeout=120)
+    finally:
+        os.close(leader)
+    assert process.returncode == 0
+    text = shown.decode()
+    assert "\rreading dsh sessions: " in text, text  # counts and a rate, redrawn in place
+    assert re.search(r"reading dsh sessions: [\d,]+ \([\d,]+/s\)", text), text
+    assert text.endswith("\r\x1b[K"), repr(text[-40:])  # erased when done: the output reads as without it
+    assert b"s-00010" in stdout
+
+    # The same command in a pipe: no progress at all.
+    piped = subprocess.run(command, capture_output=True, env=env, timeout=120, check=False)
+    assert piped.returncode == 0 and b"reading dsh sessions" not in piped.stderr

@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -37,6 +37,7 @@ from ..body_search import BodySearchResolver
 from ..candidates import label_for
 from ..errors import CANCELLED, SessionReferenceError
 from ..jsjson import read_text
+from ..logsetup import progress_after
 from ..resolver import AbortSignal, AgentRef, SessionReferenceResolver, find_session
 from ..store.jsonl_store import JsonlSessionStore
 from ..store.layout import root_origin, root_problem
@@ -63,6 +64,11 @@ DIAGNOSTIC_DELAY: Final = 0.12
 """Seconds of quiet after a change before pushed diagnostics are recomputed."""
 CLIENT_REQUEST_TIMEOUT: Final = 10.0
 UNOPENED_READ_TIMEOUT: Final = 10.0
+
+PROGRESS_AFTER: Final = progress_after()
+"""Work shorter than this shows no progress (see :func:`..logsetup.progress_after`)."""
+PROGRESS_EVERY: Final = 0.25
+"""Seconds between progress reports."""
 """Seconds a command may wait for a file that is not open (a stalled network mount, say)."""
 
 
@@ -360,11 +366,41 @@ class DshLanguageServer(LanguageServer):
         """List the root and find the target before the first ``@``: a big root over a cold index
         takes seconds to list, which would otherwise be spent while the user waits for a popup
         (a request that arrives meanwhile shares this listing rather than starting its own)."""
+        source = self.engine.source
         try:
-            await asyncio.to_thread(self.engine.source.list_sessions)
+            listing = asyncio.ensure_future(asyncio.to_thread(source.list_sessions))
+            await self.with_progress(
+                listing, "Listing dsh sessions", lambda: f"{source.index.walked_sessions:,} sessions read"
+            )
             await self.agent_for(None)
         except Exception as error:  # the first request meets the same problem and reports it
             LOG.info("listing the sessions root ahead of requests failed: %s", error)
+
+    async def with_progress(self, work: asyncio.Future[Any], title: str, message: Callable[[], str]) -> None:
+        """Await ``work``; if it takes longer than :data:`PROGRESS_AFTER`, show it as work-done
+        progress (begin, a report every :data:`PROGRESS_EVERY`, end) in clients that support it,
+        so a cold root of thousands of logs is seen to be read, not taken for a hang."""
+        done, _ = await asyncio.wait({work}, timeout=PROGRESS_AFTER)
+        if done or not self.capability("window.work_done_progress", False):
+            await work
+            return
+        token = f"dsh-{uuid.uuid4()}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), CLIENT_REQUEST_TIMEOUT)
+        except (JsonRpcException, TimeoutError) as error:
+            LOG.info("no progress shown: %s", error)
+            await work
+            return
+        progress = self.work_done_progress
+        progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message()))
+        try:
+            while not work.done():
+                await asyncio.wait({work}, timeout=PROGRESS_EVERY)
+                if not work.done():
+                    progress.report(token, types.WorkDoneProgressReport(message=message()))
+        finally:
+            progress.end(token, types.WorkDoneProgressEnd(message=message()))
+        await work
 
     async def settings_changed(self) -> None:
         """Re-check every open document under the new settings (a new root is listed ahead)."""

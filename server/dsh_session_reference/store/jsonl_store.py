@@ -200,6 +200,9 @@ class JsonlSessionStore:
         self.root = resolve_root(root)
         self._reported: set[tuple[str, str]] = set()
         self._report_lock = threading.Lock()
+        self.walked_sessions = 0
+        """Session directories the latest full walk has looked at so far: read from another
+        thread to show a long first listing's progress (a plain int, so reads need no lock)."""
 
     def __repr__(self) -> str:
         return f"JsonlSessionStore({self.root!r})"
@@ -302,6 +305,8 @@ class JsonlSessionStore:
     def _scan(self, root_real: str, only: str | None, stop: threading.Event | None) -> _Scan:
         """Walk ``<root>/<project>/<session>/``, or only the ``<session>`` directories named ``only``."""
         scan = _Scan()
+        if only is None:
+            self.walked_sessions = 0
         try:
             projects = _sorted_entries(self.root)
         except OSError as error:
@@ -352,6 +357,7 @@ class JsonlSessionStore:
                         break
             elif entry.is_dir(follow_symlinks=False):
                 self._inspect(scan, root_real, entry.path, entry.name, stop)
+                self.walked_sessions += 1
 
     def _scan_named(
         self, scan: _Scan, root_real: str, project: str, segment: str, stop: threading.Event | None
