@@ -123,7 +123,15 @@ local function run()
       local query = spec.queries[index]
       if query == nil then
         result.requests = requests
-        return finish(nil)
+        -- A `.dshprompt` file is a prompt too: Markdown, with the server attached.
+        vim.cmd("edit " .. vim.fn.fnameescape(spec.dshprompt))
+        local prompt_buf = vim.api.nvim_get_current_buf()
+        return wait_for("the server on the .dshprompt file", function()
+          return vim.lsp.get_clients({ bufnr = prompt_buf, name = "dsh_session_reference" })[1]
+        end, function()
+          result.dshprompt_filetype = vim.bo[prompt_buf].filetype
+          finish(nil)
+        end)
       end
       local chars = vim.fn.split(query, "\\zs")
       vim.api.nvim_win_set_cursor(0, { #original, 0 })

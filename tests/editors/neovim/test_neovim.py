@@ -185,13 +185,18 @@ def test_neovim_011_typed_queries_keep_dsh_ranking(
     )
     # "Keep dsh_settings and dsh_preview from the 0.7 block (everything above its dsh_on_attach)".
     prelude = settings[: settings.index("\nlocal function dsh_on_attach")]
-    block = documented_config("neovim-0.11", {})
+    runtime = Path(__file__).resolve().parents[3] / "editors" / "nvim"
+    block = documented_config(
+        "neovim-0.11", {'"/path/to/dsh-session-reference/editors/nvim"': _lua_string(str(runtime))}
+    )
     config_path = tmp_path / "init.lua"
     config_path.write_text(prelude + "\n" + block, encoding="utf-8")
+    dshprompt = scenario.workspace / "next.dshprompt"
+    dshprompt.write_text("Ask @\n", encoding="utf-8")
     run = run_editor(
         [_nvim("0.11"), "--headless", "--clean", "-n", "-u", str(DRIVER_TYPED), str(scenario.prompt)],
         scenario,
-        {"config": str(config_path), "queries": list(ONE_WORD_QUERIES)},
+        {"config": str(config_path), "queries": list(ONE_WORD_QUERIES), "dshprompt": str(dshprompt)},
     )
     result = run.result
     assert result.get("error") is None, run.explain()
@@ -209,6 +214,7 @@ def test_neovim_011_typed_queries_keep_dsh_ranking(
         assert expected, query
         # Every row the server ranked, in its order, labelled as the server labels it.
         assert [row["abbr"] for row in entry["rows"]] == expected, (query, entry["rows"], expected)
+    assert result["dshprompt_filetype"] == "markdown"  # editors/nvim/ftdetect, and the server attached
     # Neovim asked again for each character typed after the `@`, not once per query.
     assert result["requests"] >= sum(len(query) + 1 for query in ONE_WORD_QUERIES), result["requests"]
 
