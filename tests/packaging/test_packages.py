@@ -194,3 +194,28 @@ def test_one_version_everywhere_and_the_release_builds_with_the_tested_script(pa
         assert f"dsh_session_reference-{VERSION}.dist-info/licenses/LICENSE" in wheel.namelist()
     assert "License-Expression: MIT" in metadata
     assert "Requires-Dist: lsprotocol" not in metadata  # pygls pins the one it was built against
+
+
+def test_the_lock_pins_every_dependency_within_pyproject() -> None:
+    """requirements/dev.lock (scripts/lock) is what bootstrap and the bundle install: it must pin
+    every runtime and dev requirement that applies here, inside pyproject's specifiers, with hashes."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    lock = (REPO / "requirements" / "dev.lock").read_text()
+    pins = {
+        canonicalize_name(name): version
+        for name, version in re.findall(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", lock, re.MULTILINE)
+    }
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    for spec in [*project["dependencies"], *project["optional-dependencies"]["dev"]]:
+        requirement = Requirement(spec)
+        if requirement.marker is not None and not requirement.marker.evaluate():
+            continue
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{requirement.name} is not in requirements/dev.lock: run scripts/lock"
+        assert requirement.specifier.contains(pins[name], prereleases=True), (spec, pins[name])
+    blocks = re.split(r"^(?=[A-Za-z0-9])", lock, flags=re.MULTILINE)[1:]
+    assert all("--hash=sha256:" in block for block in blocks), "every pin carries its hashes"

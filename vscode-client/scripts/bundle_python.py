@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -32,15 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 try:
-    from packaging import tags
     from packaging.requirements import Requirement
 except ImportError:  # pip always vendors packaging
-    from pip._vendor.packaging import tags  # type: ignore[no-redef, unused-ignore]
     from pip._vendor.packaging.requirements import Requirement  # type: ignore[assignment, unused-ignore]
 
 CLIENT = Path(__file__).resolve().parent.parent
 REPO = CLIENT.parent
 BUNDLED = CLIENT / "bundled"
+LOCK = REPO / "requirements" / "dev.lock"
 BINARY_DISTRIBUTIONS = {"zstandard", "pyicu-wheels"}
 CPYTHON_MINORS = ("3.11", "3.12", "3.13", "3.14")
 PACKAGE = "dsh_session_reference"
@@ -77,7 +77,9 @@ def _manylinux(arch: str) -> tuple[str, ...]:
 def _macos(arch: str, first: tuple[int, int]) -> tuple[str, ...]:
     versions = [(10, minor) for minor in range(15, first[1] - 1, -1)] if first[0] == 10 else []
     versions = [(major, 0) for major in range(15, 10, -1)] + versions
-    return tuple(f"macosx_{major}_{minor}_{kind}" for major, minor in versions for kind in (arch, "universal2"))
+    return tuple(
+        f"macosx_{major}_{minor}_{kind}" for major, minor in versions for kind in (arch, "universal2")
+    )
 
 
 TARGETS = {
@@ -94,7 +96,9 @@ TARGETS = {
 
 
 def host_target() -> str:
-    machine = {"amd64": "x64", "x86_64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(platform.machine().lower())
+    machine = {"amd64": "x64", "x86_64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
+        platform.machine().lower()
+    )
     system = {"linux": "linux", "darwin": "darwin", "win32": "win32"}.get(sys.platform)
     name = f"{system}-{machine}"
     return name if name in TARGETS else "universal"
@@ -117,12 +121,23 @@ def project_requirements() -> list[Requirement]:
     return [Requirement(spec) for spec in pyproject["project"]["dependencies"]]
 
 
+def write_constraints(folder: Path) -> Path:
+    """The versions requirements/dev.lock pins (hashes and markers dropped) as a pip constraints
+    file: the bundle carries the versions CI tested, not whatever the index offers today."""
+    pins = re.findall(
+        r"^([A-Za-z0-9][A-Za-z0-9._-]*==[^\s;\\]+)", LOCK.read_text(encoding="utf-8"), re.MULTILINE
+    )
+    path = folder / "constraints.txt"
+    path.write_text("\n".join(pins) + "\n", encoding="utf-8")
+    return path
+
+
 def copy_server(libs: Path) -> None:
     source = REPO / "server" / PACKAGE
     shutil.copytree(source, libs / PACKAGE, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
 
 
-def install_pure(libs: Path, requirements: list[Requirement]) -> None:
+def install_pure(libs: Path, requirements: list[Requirement], constraints: Path) -> None:
     # --implementation py accepts only pure wheels: a compiled dependency sneaking into
     # the pure list fails here instead of shipping a build for one Python only.
     checked_pip(
@@ -136,6 +151,8 @@ def install_pure(libs: Path, requirements: list[Requirement]) -> None:
         CPYTHON_MINORS[0],
         "--no-compile",
         "--upgrade",
+        "--constraint",
+        str(constraints),
         *[str(req) for req in requirements],
     )
 
@@ -150,7 +167,7 @@ def merge_tree(source: Path, destination: Path) -> None:
             shutil.copy2(item, target)
 
 
-def install_binary(binary: Path, requirement: Requirement, target: Target) -> list[str]:
+def install_binary(binary: Path, requirement: Requirement, target: Target, constraints: Path) -> list[str]:
     """Returns the CPython versions a wheel was bundled for (those the requirement's markers
     select on ``target``; a version without a wheel is said and skipped)."""
     bundled: list[str] = []
@@ -171,6 +188,8 @@ def install_binary(binary: Path, requirement: Requirement, target: Target) -> li
                 "--python-version",
                 minor,
                 *platform_args,
+                "--constraint",
+                str(constraints),
                 str(requirement),
             )
             if result.returncode != 0:
@@ -226,10 +245,14 @@ def main() -> None:
     compiled = [req for req in requirements if req.name in BINARY_DISTRIBUTIONS]
 
     copy_server(libs)
-    install_pure(libs, pure)
-    binaries: dict[str, list[str]] = {}
-    for requirement in compiled:
-        binaries[requirement.name] = [] if target is None else install_binary(binary, requirement, target)
+    with tempfile.TemporaryDirectory() as scratch:
+        constraints = write_constraints(Path(scratch))
+        install_pure(libs, pure, constraints)
+        binaries: dict[str, list[str]] = {}
+        for requirement in compiled:
+            binaries[requirement.name] = (
+                [] if target is None else install_binary(binary, requirement, target, constraints)
+            )
     remove_clutter(libs)
     remove_clutter(binary)
     strip_debug_info(binary)
