@@ -17,7 +17,7 @@ from lsp_support import Session, initialize_params, server_config, serving, wait
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from store.logbuild import header, lines, put, title
+from store.logbuild import many_sessions
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -40,14 +40,7 @@ ENV = {"XDG_CACHE_HOME": str(CACHE), "DSH_PROGRESS_AFTER": "0"}
 @pytest_lsp.fixture(config=server_config(ENV), scope="module")
 async def lsp(lsp_client: LanguageClient, workspace: Path, tmp_path_factory: pytest.TempPathFactory):
     store = tmp_path_factory.mktemp("big-store")
-    for number in range(SESSIONS):
-        sid = f"s-{number:05d}"
-        put(
-            store,
-            sid,
-            lines(header(sid, cwd=f"/p/{number % 40}"), title(1, f"Task {number}")),
-            cwd=f"/p/{number % 40}",
-        )
+    many_sessions(store, SESSIONS)
     async with serving(
         lsp_client,
         "visual-studio-code@1.139",

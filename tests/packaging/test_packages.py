@@ -187,6 +187,10 @@ def test_one_version_everywhere_and_the_release_builds_with_the_tested_script(pa
     assert __version__ == VERSION
     files = _read(packages / f"dsh-session-reference-{VERSION}.vsix")
     assert json.loads(files["extension/package.json"])["version"] == __version__
+    # The icon the manifest names is in the package: a 128x128 PNG (drawn at build time).
+    manifest = json.loads(files["extension/package.json"])
+    icon = files["extension/" + manifest["icon"]]
+    assert icon[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", icon[16:24]) == (128, 128)
     workflow = (REPO / ".github" / "workflows" / "release.yml").read_text()
     assert "run: scripts/package dist" in workflow
     with zipfile.ZipFile(packages / f"dsh_session_reference-{VERSION}-py3-none-any.whl") as wheel:

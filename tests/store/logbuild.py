@@ -164,3 +164,12 @@ def snapshot_tree(root: str | os.PathLike[str]) -> dict[str, tuple[bytes | str, 
                 content = "<dir>"
             state[os.path.relpath(path, root)] = (content, info.st_mode, info.st_mtime_ns)
     return state
+
+
+def many_sessions(root: str | os.PathLike[str], count: int, projects: int = 40) -> None:
+    """``count`` tiny titled plain logs (``s-00000``, ...) spread over ``projects`` cwds: a root
+    big enough that listing it cold takes a while, written in about a second."""
+    for number in range(count):
+        sid = f"s-{number:05d}"
+        cwd = f"/p/{number % projects}"
+        put(root, sid, lines(header(sid, cwd=cwd), title(1, f"Task {number}")), cwd=cwd)

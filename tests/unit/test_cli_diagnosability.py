@@ -16,7 +16,7 @@ import pytest
 from dsh_session_reference import __version__
 from dsh_session_reference.cli import BAD_SETTING, EXIT_ERROR, EXIT_USAGE, ROOT_NOT_FOUND, main
 from dsh_session_reference.sample import write_sample_store
-from store.logbuild import header, lines, put, title
+from store.logbuild import many_sessions
 
 
 def _run(
@@ -114,20 +114,9 @@ def test_the_log_goes_to_the_file_at_the_level_asked(tmp_path: Path) -> None:
     assert "DEBUG" not in quiet.read_text() and "INFO" not in quiet.read_text()
 
 
-def _big_root(root: Path, sessions: int) -> Path:
-    for number in range(sessions):
-        sid = f"s-{number:05d}"
-        put(
-            root,
-            sid,
-            lines(header(sid, cwd=f"/p/{number % 40}"), title(1, f"Task {number}")),
-            cwd=f"/p/{number % 40}",
-        )
-    return root
-
-
 def test_a_progress_line_shows_on_a_terminal_and_never_in_a_pipe(tmp_path: Path) -> None:
-    root = _big_root(tmp_path / "sessions", 3000)
+    root = tmp_path / "sessions"
+    many_sessions(root, 3000)
     env = {**os.environ, "DSH_PROGRESS_AFTER": "0", "XDG_CACHE_HOME": str(tmp_path / "cache")}
     command = [sys.executable, "-m", "dsh_session_reference", "--sessions", str(root), "candidates", "s-0001"]
     leader, follower = pty.openpty()

@@ -10,60 +10,9 @@
 -- `<C-n><C-y><Esc>`, `<Leader>dq`, `<Leader>dp`. Each step waits on a timer for what the editor
 -- shows, so Neovim's own event loop runs between keys as it does for a person.
 
-local spec = vim.fn.json_decode(table.concat(vim.fn.readfile(vim.env.DSH_EDITOR_SPEC), "\n"))
-local result = { steps = {}, messages = {}, select_prompts = {} }
-local finished = false
-local current_step = "start"
-
-local function finish(err)
-  if finished then
-    return
-  end
-  finished = true
-  result.error = err
-  result.last_step = current_step
-  vim.fn.writefile({ vim.fn.json_encode(result) }, spec.result)
-  if err then
-    vim.cmd("cquit 2")
-  else
-    vim.cmd("qall!")
-  end
-end
-
--- Hard limit: a hung server or a missed event must fail the run, never hang CI.
-vim.defer_fn(function()
-  finish("timeout while waiting for: " .. current_step)
-end, spec.timeout_ms)
-
-local function guard(fn)
-  return function(...)
-    local ok, err = pcall(fn, ...)
-    if not ok then
-      finish("lua error in " .. current_step .. ": " .. tostring(err))
-    end
-  end
-end
-
--- Poll `ready` every 30 ms on the main loop; run `after` once it returns a truthy value.
-local function wait_for(name, ready, after)
-  current_step = name
-  local function poll()
-    if finished then
-      return
-    end
-    local value = ready()
-    if value then
-      guard(after)(value)
-    else
-      vim.defer_fn(guard(poll), 30)
-    end
-  end
-  vim.defer_fn(guard(poll), 30)
-end
-
-local function keys(text)
-  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(text, true, false, true), "m", false)
-end
+local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h") .. "/harness.lua")
+local spec, result, finish, guard, wait_for, keys = H.spec, H.result, H.finish, H.guard, H.wait_for, H.keys
+result.steps, result.messages, result.select_prompts = {}, {}, {}
 
 local function diagnostics(bufnr)
   local out = {}

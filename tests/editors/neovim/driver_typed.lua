@@ -12,68 +12,21 @@
 -- server has answered for the whole query, the rows Neovim lists are recorded in their order.
 -- A space ends Vim's completion before Neovim could ask again, so queries are single words.
 
-local spec = vim.fn.json_decode(table.concat(vim.fn.readfile(vim.env.DSH_EDITOR_SPEC), "\n"))
-local result = { queries = {} }
-local finished = false
-local current_step = "start"
-
-local function finish(err)
-  if finished then
-    return
-  end
-  finished = true
-  result.error = err
-  result.last_step = current_step
-  vim.fn.writefile({ vim.fn.json_encode(result) }, spec.result)
-  if err then
-    vim.cmd("cquit 2")
-  else
-    vim.cmd("qall!")
-  end
-end
-
+local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h") .. "/harness.lua")
+local spec, result, finish, guard, wait_for, keys = H.spec, H.result, H.finish, H.guard, H.wait_for, H.keys
+result.queries = {}
 local answered = nil
 local requests = 0
 
-vim.defer_fn(function()
+H.on_timeout = function(out)
   local info = vim.fn.complete_info({ "items", "pum_visible" })
-  result.at_timeout = {
+  out.at_timeout = {
     answered = answered,
     line = vim.api.nvim_get_current_line(),
     cursor = vim.api.nvim_win_get_cursor(0),
     pum_visible = info.pum_visible,
     items = #info.items,
   }
-  finish("timeout while waiting for: " .. current_step)
-end, spec.timeout_ms)
-
-local function guard(fn)
-  return function(...)
-    local ok, err = pcall(fn, ...)
-    if not ok then
-      finish("lua error in " .. current_step .. ": " .. tostring(err))
-    end
-  end
-end
-
-local function wait_for(name, ready, after)
-  current_step = name
-  local function poll()
-    if finished then
-      return
-    end
-    local value = ready()
-    if value then
-      guard(after)(value)
-    else
-      vim.defer_fn(guard(poll), 30)
-    end
-  end
-  vim.defer_fn(guard(poll), 30)
-end
-
-local function keys(text)
-  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(text, true, false, true), "m", false)
 end
 
 local config_ok, config_err = pcall(dofile, spec.config)
