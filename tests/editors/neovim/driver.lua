@@ -49,7 +49,7 @@ end
 
 -- ---- the user's configuration, as documented ----
 
-local config_ok, config_err = pcall(dofile, spec.config)
+H.load_config()
 
 -- A picker such as dressing.nvim or telescope-ui-select replaces vim.ui.select; this one takes
 -- the server's preferred action, as <CR> on such a picker's first row would.
@@ -77,10 +77,6 @@ end
 -- ---- the scripted session ----
 
 local function run()
-  if not config_ok then
-    return finish("the documented configuration failed to load: " .. tostring(config_err))
-  end
-  result.lsp_log = vim.lsp.get_log_path()
   local bufnr = vim.api.nvim_get_current_buf()
   result.lines_at_open = lines(bufnr)
 
@@ -157,4 +153,4 @@ local function run()
   end)
 end
 
-vim.api.nvim_create_autocmd("VimEnter", { once = true, callback = guard(run) })
+H.start(run)

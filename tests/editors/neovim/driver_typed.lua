@@ -29,7 +29,7 @@ H.on_timeout = function(out)
   }
 end
 
-local config_ok, config_err = pcall(dofile, spec.config)
+H.load_config()
 
 -- The position of the last completion request the server has answered: the list on screen is
 -- the one for what is typed once that equals the cursor's own position.
@@ -58,10 +58,6 @@ local function shown_for_cursor(client)
 end
 
 local function run()
-  if not config_ok then
-    return finish("the documented configuration failed to load: " .. tostring(config_err))
-  end
-  result.lsp_log = vim.lsp.get_log_path()
   result.version = tostring(vim.version())
   local bufnr = vim.api.nvim_get_current_buf()
   local original = vim.api.nvim_buf_get_lines(bufnr, 0, -1, false)
@@ -120,4 +116,4 @@ local function run()
   end)
 end
 
-vim.api.nvim_create_autocmd("VimEnter", { once = true, callback = guard(run) })
+H.start(run)

@@ -63,4 +63,24 @@ function H.keys(text)
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(text, true, false, true), "m", false)
 end
 
+-- The user's configuration, as documented: loaded before any file, as init.lua would be.
+local config_ok, config_err = true, nil
+function H.load_config()
+  config_ok, config_err = pcall(dofile, H.spec.config)
+end
+
+-- Run the driver's script once Neovim has started, if the configuration loaded.
+function H.start(run)
+  vim.api.nvim_create_autocmd("VimEnter", {
+    once = true,
+    callback = H.guard(function()
+      if not config_ok then
+        return H.finish("the documented configuration failed to load: " .. tostring(config_err))
+      end
+      H.result.lsp_log = vim.lsp.get_log_path()
+      run()
+    end),
+  })
+end
+
 return H
