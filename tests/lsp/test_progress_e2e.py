@@ -52,6 +52,18 @@ async def lsp(lsp_client: LanguageClient, workspace: Path, tmp_path_factory: pyt
 
 async def test_a_cold_listing_reports_begin_reports_and_end_in_order(s: Session, workspace: Path) -> None:
     reports = s.client.progress_reports
+    import asyncio
+
+    await asyncio.sleep(8)
+    print(
+        {
+            k: [
+                type(v).__name__ + ":" + str(getattr(v, "title", "")) + ":" + str(getattr(v, "message", ""))
+                for v in vals
+            ][:6]
+            for k, vals in reports.items()
+        }
+    )
     await wait_until(
         lambda: any(
             values and isinstance(values[-1], types.WorkDoneProgressEnd) for values in reports.values()
@@ -69,3 +81,36 @@ async def test_a_cold_listing_reports_begin_reports_and_end_in_order(s: Session,
     # The listing it reported on is the one the first `@` is answered from.
     completion = await s.complete(s.open(workspace, "@"))
     assert len(completion.items) == 50
+
+
+async def test_message_text_indexing_in_the_background_is_shown_until_done(
+    s: Session, workspace: Path
+) -> None:
+    """Body search indexes every log's message text in a worker process: that shows as its own
+    progress, counting the logs left, until it ends (and body matches then come)."""
+    reports = s.client.progress_reports
+    s.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"dshSessionReference": {"bodySearch": True}})
+    )
+    await s.complete(s.open(workspace, "@hello"))  # the first body query starts the indexing
+
+    def indexing() -> list[object] | None:
+        for values in reports.values():
+            if values and getattr(values[0], "title", None) == "Indexing message text for search":
+                return values
+        return None
+
+    def ended() -> bool:
+        found = indexing()
+        return found is not None and isinstance(found[-1], types.WorkDoneProgressEnd)
+
+    await wait_until(ended, within=120)
+    values = indexing()
+    assert values is not None
+    begin, *middle, end = values
+    assert isinstance(begin, types.WorkDoneProgressBegin) and isinstance(end, types.WorkDoneProgressEnd)
+    assert all(isinstance(value, types.WorkDoneProgressReport) for value in middle)
+    left = [int(value.message.split()[0].replace(",", "")) for value in (begin, *middle)]  # type: ignore[union-attr]
+    assert left == sorted(left, reverse=True) and left[0] <= SESSIONS, left  # counts down
+    found = await s.complete(s.open(workspace, "@hello"))
+    assert found.items  # the index it reported on answers body queries

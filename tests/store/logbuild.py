@@ -172,4 +172,4 @@ def many_sessions(root: str | os.PathLike[str], count: int, projects: int = 40) 
     for number in range(count):
         sid = f"s-{number:05d}"
         cwd = f"/p/{number % projects}"
-        put(root, sid, lines(header(sid, cwd=cwd), title(1, f"Task {number}")), cwd=cwd)
+        put(root, sid, lines(header(sid, cwd=cwd), *one_turn(), title(6, f"Task {number}")), cwd=cwd)

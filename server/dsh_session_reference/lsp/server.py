@@ -376,6 +376,41 @@ class DshLanguageServer(LanguageServer):
         except Exception as error:  # the first request meets the same problem and reports it
             LOG.info("listing the sessions root ahead of requests failed: %s", error)
 
+    async def follow_background(self) -> None:
+        """Show the session source's background work (title verification, message-text
+        indexing; see ``CachedSessionSource.background_work``) as work-done progress once it has
+        run for :data:`PROGRESS_AFTER`: one progress per kind of work, reporting the logs left,
+        ended when that work is done. Runs until shutdown cancels it."""
+        if not self.capability("window.work_done_progress", False):
+            return
+        shown: tuple[str, str] | None = None  # (token, title) of the progress on screen
+        started: tuple[str, float] | None = None  # (title, when first seen) of the work under way
+        while True:
+            await asyncio.sleep(PROGRESS_EVERY)
+            work = self.engine.source.background_work()
+            if shown is not None and (work is None or shown[1] != work[0]):
+                self.work_done_progress.end(shown[0], types.WorkDoneProgressEnd(message="done"))
+                shown = None
+            if work is None:
+                started = None
+                continue
+            title, message = work[0], f"{work[1]:,} logs to go"
+            if shown is not None:
+                self.work_done_progress.report(shown[0], types.WorkDoneProgressReport(message=message))
+                continue
+            if started is None or started[0] != title:
+                started = (title, time.monotonic())
+            if time.monotonic() - started[1] < PROGRESS_AFTER:
+                continue
+            token = f"dsh-{uuid.uuid4()}"
+            try:
+                await asyncio.wait_for(self.work_done_progress.create_async(token), CLIENT_REQUEST_TIMEOUT)
+            except (JsonRpcException, TimeoutError) as error:
+                LOG.info("no progress shown: %s", error)
+                return
+            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message))
+            shown = (token, title)
+
     async def with_progress(self, work: asyncio.Future[Any], title: str, message: Callable[[], str]) -> None:
         """Await ``work``; if it takes longer than :data:`PROGRESS_AFTER`, show it as work-done
         progress (begin, a report every :data:`PROGRESS_EVERY`, end) in clients that support it,
@@ -698,6 +733,7 @@ async def _initialized(ls: DshLanguageServer, params: types.InitializedParams) -
     else:
         ls.report_root()
         ls.spawn(ls.warm_up())
+    ls.spawn(ls.follow_background())
 
 
 async def _did_change_configuration(

@@ -190,6 +190,7 @@ class CachedSessionSource:
         self._hint_queue: dict[str, tuple[SessionRecord, Fingerprint]] = {}
         self._in_flight: set[str] = set()
         self._bodies_wanted = False
+        self._bodies_left = 0
         self._bodies_busy = False
         self._bodies_done_for: _Snapshot | None = None
         self._wake = threading.Event()
@@ -415,6 +416,18 @@ class CachedSessionSource:
             self._surfaces.move_to_end(key)
             while len(self._surfaces) > MAX_SURFACES:
                 self._surfaces.popitem(last=False)
+
+    def background_work(self) -> tuple[str, int] | None:
+        """What the background is doing that a person may be waiting for, and how many logs are
+        left: titles of listed logs being verified, or message text being indexed for body
+        search. ``None`` when idle. Read by the server to show progress."""
+        with self._lock:
+            titles = len(self._queue) + len(self._in_flight)
+        if titles:
+            return "Verifying session titles", titles
+        if self._bodies_busy:
+            return "Indexing message text for search", self._bodies_left
+        return None
 
     # --- body search (opt-in) --------------------------------------------------------------------
 
@@ -723,6 +736,7 @@ class CachedSessionSource:
             if worker is None:
                 return
             self._bodies_busy = True
+            self._bodies_left = len(stale)
             body = worker.submit("message_texts", self.root, stale[:64])
             body.add_done_callback(self._bodies_read)
 
