@@ -51,7 +51,7 @@ from .hover import documentation, hover_text, read_session_facts, session_summar
 from .idle_gc import IdleCollector
 from .positions import Encoding, LineIndex, encoding_of
 from .preview import PREVIEW_SCHEME, Preview, build_preview, document_of_preview, document_summary
-from .session_cache import CachedSessionSource
+from .session_cache import INDEXING_BODIES, CachedSessionSource
 from .settings import SECTION, Settings, apply_settings, sessions_root, target_session_id
 
 LOG = logging.getLogger(__name__)
@@ -88,6 +88,9 @@ class Engine:
         self.source = previous.source if previous is not None and same_root else _new_source(root)
         self.targets: dict[str, AgentRef] = previous.targets if previous is not None and same_root else {}
         limits = settings.limits
+        self.body_search = settings.body_search
+        if settings.body_search and (previous is None or not previous.body_search):
+            self.source.resume_bodies()  # turned on (again): indexing a user cancelled resumes
         resolver_type = BodySearchResolver if settings.body_search else SessionReferenceResolver
         self.resolver = resolver_type(
             self.source,
@@ -380,14 +383,24 @@ class DshLanguageServer(LanguageServer):
         """Show the session source's background work (title verification, message-text
         indexing; see ``CachedSessionSource.background_work``) as work-done progress once it has
         run for :data:`PROGRESS_AFTER`: one progress per kind of work, reporting the logs left,
-        ended when that work is done. Runs until shutdown cancels it."""
+        ended when that work is done. Indexing message text is cancellable: it stops, and body
+        search answers from what was indexed until the setting is turned on again. Runs until
+        shutdown cancels it."""
         if not self.capability("window.work_done_progress", False):
             return
         shown: tuple[str, str] | None = None  # (token, title) of the progress on screen
         started: tuple[str, float] | None = None  # (title, when first seen) of the work under way
         while True:
             await asyncio.sleep(PROGRESS_EVERY)
-            work = self.engine.source.background_work()
+            source = self.engine.source
+            if shown is not None and shown[1] == INDEXING_BODIES:
+                cancel = self.work_done_progress.tokens.get(shown[0])
+                if cancel is not None and cancel.cancelled():
+                    source.stop_bodies()
+                    stopped = "stopped: body search answers from the logs indexed so far"
+                    self.work_done_progress.end(shown[0], types.WorkDoneProgressEnd(message=stopped))
+                    shown = None
+            work = source.background_work()
             if shown is not None and (work is None or shown[1] != work[0]):
                 self.work_done_progress.end(shown[0], types.WorkDoneProgressEnd(message="done"))
                 shown = None
@@ -408,7 +421,9 @@ class DshLanguageServer(LanguageServer):
             except (JsonRpcException, TimeoutError) as error:
                 LOG.info("no progress shown: %s", error)
                 return
-            self.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message))
+            cancellable = title == INDEXING_BODIES  # titles are needed; body search can wait
+            begin = types.WorkDoneProgressBegin(title=title, message=message, cancellable=cancellable)
+            self.work_done_progress.begin(token, begin)
             shown = (token, title)
 
     async def with_progress(self, work: asyncio.Future[Any], title: str, message: Callable[[], str]) -> None:

@@ -98,6 +98,9 @@ IDLE_ROUND: Final = 5.0
 """Seconds between background rounds nobody asked for (they only pick up stray work)."""
 VERIFY_BATCH_BYTES: Final = 8 << 20
 MAX_SURFACES: Final = 16
+VERIFYING_TITLES: Final = "Verifying session titles"
+INDEXING_BODIES: Final = "Indexing message text for search"
+"""The background work :meth:`CachedSessionSource.background_work` names (progress titles)."""
 MAX_SURFACE_LOG_BYTES: Final = 8 << 20
 
 
@@ -190,6 +193,7 @@ class CachedSessionSource:
         self._hint_queue: dict[str, tuple[SessionRecord, Fingerprint]] = {}
         self._in_flight: set[str] = set()
         self._bodies_wanted = False
+        self._bodies_stopped = False
         self._bodies_left = 0
         self._bodies_busy = False
         self._bodies_done_for: _Snapshot | None = None
@@ -424,10 +428,19 @@ class CachedSessionSource:
         with self._lock:
             titles = len(self._queue) + len(self._in_flight)
         if titles:
-            return "Verifying session titles", titles
-        if self._bodies_busy:
-            return "Indexing message text for search", self._bodies_left
+            return VERIFYING_TITLES, titles
+        if self._bodies_busy and not self._bodies_stopped:
+            return INDEXING_BODIES, self._bodies_left
         return None
+
+    def stop_bodies(self) -> None:
+        """Stop indexing message text (the user cancelled it): body search answers from the logs
+        indexed so far until :meth:`resume_bodies` (body search turned on again)."""
+        self._bodies_stopped = True
+
+    def resume_bodies(self) -> None:
+        self._bodies_stopped = False
+        self._ask()
 
     # --- body search (opt-in) --------------------------------------------------------------------
 
@@ -725,7 +738,12 @@ class CachedSessionSource:
             future.add_done_callback(lambda done: self._verified(batch, done))
             return
         snapshot = self._snapshot
-        if self._bodies_wanted and not self._bodies_busy and snapshot is not None:
+        if (
+            self._bodies_wanted
+            and not self._bodies_stopped
+            and not self._bodies_busy
+            and snapshot is not None
+        ):
             if self._bodies_done_for is snapshot:
                 return  # every log of this listing is indexed already
             stale = self.index.bodies_to_index(snapshot.records)
