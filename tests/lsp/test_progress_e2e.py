@@ -23,7 +23,10 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CACHE = Path(tempfile.mkdtemp(prefix="dsh-progress-cache-"))
 SESSIONS = 6000
-"""Enough tiny logs for a listing of a second or so: reports come between begin and end."""
+"""Enough small logs for a listing of a second or so: reports come between begin and end."""
+PADDING = 2000
+"""Bytes added to each log: 6,000 of them are more than one request reads titles from (8 MiB),
+so a title query answers from hints and the background verifies them."""
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,7 +43,7 @@ ENV = {"XDG_CACHE_HOME": str(CACHE), "DSH_PROGRESS_AFTER": "0"}
 @pytest_lsp.fixture(config=server_config(ENV), scope="module")
 async def lsp(lsp_client: LanguageClient, workspace: Path, tmp_path_factory: pytest.TempPathFactory):
     store = tmp_path_factory.mktemp("big-store")
-    many_sessions(store, SESSIONS)
+    many_sessions(store, SESSIONS, padding=PADDING)
     async with serving(
         lsp_client,
         "visual-studio-code@1.139",
@@ -52,18 +55,6 @@ async def lsp(lsp_client: LanguageClient, workspace: Path, tmp_path_factory: pyt
 
 async def test_a_cold_listing_reports_begin_reports_and_end_in_order(s: Session, workspace: Path) -> None:
     reports = s.client.progress_reports
-    import asyncio
-
-    await asyncio.sleep(8)
-    print(
-        {
-            k: [
-                type(v).__name__ + ":" + str(getattr(v, "title", "")) + ":" + str(getattr(v, "message", ""))
-                for v in vals
-            ][:6]
-            for k, vals in reports.items()
-        }
-    )
     await wait_until(
         lambda: any(
             values and isinstance(values[-1], types.WorkDoneProgressEnd) for values in reports.values()
@@ -83,34 +74,56 @@ async def test_a_cold_listing_reports_begin_reports_and_end_in_order(s: Session,
     assert len(completion.items) == 50
 
 
+def progress_titled(s: Session, title: str) -> list[object] | None:
+    for values in s.client.progress_reports.values():
+        if values and getattr(values[0], "title", None) == title:
+            return values
+    return None
+
+
+def counted_down(values: list[object]) -> None:
+    """Begin, reports, end; the logs left only go down."""
+    begin, *middle, end = values
+    assert isinstance(begin, types.WorkDoneProgressBegin) and isinstance(end, types.WorkDoneProgressEnd)
+    assert all(isinstance(value, types.WorkDoneProgressReport) for value in middle)
+    left = [int(value.message.split()[0].replace(",", "")) for value in (begin, *middle)]  # type: ignore[union-attr]
+    assert left == sorted(left, reverse=True) and left[0] <= SESSIONS, left
+
+
+async def test_title_verification_in_the_background_is_shown_until_done(s: Session, workspace: Path) -> None:
+    """A title query over the cold root answers from hints; the worker that verifies every title
+    shows as its own (uncancellable) progress until it is done."""
+    completion = await s.complete(s.open(workspace, "@Task"))
+    assert completion.items
+
+    def ended() -> bool:
+        values = progress_titled(s, "Verifying session titles")
+        return values is not None and isinstance(values[-1], types.WorkDoneProgressEnd)
+
+    await wait_until(ended, within=120)
+    values = progress_titled(s, "Verifying session titles")
+    assert values is not None
+    counted_down(values)
+    assert values[0].cancellable is not True  # type: ignore[attr-defined]
+
+
 async def test_message_text_indexing_in_the_background_is_shown_until_done(
     s: Session, workspace: Path
 ) -> None:
     """Body search indexes every log's message text in a worker process: that shows as its own
     progress, counting the logs left, until it ends (and body matches then come)."""
-    reports = s.client.progress_reports
     s.client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"dshSessionReference": {"bodySearch": True}})
     )
     await s.complete(s.open(workspace, "@hello"))  # the first body query starts the indexing
 
-    def indexing() -> list[object] | None:
-        for values in reports.values():
-            if values and getattr(values[0], "title", None) == "Indexing message text for search":
-                return values
-        return None
-
     def ended() -> bool:
-        found = indexing()
-        return found is not None and isinstance(found[-1], types.WorkDoneProgressEnd)
+        values = progress_titled(s, "Indexing message text for search")
+        return values is not None and isinstance(values[-1], types.WorkDoneProgressEnd)
 
     await wait_until(ended, within=120)
-    values = indexing()
+    values = progress_titled(s, "Indexing message text for search")
     assert values is not None
-    begin, *middle, end = values
-    assert isinstance(begin, types.WorkDoneProgressBegin) and isinstance(end, types.WorkDoneProgressEnd)
-    assert all(isinstance(value, types.WorkDoneProgressReport) for value in middle)
-    left = [int(value.message.split()[0].replace(",", "")) for value in (begin, *middle)]  # type: ignore[union-attr]
-    assert left == sorted(left, reverse=True) and left[0] <= SESSIONS, left  # counts down
+    counted_down(values)
     found = await s.complete(s.open(workspace, "@hello"))
     assert found.items  # the index it reported on answers body queries

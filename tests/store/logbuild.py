@@ -166,10 +166,17 @@ def snapshot_tree(root: str | os.PathLike[str]) -> dict[str, tuple[bytes | str, 
     return state
 
 
-def many_sessions(root: str | os.PathLike[str], count: int, projects: int = 40) -> None:
-    """``count`` tiny titled plain logs (``s-00000``, ...) spread over ``projects`` cwds: a root
-    big enough that listing it cold takes a while, written in about a second."""
+def many_sessions(root: str | os.PathLike[str], count: int, projects: int = 40, padding: int = 0) -> None:
+    """``count`` small titled plain logs (``s-00000``, ...) spread over ``projects`` cwds: a root
+    big enough that listing it cold takes a while, written in about a second. ``padding`` more
+    bytes in each question make reading every title exactly too much for one request."""
+    question = "hi" + " " * padding
     for number in range(count):
         sid = f"s-{number:05d}"
         cwd = f"/p/{number % projects}"
-        put(root, sid, lines(header(sid, cwd=cwd), *one_turn(), title(6, f"Task {number}")), cwd=cwd)
+        put(
+            root,
+            sid,
+            lines(header(sid, cwd=cwd), *one_turn(0, question), title(6, f"Task {number}")),
+            cwd=cwd,
+        )
