@@ -81,6 +81,19 @@ def progress_titled(s: Session, title: str) -> list[object] | None:
     return None
 
 
+async def ended_progress(s: Session, title: str) -> list[object]:
+    """The values of the progress titled ``title``, once it has ended."""
+
+    def ended() -> bool:
+        values = progress_titled(s, title)
+        return values is not None and isinstance(values[-1], types.WorkDoneProgressEnd)
+
+    await wait_until(ended, within=120)
+    values = progress_titled(s, title)
+    assert values is not None
+    return values
+
+
 def counted_down(values: list[object]) -> None:
     """Begin, reports, end; the logs left only go down."""
     begin, *middle, end = values
@@ -96,13 +109,7 @@ async def test_title_verification_in_the_background_is_shown_until_done(s: Sessi
     completion = await s.complete(s.open(workspace, "@Task"))
     assert completion.items
 
-    def ended() -> bool:
-        values = progress_titled(s, "Verifying session titles")
-        return values is not None and isinstance(values[-1], types.WorkDoneProgressEnd)
-
-    await wait_until(ended, within=120)
-    values = progress_titled(s, "Verifying session titles")
-    assert values is not None
+    values = await ended_progress(s, "Verifying session titles")
     counted_down(values)
     assert values[0].cancellable is not True  # type: ignore[attr-defined]
 
@@ -117,13 +124,6 @@ async def test_message_text_indexing_in_the_background_is_shown_until_done(
     )
     await s.complete(s.open(workspace, "@hello"))  # the first body query starts the indexing
 
-    def ended() -> bool:
-        values = progress_titled(s, "Indexing message text for search")
-        return values is not None and isinstance(values[-1], types.WorkDoneProgressEnd)
-
-    await wait_until(ended, within=120)
-    values = progress_titled(s, "Indexing message text for search")
-    assert values is not None
-    counted_down(values)
+    counted_down(await ended_progress(s, "Indexing message text for search"))
     found = await s.complete(s.open(workspace, "@hello"))
     assert found.items  # the index it reported on answers body queries

@@ -415,16 +415,24 @@ class DshLanguageServer(LanguageServer):
                 started = (title, time.monotonic())
             if time.monotonic() - started[1] < PROGRESS_AFTER:
                 continue
-            token = f"dsh-{uuid.uuid4()}"
-            try:
-                await asyncio.wait_for(self.work_done_progress.create_async(token), CLIENT_REQUEST_TIMEOUT)
-            except (JsonRpcException, TimeoutError) as error:
-                LOG.info("no progress shown: %s", error)
+            token = await self._progress_token()
+            if token is None:
                 return
             cancellable = title == INDEXING_BODIES  # titles are needed; body search can wait
             begin = types.WorkDoneProgressBegin(title=title, message=message, cancellable=cancellable)
             self.work_done_progress.begin(token, begin)
             shown = (token, title)
+
+    async def _progress_token(self) -> str | None:
+        """A new work-done progress token the client has accepted, or ``None`` (it refused or
+        did not answer in time: the work goes on without progress)."""
+        token = f"dsh-{uuid.uuid4()}"
+        try:
+            await asyncio.wait_for(self.work_done_progress.create_async(token), CLIENT_REQUEST_TIMEOUT)
+        except (JsonRpcException, TimeoutError) as error:
+            LOG.info("no progress shown: %s", error)
+            return None
+        return token
 
     async def with_progress(self, work: asyncio.Future[Any], title: str, message: Callable[[], str]) -> None:
         """Await ``work``; if it takes longer than :data:`PROGRESS_AFTER`, show it as work-done
@@ -434,11 +442,8 @@ class DshLanguageServer(LanguageServer):
         if done or not self.capability("window.work_done_progress", False):
             await work
             return
-        token = f"dsh-{uuid.uuid4()}"
-        try:
-            await asyncio.wait_for(self.work_done_progress.create_async(token), CLIENT_REQUEST_TIMEOUT)
-        except (JsonRpcException, TimeoutError) as error:
-            LOG.info("no progress shown: %s", error)
+        token = await self._progress_token()
+        if token is None:
             await work
             return
         progress = self.work_done_progress
