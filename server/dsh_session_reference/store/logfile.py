@@ -861,8 +861,8 @@ def _frames_output(
     watch: Callable[[bytes], None] | None,
 ) -> bytes | None:
     """The plaintext of the consecutive complete frames from ``start`` to ``end``, decoded in one
-    call (one per frame with the standard library's codec), or ``None`` if they do not all
-    decode (the caller then decodes them one by one, which names the frame that fails).
+    call, or ``None`` if they do not all decode (the caller then decodes them one by one, which
+    names the frame that fails).
 
     The range comes from the validated structure, so its frames end where their blocks say;
     each frame's checksum is verified by the decoder.
@@ -871,18 +871,10 @@ def _frames_output(
     handle.seek(start)
     data = handle.read(end - start)
     zstd = zstd_codec()
+    assert zstd.decode_frames is not None  # only codecs that decode across frames batch them
     try:
-        if zstd.across_frames:
-            output = zstd.decode_frames(data)
-        else:  # one call per frame, each on exactly its bytes (see zstd_codec.Codec.across_frames)
-            view = memoryview(data)
-            parts = []
-            for frame in zstd_frames(handle, end, stop, start):
-                if frame.end is None:
-                    return None
-                parts.append(zstd.decode_frames(view[frame.start - start : frame.end - start]))
-            output = b"".join(parts)
-    except (zstd.error, LogError):
+        output = zstd.decode_frames(data)
+    except zstd.error:
         return None
     if watch is not None:
         watch(output)
@@ -1038,8 +1030,15 @@ def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: threading.Ev
         for frame in zstd_frames(handle, batch_end, stop, batch_start):
             one(frame)
 
+    complete: Iterator[Frame] = itertools.islice(zstd_frames(handle, size, stop), 1, scan.count)
+    if zstd_codec().decode_frames is None:
+        # The standard library's codec decodes one frame per call anyway: batches would only
+        # hold their bytes and a second frame walk beside this walk's own buffer.
+        for frame in complete:
+            one(frame)
+        complete = iter(())
     batch_start = batch_end = batch_bound = frames = 0
-    for frame in itertools.islice(zstd_frames(handle, size, stop), 1, scan.count):
+    for frame in complete:
         assert frame.end is not None
         if frames and (batch_bound + frame.bound > BATCH_OUTPUT or frame.end - batch_start > READ_CHUNK):
             flush(batch_start, batch_end, frames)

@@ -7,10 +7,11 @@ binding is the fallback. Preferring the standard library means a Python 3.14 nee
 wheel at all (the VS Code extension's packages then work on any platform), and one interface
 here keeps the log reader free of the difference.
 
-Both backends wrap the same libzstd, and the reader only uses what they share: a one-frame
-decoder with ``decompress``, ``eof`` and ``unused_data``, and a one-call decode of consecutive
-complete frames. ``DSH_SESSION_REFERENCE_ZSTD`` (``stdlib`` or ``zstandard``) forces one, so the
-test suite proves both on every run.
+Both backends wrap the same libzstd, and the reader relies on what they share: a one-frame
+decoder with ``decompress``, ``eof`` and ``unused_data``; zstandard also decodes consecutive
+complete frames in one native call, which the reader uses when it is there.
+``DSH_SESSION_REFERENCE_ZSTD`` (``stdlib`` or ``zstandard``) forces one, so the test suite
+proves both on every run.
 
 The import happens on first use of a zstd log: plain logs must keep working where neither is
 installed, and a zstd log then fails like any unreadable log, naming it.
@@ -66,12 +67,11 @@ class Codec:
     """What a corrupt frame raises."""
     frame_decoder: Callable[[], AbstractContextManager[FrameDecoder]]
     """A fresh decoder for one frame, for the ``with`` block that uses it."""
-    decode_frames: Callable[[bytes | memoryview], bytes]
-    """The plaintext of consecutive complete frames in one call (raises ``error`` if one fails)."""
-    across_frames: bool
-    """Whether :attr:`decode_frames` decodes many frames in one native loop. The standard
-    library's loops in Python, copying the input left after each frame: callers hand it one
-    frame at a time (dsh logs are one frame per append, often hundreds of thousands)."""
+    decode_frames: Callable[[bytes], bytes] | None
+    """The plaintext of consecutive complete frames in one native call (raises ``error`` if one
+    fails), or ``None``: the standard library's codec decodes many frames in a Python loop that
+    copies the input left after each frame, so callers hand it one frame at a time (dsh logs are
+    one frame per append, often hundreds of thousands)."""
     compress: Callable[[Iterable[bytes], int], list[bytes]]
     """One checksummed frame per part, at a level (upstream's writer: one frame per append)."""
 
@@ -87,7 +87,7 @@ def _stdlib(module: ModuleType) -> Codec:
     def frame_decoder() -> Iterator[FrameDecoder]:
         yield module.ZstdDecompressor()
 
-    return Codec(module.__name__, module.ZstdError, frame_decoder, module.decompress, False, compress)
+    return Codec(module.__name__, module.ZstdError, frame_decoder, None, compress)
 
 
 _IDLE = threading.local()
@@ -105,7 +105,7 @@ def _zstandard(module: ModuleType) -> Codec:
         finally:
             _IDLE.context = context
 
-    def decode_frames(data: bytes | memoryview) -> bytes:
+    def decode_frames(data: bytes) -> bytes:
         decoder: Any = module.ZstdDecompressor().decompressobj(read_across_frames=True)
         return decoder.decompress(data)  # type: ignore[no-any-return]
 
@@ -113,7 +113,7 @@ def _zstandard(module: ModuleType) -> Codec:
         compressor = module.ZstdCompressor(level=level, write_checksum=True)
         return [compressor.compress(part) for part in parts]
 
-    return Codec("zstandard", module.ZstdError, frame_decoder, decode_frames, True, compress)
+    return Codec("zstandard", module.ZstdError, frame_decoder, decode_frames, compress)
 
 
 def _load(name: str) -> Codec:
