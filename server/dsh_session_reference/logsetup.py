@@ -9,11 +9,13 @@ never a traceback.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
+import stat
 import sys
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, TextIO
 
 LOG_ENV: Final = "DSH_LSP_LOG"
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -39,15 +41,34 @@ def log_level(flag: str | None, environ: Mapping[str, str] | None = None) -> str
 
 
 def configure(level: str, log_file: str | None) -> None:
-    """Send the log to ``log_file`` (appended) or stderr. Opening the file is the caller's
-    first failure point: an ``OSError`` here names the path."""
-    handler: logging.Handler = (
-        logging.FileHandler(log_file, encoding="utf-8") if log_file else logging.StreamHandler(sys.stderr)
-    )
+    """Send the log to ``log_file`` (appended) or stderr. Raises ``OSError`` when the file
+    cannot be opened or is not a regular file: it is opened without blocking, so a FIFO with no
+    reader is refused at once instead of hanging the server before it answers anything."""
+    stream = _open_log(log_file) if log_file else sys.stderr
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+
+
+def _open_log(path: str) -> TextIO:
+    flags = (
+        os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    )
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as error:
+        if error.errno == errno.ENXIO:  # a FIFO nobody reads (O_NONBLOCK refuses it at once)
+            raise OSError(errno.ENXIO, "not a regular file", path) from error
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        return os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def progress_after(environ: Mapping[str, str] | None = None) -> float:

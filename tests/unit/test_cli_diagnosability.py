@@ -97,6 +97,16 @@ def test_a_bad_log_level_is_a_usage_error_never_a_crash(tmp_path: Path) -> None:
     assert flag.returncode == EXIT_USAGE and "invalid choice: 'LOUD'" in flag.stderr
     nowhere = _run(["lsp", "--log-file", str(tmp_path / "no" / "such" / "dir" / "log")])
     assert nowhere.returncode == EXIT_ERROR and "cannot write the log file" in nowhere.stderr
+    # A FIFO nobody reads would block the open forever, a folder is no log: both refused at once.
+    fifo = tmp_path / "log.fifo"
+    os.mkfifo(fifo)
+    for path in (fifo, tmp_path):
+        refused = _run(["lsp", "--log-file", str(path)])
+        assert refused.returncode == EXIT_ERROR, refused.stderr
+        assert refused.stderr.startswith(f"error: IO_ERROR: cannot write the log file {str(path)!r}: "), (
+            refused
+        )
+    assert _run(["lsp", "--log-file", str(fifo)]).stderr.endswith(": not a regular file\n")
 
 
 def test_the_log_goes_to_the_file_at_the_level_asked(tmp_path: Path) -> None:
