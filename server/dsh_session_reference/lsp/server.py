@@ -64,12 +64,11 @@ DIAGNOSTIC_DELAY: Final = 0.12
 """Seconds of quiet after a change before pushed diagnostics are recomputed."""
 CLIENT_REQUEST_TIMEOUT: Final = 10.0
 UNOPENED_READ_TIMEOUT: Final = 10.0
-
+"""Seconds a command may wait for a file that is not open (a stalled network mount, say)."""
 PROGRESS_AFTER: Final = progress_after()
 """Work shorter than this shows no progress (see :func:`..logsetup.progress_after`)."""
 PROGRESS_EVERY: Final = 0.25
 """Seconds between progress reports."""
-"""Seconds a command may wait for a file that is not open (a stalled network mount, say)."""
 
 
 class Engine:

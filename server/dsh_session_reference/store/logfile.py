@@ -1030,26 +1030,26 @@ def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: threading.Ev
         for frame in zstd_frames(handle, batch_end, stop, batch_start):
             one(frame)
 
-    complete: Iterator[Frame] = itertools.islice(zstd_frames(handle, size, stop), 1, scan.count)
+    complete = itertools.islice(zstd_frames(handle, size, stop), 1, scan.count)
     if zstd_codec().decode_frames is None:
         # The standard library's codec decodes one frame per call anyway: batches would only
         # hold their bytes and a second frame walk beside this walk's own buffer.
         for frame in complete:
             one(frame)
-        complete = iter(())
-    batch_start = batch_end = batch_bound = frames = 0
-    for frame in complete:
-        assert frame.end is not None
-        if frames and (batch_bound + frame.bound > BATCH_OUTPUT or frame.end - batch_start > READ_CHUNK):
+    else:
+        batch_start = batch_end = batch_bound = frames = 0
+        for frame in complete:
+            assert frame.end is not None
+            if frames and (batch_bound + frame.bound > BATCH_OUTPUT or frame.end - batch_start > READ_CHUNK):
+                flush(batch_start, batch_end, frames)
+                frames = 0
+            if not frames:
+                batch_start, batch_bound = frame.start, 0
+            batch_end = frame.end
+            batch_bound += frame.bound
+            frames += 1
+        if frames:
             flush(batch_start, batch_end, frames)
-            frames = 0
-        if not frames:
-            batch_start, batch_bound = frame.start, 0
-        batch_end = frame.end
-        batch_bound += frame.bound
-        frames += 1
-    if frames:
-        flush(batch_start, batch_end, frames)
     if scanner.committed_bytes != scanner.input_bytes:
         raise LogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
     if scan.torn_start is None:
