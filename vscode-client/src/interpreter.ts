@@ -120,15 +120,13 @@ function venvPython(folder: string, platform: NodeJS.Platform): string {
  * workspace folder with a `.venv`; then `python3` on PATH.
  */
 export async function findInterpreter(input: LookupInput): Promise<InterpreterChoice> {
-  const choice = await lookup(input);
-  if (input.pythonEnvironment === undefined || choice.source === 'python-extension') {
-    return choice;
-  }
-  const fromExtension = fromPythonExtension(input.pythonEnvironment);
-  return 'passedOver' in fromExtension && choice.source !== 'setting' ? { ...choice, passedOver: fromExtension.passedOver } : choice;
+  const fromExtension = input.pythonEnvironment === undefined ? undefined : fromPythonExtension(input.pythonEnvironment);
+  const choice = await lookup(input, fromExtension !== undefined && !('passedOver' in fromExtension) ? fromExtension : undefined);
+  const passedOver = fromExtension !== undefined && 'passedOver' in fromExtension ? fromExtension.passedOver : undefined;
+  return passedOver !== undefined && choice.source !== 'setting' ? { ...choice, passedOver } : choice;
 }
 
-async function lookup(input: LookupInput): Promise<InterpreterChoice> {
+async function lookup(input: LookupInput, fromExtension: InterpreterChoice | undefined): Promise<InterpreterChoice> {
   const { platform } = input;
   const setting = input.setting.trim();
   if (setting !== '') {
@@ -145,11 +143,8 @@ async function lookup(input: LookupInput): Promise<InterpreterChoice> {
       'setting',
     );
   }
-  if (input.pythonEnvironment !== undefined) {
-    const fromExtension = fromPythonExtension(input.pythonEnvironment);
-    if (!('passedOver' in fromExtension)) {
-      return fromExtension;
-    }
+  if (fromExtension !== undefined) {
+    return fromExtension;
   }
   for (const folder of input.workspaceFolders) {
     const candidate = venvPython(folder, platform);
