@@ -1,7 +1,7 @@
-"""``python -m dsh_session_reference``: the same CLI as the console script."""
+"""``python -m dsh_session_reference``: the same program as the console script."""
 
 import sys
 
-from .cli import main
+from .main import main
 
 sys.exit(main())

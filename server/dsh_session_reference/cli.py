@@ -20,16 +20,17 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from . import __version__
+from .display import display_inline_text
 from .errors import SessionReferenceError
 from .jsjson import js_normalize, read_text
 from .logsetup import LOG_ENV, LOG_LEVELS, log_level, progress_after
 from .logsetup import configure as configure_log
-from .lsp.display import display_inline_text
 from .model import SessionSource, StoreError
 from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
 from .store.layout import resolve_root, root_origin, root_problem
@@ -197,9 +198,9 @@ def _store(args: argparse.Namespace) -> SessionSource:
         args.sessions, workers=cores, apart_bytes=APART_READ_BYTES if cores > 1 else None
     )
     if getattr(args, "body_search", False):
-        from .lsp.session_cache import CachedSessionSource
+        from .store.catalog import SessionCatalog
 
-        return CachedSessionSource(store, background=False)  # indexes message text before searching
+        return SessionCatalog(store, background=False)  # indexes message text before searching
     return store
 
 
@@ -410,7 +411,7 @@ def _sample_store(args: argparse.Namespace) -> int:
 
 
 async def _check(args: argparse.Namespace) -> int:
-    from .lsp.diagnostics import check_files
+    from .check import check_files
 
     store = _store(args)
     resolver = _resolver(args, store)
@@ -419,9 +420,7 @@ async def _check(args: argparse.Namespace) -> int:
         return await check_files(args.files, resolver, agent, as_json=args.json)
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from .lsp.demo import run_demo
-
+def _demo(args: argparse.Namespace, run_demo: Callable[[str | None], int]) -> int:
     if args.sessions is None:  # the built-in sample store is written as .jsonl.zstd
         missing = _missing_zstandard(
             args,
@@ -435,7 +434,7 @@ def _demo(args: argparse.Namespace) -> int:
     return run_demo(args.sessions)
 
 
-def _lsp(args: argparse.Namespace) -> int:
+def _lsp(args: argparse.Namespace, serve_stdio: Callable[[str | None], int]) -> int:
     try:
         level = log_level(args.log_level)
     except ValueError as error:
@@ -449,12 +448,19 @@ def _lsp(args: argparse.Namespace) -> int:
         from .store.workers import start_spare
 
         start_spare()  # before the LSP stack's imports (0.7 s): ready for a cold index's first walk
-    from .lsp.server import serve_stdio
-
-    return serve_stdio(sessions=args.sessions)
+    return serve_stdio(args.sessions)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+@dataclass(frozen=True)
+class Frontends:
+    """What ``lsp`` and ``demo`` run, given by the program (:mod:`.main`): the CLI sits beside the
+    language server on the core and does not import it (nor pay for its imports on store commands)."""
+
+    serve_stdio: Callable[[str | None], int]
+    run_demo: Callable[[str | None], int]
+
+
+def main(argv: Sequence[str] | None, frontends: Frontends) -> int:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             # A JS id may hold a lone surrogate, which UTF-8 cannot carry: it is written as
@@ -487,9 +493,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             case "check":
                 return asyncio.run(_check(args))
             case "demo":
-                return _demo(args)
+                return _demo(args, frontends.run_demo)
             case "lsp":
-                return _lsp(args)
+                return _lsp(args, frontends.serve_stdio)
     except SessionReferenceError as error:
         return _fail(args, error.code, error.message)
     except StoreError as error:
@@ -519,7 +525,3 @@ def _fail(args: argparse.Namespace, code: str, message: str, status: int = EXIT_
     else:
         sys.stderr.write(_terminal_text(f"error: {code}: {message}") + "\n")
     return status
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

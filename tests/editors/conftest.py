@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
+from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.jsjson import js_stringify, js_utf8
-from dsh_session_reference.lsp.display import display_inline_text
 from dsh_session_reference.report import render_prepared_report
 from dsh_session_reference.resolver import Candidate, SessionReferenceResolver, agent_for_target
 from dsh_session_reference.sample import write_sample_store

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dsh_session_reference.lsp.display import display_inline_text
+from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.resolver import SessionReferenceResolver, agent_for_target
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 from dsh_session_reference.store.writer import SessionLog, write_session_log

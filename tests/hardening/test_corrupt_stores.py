@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from dsh_session_reference.analysis import READ_FAILED as READ_FAILED_CODE
+from dsh_session_reference.analysis import UNKNOWN_SESSION
 from dsh_session_reference.errors import READ_FAILED, SessionReferenceError
-from dsh_session_reference.lsp.analysis import READ_FAILED as READ_FAILED_CODE
-from dsh_session_reference.lsp.analysis import UNKNOWN_SESSION
 from dsh_session_reference.model import StoreError
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.store import JsonlSessionStore

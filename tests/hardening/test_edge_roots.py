@@ -19,9 +19,9 @@ import pytest
 from lsp_support import wait_until
 from lsprotocol import types
 
+from dsh_session_reference.analysis import UNKNOWN_SESSION
 from dsh_session_reference.cli import ROOT_NOT_FOUND
 from dsh_session_reference.errors import READ_FAILED
-from dsh_session_reference.lsp.analysis import UNKNOWN_SESSION
 from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import header, lines, one_turn, put, title
 

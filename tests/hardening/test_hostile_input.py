@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from lsprotocol import types
 
+from dsh_session_reference.analysis import TOO_MANY_REFERENCES, UNKNOWN_SESSION
 from dsh_session_reference.errors import READ_FAILED, SessionReferenceError
 from dsh_session_reference.jsjson import js_normalize, js_stringify
-from dsh_session_reference.lsp.analysis import TOO_MANY_REFERENCES, UNKNOWN_SESSION
 from dsh_session_reference.model import StoreError
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.snapshot import PROMPT_PREFIX, PROMPT_SUFFIX

@@ -17,13 +17,13 @@ import pytest
 from lsprotocol import types
 
 from dsh_session_reference.body_search import BodyCandidate, BodySearchResolver
-from dsh_session_reference.lsp import session_cache
+from dsh_session_reference.store import catalog
 from dsh_session_reference.lsp.completion import BODY_MARK, candidate_json, completion_items
-from dsh_session_reference.lsp.session_cache import CachedSessionSource, root_state
 from dsh_session_reference.lsp.settings import Settings, apply_settings
 from dsh_session_reference.model import SessionRecord
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.store import JsonlSessionStore
+from dsh_session_reference.store.catalog import SessionCatalog, root_state
 from dsh_session_reference.store.index import IndexedSessionStore
 from store.logbuild import header, lines, one_turn, put, title
 
@@ -47,8 +47,8 @@ def store(root: Path) -> None:
 
 def served_as_big(monkeypatch: pytest.MonkeyPatch) -> None:
     """Serve even a tiny root as a big one is served: from memory, every unknown title a hint first."""
-    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
-    monkeypatch.setattr(session_cache, "SYNC_VERIFY_BYTES", 0)
+    monkeypatch.setattr(catalog, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(catalog, "SYNC_VERIFY_BYTES", 0)
 
 
 def wait_for(condition: object, seconds: float = 20.0) -> None:
@@ -69,7 +69,7 @@ def test_a_big_cold_store_shows_hints_then_the_exact_titles(
     age(root)
     exact = JsonlSessionStore(root)
     expected = exact.read_titles(exact.list_sessions())
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
     try:
         records = source.list_sessions()
         hinted = source.read_titles(records)
@@ -79,7 +79,7 @@ def test_a_big_cold_store_shows_hints_then_the_exact_titles(
     finally:
         source.close()
     # The verified titles are in the index file: a new server starts warm.
-    again = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    again = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
     try:
         assert again.read_titles(again.list_sessions()) == expected
         assert again._queue == {}
@@ -90,7 +90,7 @@ def test_a_big_cold_store_shows_hints_then_the_exact_titles(
 def test_a_big_store_is_served_from_memory_and_revalidated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, source = revalidated(tmp_path, monkeypatch, grace=0.0, max_defer=session_cache.MAX_DEFER)
+    root, source = revalidated(tmp_path, monkeypatch, grace=0.0, max_defer=catalog.MAX_DEFER)
     try:
         assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]
         put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
@@ -105,26 +105,26 @@ def test_a_big_store_is_served_from_memory_and_revalidated(
 
 def revalidated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, grace: float, max_defer: float
-) -> tuple[Path, CachedSessionSource]:
+) -> tuple[Path, SessionCatalog]:
     """A root served as a big one is, its listing revalidated as soon as a request finds it
     old, under the given idle rules."""
-    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
-    monkeypatch.setattr(session_cache, "REFRESH_AFTER", 0.0)
-    monkeypatch.setattr(session_cache, "IDLE_GRACE", grace)
-    monkeypatch.setattr(session_cache, "MAX_DEFER", max_defer)
+    monkeypatch.setattr(catalog, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(catalog, "REFRESH_AFTER", 0.0)
+    monkeypatch.setattr(catalog, "IDLE_GRACE", grace)
+    monkeypatch.setattr(catalog, "MAX_DEFER", max_defer)
     root = tmp_path / "sessions"
     store(root)
-    return root, CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    return root, SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
 
 
-def listed(source: CachedSessionSource) -> set[str]:
+def listed(source: SessionCatalog) -> set[str]:
     """The ids of the listing requests are answered from (looked at without making a request)."""
     snapshot = source._snapshot
     assert snapshot is not None
     return {record.id for record in snapshot.records}
 
 
-def typing(source: CachedSessionSource, seconds: float) -> None:
+def typing(source: SessionCatalog, seconds: float) -> None:
     """Requests back to back, as an ``@`` popup sends them while a query is typed."""
     until = time.monotonic() + seconds
     while time.monotonic() < until:
@@ -137,13 +137,13 @@ def test_revalidation_waits_until_the_editor_pauses(tmp_path: Path, monkeypatch:
     (IDLE_GRACE without a request) rather than run between keystrokes."""
     root, source = revalidated(tmp_path, monkeypatch, grace=1.0, max_defer=60.0)
     walks: list[str] = []
-    real_root_state = session_cache.root_state
+    real_root_state = catalog.root_state
 
     def counted(*args: Any) -> int:
         walks.append("walk")
         return real_root_state(*args)
 
-    monkeypatch.setattr(session_cache, "root_state", counted)
+    monkeypatch.setattr(catalog, "root_state", counted)
     try:
         source.list_sessions()
         first = len(walks)
@@ -167,13 +167,13 @@ def test_typing_while_a_revalidation_waits_does_not_wake_the_background_each_key
     waiting for a pause, a keystroke asking for it again has nothing new to tell it."""
     root, source = revalidated(tmp_path, monkeypatch, grace=1.0, max_defer=60.0)
     rounds: list[float] = []
-    work = CachedSessionSource._work
+    work = SessionCatalog._work
 
-    def counted(self: CachedSessionSource) -> float | None:
+    def counted(self: SessionCatalog) -> float | None:
         rounds.append(time.monotonic())
         return work(self)
 
-    monkeypatch.setattr(CachedSessionSource, "_work", counted)
+    monkeypatch.setattr(SessionCatalog, "_work", counted)
     try:
         source.list_sessions()
         time.sleep(0.3)  # the first listing's write-behind round
@@ -203,7 +203,7 @@ def test_revalidation_is_deferred_at_most_max_defer(tmp_path: Path, monkeypatch:
 def test_reads_for_prepare_hold_background_work_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "sessions"
     store(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
     quiet_during: list[bool] = []
     for name in ("read_surface", "read_conversation"):
         read = getattr(source.index, name)
@@ -229,9 +229,9 @@ def test_empty_session_directories_make_a_big_root_too(tmp_path: Path) -> None:
     empty session directories (100,000 took every popup 1.6-2.7 s) is served from memory."""
     root = tmp_path / "sessions"
     store(root)
-    for n in range(session_cache.SYNC_MAX_SESSIONS):
+    for n in range(catalog.SYNC_MAX_SESSIONS):
         (root / "--w--" / f"empty-{n}").mkdir()
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
     try:
         assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]
         put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
@@ -244,7 +244,7 @@ def test_empty_session_directories_make_a_big_root_too(tmp_path: Path) -> None:
 def test_small_stores_stay_exact_on_every_request(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     store(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
     exact = JsonlSessionStore(root)
     assert source.read_titles(source.list_sessions()) == exact.read_titles(exact.list_sessions())
     put(root, "new", lines(header("new", createdAt=9), *one_turn(0), title(6, "New one")))
@@ -257,7 +257,7 @@ def test_small_stores_stay_exact_on_every_request(tmp_path: Path) -> None:
 async def test_the_kept_candidate_table_follows_new_titles(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     store(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
     exact = SessionReferenceResolver(JsonlSessionStore(root))
     cached = SessionReferenceResolver(source)
     agent = AgentRef("good", "/elsewhere")
@@ -275,14 +275,14 @@ async def test_the_kept_candidate_table_follows_new_titles(tmp_path: Path) -> No
 
 def big_cold_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> tuple[CachedSessionSource, SessionReferenceResolver, SessionReferenceResolver]:
+) -> tuple[SessionCatalog, SessionReferenceResolver, SessionReferenceResolver]:
     """The store above, served as a big root would be, with every unknown title a hint first:
     the source, a resolver over it, and upstream's resolver over the same root."""
     served_as_big(monkeypatch)
     root = tmp_path / "sessions"
     store(root)
     age(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
     return source, SessionReferenceResolver(source), SessionReferenceResolver(JsonlSessionStore(root))
 
 
@@ -309,7 +309,7 @@ def test_the_server_source_writes_the_index_file_behind_its_requests(tmp_path: P
     store(root)
     age(root)
     cache = tmp_path / "cache"
-    source = CachedSessionSource(JsonlSessionStore(root), index_dir=cache)
+    source = SessionCatalog(JsonlSessionStore(root), index_dir=cache)
     try:
         assert not source.index.autoflush
         records = source.list_sessions()
@@ -334,7 +334,7 @@ def test_a_cold_first_popup_hints_titles_in_rank_order_for_its_cwd(
             del line["cwd"]
         put(root, f"s{number}", lines(line, title(0, f"T{number}")), cwd=cwd)
     age(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
     hinted: list[str] = []
     hint = source._hint
 
@@ -347,9 +347,9 @@ def test_a_cold_first_popup_hints_titles_in_rank_order_for_its_cwd(
         records = source.list_sessions()
         table = source.candidate_table(None, "/b")
         by_location = {record.location: record for record in records}
-        ranks = [session_cache.candidate_rank(by_location[location].cwd, "/b") for location in hinted]
+        ranks = [catalog.candidate_rank(by_location[location].cwd, "/b") for location in hinted]
         assert len(hinted) == len(cwds) and ranks == sorted(ranks)  # /b, then no cwd, then the rest
-        in_rank = sorted(records, key=lambda record: session_cache.candidate_rank(record.cwd, "/b"))
+        in_rank = sorted(records, key=lambda record: catalog.candidate_rank(record.cwd, "/b"))
         assert hinted == [record.location for record in in_rank]  # listing order within a rank
         assert [row.label for row in table.select("t", None, "/b", 3)] == ["T7", "T5", "T1"]  # newest first
     finally:
@@ -360,7 +360,7 @@ async def test_body_search_adds_marked_rows_after_the_exact_candidates(tmp_path:
     root = tmp_path / "sessions"
     store(root)
     put(root, "alembic", lines(header("alembic", createdAt=5), *one_turn(0), title(6, "Alembic notes")))
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
     agent = AgentRef(None, "/w")
     plain = await SessionReferenceResolver(source).list_candidates(agent, "alemb")
     assert [c.session_id for c in plain] == ["alembic"]
@@ -395,7 +395,7 @@ def test_a_dropped_source_stops_its_thread(tmp_path: Path, monkeypatch: pytest.M
     served_as_big(monkeypatch)
     root = tmp_path / "sessions"
     store(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
     source.read_titles(source.list_sessions())
     thread = source._thread
     assert thread is not None
@@ -427,7 +427,7 @@ def test_cold_titles_verified_in_worker_processes_are_the_same(
 def test_the_cli_uses_the_index_and_searches_bodies_on_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from dsh_session_reference.cli import main
+    from dsh_session_reference.main import main
 
     root = tmp_path / "sessions"
     store(root)
@@ -444,7 +444,7 @@ def test_the_cli_uses_the_index_and_searches_bodies_on_request(
     assert [row["sessionId"] for row in json.loads(capsys.readouterr().out)] == ["good", "bad", "plain"]
 
 
-def walks_for_four_requests_during_a_first_walk(source: CachedSessionSource) -> list[int]:
+def walks_for_four_requests_during_a_first_walk(source: SessionCatalog) -> list[int]:
     """Starts a request whose walk is held open, sends three more meanwhile, then lets it go;
     checks every answer and returns one entry per walk the index made."""
     listings: list[int] = []
@@ -472,7 +472,7 @@ def walks_for_four_requests_during_a_first_walk(source: CachedSessionSource) -> 
 def test_requests_queued_behind_a_cold_listing_share_it(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     store(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
     try:
         # The three later requests asked after that walk began, so (a small root being exact
         # on every request) they wait for it, and then one fresh walk answers all three.
@@ -490,10 +490,10 @@ def test_a_big_root_lists_once_for_requests_that_arrive_during_its_cold_walk(
     """A root served from memory may be up to REFRESH_AFTER stale anyway, so a request that
     arrives while the first walk runs takes that walk (the editor's first completion and its
     diagnostics both ask at startup: walking a 10,000-session root twice cost a second)."""
-    monkeypatch.setattr(session_cache, "SYNC_MAX_SESSIONS", 1)
+    monkeypatch.setattr(catalog, "SYNC_MAX_SESSIONS", 1)
     root = tmp_path / "sessions"
     store(root)
-    source = CachedSessionSource(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
     try:
         assert len(walks_for_four_requests_during_a_first_walk(source)) == 1
     finally:

@@ -13,9 +13,16 @@ import pytest
 from lsp_support import NOW_MS, TARGET_ID, Spec, append_title, write_store
 from lsprotocol import types
 
-from dsh_session_reference.lsp import analysis as codes
+from dsh_session_reference import analysis as codes
+from dsh_session_reference.analysis import MAX_FINDINGS, analyze
+from dsh_session_reference.check import check_files
+from dsh_session_reference.display import (
+    display_block_text,
+    display_inline_text,
+    readable_time,
+    relative_time,
+)
 from dsh_session_reference.lsp.actions import PREVIEW_COMMAND, PREVIEW_KIND, code_actions, fixes_for
-from dsh_session_reference.lsp.analysis import MAX_FINDINGS, analyze
 from dsh_session_reference.lsp.completion import (
     candidate_json,
     completion_items,
@@ -23,13 +30,7 @@ from dsh_session_reference.lsp.completion import (
     item_data,
     project_name,
 )
-from dsh_session_reference.lsp.diagnostics import SOURCE, check_files, check_text
-from dsh_session_reference.lsp.display import (
-    display_block_text,
-    display_inline_text,
-    readable_time,
-    relative_time,
-)
+from dsh_session_reference.lsp.diagnostics import SOURCE, check_text
 from dsh_session_reference.lsp.hover import hover_text, read_session_facts, session_summary
 from dsh_session_reference.lsp.positions import LineIndex
 from dsh_session_reference.lsp.preview import (
@@ -38,12 +39,12 @@ from dsh_session_reference.lsp.preview import (
     document_summary,
     preview_uri,
 )
-from dsh_session_reference.lsp.session_cache import CachedSessionSource
 from dsh_session_reference.lsp.settings import Settings, apply_settings, sessions_root, target_session_id
 from dsh_session_reference.model import SessionRecord
 from dsh_session_reference.report import readable_snapshot
 from dsh_session_reference.resolver import AgentRef, Candidate, SessionReferenceResolver
 from dsh_session_reference.snapshot import PROMPT_PREFIX, PROMPT_SUFFIX
+from dsh_session_reference.store.catalog import SessionCatalog
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 from dsh_session_reference.uri import (
     encode_session_reference_uri,
@@ -274,7 +275,7 @@ async def test_a_store_that_finds_records_alone_is_not_listed(store_root: Path, 
     text = f"{mention('s-alpha', 'stale')} {mention('s-missing')} {mention('s-delta')}"
     alone = await analyze(text, SessionReferenceResolver(Counting(store_root)), agent)
     listed = await analyze(
-        text, SessionReferenceResolver(CachedSessionSource(JsonlSessionStore(store_root))), agent
+        text, SessionReferenceResolver(SessionCatalog(JsonlSessionStore(store_root))), agent
     )
     assert listings == []
     assert alone.findings == listed.findings
@@ -669,7 +670,7 @@ async def test_document_summary(resolver: SessionReferenceResolver, agent: Agent
 
 def test_cache_sees_new_sessions_and_titles(tmp_path: Path) -> None:
     root = write_store(tmp_path / "s", [Spec("one", "/w", "First", [("user", "hi")])], "none")
-    source = CachedSessionSource(JsonlSessionStore(root))
+    source = SessionCatalog(JsonlSessionStore(root))
     records = source.list_sessions()
     assert [r.id for r in records] == ["one"]
     assert source.list_sessions() == records

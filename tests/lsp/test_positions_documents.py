@@ -7,8 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from lsprotocol import types
 
+from dsh_session_reference.lines import code_units
 from dsh_session_reference.lsp.documents import DocumentStore
-from dsh_session_reference.lsp.positions import LineIndex, code_units, encoding_of
+from dsh_session_reference.lsp.positions import LineIndex, encoding_of
 
 
 def pos(line: int, character: int) -> types.Position:

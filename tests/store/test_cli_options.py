@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_session_reference.cli import EXIT_USAGE, ROOT_NOT_FOUND, build_parser, main
+from dsh_session_reference.cli import EXIT_USAGE, ROOT_NOT_FOUND, build_parser
+from dsh_session_reference.main import main
 from dsh_session_reference.sample import SAMPLE_SESSION_IDS
 from dsh_session_reference.uri import format_session_reference_mention
 

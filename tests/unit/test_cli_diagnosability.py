@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from dsh_session_reference import __version__
-from dsh_session_reference.cli import BAD_SETTING, EXIT_ERROR, EXIT_USAGE, ROOT_NOT_FOUND, main
+from dsh_session_reference.cli import BAD_SETTING, EXIT_ERROR, EXIT_USAGE, ROOT_NOT_FOUND
+from dsh_session_reference.main import main
 from dsh_session_reference.sample import write_sample_store
 from store.logbuild import many_sessions
 

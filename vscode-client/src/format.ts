@@ -25,7 +25,7 @@ export function plural(count: number, singular: string, pluralForm = `${singular
   return `${count} ${count === 1 ? singular : pluralForm}`;
 }
 
-// The same units and wording as the server's completion rows (lsp/display.py), so a session
+// The same units and wording as the server's completion rows (display.py), so a session
 // reads the same age in the completion list and in the target picker.
 const UNITS: readonly [number, string][] = [
   [365 * 86_400_000, 'year'],

@@ -14,9 +14,7 @@ from typing import Final
 
 from lsprotocol import types
 
-from ..jsjson import js_stringify
-from ..uri import MentionSpan, encode_session_reference_uri, format_session_reference_mention
-from .analysis import (
+from ..analysis import (
     DUPLICATE_REFERENCE,
     MALFORMED_URI,
     NONCANONICAL_URI,
@@ -26,9 +24,12 @@ from .analysis import (
     UNKNOWN_SESSION,
     Analysis,
 )
+from ..display import display_inline_text
+from ..jsjson import js_stringify
+from ..lines import Encoding
+from ..uri import MentionSpan, encode_session_reference_uri, format_session_reference_mention
 from .diagnostics import SOURCE
-from .display import display_inline_text
-from .positions import Encoding, LineIndex
+from .positions import LineIndex
 
 PREVIEW_COMMAND: Final = "dshSessionReference.preview"
 PREVIEW_TITLE: Final = "Preview referenced-session context"

@@ -26,9 +26,9 @@ from typing import Any, Final
 from lsprotocol import types
 
 from ..body_search import BodyCandidate
+from ..display import display_inline_text, relative_time
 from ..resolver import Candidate
 from ..uri import JS_SPACE, format_session_reference_mention
-from .display import display_inline_text, relative_time
 
 BODY_MARK: Final = "matched in messages"
 """How a body-search row says why it is there (``bodySearch``)."""

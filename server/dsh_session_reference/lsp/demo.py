@@ -24,10 +24,10 @@ from typing import Any, Final, TypeVar
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from ..display import display_inline_text
 from ..sample import COMPACTED_ID, HANDBOOK_ID, SHOP, write_sample_store
 from ..uri import encode_session_reference_uri, format_session_reference_mention, scan_session_references
 from .completion import item_data
-from .display import display_inline_text
 from .positions import LineIndex
 
 T = TypeVar("T")

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from lsprotocol import types
 
 from ..jsjson import js_normalize
-from .positions import Encoding, LineIndex
+from ..lines import Encoding
+from .positions import LineIndex
 
 
 @dataclass

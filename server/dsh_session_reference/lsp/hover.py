@@ -15,14 +15,14 @@ from typing import Final
 
 from lsprotocol import types
 
+from ..analysis import Analysis, Intended, Reference
 from ..conversation import ConversationSnapshot, conversation_items, readable
+from ..display import display_block_text, display_inline_text, readable_time, relative_time
 from ..errors import SessionReferenceError
 from ..model import SurfaceSnapshot
 from ..resolver import SessionReferenceResolver
 from ..retention import RetainedSource
 from ..uri import MentionSpan, SessionReference, encode_session_reference_uri
-from .analysis import Analysis, Intended, Reference
-from .display import display_block_text, display_inline_text, readable_time, relative_time
 
 RECENT_MESSAGES: Final = 3
 PREVIEW_CHARS: Final = 240

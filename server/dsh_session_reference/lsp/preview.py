@@ -13,14 +13,14 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote, unquote, urlsplit
 
+from ..analysis import Analysis
+from ..display import display_inline_text
 from ..errors import SessionReferenceError
 from ..jsjson import js_byte_length
 from ..report import estimate_tokens, render_prepared_report
 from ..resolver import AgentRef, PreparedMessage, SessionReferenceResolver
 from ..snapshot import build_additional_context
 from ..uri import parse_session_reference_text
-from .analysis import Analysis
-from .display import display_inline_text
 
 PREVIEW_SCHEME: Final = "dsh-preview"
 

@@ -16,7 +16,6 @@ import contextlib
 import functools
 import logging
 import os
-import sys
 import threading
 import time
 import uuid
@@ -33,25 +32,26 @@ from pygls.protocol.language_server import lsp_method
 from pygls.uris import to_fs_path
 
 from .. import __version__
+from ..analysis import Analysis, AnalysisCancelled, analyze
 from ..body_search import BodySearchResolver
 from ..candidates import label_for
 from ..errors import CANCELLED, SessionReferenceError
 from ..jsjson import read_text
+from ..lines import Encoding
 from ..logsetup import progress_after
 from ..resolver import AbortSignal, AgentRef, SessionReferenceResolver, find_session
+from ..store.catalog import INDEXING_BODIES, SessionCatalog
 from ..store.jsonl_store import JsonlSessionStore
 from ..store.layout import root_origin, root_problem
 from . import transport
 from .actions import code_actions
-from .analysis import Analysis, AnalysisCancelled, analyze
 from .completion import candidate_json, completion_items, find_trigger, item_data
 from .diagnostics import to_diagnostics
 from .documents import Document, DocumentStore
 from .hover import documentation, hover_text, read_session_facts, session_summary
 from .idle_gc import IdleCollector
-from .positions import Encoding, LineIndex, encoding_of
+from .positions import LineIndex, encoding_of
 from .preview import PREVIEW_SCHEME, Preview, build_preview, document_of_preview, document_summary
-from .session_cache import INDEXING_BODIES, CachedSessionSource
 from .settings import SECTION, Settings, apply_settings, sessions_root, target_session_id
 
 LOG = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class Engine:
     """
 
     root: str
-    source: CachedSessionSource
+    source: SessionCatalog
 
     def __init__(self, root: str, settings: Settings, previous: Engine | None = None) -> None:
         same_root = previous is not None and previous.root == root
@@ -99,8 +99,8 @@ class Engine:
         )
 
 
-def _new_source(root: str) -> CachedSessionSource:
-    return CachedSessionSource(JsonlSessionStore(root))
+def _new_source(root: str) -> SessionCatalog:
+    return SessionCatalog(JsonlSessionStore(root))
 
 
 @dataclass
@@ -380,7 +380,7 @@ class DshLanguageServer(LanguageServer):
 
     async def follow_background(self) -> None:
         """Show the session source's background work (title verification, message-text
-        indexing; see ``CachedSessionSource.background_work``) as work-done progress once it has
+        indexing; see ``SessionCatalog.background_work``) as work-done progress once it has
         run for :data:`PROGRESS_AFTER`: one progress per kind of work, reporting the logs left,
         ended when that work is done. Indexing message text is cancellable: it stops, and body
         search answers from what was indexed until the setting is turned on again. Runs until
@@ -993,14 +993,3 @@ def serve_stdio(sessions: str | None = None) -> int:
     """Serve one client over stdin/stdout until it exits; the exit status
     (:func:`.transport.serve_stdio`). The caller has set up the log (:mod:`..logsetup`)."""
     return transport.serve_stdio(create_server(sessions))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m dsh_session_reference.lsp.server``: the same as ``dsh-session-reference lsp``."""
-    from ..cli import main as cli_main
-
-    return cli_main(["lsp", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dsh_session_reference.lsp.display import display_inline_text
+from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.uri import (
     encode_session_reference_uri,
     parse_session_reference_text,

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from dsh_session_reference.lsp.display import display_inline_text
+from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.uri import (
     decode_session_reference_uri,
     encode_session_reference_uri,

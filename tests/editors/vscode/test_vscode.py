@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.jsjson import js_stringify
-from dsh_session_reference.lsp.display import display_inline_text
 from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
 from editors.ranking import RANKING_QUERIES, archive_sessions, ranked_for
 

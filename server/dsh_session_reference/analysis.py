@@ -22,14 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
-from ..conversation import ConversationSnapshot
-from ..errors import BUDGET_EXCEEDED, SessionReferenceError
-from ..jsjson import js_normalize, js_stringify
-from ..model import SessionRecord, StoreStopped, SurfaceSnapshot
-from ..resolver import AgentRef, SessionReferenceResolver, listed_records
-from ..retention import RetainedSource
-from ..uri import SESSION_REFERENCE_SCHEME, MentionSpan, SessionReference, iter_session_references
+from .conversation import ConversationSnapshot
 from .display import display_inline_text
+from .errors import BUDGET_EXCEEDED, SessionReferenceError
+from .jsjson import js_normalize, js_stringify
+from .model import SessionRecord, StoreStopped, SurfaceSnapshot
+from .resolver import AgentRef, SessionReferenceResolver, listed_records
+from .retention import RetainedSource
+from .uri import SESSION_REFERENCE_SCHEME, MentionSpan, SessionReference, iter_session_references
 
 Severity = Literal["error", "warning", "information", "hint"]
 

@@ -58,7 +58,7 @@ from typing import Any, Final, TypeVar
 from ..candidates import CandidateTable, Row, candidate_rank, label_for
 from ..conversation import ConversationSnapshot
 from ..model import SessionRecord, SurfaceSnapshot, TitleObservation
-from ..store.index import (
+from .index import (
     APART_READ_BYTES,
     BodyMatch,
     Fingerprint,
@@ -69,9 +69,9 @@ from ..store.index import (
     record_data,
     scan_last_title,
 )
-from ..store.jsonl_store import JsonlSessionStore
-from ..store.layout import LOG_NAMES, Compression
-from ..store.workers import WorkerProcess
+from .jsonl_store import JsonlSessionStore
+from .layout import LOG_NAMES, Compression
+from .workers import WorkerProcess
 
 LOG = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ VERIFY_BATCH_BYTES: Final = 8 << 20
 MAX_SURFACES: Final = 16
 VERIFYING_TITLES: Final = "Verifying session titles"
 INDEXING_BODIES: Final = "Indexing message text for search"
-"""The background work :meth:`CachedSessionSource.background_work` names (progress titles)."""
+"""The background work :meth:`SessionCatalog.background_work` names (progress titles)."""
 MAX_SURFACE_LOG_BYTES: Final = 8 << 20
 
 
@@ -133,7 +133,7 @@ class _Snapshot:
     """:func:`root_state` just before this listing (background refreshes only)."""
 
 
-_LIVE: weakref.WeakSet[CachedSessionSource] = weakref.WeakSet()
+_LIVE: weakref.WeakSet[SessionCatalog] = weakref.WeakSet()
 
 
 @atexit.register
@@ -142,7 +142,7 @@ def _close_all() -> None:
         source.close()
 
 
-class CachedSessionSource:
+class SessionCatalog:
     """The title index behind an in-memory listing; thread-safe like the store itself.
 
     ``inner`` names the root (an :class:`IndexedSessionStore` is used as it is);
@@ -814,7 +814,7 @@ class _Workers:
             worker.close()
 
 
-def _background(source_ref: weakref.ref[CachedSessionSource], wake: threading.Event) -> None:
+def _background(source_ref: weakref.ref[SessionCatalog], wake: threading.Event) -> None:
     """The background thread: holds its source only while working, so a dropped source ends it."""
     timeout = IDLE_ROUND
     while True:

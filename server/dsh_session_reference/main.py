@@ -1,0 +1,29 @@
+"""The program: ``dsh-session-reference`` and ``python -m dsh_session_reference``.
+
+The one place that knows both front ends. The CLI (:mod:`.cli`) and the language server
+(:mod:`.lsp`) each sit on the core; this module hands the CLI the server and the demo to run for
+``lsp`` and ``demo``, imported only when asked for (the LSP stack's imports take 0.7 s that the
+store commands do not pay).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import cli
+
+
+def _serve_stdio(sessions: str | None) -> int:
+    from .lsp.server import serve_stdio
+
+    return serve_stdio(sessions)
+
+
+def _run_demo(sessions: str | None) -> int:
+    from .lsp.demo import run_demo
+
+    return run_demo(sessions)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return cli.main(argv, cli.Frontends(serve_stdio=_serve_stdio, run_demo=_run_demo))
