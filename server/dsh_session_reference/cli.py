@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import __version__
+from .assembly import make_resolver, open_source, sessions_root, target_session
+from .config import resolver_config
 from .display import display_inline_text
 from .errors import SessionReferenceError
 from .jsjson import js_normalize, read_text
@@ -33,7 +35,7 @@ from .logsetup import LOG_ENV, LOG_LEVELS, log_level, progress_after
 from .logsetup import configure as configure_log
 from .model import SessionSource, StoreError
 from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
-from .store.layout import resolve_root, root_origin, root_problem
+from .store.layout import root_origin, root_problem
 from .store.logfile import LogError, zstd_codec
 from .uri import (
     decode_session_reference_uri,
@@ -186,22 +188,9 @@ def _read(path: str) -> str:
 
 def _store(args: argparse.Namespace) -> SessionSource:
     """The title index over the root (cold logs are replayed on every core), or the plain store."""
-    if args.no_index:
-        from .store.jsonl_store import JsonlSessionStore
-
-        return JsonlSessionStore(args.sessions)
-    from .store.index import APART_READ_BYTES, IndexedSessionStore
-
-    cores = os.cpu_count() or 1
-    # With a core to spare, each huge log ``prepare`` reads is replayed in a process of its own.
-    store = IndexedSessionStore(
-        args.sessions, workers=cores, apart_bytes=APART_READ_BYTES if cores > 1 else None
+    return open_source(
+        args.root, live=False, index=not args.no_index, body_search=getattr(args, "body_search", False)
     )
-    if getattr(args, "body_search", False):
-        from .store.catalog import SessionCatalog
-
-        return SessionCatalog(store, background=False)  # indexes message text before searching
-    return store
 
 
 @contextlib.contextmanager
@@ -240,19 +229,12 @@ def _terminal_progress(args: argparse.Namespace, store: SessionSource) -> Iterat
 
 
 def _resolver(args: argparse.Namespace, store: SessionSource) -> SessionReferenceResolver:
-    from .body_search import BodySearchResolver
-
-    resolver_type = BodySearchResolver if getattr(args, "body_search", False) else SessionReferenceResolver
-    return resolver_type(
-        store,
-        max_references=args.max_references,
-        candidate_limit=args.candidate_limit,
-        max_reference_bytes=args.max_reference_bytes,
-    )
+    config = resolver_config(args.max_references, args.candidate_limit, args.max_reference_bytes)
+    return make_resolver(store, config, body_search=getattr(args, "body_search", False))
 
 
 async def _agent(args: argparse.Namespace, store: SessionSource) -> AgentRef:
-    target = args.target if args.target is not None else os.environ.get("DSH_SESSION_ID") or None
+    target = target_session(args.target)
     return await agent_for_target(store, target, args.cwd if args.cwd is not None else os.getcwd())
 
 
@@ -473,7 +455,7 @@ def main(argv: Sequence[str] | None, frontends: Frontends) -> int:
     if args.command != "lsp":  # the server's log is the editor's, set up by the server
         _log_to_terminal()
     if args.command in STORE_COMMANDS:
-        root = resolve_root(args.sessions)
+        root = args.root = sessions_root(args.sessions)
         problem = root_problem(root)
         if problem is not None:
             origin = root_origin(args.sessions, "from --sessions")

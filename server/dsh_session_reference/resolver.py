@@ -14,7 +14,7 @@ import copy
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 from .candidates import CandidateTable, Row, label_for
 from .config import ResolverConfig, is_positive_safe_integer, resolver_config
@@ -186,6 +186,14 @@ class SessionReferenceResolver:
     ) -> None:
         self.query = query
         self.config: ResolverConfig = resolver_config(max_references, candidate_limit, max_reference_bytes)
+
+    @classmethod
+    def with_config(cls, query: SessionSource, config: ResolverConfig) -> Self:
+        """A resolver with a config already validated (:func:`.config.resolver_config`, or settings
+        checked key by key), passed whole rather than unpacked into upstream's options."""
+        resolver = cls(query)
+        resolver.config = config
+        return resolver
 
     async def list_candidates(
         self,

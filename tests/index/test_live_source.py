@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
+from dsh_session_reference.assembly import open_source
 from dsh_session_reference.body_search import BodyCandidate, BodySearchResolver
-from dsh_session_reference.store import catalog
 from dsh_session_reference.lsp.completion import BODY_MARK, candidate_json, completion_items
 from dsh_session_reference.lsp.settings import Settings, apply_settings
 from dsh_session_reference.model import SessionRecord
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
-from dsh_session_reference.store import JsonlSessionStore
+from dsh_session_reference.store import JsonlSessionStore, catalog
 from dsh_session_reference.store.catalog import SessionCatalog, root_state
 from dsh_session_reference.store.index import IndexedSessionStore
 from store.logbuild import header, lines, one_turn, put, title
@@ -309,7 +309,7 @@ def test_the_server_source_writes_the_index_file_behind_its_requests(tmp_path: P
     store(root)
     age(root)
     cache = tmp_path / "cache"
-    source = SessionCatalog(JsonlSessionStore(root), index_dir=cache)
+    source = open_source(str(root), live=True, index_dir=cache)
     try:
         assert not source.index.autoflush
         records = source.list_sessions()

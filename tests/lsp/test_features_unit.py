@@ -15,6 +15,7 @@ from lsprotocol import types
 
 from dsh_session_reference import analysis as codes
 from dsh_session_reference.analysis import MAX_FINDINGS, analyze
+from dsh_session_reference.assembly import open_source
 from dsh_session_reference.check import check_files
 from dsh_session_reference.display import (
     display_block_text,
@@ -39,12 +40,11 @@ from dsh_session_reference.lsp.preview import (
     document_summary,
     preview_uri,
 )
-from dsh_session_reference.lsp.settings import Settings, apply_settings, sessions_root, target_session_id
+from dsh_session_reference.lsp.settings import Settings, apply_settings
 from dsh_session_reference.model import SessionRecord
 from dsh_session_reference.report import readable_snapshot
 from dsh_session_reference.resolver import AgentRef, Candidate, SessionReferenceResolver
 from dsh_session_reference.snapshot import PROMPT_PREFIX, PROMPT_SUFFIX
-from dsh_session_reference.store.catalog import SessionCatalog
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 from dsh_session_reference.uri import (
     encode_session_reference_uri,
@@ -99,14 +99,6 @@ def test_invalid_settings_keep_the_old_value_with_upstreams_message() -> None:
         "dshSessionReference.maxReferenceBytes: session-reference: maxReferenceBytes must be a positive "
         "safe integer; keeping 65536",
     ]
-
-
-def test_target_and_root_fall_back_in_order(tmp_path: Path) -> None:
-    assert target_session_id(Settings(), {"DSH_SESSION_ID": "env"}) == "env"
-    assert target_session_id(Settings(target_session_id="set"), {"DSH_SESSION_ID": "env"}) == "set"
-    assert target_session_id(Settings(), {}) is None
-    assert sessions_root(Settings(sessions_root=str(tmp_path)), "/fallback") == str(tmp_path)
-    assert sessions_root(Settings(), str(tmp_path)) == str(tmp_path)
 
 
 # --- labels ---------------------------------------------------------------------------------
@@ -274,9 +266,7 @@ async def test_a_store_that_finds_records_alone_is_not_listed(store_root: Path, 
 
     text = f"{mention('s-alpha', 'stale')} {mention('s-missing')} {mention('s-delta')}"
     alone = await analyze(text, SessionReferenceResolver(Counting(store_root)), agent)
-    listed = await analyze(
-        text, SessionReferenceResolver(SessionCatalog(JsonlSessionStore(store_root))), agent
-    )
+    listed = await analyze(text, SessionReferenceResolver(open_source(str(store_root), live=True)), agent)
     assert listings == []
     assert alone.findings == listed.findings
     assert {f.code for f in alone.findings} == {codes.STALE_LABEL, codes.UNKNOWN_SESSION}
@@ -670,7 +660,7 @@ async def test_document_summary(resolver: SessionReferenceResolver, agent: Agent
 
 def test_cache_sees_new_sessions_and_titles(tmp_path: Path) -> None:
     root = write_store(tmp_path / "s", [Spec("one", "/w", "First", [("user", "hi")])], "none")
-    source = SessionCatalog(JsonlSessionStore(root))
+    source = open_source(str(root), live=True)
     records = source.list_sessions()
     assert [r.id for r in records] == ["one"]
     assert source.list_sessions() == records

@@ -33,15 +33,14 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..analysis import Analysis, AnalysisCancelled, analyze
-from ..body_search import BodySearchResolver
+from ..assembly import make_resolver, open_source, sessions_root, target_session
 from ..candidates import label_for
 from ..errors import CANCELLED, SessionReferenceError
 from ..jsjson import read_text
 from ..lines import Encoding
 from ..logsetup import progress_after
-from ..resolver import AbortSignal, AgentRef, SessionReferenceResolver, find_session
+from ..resolver import AbortSignal, AgentRef, find_session
 from ..store.catalog import INDEXING_BODIES, SessionCatalog
-from ..store.jsonl_store import JsonlSessionStore
 from ..store.layout import root_origin, root_problem
 from . import transport
 from .actions import code_actions
@@ -52,7 +51,7 @@ from .hover import documentation, hover_text, read_session_facts, session_summar
 from .idle_gc import IdleCollector
 from .positions import LineIndex, encoding_of
 from .preview import PREVIEW_SCHEME, Preview, build_preview, document_of_preview, document_summary
-from .settings import SECTION, Settings, apply_settings, sessions_root, target_session_id
+from .settings import SECTION, Settings, apply_settings
 
 LOG = logging.getLogger(__name__)
 
@@ -84,23 +83,12 @@ class Engine:
     def __init__(self, root: str, settings: Settings, previous: Engine | None = None) -> None:
         same_root = previous is not None and previous.root == root
         self.root = root
-        self.source = previous.source if previous is not None and same_root else _new_source(root)
+        self.source = previous.source if previous is not None and same_root else open_source(root, live=True)
         self.targets: dict[str, AgentRef] = previous.targets if previous is not None and same_root else {}
-        limits = settings.limits
         self.body_search = settings.body_search
         if settings.body_search and (previous is None or not previous.body_search):
             self.source.resume_bodies()  # turned on (again): indexing a user cancelled resumes
-        resolver_type = BodySearchResolver if settings.body_search else SessionReferenceResolver
-        self.resolver = resolver_type(
-            self.source,
-            max_references=limits.max_references,
-            candidate_limit=limits.candidate_limit,
-            max_reference_bytes=limits.max_reference_bytes,
-        )
-
-
-def _new_source(root: str) -> SessionCatalog:
-    return SessionCatalog(JsonlSessionStore(root))
+        self.resolver = make_resolver(self.source, settings.limits, body_search=settings.body_search)
 
 
 @dataclass
@@ -299,7 +287,7 @@ class DshLanguageServer(LanguageServer):
 
     @property
     def engine(self) -> Engine:
-        root = sessions_root(self.settings, self.sessions_fallback)
+        root = sessions_root(self.settings.sessions_root, self.sessions_fallback)
         engine = self._engine
         if engine is None or engine.root != root:
             engine = self._engine = Engine(root, self.settings)
@@ -312,7 +300,9 @@ class DshLanguageServer(LanguageServer):
         if updated == self.settings:
             return False
         self.settings = updated
-        self._engine = Engine(sessions_root(updated, self.sessions_fallback), updated, self._engine)
+        self._engine = Engine(
+            sessions_root(updated.sessions_root, self.sessions_fallback), updated, self._engine
+        )
         self._generation += 1
         return True
 
@@ -490,7 +480,7 @@ class DshLanguageServer(LanguageServer):
     async def agent_for(self, uri: str | None) -> AgentRef:
         """The target's ``AgentRef`` without a listing per request once the target is known:
         a session's cwd is fixed in its header, so a found target is remembered."""
-        target = target_session_id(self.settings)
+        target = target_session(self.settings.target_session_id)
         engine = self.engine
         known = engine.targets.get(target) if target is not None else None
         if known is not None:
@@ -518,7 +508,7 @@ class DshLanguageServer(LanguageServer):
         the status bar can flag it. ``sessionId`` is the configured id, which
         a client matches to its own setting.
         """
-        target = target_session_id(self.settings)
+        target = target_session(self.settings.target_session_id)
         if target is None:
             return None
         label = target

@@ -10,7 +10,6 @@ previous value and comes back as a warning for the user.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -23,10 +22,8 @@ from ..config import (
     resolver_config,
 )
 from ..errors import SessionReferenceError
-from ..store.layout import resolve_root
 
 SECTION = "dshSessionReference"
-TARGET_ENV = "DSH_SESSION_ID"
 
 
 @dataclass(frozen=True)
@@ -140,16 +137,3 @@ def apply_settings(current: Settings, raw: object) -> tuple[Settings, list[str]]
                 )
             )
     return replace(current, **changes), warnings
-
-
-def sessions_root(settings: Settings, fallback: str | None) -> str:
-    """The setting when given, else the server's ``--sessions``, else dsh's default root."""
-    return resolve_root(settings.sessions_root or fallback or None)
-
-
-def target_session_id(settings: Settings, environ: Mapping[str, str] | None = None) -> str | None:
-    """``targetSessionId``, else ``$DSH_SESSION_ID``, else no target (nothing is excluded as self)."""
-    if settings.target_session_id:
-        return settings.target_session_id
-    env = os.environ if environ is None else environ
-    return env.get(TARGET_ENV) or None

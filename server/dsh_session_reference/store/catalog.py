@@ -59,7 +59,6 @@ from ..candidates import CandidateTable, Row, candidate_rank, label_for
 from ..conversation import ConversationSnapshot
 from ..model import SessionRecord, SurfaceSnapshot, TitleObservation
 from .index import (
-    APART_READ_BYTES,
     BodyMatch,
     Fingerprint,
     IndexedSessionStore,
@@ -69,7 +68,6 @@ from .index import (
     record_data,
     scan_last_title,
 )
-from .jsonl_store import JsonlSessionStore
 from .layout import LOG_NAMES, Compression
 from .workers import WorkerProcess
 
@@ -145,29 +143,12 @@ def _close_all() -> None:
 class SessionCatalog:
     """The title index behind an in-memory listing; thread-safe like the store itself.
 
-    ``inner`` names the root (an :class:`IndexedSessionStore` is used as it is);
-    ``background=False`` keeps every answer exact and synchronous (no threads,
-    no worker process), as the CLI does.
+    Built by :func:`..assembly.open_source`; ``background=False`` keeps every answer exact and
+    synchronous (no threads, no worker process), as the CLI does.
     """
 
-    def __init__(
-        self,
-        inner: JsonlSessionStore,
-        *,
-        background: bool = True,
-        index_dir: str | os.PathLike[str] | None = None,
-    ) -> None:
-        self.index = (
-            inner
-            if isinstance(inner, IndexedSessionStore)
-            else IndexedSessionStore(
-                inner.root,
-                index_dir=index_dir,
-                workers=os.cpu_count() or 1,
-                apart_bytes=APART_READ_BYTES,
-                autoflush=not background,  # the background thread writes the index file
-            )
-        )
+    def __init__(self, index: IndexedSessionStore, *, background: bool = True) -> None:
+        self.index = index
         self.root = self.index.root
         self.background = background
         self._lock = threading.RLock()

@@ -1,0 +1,99 @@
+"""The one assembly of store, resolver and target, for the CLI and the language server alike.
+
+Both front ends used to build these themselves, differently: this module is where the sessions
+root is resolved, where ``$DSH_SESSION_ID`` is read, which store a front end gets over the root,
+and how a :class:`.config.ResolverConfig` becomes a resolver. A front end says what it is (a
+one-shot CLI run or a long-lived server) and gets the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Literal, overload
+
+from .body_search import BodySearchResolver
+from .config import ResolverConfig
+from .model import SessionSource
+from .resolver import SessionReferenceResolver
+from .store.catalog import SessionCatalog
+from .store.index import APART_READ_BYTES, IndexedSessionStore
+from .store.jsonl_store import JsonlSessionStore
+from .store.layout import resolve_root
+
+TARGET_ENV = "DSH_SESSION_ID"
+"""dsh sets it in the sessions it runs: the session a message is written for, excluded as self."""
+
+
+def sessions_root(*choices: str | None) -> str:
+    """The first choice given (a setting, then a command-line option), else dsh's default root."""
+    return resolve_root(next((choice for choice in choices if choice), None))
+
+
+def target_session(explicit: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The target given (``--target``, ``targetSessionId``), else ``$DSH_SESSION_ID``, else none
+    (nothing is excluded as self). An empty ``explicit`` counts as not given."""
+    if explicit:
+        return explicit
+    return (os.environ if environ is None else environ).get(TARGET_ENV) or None
+
+
+@overload
+def open_source(
+    root: str,
+    *,
+    live: Literal[True],
+    index: bool = True,
+    body_search: bool = False,
+    index_dir: str | os.PathLike[str] | None = None,
+) -> SessionCatalog: ...
+
+
+@overload
+def open_source(
+    root: str,
+    *,
+    live: Literal[False],
+    index: bool = True,
+    body_search: bool = False,
+    index_dir: str | os.PathLike[str] | None = None,
+) -> SessionSource: ...
+
+
+def open_source(
+    root: str,
+    *,
+    live: bool,
+    index: bool = True,
+    body_search: bool = False,
+    index_dir: str | os.PathLike[str] | None = None,
+) -> SessionSource:
+    """The store a front end reads ``root`` through.
+
+    ``live`` (the server): the catalog with its background thread, worker process and write-behind
+    index, so no request waits on a file. Otherwise (the CLI) every answer is synchronous: the
+    index fills on every core and huge logs are replayed in processes of their own when a core is
+    spare; the catalog is used only for body search (it indexes message text before searching).
+    ``index=False`` (the CLI's ``--no-index``) reads every log afresh; the server always indexes.
+    """
+    cores = os.cpu_count() or 1
+    if not index and not live:
+        return JsonlSessionStore(root)
+    if live:
+        return SessionCatalog(
+            IndexedSessionStore(
+                root, index_dir=index_dir, workers=cores, apart_bytes=APART_READ_BYTES, autoflush=False
+            )
+        )
+    store = IndexedSessionStore(
+        root, index_dir=index_dir, workers=cores, apart_bytes=APART_READ_BYTES if cores > 1 else None
+    )
+    return SessionCatalog(store, background=False) if body_search else store
+
+
+def make_resolver(
+    source: SessionSource, config: ResolverConfig, *, body_search: bool = False
+) -> SessionReferenceResolver:
+    """The resolver over ``source`` with ``config`` as it is (validated once, where it was made)."""
+    resolver_type = BodySearchResolver if body_search else SessionReferenceResolver
+    return resolver_type.with_config(source, config)
