@@ -17,7 +17,7 @@ from .config import ResolverConfig
 from .model import SessionSource
 from .resolver import SessionReferenceResolver
 from .store.catalog import SessionCatalog
-from .store.index import APART_READ_BYTES, IndexedSessionStore
+from .store.index.store import APART_READ_BYTES, IndexedSessionStore
 from .store.jsonl_store import JsonlSessionStore
 from .store.layout import resolve_root
 

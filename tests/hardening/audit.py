@@ -263,7 +263,7 @@ CACHE_NAMES: Final = ("", "-wal", "-shm", "-journal", ".lock", ".root")
 def plant_cache(log: Path, root: Path) -> None:
     """Make the audited process's cache folder hostile before it runs: every name of the index of
     ``root`` is a symlink into ``root`` (dangling, or to a live log)."""
-    from dsh_session_reference.store.index import default_index_dir, index_file
+    from dsh_session_reference.store.index.database import default_index_dir, index_file
 
     folder = default_index_dir({"XDG_CACHE_HOME": str(cache_dir(log))})
     os.makedirs(folder, exist_ok=True)

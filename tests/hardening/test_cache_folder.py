@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from dsh_session_reference.sample import SAMPLE_SESSION_IDS, write_sample_store
-from dsh_session_reference.store.index import LOCK_SUFFIX, ROOT_SUFFIX, default_index_dir, index_file
+from dsh_session_reference.store.index.database import LOCK_SUFFIX, ROOT_SUFFIX, default_index_dir, index_file
 
 from .audit import CACHE_NAMES, cache_dir, run_audited
 from .test_read_only import tree_state

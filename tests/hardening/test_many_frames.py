@@ -16,7 +16,7 @@ import pytest
 import zstandard
 
 from dsh_session_reference.store import JsonlSessionStore
-from dsh_session_reference.store.index import APART_READ_BYTES, ZSTD_EXPANSION
+from dsh_session_reference.store.index.store import APART_READ_BYTES, ZSTD_EXPANSION
 from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import header, lines, one_turn, put, title
 

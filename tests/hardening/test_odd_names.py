@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_session_reference.store.index import IndexDatabase, _Row
+from dsh_session_reference.store.index.database import IndexDatabase
+from dsh_session_reference.store.index.rows import IndexRow
 from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import header, lines, one_turn, put, title
 
@@ -113,16 +114,16 @@ def database(tmp_path: Path) -> IndexDatabase:
 
 def test_paths_of_any_bytes_round_trip_through_the_index(database: IndexDatabase) -> None:
     paths = ["/r/bad\udcff/s/session.jsonl", "/r/caf\udce9/x/session.jsonl", "/r/\ud83d/session.jsonl"]
-    database.write({path: _Row((1, 2, 3, 4, 5), listing="{}", listing_ns=9) for path in paths})
+    database.write({path: IndexRow((1, 2, 3, 4, 5), listing="{}", listing_ns=9) for path in paths})
     assert sorted(database.load()) == sorted(paths)
-    assert database.load_row(paths[0]) == _Row((1, 2, 3, 4, 5), listing="{}", listing_ns=9)
+    assert database.load_row(paths[0]) == IndexRow((1, 2, 3, 4, 5), listing="{}", listing_ns=9)
     database.put_body(paths[2], (1, 2, 3, 4, 5), "zebra \ud83d crossing")
     assert [path for path, _ in database.search_bodies('"crossing"*', 5)] == [paths[2]]
 
 
 def test_a_failed_write_rolls_back_and_the_next_write_lands(database: IndexDatabase) -> None:
-    refused = _Row((1, 2, 3, 4, 5), listing="\ud800 is no text to SQLite", listing_ns=9)
-    database.write({"/r/a": refused, "/r/b": _Row((1, 1, 1, 1, 1))})  # logged, not raised
+    refused = IndexRow((1, 2, 3, 4, 5), listing="\ud800 is no text to SQLite", listing_ns=9)
+    database.write({"/r/a": refused, "/r/b": IndexRow((1, 1, 1, 1, 1))})  # logged, not raised
     assert database.load() == {}
-    database.write({"/r/c": _Row((2, 2, 2, 2, 2))})
+    database.write({"/r/c": IndexRow((2, 2, 2, 2, 2))})
     assert list(database.load()) == ["/r/c"]

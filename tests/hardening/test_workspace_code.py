@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_session_reference.store.index import APART_READ_BYTES
+from dsh_session_reference.store.index.store import APART_READ_BYTES
 from dsh_session_reference.store.workers import worker_command, worker_environment
 from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import put

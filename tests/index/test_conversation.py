@@ -25,10 +25,11 @@ from dsh_session_reference.projection import LongText
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.retention import bounded_text, retain_referenced_session, truncate_with_notice
 from dsh_session_reference.store import JsonlSessionStore
-from dsh_session_reference.store import index as index_module
 from dsh_session_reference.store.catalog import SessionCatalog
-from dsh_session_reference.store.index import APART_READ_BYTES, IndexedSessionStore
+from dsh_session_reference.store.index import store as index_module
+from dsh_session_reference.store.index.store import APART_READ_BYTES, IndexedSessionStore
 from dsh_session_reference.store.workers import run_apart
+from index.spies import CountingStore
 from store.logbuild import as_zstd, assistant, event, header, lines, put, title, tool_result
 
 ALPHABET = 'abcdefghij <>&"\\\n  ü界😀'
@@ -133,16 +134,6 @@ def test_a_long_conversation_is_held_within_the_budget(tmp_path: Path) -> None:
     conversation = assert_same(tmp_path, "big", 4096)
     assert len(conversation.items) == 3000
     assert held_bytes(conversation) < 3 * 4096 + 4 * 3000  # the window, and at most a few bytes per item
-
-
-class CountingStore(IndexedSessionStore):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.replays = 0
-
-    def _replay(self, *args: Any, **kwargs: Any) -> Any:
-        self.replays += 1
-        return super()._replay(*args, **kwargs)
 
 
 def test_a_replacement_that_brings_old_messages_back_reads_them_again(tmp_path: Path) -> None:

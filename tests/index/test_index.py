@@ -22,17 +22,16 @@ import pytest
 
 from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
 from dsh_session_reference.store import JsonlSessionStore
-from dsh_session_reference.store import index as index_module
 from dsh_session_reference.store import workers as workers_module
-from dsh_session_reference.store.index import (
-    RACY_NS,
-    IndexedSessionStore,
-    default_index_dir,
-    header_text,
-    scan_last_title,
-    tidy_index_dir,
-)
+from dsh_session_reference.store.index import database as database_module
+from dsh_session_reference.store.index import store as store_module
+from dsh_session_reference.store.index import walk as walk_module
+from dsh_session_reference.store.index.database import default_index_dir, tidy_index_dir
+from dsh_session_reference.store.index.rows import RACY_NS, header_text
+from dsh_session_reference.store.index.store import IndexedSessionStore
+from dsh_session_reference.store.index.title_scan import scan_last_title
 from dsh_session_reference.store.layout import encode_segment, log_path
+from index.spies import CountingStore, slow_probes
 from store.logbuild import (
     as_zstd,
     event,
@@ -265,15 +264,12 @@ def test_a_targeted_lookup_reads_only_the_index_rows_it_needs(
     """``prepare`` of a few sessions in a big root must not load every row (a second at 50,000)."""
     root, _, _ = warm(tmp_path)
     expected = IndexedSessionStore(root, persistent=False).read_conversation("b", 10_000)
-    probes = []
-    monkeypatch.setattr(
-        IndexedSessionStore, "_probe", lambda self, *args: probes.append(args) or pytest.fail("re-read")
-    )
+    probes = slow_probes(monkeypatch, delay=0)
 
-    def whole_table(self: index_module.IndexDatabase) -> dict[str, Any]:
+    def whole_table(self: database_module.IndexDatabase) -> dict[str, Any]:
         raise AssertionError("the whole index was loaded")
 
-    monkeypatch.setattr(index_module.IndexDatabase, "load", whole_table)
+    monkeypatch.setattr(database_module.IndexDatabase, "load", whole_table)
     store = IndexedSessionStore(root, index_dir=tmp_path / "cache")
     plain = JsonlSessionStore(root)
     for session_id in ("b", "a", "absent"):
@@ -288,10 +284,10 @@ def test_a_full_listing_loads_the_table_at_once(tmp_path: Path, monkeypatch: pyt
     root, _, expected = warm(tmp_path)
     store = IndexedSessionStore(root, index_dir=tmp_path / "cache")
 
-    def one_row(self: index_module.IndexDatabase, path: str) -> None:
+    def one_row(self: database_module.IndexDatabase, path: str) -> None:
         raise AssertionError(f"{path} was read alone")
 
-    monkeypatch.setattr(index_module.IndexDatabase, "load_row", one_row)
+    monkeypatch.setattr(database_module.IndexDatabase, "load_row", one_row)
     assert observe(store) == expected
     store.close()
 
@@ -326,25 +322,12 @@ def test_a_tampered_row_read_alone_is_detected_and_the_index_rebuilt(tmp_path: P
 # --- a cold index's headers, read by worker processes as well ------------------------------------
 
 
-class SlowWalk(IndexedSessionStore):
-    """Reads headers slowly itself, so its worker processes surely deliver some first."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.probed: list[str] = []
-
-    def _probe(self, root_real: str, segment: str, path: str, *args: Any) -> Any:
-        self.probed.append(path)
-        time.sleep(0.02)
-        return super()._probe(root_real, segment, path, *args)
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_headers_read_by_workers_give_the_uncached_answers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
 ) -> None:
-    monkeypatch.setattr(index_module, "PARALLEL_MIN_LOGS", 1)
-    monkeypatch.setattr(index_module, "HEADER_BATCH", 2)
+    monkeypatch.setattr(walk_module, "PARALLEL_MIN_LOGS", 1)
+    monkeypatch.setattr(walk_module, "HEADER_BATCH", 2)
     rng = random.Random(seed)
     root = tmp_path / "sessions"
     root.mkdir()
@@ -352,50 +335,53 @@ def test_headers_read_by_workers_give_the_uncached_answers(
     for _ in range(4):
         mutate(root, rng, ids)  # both encodings, moved and duplicated logs, junk
     age(root)
-    index = SlowWalk(root, index_dir=tmp_path / "cache", workers=2)
+    probed = slow_probes(monkeypatch)
+    index = IndexedSessionStore(root, index_dir=tmp_path / "cache", workers=2)
     same(root, index, ids)
-    read_by_walk = len(index.probed)
+    read_by_walk = len(probed)
     assert 0 < read_by_walk < len(logs(root)) - 4, "the walk and the worker should each read some"
     # The logs the worker read count as walked, at the fingerprints a walk alone sees.
     alone = IndexedSessionStore(root, index_dir=tmp_path / "alone", workers=1)
     alone.list_sessions()
     assert index.walked == alone.walked
     alone.close()
+    del probed[:]  # the lone walk read every log itself
     same(root, index, ids)  # and the entries the worker made answer the next walk
-    assert len(index.probed) == read_by_walk
+    assert probed == []
     index.close()
 
 
 def test_a_walk_without_worker_processes_reads_every_header_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(index_module, "PARALLEL_MIN_LOGS", 1)
+    monkeypatch.setattr(walk_module, "PARALLEL_MIN_LOGS", 1)
 
     def no_process() -> None:
         raise OSError(11, "Resource temporarily unavailable")
 
-    monkeypatch.setattr(index_module, "WorkerProcess", no_process)
+    monkeypatch.setattr(walk_module, "WorkerProcess", no_process)
     root = tmp_path / "sessions"
     ids = build(root, random.Random(5), 12)
     age(root)
-    index = SlowWalk(root, index_dir=tmp_path / "cache", workers=4)
+    probed = slow_probes(monkeypatch)
+    index = IndexedSessionStore(root, index_dir=tmp_path / "cache", workers=4)
     same(root, index, ids)
-    assert len(index.probed) == len(logs(root))
+    assert len(probed) == len(logs(root))
     index.close()
 
 
 def test_only_a_first_walk_over_many_unseen_logs_starts_header_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(index_module, "PARALLEL_MIN_LOGS", 4)
+    monkeypatch.setattr(walk_module, "PARALLEL_MIN_LOGS", 4)
     started: list[int] = []
-    start = index_module._HeaderReaders.__init__
+    start = walk_module.HeaderReaders.__init__
 
     def counted(self: Any, store: Any, unseen: list[tuple[str, str]], count: int) -> None:
         started.append(len(unseen))
         start(self, store, unseen, count)
 
-    monkeypatch.setattr(index_module._HeaderReaders, "__init__", counted)
+    monkeypatch.setattr(walk_module.HeaderReaders, "__init__", counted)
     root = tmp_path / "sessions"
     for name in ("a", "b"):
         put(root, name, lines(header(name)))
@@ -424,8 +410,8 @@ def test_only_a_first_walk_over_many_unseen_logs_starts_header_workers(
 def test_a_spare_worker_is_taken_by_a_cold_walk_and_dropped_by_a_warm_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(index_module, "PARALLEL_MIN_LOGS", 1)
-    monkeypatch.setattr(index_module, "HEADER_BATCH", 2)
+    monkeypatch.setattr(walk_module, "PARALLEL_MIN_LOGS", 1)
+    monkeypatch.setattr(walk_module, "HEADER_BATCH", 2)
     root = tmp_path / "sessions"
     ids = build(root, random.Random(3), 12)
     age(root)
@@ -440,11 +426,12 @@ def test_a_spare_worker_is_taken_by_a_cold_walk_and_dropped_by_a_warm_one(
         taken.append(take())
         return taken[-1]
 
-    monkeypatch.setattr(index_module, "take_spare", recorded)
-    index = SlowWalk(root, index_dir=tmp_path / "cache", workers=2)
+    monkeypatch.setattr(walk_module, "take_spare", recorded)
+    probed = slow_probes(monkeypatch)
+    index = IndexedSessionStore(root, index_dir=tmp_path / "cache", workers=2)
     same(root, index, ids)
     assert taken[0] is spare and workers_module._spare is None  # the cold walk read with it
-    assert len(index.probed) < len(logs(root))
+    assert len(probed) < len(logs(root))
     index.close()
     workers_module.start_spare()
     unused = workers_module._spare
@@ -458,38 +445,26 @@ def test_a_spare_worker_is_taken_by_a_cold_walk_and_dropped_by_a_warm_one(
 def test_pending_rows_are_written_in_pausable_transactions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(index_module, "FLUSH_ROWS", 2)
+    monkeypatch.setattr(store_module, "FLUSH_ROWS", 2)
     root = tmp_path / "sessions"
     for name in "abcde":
         put(root, name, lines(header(name)))
     age(root)
     store = IndexedSessionStore(root, index_dir=tmp_path / "cache", autoflush=False)
     store.list_sessions()
-    assert len(IndexedSessionStore(root, index_dir=tmp_path / "cache")._table()) == 0  # nothing written yet
+    assert len(IndexedSessionStore(root, index_dir=tmp_path / "cache").table()) == 0  # nothing written yet
     pauses: list[int] = []
 
     def pause() -> None:
-        pauses.append(len(store._table()))  # the rows stay readable while the file is written
+        pauses.append(len(store.table()))  # the rows stay readable while the file is written
 
     store.flush(pause)
     assert pauses == [5, 5]  # three transactions, a pause before each but the first
-    assert len(IndexedSessionStore(root, index_dir=tmp_path / "cache")._table()) == 5
+    assert len(IndexedSessionStore(root, index_dir=tmp_path / "cache").table()) == 5
     store.close()
 
 
 # --- what the index saves ---------------------------------------------------------------------------
-
-
-class CountingStore(IndexedSessionStore):
-    """Counts the log reads the uncached code paths make."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.replays = 0
-
-    def _replay(self, *args: Any, **kwargs: Any) -> Any:
-        self.replays += 1
-        return super()._replay(*args, **kwargs)
 
 
 def two_sessions(root: Path) -> None:
@@ -607,7 +582,7 @@ def test_an_index_being_made_by_another_process_is_waited_for_not_replaced(tmp_p
         store._database()  # the file is opened (and checked) on first use
         opened.append(True)
 
-    with index_module._making(str(path)):
+    with database_module._making(str(path)):
         opener = threading.Thread(target=first_use, daemon=True)
         opener.start()
         opener.join(0.5)

@@ -24,7 +24,7 @@ from dsh_session_reference.model import SessionRecord
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.store import JsonlSessionStore, catalog
 from dsh_session_reference.store.catalog import SessionCatalog, root_state
-from dsh_session_reference.store.index import IndexedSessionStore
+from dsh_session_reference.store.index.store import IndexedSessionStore
 from store.logbuild import header, lines, one_turn, put, title
 
 from .test_index import age
@@ -315,7 +315,7 @@ def test_the_server_source_writes_the_index_file_behind_its_requests(tmp_path: P
         records = source.list_sessions()
         source.read_titles(records)
         wait_for(lambda: not source.index._dirty)  # written by the background thread
-        on_disk = IndexedSessionStore(root, index_dir=cache)._table()
+        on_disk = IndexedSessionStore(root, index_dir=cache).table()
         assert sorted(on_disk) == sorted(record.location for record in records)
         assert all(row.listing is not None and row.title is not None for row in on_disk.values())
     finally:
@@ -408,7 +408,7 @@ def test_a_dropped_source_stops_its_thread(tmp_path: Path, monkeypatch: pytest.M
 def test_cold_titles_verified_in_worker_processes_are_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from dsh_session_reference.store import index
+    from dsh_session_reference.store.index import store as index
 
     monkeypatch.setattr(index, "PARALLEL_MIN_BYTES", 0)
     root = tmp_path / "sessions"

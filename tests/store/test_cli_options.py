@@ -262,7 +262,7 @@ def test_the_store_commands_do_not_import_the_lsp_stack() -> None:
     code = (
         "import sys\n"
         "from dsh_session_reference import cli\n"
-        "from dsh_session_reference.store import index\n"
+        "from dsh_session_reference.store.index import store, tasks\n"
         "print(sorted(name for name in sys.modules if name.split('.')[0] in ('lsprotocol', 'pygls')))"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -12,7 +12,7 @@ import pytest
 
 from dsh_session_reference.model import StoreError, StoreStopped
 from dsh_session_reference.store import JsonlSessionStore
-from dsh_session_reference.store.index import IndexedSessionStore
+from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
 from dsh_session_reference.store.logfile import LogError, open_artifact
 

@@ -11,7 +11,7 @@ from dsh_session_reference.body_search import BodySearchResolver
 from dsh_session_reference.config import resolver_config
 from dsh_session_reference.resolver import SessionReferenceResolver
 from dsh_session_reference.store.catalog import SessionCatalog
-from dsh_session_reference.store.index import IndexedSessionStore
+from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 
 

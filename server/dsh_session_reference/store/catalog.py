@@ -58,16 +58,11 @@ from typing import Any, Final, TypeVar
 from ..candidates import CandidateTable, Row, candidate_rank, label_for
 from ..conversation import ConversationSnapshot
 from ..model import SessionRecord, SurfaceSnapshot, TitleObservation
-from .index import (
-    BodyMatch,
-    Fingerprint,
-    IndexedSessionStore,
-    batches,
-    fingerprint_of,
-    header_text,
-    record_data,
-    scan_last_title,
-)
+from .index.bodies import BodyMatch
+from .index.records import MessageText, Verified, batches, record_data
+from .index.rows import Fingerprint, fingerprint_of, header_text
+from .index.store import IndexedSessionStore
+from .index.title_scan import scan_last_title
 from .layout import LOG_NAMES, Compression
 from .workers import WorkerProcess
 
@@ -742,7 +737,7 @@ class SessionCatalog:
     def _verified(
         self,
         batch: list[SessionRecord],
-        future: Future[list[tuple[Fingerprint | None, int, str | None, str | None]]],
+        future: Future[list[Verified]],
     ) -> None:
         try:
             results = future.result()
@@ -762,7 +757,7 @@ class SessionCatalog:
                 self._in_flight.discard(record.location)
         self._wake.set()
 
-    def _bodies_read(self, future: Future[list[tuple[str, Fingerprint | None, str]]]) -> None:
+    def _bodies_read(self, future: Future[list[MessageText]]) -> None:
         try:
             self.index.put_bodies(future.result())
         except Exception as error:

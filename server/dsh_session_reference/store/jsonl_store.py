@@ -32,7 +32,7 @@ import stat
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..collation import locale_compare_key
 from ..jsjson import js_normalize, js_stringify
@@ -73,7 +73,7 @@ def _fs_message(error: OSError, syscall: str, path: str) -> str:
     return f"{code}: {text}, {syscall} '{path}'"
 
 
-def _compression_of(path: str) -> Compression:
+def compression_of(path: str) -> Compression:
     return "zstd" if path.endswith(".zstd") else "none"
 
 
@@ -123,7 +123,7 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _sorted_entries(path: str) -> list[os.DirEntry[str]]:
+def sorted_entries(path: str) -> list[os.DirEntry[str]]:
     """Directory entries in libuv's ``scandir`` order (byte order of the names)."""
     with os.scandir(path) as iterator:
         entries = list(iterator)
@@ -154,7 +154,7 @@ def headers_compatible(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 @dataclass(frozen=True)
-class _Artifact:
+class Artifact:
     path: str
     compression: Compression
     header: dict[str, Any]
@@ -176,17 +176,74 @@ class _Artifact:
 
 
 @dataclass
-class _Scan:
-    """One look at the root: the usable artifacts, and why other ids are unusable."""
+class Walk:
+    """One look at the root: the usable artifacts, and why other ids are unusable.
 
-    artifacts: list[_Artifact] = field(default_factory=list)
+    ``trail``, when a list, also records every block as ``[segment, path, reason]`` (the index
+    keeps a directory's blocks in its row, to replay them when the row is used)."""
+
+    artifacts: list[Artifact] = field(default_factory=list)
     blocked: dict[str, str] = field(default_factory=dict)
     duplicates: set[str] = field(default_factory=set)
     encodings: set[Compression] = field(default_factory=set)
+    trail: list[list[str]] | None = None
 
-    def usable(self) -> dict[str, _Artifact]:
+    def usable(self) -> dict[str, Artifact]:
         """Artifacts by id, in directory order, without ids that are blocked as duplicates."""
         return {a.session_id: a for a in self.artifacts if a.session_id not in self.duplicates}
+
+
+class DirectoryVisitor(Protocol):
+    """How one walk reads each session directory it finds (see :class:`Walks`)."""
+
+    def inspect(
+        self, walk: Walk, root_real: str, directory: str, segment: str, stop: threading.Event | None
+    ) -> None:
+        """Upstream's per-directory listing step for ``directory`` (named ``segment``), into ``walk``."""
+
+    def finish(self, walk: Walk) -> None:
+        """The walk found everything it will (not called when it failed or was stopped)."""
+
+    def close(self) -> None:
+        """The walk is over, finished or not."""
+
+
+class Walks(Protocol):
+    """Where a store's walks get their :class:`DirectoryVisitor`: the plain store reads each
+    directory's log (:class:`PlainWalks`); the index answers from its rows where it can."""
+
+    def start(self, reader: JsonlSessionStore, full: bool) -> DirectoryVisitor:
+        """A visitor for one walk: ``full`` for a listing of the root, else a lookup by name."""
+
+
+class TitleReader(Protocol):
+    """Where a store's title reads go (the plain store replays the log:
+    :meth:`JsonlSessionStore.title_of`)."""
+
+    def read_title(self, record: SessionRecord, stop: threading.Event | None) -> TitleObservation: ...
+
+
+class PlainWalks:
+    """Every directory read from its log, as upstream does."""
+
+    def start(self, reader: JsonlSessionStore, full: bool) -> DirectoryVisitor:
+        return _PlainVisitor(reader)
+
+
+@dataclass(frozen=True, slots=True)
+class _PlainVisitor:
+    reader: JsonlSessionStore
+
+    def inspect(
+        self, walk: Walk, root_real: str, directory: str, segment: str, stop: threading.Event | None
+    ) -> None:
+        self.reader.inspect_directory(walk, root_real, directory, segment, stop)
+
+    def finish(self, walk: Walk) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
 
 
 class JsonlSessionStore:
@@ -194,10 +251,26 @@ class JsonlSessionStore:
 
     Thread-safe: every call reads the disk afresh, so the resolver can run
     several reads at once and always sees the logs as they are now.
+
+    Composed, not subclassed: ``walks`` says how each walk reads a session directory and
+    ``titles`` where a title read goes (the index, :mod:`.index.store`, answers both from its
+    rows and comes back to :meth:`inspect_directory` and :meth:`title_of` for what it has not
+    seen). ``report=False`` leaves skipped logs unlogged (a worker process, whose caller reports
+    them).
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        walks: Walks | None = None,
+        titles: TitleReader | None = None,
+        report: bool = True,
+    ) -> None:
         self.root = resolve_root(root)
+        self._walks: Walks = PlainWalks() if walks is None else walks
+        self._read_title = self.title_of if titles is None else titles.read_title
+        self._report_skips = report
         self._reported: set[tuple[str, str]] = set()
         self._report_lock = threading.Lock()
         self.walked_sessions = 0
@@ -211,7 +284,7 @@ class JsonlSessionStore:
 
     def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
         """Every readable-header session, newest first, ties by ICU ``localeCompare`` of ids."""
-        root_real = self._root_real()
+        root_real = self.root_real()
         if root_real is None:
             return []
         scan = self._scan(root_real, None, stop)
@@ -223,7 +296,7 @@ class JsonlSessionStore:
         only where that id's log can be: a log is listed only at the path its header's id names,
         so a lookup of one session (the CLI's target) need not list a root of 50,000."""
         session_id = js_normalize(session_id)
-        root_real = self._root_real()
+        root_real = self.root_real()
         if root_real is None or session_id == "":
             return None
         artifact = self._scan(root_real, encode_segment(session_id), stop).usable().get(session_id)
@@ -239,7 +312,7 @@ class JsonlSessionStore:
             check_stop(stop)
             observation = seen.get(record.id)
             if observation is None:
-                observation = self._title_of(record, stop)
+                observation = self._read_title(record, stop)
                 seen[record.id] = observation
             observations.append(observation)
         return observations
@@ -247,17 +320,17 @@ class JsonlSessionStore:
     def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
         """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
         session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
-        artifact = self._locate(session_id, stop)
-        header, result = self._replay(session_id, artifact, True, stop)
+        artifact = self.locate(session_id, stop)
+        header, result = self.replay(session_id, artifact, True, stop)
         return SurfaceSnapshot(
-            session=_Artifact(artifact.path, artifact.compression, header).record(),
+            session=Artifact(artifact.path, artifact.compression, header).record(),
             captured_through_seq=result.captured_through_seq,
             events=result.surface,
         )
 
     # --- locating ------------------------------------------------------------
 
-    def _root_real(self) -> str | None:
+    def root_real(self) -> str | None:
         """The resolved root, ``None`` when it does not exist; a root that is not a directory is an error."""
         try:
             mode = os.stat(self.root).st_mode
@@ -275,9 +348,9 @@ class JsonlSessionStore:
             )
         return os.path.realpath(self.root)
 
-    def _locate(self, session_id: str, stop: threading.Event | None) -> _Artifact:
+    def locate(self, session_id: str, stop: threading.Event | None) -> Artifact:
         not_found = StoreError(f'session "{session_id}" not found', NOT_FOUND)
-        root_real = self._root_real()
+        root_real = self.root_real()
         if root_real is None or session_id == "":
             raise not_found
         scan = self._scan(root_real, encode_segment(session_id), stop)
@@ -290,25 +363,41 @@ class JsonlSessionStore:
         raise not_found
 
     def _report(self, path: str, reason: str) -> None:
+        if not self._report_skips:
+            return
         with self._report_lock:
             if (path, reason) in self._reported:
                 return
             self._reported.add((path, reason))
         _LOG.warning("skipping %s: %s", path, reason)
 
-    def _block(self, scan: _Scan, segment: str, path: str, reason: str) -> None:
+    def block(self, scan: Walk, segment: str, path: str, reason: str) -> None:
+        """Skip ``path`` for ``reason``: logged once, and the id its directory names fails with it."""
         self._report(path, reason)
         blocked_id = decode_segment(segment)
         if blocked_id is not None:
             scan.blocked.setdefault(blocked_id, reason)
+        if scan.trail is not None:
+            scan.trail.append([segment, path, reason])
 
-    def _scan(self, root_real: str, only: str | None, stop: threading.Event | None) -> _Scan:
+    def _scan(self, root_real: str, only: str | None, stop: threading.Event | None) -> Walk:
         """Walk ``<root>/<project>/<session>/``, or only the ``<session>`` directories named ``only``."""
-        scan = _Scan()
+        visitor = self._walks.start(self, only is None)
+        try:
+            scan = self._walk(root_real, only, stop, visitor)
+            visitor.finish(scan)
+        finally:
+            visitor.close()
+        return scan
+
+    def _walk(
+        self, root_real: str, only: str | None, stop: threading.Event | None, visitor: DirectoryVisitor
+    ) -> Walk:
+        scan = Walk()
         if only is None:
             self.walked_sessions = 0
         try:
-            projects = _sorted_entries(self.root)
+            projects = sorted_entries(self.root)
         except OSError as error:
             raise StoreError(
                 f"session persistence listing failed: {_fs_message(error, 'scandir', self.root)}",
@@ -319,9 +408,9 @@ class JsonlSessionStore:
             if not project.is_dir(follow_symlinks=False):
                 continue
             if only is None:
-                self._scan_project(scan, root_real, project.path, stop)
+                self._scan_project(scan, root_real, project.path, stop, visitor)
             else:
-                self._scan_named(scan, root_real, project.path, only, stop)
+                self._scan_named(scan, root_real, project.path, only, stop, visitor)
         counts: dict[str, int] = {}
         for artifact in scan.artifacts:
             counts[artifact.session_id] = counts.get(artifact.session_id, 0) + 1
@@ -342,9 +431,16 @@ class JsonlSessionStore:
             )
         return scan
 
-    def _scan_project(self, scan: _Scan, root_real: str, project: str, stop: threading.Event | None) -> None:
+    def _scan_project(
+        self,
+        scan: Walk,
+        root_real: str,
+        project: str,
+        stop: threading.Event | None,
+        visitor: DirectoryVisitor,
+    ) -> None:
         try:
-            entries = _sorted_entries(project)
+            entries = sorted_entries(project)
         except OSError as error:
             self._report(project, _fs_message(error, "scandir", project))
             return
@@ -353,14 +449,20 @@ class JsonlSessionStore:
             if entry.is_file(follow_symlinks=False):
                 for suffix in _FLAT_SUFFIXES:
                     if entry.name.endswith(suffix):
-                        self._block(scan, entry.name[: -len(suffix)], entry.path, _flat_layout(entry.path))
+                        self.block(scan, entry.name[: -len(suffix)], entry.path, _flat_layout(entry.path))
                         break
             elif entry.is_dir(follow_symlinks=False):
-                self._inspect(scan, root_real, entry.path, entry.name, stop)
+                visitor.inspect(scan, root_real, entry.path, entry.name, stop)
                 self.walked_sessions += 1
 
     def _scan_named(
-        self, scan: _Scan, root_real: str, project: str, segment: str, stop: threading.Event | None
+        self,
+        scan: Walk,
+        root_real: str,
+        project: str,
+        segment: str,
+        stop: threading.Event | None,
+        visitor: DirectoryVisitor,
     ) -> None:
         flats = [
             flat
@@ -380,12 +482,12 @@ class JsonlSessionStore:
             self._report(project, _fs_message(error, "scandir", project))
             return
         for flat in flats:
-            self._block(scan, segment, flat, _flat_layout(flat))
+            self.block(scan, segment, flat, _flat_layout(flat))
         if found:
-            self._inspect(scan, root_real, directory, segment, stop)
+            visitor.inspect(scan, root_real, directory, segment, stop)
 
-    def _inspect(
-        self, scan: _Scan, root_real: str, directory: str, segment: str, stop: threading.Event | None
+    def inspect_directory(
+        self, scan: Walk, root_real: str, directory: str, segment: str, stop: threading.Event | None
     ) -> None:
         """Upstream's per-directory listing step, with its root-wide failures turned into blocks."""
         zstd_path = os.path.join(directory, LOG_NAMES["zstd"])
@@ -396,19 +498,19 @@ class JsonlSessionStore:
                 os.stat(zstd_path)
                 os.stat(plain_path)
             except OSError as error:  # not two logs: a directory that cannot be searched
-                self._block(scan, segment, zstd_path, _fs_message(error, "stat", zstd_path))
+                self.block(scan, segment, zstd_path, _fs_message(error, "stat", zstd_path))
                 return
-            self._block(scan, segment, plain_path, _encoding_mismatch(plain_path))
+            self.block(scan, segment, plain_path, _encoding_mismatch(plain_path))
             return
         if not has_zstd and not has_plain:
             return
         compression: Compression = "zstd" if has_zstd else "none"
         path, is_file = (zstd_path, zstd_file) if has_zstd else (plain_path, plain_file)
-        self._inspect_log(scan, root_real, segment, path, compression, is_file, stop)
+        self.inspect_log(scan, root_real, segment, path, compression, is_file, stop)
 
-    def _inspect_log(
+    def inspect_log(
         self,
-        scan: _Scan,
+        scan: Walk,
         root_real: str,
         segment: str,
         path: str,
@@ -428,19 +530,19 @@ class JsonlSessionStore:
                 first = read_first_zstd_line(handle, stop) if zstd else read_first_line(handle, stop)
             meta = None if first is None else parse_header_meta(first)
         except LogError as error:
-            self._block(scan, segment, path, error.message)
+            self.block(scan, segment, path, error.message)
             return
         except OSError as error:
-            self._block(scan, segment, path, _fs_message(error, "open", path))
+            self.block(scan, segment, path, _fs_message(error, "open", path))
             return
         if meta is None:
             return  # an empty, torn or non-header first line hides the session, as upstream
         problem = self._identity_problem(path, meta, compression)
         if problem is not None:
-            self._block(scan, segment, path, problem)
+            self.block(scan, segment, path, problem)
             return
         scan.encodings.add(compression)
-        scan.artifacts.append(_Artifact(path, compression, meta))
+        scan.artifacts.append(Artifact(path, compression, meta))
 
     def _walked_real(self, path: str, root_real: str) -> str | None:
         """``realpath(path)`` for a log file that is not a link, found by the walk.
@@ -471,14 +573,14 @@ class JsonlSessionStore:
 
     # --- reading ---------------------------------------------------------------
 
-    def _title_of(self, record: SessionRecord, stop: threading.Event | None) -> TitleObservation:
+    def title_of(self, record: SessionRecord, stop: threading.Event | None) -> TitleObservation:
         session_id = js_normalize(record.id)
         try:
             if record.location is None:
-                artifact = self._locate(session_id, stop)
+                artifact = self.locate(session_id, stop)
             else:
-                artifact = _Artifact(record.location, _compression_of(record.location), dict(record.header))
-            _, result = self._replay(session_id, artifact, False, stop)
+                artifact = Artifact(record.location, compression_of(record.location), dict(record.header))
+            _, result = self.replay(session_id, artifact, False, stop)
         except StoreError as error:
             return TitleObservation(record.id, error=error.message)
         title = result.title
@@ -493,15 +595,15 @@ class JsonlSessionStore:
             return TitleObservation(record.id, error="session title is not a string")
         return TitleObservation(record.id, title=title.title)
 
-    def _replay(
+    def replay(
         self,
         session_id: str,
-        artifact: _Artifact,
+        artifact: Artifact,
         keep_surface: bool | SurfaceKeeper,
         stop: threading.Event | None,
     ) -> tuple[dict[str, Any], ReplayResult]:
         """Upstream's ``inspect``: read, recover, validate; every failure worded as session-query words it."""
-        root_real = self._root_real()
+        root_real = self.root_real()
         if root_real is None:
             raise StoreError(f'session "{session_id}" not found', NOT_FOUND)
         path = artifact.path

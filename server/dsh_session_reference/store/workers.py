@@ -17,13 +17,14 @@ our process. So a worker runs with ``-P`` (nothing prepended) and ``-s`` (no
 user site), drops relative and empty ``PYTHONPATH`` entries (an empty one means
 the working directory), and imports from exactly the parent's module path.
 
-Only the functions in :data:`TASKS` can be called, with plain data; a worker
+Only the functions in the ``TASKS`` table of :data:`TASKS_MODULE` can be called, with plain data; a worker
 reads logs and never writes anything. It exits when its pipe closes, so it
 never outlives the process that started it.
 """
 
 from __future__ import annotations
 
+import importlib
 import itertools
 import json
 import logging
@@ -33,7 +34,7 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import IO, Any, Final
 
@@ -43,18 +44,15 @@ _LOG = logging.getLogger("dsh_session_reference.workers")
 _HEADER: Final = struct.Struct("!I")
 
 
-def _tasks() -> dict[str, Callable[..., Any]]:
-    from .index import message_texts, read_conversation, read_headers, verify_titles
-
-    return {
-        "read_headers": read_headers,
-        "verify_titles": verify_titles,
-        "message_texts": message_texts,
-        "read_conversation": read_conversation,
-    }
+TASKS_MODULE: Final = "dsh_session_reference.store.index.tasks"
+"""The one module whose ``TASKS`` table a worker runs. Named, not imported: this transport knows
+nothing of what it carries, so the index (which starts workers) and its tasks (which read with the
+index's store) import this module and never the other way round."""
 
 
-TASKS: Final = ("read_headers", "verify_titles", "message_texts", "read_conversation")
+def _tasks() -> Mapping[str, Callable[..., Any]]:
+    tasks: Mapping[str, Callable[..., Any]] = importlib.import_module(TASKS_MODULE).TASKS
+    return tasks
 
 
 def _send(stream: IO[bytes], value: object) -> None:
@@ -134,8 +132,6 @@ class WorkerProcess:
             return len(self._pending)
 
     def submit(self, task: str, *args: Any) -> Future[Any]:
-        if task not in TASKS:
-            raise ValueError(f"unknown worker task {task!r}")
         future: Future[Any] = Future()
         with self._lock:
             request = next(self._ids)
@@ -266,6 +262,8 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
         except EOFError:
             return
         try:
+            if task not in tasks:
+                raise ValueError(f"unknown worker task {task!r}")
             reply = (request, True, tasks[task](*args))
         except Exception as error:  # reported to the parent, whose future fails with it
             reply = (request, False, _portable(error))

@@ -1,0 +1,215 @@
+"""Every place this server reaches into pygls' internals, in one module.
+
+The server uses pygls through its public API (``LanguageServer``, ``feature``, ``command``)
+except for what is here: a protocol subclass that keeps the server's own documents, answers bad
+and late requests, stops commands on ``$/cancelRequest`` and frees finished notifications
+(pygls 2.1 keeps them forever), and the two hooks the bounded stdio reader
+(:mod:`.transport`) needs. Each private name this relies on is listed in :data:`PYGLS_INTERNALS`;
+:func:`missing_internals` checks them against the installed pygls, and a test runs it, so a pygls
+upgrade that renames or reshapes one fails the suite instead of an editor session.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import threading
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+from pygls.server import JsonRPCServer
+
+from ..lines import Encoding
+from .documents import DocumentStore
+
+LOG = logging.getLogger(__name__)
+
+PYGLS_INTERNALS: Final[tuple[tuple[type, str, tuple[str, ...]], ...]] = (
+    (LanguageServerProtocol, "_execute_handler", ("self", "msg_id", "handler", "callback", "args", "kwargs")),
+    (LanguageServerProtocol, "_handle_cancel_notification", ("self", "msg_id")),
+    (LanguageServerProtocol, "_send_handler_result", ("self", "future", "msg_id")),
+    (LanguageServerProtocol, "_send_response", ("self", "msg_id", "result", "error")),
+    (LanguageServerProtocol, "_send_data", ("self", "data")),
+    (LanguageServerProtocol, "lsp_shutdown", ("self", "args")),
+    (LanguageServerProtocol, "lsp_text_document__did_open", ("self", "params")),
+    (LanguageServerProtocol, "lsp_text_document__did_change", ("self", "params")),
+    (LanguageServerProtocol, "lsp_text_document__did_close", ("self", "params")),
+)
+"""``(class, method, parameter names)`` of each pygls internal overridden or called here."""
+
+PYGLS_STATE: Final = ("_request_futures", "_shutdown", "_server", "msg_id", "fm")
+"""Attributes of a pygls protocol instance read or changed here."""
+
+
+def missing_internals() -> list[str]:
+    """What of :data:`PYGLS_INTERNALS` and :data:`PYGLS_STATE` the installed pygls lacks or has
+    reshaped (empty when every patch here still fits)."""
+    problems: list[str] = []
+    for owner, name, parameters in PYGLS_INTERNALS:
+        method = getattr(owner, name, None)
+        if method is None:
+            problems.append(f"{owner.__name__}.{name} is gone")
+            continue
+        found = tuple(inspect.signature(method).parameters)
+        if found != parameters:
+            problems.append(f"{owner.__name__}.{name} takes {found}, not {parameters}")
+    server = LanguageServer("pygls-check", "0")
+    problems.extend(
+        f"a LanguageServerProtocol has no {name}" for name in PYGLS_STATE if not hasattr(server.protocol, name)
+    )
+    if not hasattr(server, "_stop_event"):
+        problems.append("a JsonRPCServer has no _stop_event")
+    return problems
+
+
+class ServerHooks(Protocol):
+    """What the protocol asks of the server (:class:`.server.DshLanguageServer`)."""
+
+    documents: DocumentStore
+
+    @property
+    def encoding(self) -> Encoding: ...
+
+    def touch(self) -> None: ...
+
+    def cancel_command(self, msg_id: int | str) -> None: ...
+
+
+@dataclass(frozen=True)
+class InvalidMessage:
+    """A request whose params did not fit the method's type: answered with InvalidParams."""
+
+    id: int | str
+    method: str
+    jsonrpc: str
+    error: JsonRpcException
+
+
+class DshProtocol(LanguageServerProtocol):
+    """pygls' protocol with the server's own documents, a safe shutdown and answered bad requests."""
+
+    _server: Any  # a ServerHooks; pygls types it as its own server class
+
+    @property
+    def hooks(self) -> ServerHooks:
+        hooks: ServerHooks = self._server
+        return hooks
+
+    @property
+    def shutting_down(self) -> bool:
+        """Whether ``shutdown`` has been received."""
+        return bool(self._shutdown)
+
+    def send_raw(self, data: dict[str, Any]) -> None:
+        """Send a message that is no answer to a parsed request (a parse error's)."""
+        self._send_data(data)
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Iterator[Any]:
+        self.hooks.documents.open(params.text_document)
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Iterator[Any]:
+        document = params.text_document
+        self.hooks.documents.change(document.uri, document.version, params.content_changes, self.hooks.encoding)
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Iterator[Any]:
+        self.hooks.documents.close(params.text_document.uri)
+        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield handler, (params,), None
+
+    @lsp_method(types.SHUTDOWN)
+    def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
+        """pygls' shutdown, iterating over a copy of the in-flight requests (pygls#606)."""
+        if (handler := self.fm.features.get(types.SHUTDOWN)) is not None:
+            yield handler, args, None
+        current = self.msg_id
+        for msg_id, future in list(self._request_futures.items()):
+            if msg_id != current and not future.done():
+                future.cancel()
+        self._shutdown = True
+        return None
+
+    def _execute_handler(
+        self,
+        msg_id: int | str,
+        handler: Any,
+        callback: Any,
+        args: tuple[Any, ...] | None = None,
+        kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        if isinstance(callback, functools.partial) and callback.func == self._send_handler_result:
+            return  # a client request: answering it removes its entry
+        # A notification, or a step of a built-in handler (didChange, executeCommand...): pygls 2.1
+        # files it under a fresh id in ``_request_futures`` and never removes it, so every keystroke
+        # and command would stay in memory for the whole session.
+        future = self._request_futures.get(msg_id)
+        if future is not None:
+            future.add_done_callback(lambda _: self._request_futures.pop(msg_id, None))
+
+    def _handle_cancel_notification(self, msg_id: int | str) -> None:
+        if not isinstance(msg_id, (int, str)):
+            # lsprotocol types the id loosely; a dict id would raise deep inside pygls' reader.
+            LOG.warning("ignoring $/cancelRequest with an invalid id %r", msg_id)
+            return
+        # pygls cancels only the outer future of workspace/executeCommand; stop the command too.
+        self.hooks.cancel_command(msg_id)
+        if msg_id not in self._request_futures:
+            # The answer went out before the cancel arrived: the normal race of a client that
+            # cancels as you type. pygls logs it as a warning, which editors show as an error.
+            LOG.debug("$/cancelRequest for %r, already answered", msg_id)
+            return
+        super()._handle_cancel_notification(msg_id)
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as error:
+            if "id" in data and isinstance(data.get("method"), str):
+                return InvalidMessage(data["id"], data["method"], "2.0", error)
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        self.hooks.touch()
+        if isinstance(message, InvalidMessage):
+            reason = message.error.__cause__ or message.error
+            LOG.warning("invalid params for %s (id %r): %s", message.method, message.id, reason)
+            self._send_response(
+                message.id,
+                error=types.ResponseError(
+                    code=types.ErrorCodes.InvalidParams,
+                    message=f"invalid params for {message.method}: {reason}",
+                ),
+            )
+            return
+        method = getattr(message, "method", None)
+        if self._shutdown and method not in (None, types.EXIT) and getattr(message, "id", None) is not None:
+            # LSP: requests after shutdown error with InvalidRequest; pygls drops them unanswered,
+            # which leaves the client waiting until its own timeout.
+            self._send_response(
+                message.id,
+                error=types.ResponseError(
+                    code=types.ErrorCodes.InvalidRequest, message=f"{method}: the server is shutting down"
+                ),
+            )
+            return
+        super().handle_message(message)
+
+
+def own_stop_event(server: JsonRPCServer) -> threading.Event:
+    """Give ``server`` the event its ``shutdown`` sets, for a loop pygls does not run (:mod:`.transport`)."""
+    server._stop_event = stop = threading.Event()
+    return stop

@@ -1,0 +1,71 @@
+"""Opt-in body search: the message text a person said or read in a log, and its FTS5 query."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ...model import SessionRecord
+from ...projection import project_conversation
+from ..layout import Compression
+from ..logfile import LogChanged, LogError, open_artifact, read_log
+
+BODY_CHARS: Final = 200_000
+"""Message text kept per session for body search (the newest messages win)."""
+
+
+@dataclass(frozen=True)
+class BodyMatch:
+    """A session whose message text matches a body search, with a short excerpt."""
+
+    record: SessionRecord
+    snippet: str
+
+
+class _MessageTexts:
+    """An event sink keeping the newest :data:`BODY_CHARS` of projected message text."""
+
+    def __init__(self) -> None:
+        self.kept: deque[str] = deque()
+        self._size = 0
+
+    def push(self, event: dict[str, Any]) -> None:
+        if event.get("type") not in ("user/message", "assistant/message"):
+            return
+        for item in project_conversation([event]):
+            text = item.text
+            assert isinstance(text, str)  # a projection holds whole texts
+            self.kept.append(text)
+            self._size += len(text)
+            while self._size > BODY_CHARS and len(self.kept) > 1:
+                self._size -= len(self.kept.popleft())
+
+    def push_chunks(self, first_seq: int, times: list[Any]) -> None:
+        pass  # streamed deltas: the message they make is logged whole
+
+
+def message_text(path: str, root_real: str, stop: threading.Event | None = None) -> str:
+    """What a person said or read in a log (the projected messages), newest kept, for body search."""
+    texts = _MessageTexts()
+    compression: Compression = "zstd" if path.endswith(".zstd") else "none"
+    try:
+        with open_artifact(path, root_real) as handle:
+            read_log(handle, compression, lambda header: texts, stop)
+    except (OSError, LogError, LogChanged):
+        pass
+    text = "\n".join(texts.kept)
+    return text[-BODY_CHARS:]
+
+
+_WORD = re.compile(r"\w+")
+
+
+def fts_query(query: str) -> str | None:
+    """The FTS5 query for an ``@`` query: its words as a phrase, the last one a prefix."""
+    words = _WORD.findall(query)
+    if not words:
+        return None
+    return '"' + " ".join(words) + '"*'

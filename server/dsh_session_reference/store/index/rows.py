@@ -1,0 +1,289 @@
+"""One log's index row, and the pieces a row is made of.
+
+A row holds, for one log path at one fingerprint, the listing entry (what the store's walk found
+in that session directory) and the title entry (the store's own title observation), each as the
+JSON text kept in the file and parsed on first use. Everything here is plain data: the file
+(:mod:`.database`) stores rows, the store (:mod:`.store`) makes and trusts them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar, overload
+
+from ..layout import LOG_NAMES, Compression
+
+T = TypeVar("T")
+
+RACY_NS: Final = 2_000_000_000
+"""A log is trusted from the index only if it was last modified this long before it was read."""
+
+LISTED: Final = "="
+"""A title entry's header key meaning "the header of this row's listing entry" (never JSON)."""
+
+Fingerprint = tuple[int, int, int, int, int]
+"""``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of a regular file."""
+
+
+def fingerprint_of(info: os.stat_result) -> Fingerprint:
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
+def header_text(header: Mapping[str, Any]) -> str:
+    """A header as exact JSON (key order, ``-0.0``, big integers and lone surrogates survive the trip).
+
+    A ``version`` of ``1e400`` parses as Infinity, which JSON cannot spell; it is written
+    ``Infinity`` here (a comparison key, never a document) rather than failing the caller.
+    """
+    return json.dumps(header, ensure_ascii=True, separators=(",", ":"))
+
+
+class Untrusted(Exception):
+    """The index file is not one this code wrote for this root, or it is damaged."""
+
+
+KeptHeader = tuple[Any, ...] | dict[str, Any]
+"""A listed header as kept in memory: flat ones as ``(key, value, key, value, ...)`` with the keys
+(and cwd) interned, since a big root keeps one per log; one with nested values as its dict."""
+
+
+@dataclass(frozen=True, slots=True)
+class ListingEntry:
+    """A listing entry, parsed: the artifacts it lists (a ``None`` path is the row's own) and
+    the blocks it reports as ``[segment, path, reason]``."""
+
+    artifacts: tuple[tuple[str | None, Compression, KeptHeader], ...]
+    blocks: tuple[tuple[str, str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TitleEntry:
+    """A title entry, parsed: for session ``id`` with header ``key`` (:data:`LISTED` for the
+    listing entry's), the title or the error."""
+
+    id: str
+    key: str
+    title: str | None
+    error: str | None
+
+
+_UNPARSED: Final[Any] = object()
+
+
+@dataclass(slots=True)
+class IndexRow:
+    """What the index knows about one log path at one fingerprint.
+
+    The listing entry and the title entry were each produced by a read that
+    started at ``*_ns``; each is trusted only if the log had not been modified
+    for :data:`RACY_NS` by then. The entries are kept as the JSON text stored
+    in the file and parsed on first use.
+    """
+
+    fp: Fingerprint
+    listing: str | None = None
+    listing_ns: int = 0
+    title: str | None = None
+    title_ns: int = 0
+    parsed_listing: ListingEntry | None = field(default=_UNPARSED, compare=False, repr=False)
+    parsed_title: TitleEntry | None = field(default=_UNPARSED, compare=False, repr=False)
+
+    def fresh(self, fp: Fingerprint, recorded_ns: int) -> bool:
+        return self.fp == fp and fp[3] + RACY_NS <= recorded_ns
+
+    def listing_outcome(self, fp: Fingerprint, path: str) -> ListingEntry | None:
+        """The listing entry, if fresh at ``fp``; ``path`` is this row's (its key in the index)."""
+        if self.listing is None or not self.fresh(fp, self.listing_ns):
+            return None
+        if self.parsed_listing is _UNPARSED:
+            self.parsed_listing = parse_listing(self.listing, path)
+        return self.parsed_listing
+
+    def listed_once(self, fp: Fingerprint, path: str) -> bool:
+        """Whether this row's listing entry holds exactly one header."""
+        outcome = self.listing_outcome(fp, path)
+        return outcome is not None and len(outcome.artifacts) == 1
+
+    def listed_key(self, fp: Fingerprint, path: str) -> str | None:
+        """:func:`header_text` of the one header this row's listing found, if any."""
+        outcome = self.listing_outcome(fp, path)
+        if outcome is None or len(outcome.artifacts) != 1:
+            return None
+        return header_text(header_dict(outcome.artifacts[0][2]))
+
+    def title_value(self, fp: Fingerprint) -> TitleEntry | None:
+        if self.title is None or not self.fresh(fp, self.title_ns):
+            return None
+        if self.parsed_title is _UNPARSED:
+            self.parsed_title = _parse_title(self.title)
+        return self.parsed_title
+
+
+def fp_text(fp: Fingerprint) -> str:
+    return ":".join(str(part) for part in fp)
+
+
+def fp_parse(text: object) -> Fingerprint:
+    if not isinstance(text, str):
+        raise Untrusted("fingerprint is not text")
+    parts = text.split(":")
+    if len(parts) != 5 or not all(part.isdigit() for part in parts):
+        raise Untrusted("malformed fingerprint")
+    dev, ino, size, mtime, ctime = (int(part) for part in parts)
+    return dev, ino, size, mtime, ctime
+
+
+def path_key(text: str) -> bytes:
+    """A path as the index stores it: the bytes of any ``str`` Python can hold. File names need not
+    be UTF-8 (``os.fsdecode`` keeps the odd bytes as lone surrogates, which SQLite's text refuses),
+    and ``surrogatepass`` encodes and decodes every such string one to one."""
+    return text.encode("utf-8", "surrogatepass")
+
+
+def key_path(key: object) -> str:
+    if not isinstance(key, bytes):
+        raise Untrusted("a path that is not a BLOB")
+    try:
+        return key.decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError as error:
+        raise Untrusted(f"a path that is no string: {error}") from None
+
+
+def row_crc(
+    path: str, fp: str, listing: str | None, listing_ns: int, title: str | None, title_ns: int
+) -> int:
+    payload = "\0".join((path, fp, listing or "\1", str(listing_ns), title or "\1", str(title_ns)))
+    return zlib.crc32(payload.encode("utf-8", "surrogatepass"))
+
+
+def lstat_or_none(path: str) -> os.stat_result | None:
+    """``lstat``, ``None`` when nothing is there; other failures raise."""
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def deep_copy(header: dict[str, Any]) -> dict[str, Any]:
+    """A header holding nested values, copied so no two records share them."""
+    copied: dict[str, Any] = json.loads(json.dumps(header))
+    return copied
+
+
+def parse_listing(text: str | None, path: str) -> ListingEntry | None:
+    """A stored listing entry of the log at ``path``, checked and made compact; ``None`` if it is
+    not one this code wrote."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("a"), list)
+        or not isinstance(value.get("b"), list)
+    ):
+        return None
+    artifacts: list[tuple[str | None, Compression, KeptHeader]] = []
+    for artifact in value["a"]:
+        if not (
+            isinstance(artifact, list)
+            and len(artifact) == 3
+            and isinstance(artifact[0], str)
+            and artifact[1] in LOG_NAMES
+            and isinstance(artifact[2], dict)
+            and isinstance(artifact[2].get("id"), str)
+            and type(artifact[2].get("createdAt")) is int
+        ):
+            return None
+        listed, compression, header = artifact
+        artifacts.append(
+            (None if listed == path else listed, _COMPRESSIONS[compression], _compact_header(header))
+        )
+    blocks: list[tuple[str, str, str]] = []
+    for block in value["b"]:
+        if not (isinstance(block, list) and len(block) == 3 and all(isinstance(part, str) for part in block)):
+            return None
+        blocks.append((block[0], block[1], block[2]))
+    return ListingEntry(tuple(artifacts), tuple(blocks))
+
+
+_COMPRESSIONS: Final[dict[str, Compression]] = {"zstd": "zstd", "none": "none"}
+
+
+def _compact_header(header: dict[str, Any]) -> KeptHeader:
+    if any(type(value) in (dict, list) for value in header.values()):
+        return header
+    items: list[Any] = []
+    for key, value in header.items():
+        items.append(sys.intern(key))
+        items.append(sys.intern(value) if key == "cwd" and type(value) is str else value)
+    return tuple(items)
+
+
+def header_dict(header: KeptHeader) -> dict[str, Any]:
+    """A fresh dict of a kept header (a nested one is returned as kept: callers copy it)."""
+    if isinstance(header, dict):
+        return header
+    return dict(zip(header[::2], header[1::2], strict=True))
+
+
+def _parse_title(text: str) -> TitleEntry | None:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if (
+        not isinstance(value, dict)
+        or not isinstance(value.get("i"), str)
+        or not isinstance(value.get("h"), str)
+        or not (value.get("t") is None or isinstance(value.get("t"), str))
+        or not (value.get("e") is None or isinstance(value.get("e"), str))
+    ):
+        return None
+    return TitleEntry(value["i"], value["h"], value.get("t"), value.get("e"))
+
+
+# --- reading logs without replaying them ---------------------------------------------------------
+
+
+@overload
+def stable_read(
+    path: str, read: Callable[[], T], before: Fingerprint
+) -> tuple[T, Fingerprint | None, int]: ...
+
+
+@overload
+def stable_read(path: str, read: Callable[[], T]) -> tuple[T, Fingerprint | None, int] | None: ...
+
+
+def stable_read(
+    path: str, read: Callable[[], T], before: Fingerprint | None = None
+) -> tuple[T, Fingerprint | None, int] | None:
+    """``read()`` of the log at ``path``, the fingerprint its answer holds for, and when it began.
+
+    The fingerprint is the log's before the read (``before``, when the caller has just taken it)
+    if it is the same after; ``None`` when the log changed or vanished meanwhile, and then the
+    answer is not to be kept. The start time is what :data:`RACY_NS` is measured against. Without
+    ``before``, a log that cannot be looked at is not read at all (``None``). Every row the index
+    makes (a listing, a title, a worker's answer, message text) is read so.
+    """
+    if before is None:
+        try:
+            before = fingerprint_of(os.lstat(path))
+        except OSError:
+            return None
+    started = time.time_ns()
+    value = read()
+    try:
+        after = fingerprint_of(os.lstat(path))
+    except OSError:
+        return value, None, started
+    return value, before if after == before else None, started

@@ -1,0 +1,481 @@
+"""``IndexedSessionStore``: the store answering from the index for every log that has not changed.
+
+It holds the rows (loaded from :mod:`.database` on first use, written behind), gives its reader
+the index's walk (:mod:`.walk`) and title cache, verifies many cold titles in worker processes,
+and reads huge logs for ``prepare`` apart.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, wait
+from functools import partial
+from typing import Final
+
+from ...conversation import ConversationKeeper, ConversationSnapshot
+from ...jsjson import js_normalize
+from ...model import SessionRecord, SurfaceSnapshot, TitleObservation
+from ..jsonl_store import Artifact, JsonlSessionStore
+from ..layout import is_within
+from ..logfile import check_stop
+from ..workers import WorkerProcess, run_apart
+from .bodies import BodyMatch, fts_query, message_text
+from .database import IndexDatabase, default_index_dir, index_file, tidy_once
+from .records import MessageText, Verified, batches, record_data
+from .rows import (
+    LISTED,
+    Fingerprint,
+    IndexRow,
+    TitleEntry,
+    fingerprint_of,
+    fp_text,
+    header_text,
+    lstat_or_none,
+    stable_read,
+)
+from .walk import IndexWalks
+
+LOG = logging.getLogger("dsh_session_reference.index")
+
+
+PARALLEL_MIN_BYTES: Final = 32 << 20
+"""Below this much of logs to verify, starting worker processes costs more than it saves."""
+
+FLUSH_ROWS: Final = 1000
+"""Rows per index-file transaction when pending rows are written (about 20 ms each)."""
+
+APART_READ_BYTES: Final = 8 << 20
+"""A log of more JSONL than this (a ``.jsonl.zstd`` one counted at :data:`ZSTD_EXPANSION` times its
+size) is read for ``prepare`` in a process of its own, where one is wanted (``apart_bytes``):
+about 0.2 s to start, against seconds of replay that would hold the caller's GIL and grow its heap."""
+
+
+class IndexedSessionStore:
+    """A :class:`~..jsonl_store.JsonlSessionStore` (``reader``) answering from the index for every
+    log that has not changed: the reader's walks ask the index's rows first (:class:`.walk.IndexWalks`)
+    and its title reads go through :meth:`read_title`; what misses is read by the reader and kept.
+
+    ``index_dir``: where the index files live (default :func:`default_index_dir`);
+    ``persistent=False`` keeps the index in memory only (tests, read-only homes);
+    ``workers`` above 1 lets a title read that misses the index on many
+    megabytes of logs verify them in that many worker processes (a cold index
+    is CPU-bound: a title read replays the whole log).
+    ``autoflush=False``: new rows are written to the index file only by :meth:`flush`
+    (the language server's background thread does it, so no request waits on the file).
+    ``apart_bytes``: ``read_conversation`` of a log of more JSONL than this runs in
+    a short-lived process of its own (:func:`~.workers.run_apart`, about 0.2 s to
+    start): several huge sources are then replayed on several cores, and the heap
+    a replay of hundreds of megabytes grows is returned when the process exits.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str] | None = None,
+        *,
+        index_dir: str | os.PathLike[str] | None = None,
+        persistent: bool = True,
+        workers: int = 1,
+        apart_bytes: int | None = None,
+        autoflush: bool = True,
+    ) -> None:
+        self.reader = JsonlSessionStore(root, walks=IndexWalks(self), titles=self)
+        self.root = self.reader.root
+        self.workers = workers
+        self.apart_bytes = apart_bytes
+        self.autoflush = autoflush
+        self._index_dir = (
+            os.path.abspath(os.fspath(index_dir)) if index_dir is not None else default_index_dir()
+        )
+        self._persistent = persistent
+        self._lock = threading.RLock()
+        self._db: IndexDatabase | None = None
+        self._rows: dict[str, IndexRow] | None = None
+        self._some: dict[str, IndexRow | None] = {}
+        """Rows read one by one (``None``: not in the file) while ``_rows`` is not loaded."""
+        self._dirty: dict[str, IndexRow | None] = {}
+        self._flushing = threading.Lock()
+        """Keeps writes to the file in the order their rows were made."""
+        self.walked: dict[str, Fingerprint] = {}
+        """Every regular log file the latest full listing looked at, with its fingerprint."""
+        self.directories = 0
+        """Session directories the latest full listing looked in, with a log or not: what a walk costs."""
+
+    def __repr__(self) -> str:
+        return f"IndexedSessionStore({self.root!r})"
+
+    @property
+    def walked_sessions(self) -> int:
+        """Session directories the latest full walk has looked at so far (progress)."""
+        return self.reader.walked_sessions
+
+    @property
+    def index_path(self) -> str | None:
+        """The index file, ``None`` while the index is kept in memory."""
+        return self._database().path
+
+    def close(self) -> None:
+        """Write what is pending and close the index file."""
+        self.flush()
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+                self._rows = None
+                self._some = {}
+
+    # --- the index ---------------------------------------------------------------------------------
+
+    def _database(self) -> IndexDatabase:
+        with self._lock:
+            if self._db is None:
+                root_key = os.path.realpath(self.root)
+                path: str | None = None
+                if self._persistent:
+                    path = index_file(self._index_dir, root_key)
+                    index_real = os.path.realpath(self._index_dir)
+                    if index_real == root_key or is_within(root_key, index_real):
+                        LOG.warning("the index folder %s is inside the sessions root; using memory", path)
+                        path = None
+                    else:
+                        tidy_once(self._index_dir)
+                self._db = IndexDatabase(path, root_key)
+            return self._db
+
+    def table(self) -> dict[str, IndexRow]:
+        """Every row (loaded on first use; rows this store already read or changed win)."""
+        with self._lock:
+            if self._rows is None:
+                rows = self._database().load()
+                for path, row in self._some.items():
+                    if row is None:
+                        rows.pop(path, None)
+                    else:
+                        rows[path] = row
+                self._rows, self._some = rows, {}
+            return self._rows
+
+    def row(self, path: str) -> IndexRow | None:
+        """One log's row; before anything needs the whole table, read from the file alone."""
+        with self._lock:
+            if self._rows is not None:
+                return self._rows.get(path)
+            if path not in self._some:
+                self._some[path] = self._database().load_row(path)
+            return self._some[path]
+
+    def _set(self, path: str, row: IndexRow | None) -> None:
+        with self._lock:
+            if row is None:
+                if self.row(path) is not None:
+                    self._dirty[path] = None
+            else:
+                self._dirty[path] = row
+            if self._rows is None:
+                self._some[path] = row
+            elif row is None:
+                self._rows.pop(path, None)
+            else:
+                self._rows[path] = row
+
+    def flush(self, pause: Callable[[], object] | None = None) -> None:
+        """Write pending rows to the index file (after every store call, unless ``autoflush`` is off).
+
+        Rows are taken under the store's lock but written outside it, :data:`FLUSH_ROWS` per
+        transaction, so readers of the in-memory rows never wait for the file; ``pause`` is
+        called between transactions (the language server's background thread passes one
+        that waits while a request is being answered).
+        """
+        with self._flushing:
+            with self._lock:
+                pending, self._dirty = self._dirty, {}
+            if not pending:
+                return
+            database = self._database()
+            rows = list(pending.items())
+            for start in range(0, len(rows), FLUSH_ROWS):
+                if start and pause is not None:
+                    pause()
+                database.write(dict(rows[start : start + FLUSH_ROWS]))
+
+    # --- SessionSource ---------------------------------------------------------------------------
+
+    def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
+        try:
+            return self.reader.list_sessions(stop)
+        finally:
+            self._call_done()
+
+    def find_record(self, session_id: str, stop: threading.Event | None = None) -> SessionRecord | None:
+        return self.reader.find_record(session_id, stop)
+
+    def read_titles(
+        self, records: Sequence[SessionRecord], stop: threading.Event | None = None
+    ) -> list[TitleObservation]:
+        try:
+            if self.workers > 1:
+                self._verify_in_workers(records, stop)
+            return self.reader.read_titles(records, stop)
+        finally:
+            self._call_done()
+
+    def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
+        return self.reader.read_surface(session_id, stop)
+
+    def _call_done(self) -> None:
+        if self.autoflush:
+            self.flush()
+
+    def _verify_in_workers(self, records: Sequence[SessionRecord], stop: threading.Event | None) -> None:
+        """Index the titles of the records that miss, in worker processes, when that is worth it."""
+        misses: list[SessionRecord] = []
+        seen: set[str] = set()
+        total = 0
+        for record in records:
+            if record.location is None or record.id in seen:
+                continue
+            seen.add(record.id)
+            try:
+                info = os.lstat(record.location)
+            except OSError:
+                continue
+            if (
+                stat.S_ISREG(info.st_mode)
+                and self.cached_title(record, fingerprint_of(info), header_text(record.header)) is None
+            ):
+                misses.append(record)
+                total += info.st_size
+        if len(misses) < 2 or total < PARALLEL_MIN_BYTES:
+            return
+        groups = batches(misses, 16 << 20, 256)
+        workers = [WorkerProcess() for _ in range(min(self.workers, len(groups)))]
+        futures = {
+            workers[number % len(workers)].submit(
+                "verify_titles", self.root, [record_data(record) for record in group]
+            ): group
+            for number, group in enumerate(groups)
+        }
+        try:
+            pending = set(futures)
+            while pending:
+                check_stop(stop)
+                done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+                for future in done:
+                    verified: list[Verified] = future.result()
+                    for record, found in zip(futures[future], verified, strict=True):
+                        if found.fp is not None:
+                            observation = TitleObservation(record.id, found.title, found.error)
+                            key = header_text(record.header)
+                            self.remember_title(record, found.fp, key, observation, found.started_ns)
+        finally:
+            for worker in workers:
+                worker.close()
+
+    # --- bounded reads ---------------------------------------------------------------------------
+
+    def read_conversation(
+        self, session_id: str, max_bytes: int, stop: threading.Event | None = None
+    ) -> ConversationSnapshot:
+        """What ``prepare`` needs of a session for a ``max_bytes`` budget, without holding the log.
+
+        The same header, ``capturedThroughSeq`` and errors as :meth:`read_surface`;
+        the conversation keeps only what retention can use (see ``conversation.py``),
+        so retention over it is byte-identical to retention over the surface. A log
+        over ``apart_bytes`` is read in a process of its own (see ``__init__``).
+        """
+        session_id = js_normalize(session_id)
+        artifact = self.reader.locate(session_id, stop)
+        if self.apart_bytes is not None and _replay_bytes(artifact) > self.apart_bytes:
+            conversation: ConversationSnapshot = run_apart(
+                "read_conversation", self.root, session_id, max_bytes, stop=stop
+            )
+            return conversation
+        keeper = ConversationKeeper(max_bytes)
+        header, result = self.reader.replay(session_id, artifact, keeper, stop)
+        for attempt in range(3):
+            if not keeper.missing:
+                break
+            # A replacement brought back messages whose text was let go: read again for exactly those
+            # (and, should the log keep changing under the reads, finally for every text).
+            keeper = (
+                ConversationKeeper(max_bytes, keeper.needed)
+                if attempt < 2
+                else ConversationKeeper(max_bytes, evict=False)
+            )
+            header, result = self.reader.replay(session_id, artifact, keeper, stop)
+        return ConversationSnapshot(
+            session=Artifact(artifact.path, artifact.compression, header).record(),
+            captured_through_seq=result.captured_through_seq,
+            items=keeper.conversation(),
+            max_bytes=max_bytes,
+        )
+
+    # --- listing (for the walk, :mod:`.walk`) ----------------------------------------------------
+
+    def keep_listing(self, path: str, fp: Fingerprint, started: int, text: str) -> None:
+        """Keep the listing entry a walk (or a worker for it) read of ``path`` at ``fp``."""
+        with self._lock:
+            current = self.row(path)
+            kept = current if current is not None and current.fp == fp else IndexRow(fp)
+            self._set(
+                path, IndexRow(fp, text, started, kept.title, kept.title_ns, parsed_title=kept.parsed_title)
+            )
+
+    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str]) -> None:
+        """A full walk finished: rows of logs it did not look at go (the log is gone, or moved)."""
+        with self._lock:
+            for path in [path for path in self.table() if path not in looked]:
+                self._set(path, None)
+            self.walked = walked
+            self.directories = len(looked) // 2  # two log names looked at in each
+
+    # --- titles ----------------------------------------------------------------------------------
+
+    def read_title(self, record: SessionRecord, stop: threading.Event | None) -> TitleObservation:
+        """The reader's title read (:class:`~..jsonl_store.TitleReader`): from the index when the
+        log is unchanged, else the reader's own, kept when the log held still while it was read."""
+        path = record.location
+        try:
+            info = None if path is None else lstat_or_none(path)
+        except OSError:
+            info = None
+        if path is None or info is None or not stat.S_ISREG(info.st_mode):
+            return self.reader.title_of(record, stop)
+        fp = fingerprint_of(info)
+        key = header_text(record.header)
+        hit = self.cached_title(record, fp, key)
+        if hit is not None:
+            return hit
+        observation, unchanged, started = stable_read(path, partial(self.reader.title_of, record, stop), fp)
+        if unchanged is not None:
+            self.remember_title(record, fp, key, observation, started)
+        return observation
+
+    def cached_title(
+        self, record: SessionRecord, fp: Fingerprint, key: str | None
+    ) -> TitleObservation | None:
+        """The indexed observation for ``record`` if its log still has fingerprint ``fp``.
+
+        ``key`` is :func:`header_text` of the record's header; ``None`` asserts
+        that the record is one this store listed at ``fp``, so its header is the
+        one the listing entry holds (which spares serialising every header).
+        """
+        path = record.location
+        row = None if path is None else self.row(path)
+        if path is None or row is None:
+            return None
+        value = row.title_value(fp)
+        if value is None or value.id != record.id:
+            return None
+        if value.key == LISTED:
+            if key is None:
+                if not row.listed_once(fp, path):
+                    return None
+            elif key != row.listed_key(fp, path):
+                return None
+        elif value.key != (row.listed_key(fp, path) if key is None else key):
+            return None
+        if value.error is not None:
+            return TitleObservation(record.id, error=value.error)
+        return TitleObservation(record.id, title=value.title)
+
+    def remember_title(
+        self, record: SessionRecord, fp: Fingerprint, key: str, observation: TitleObservation, started_ns: int
+    ) -> None:
+        """Keep an observation of ``record``'s log at ``fp`` from a read that began at ``started_ns``."""
+        path = record.location
+        if path is None:
+            return
+        with self._lock:
+            current = self.row(path)
+            listed = current.listed_key(fp, path) if current is not None and current.fp == fp else None
+            # A title read for the very header this row's listing holds (the usual case) says so,
+            # so a lookup for a listed record needs no header serialised.
+            stored = LISTED if listed is not None and listed == key else key
+            value = {"i": record.id, "h": stored, "t": observation.title, "e": observation.error}
+            text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+            kept = current if current is not None and current.fp == fp else IndexRow(fp)
+            row = IndexRow(
+                fp,
+                kept.listing,
+                kept.listing_ns,
+                text,
+                started_ns,
+                parsed_listing=kept.parsed_listing,
+                parsed_title=TitleEntry(record.id, stored, observation.title, observation.error),
+            )
+            self._set(path, row)
+
+    # --- message text ----------------------------------------------------------------------------
+
+    def bodies_to_index(self, records: Sequence[SessionRecord]) -> list[str]:
+        """The listed logs whose message text is not indexed at their current fingerprint.
+
+        Entries of logs no longer listed are dropped on the way.
+        """
+        database = self._database()
+        known = database.body_fingerprints()
+        listed = {record.location for record in records if record.location is not None}
+        database.drop_bodies([path for path in known if path not in listed])
+        stale: list[str] = []
+        for path in listed:
+            try:
+                fp = fingerprint_of(os.lstat(path))
+            except OSError:
+                continue
+            if known.get(path) != fp_text(fp):
+                stale.append(path)
+        return sorted(stale)
+
+    def put_bodies(self, found: Iterable[MessageText]) -> None:
+        """Store texts read by :func:`.tasks.message_texts` (a text read while its log changed is skipped)."""
+        database = self._database()
+        for text in found:
+            if text.fp is not None:
+                database.put_body(text.path, text.fp, text.text)
+
+    def index_bodies(self, records: Sequence[SessionRecord], stop: threading.Event | None = None) -> int:
+        """Put the message text of every listed log that changed into the full-text index (here,
+        in this thread); returns how many logs were read."""
+        stale = self.bodies_to_index(records)
+        root_real = os.path.realpath(self.root)
+        for path in stale:
+            check_stop(stop)
+            read = stable_read(path, partial(message_text, path, root_real, stop))
+            if read is not None:
+                text, fp, _ = read
+                self.put_bodies([MessageText(path, fp, text)])
+        return len(stale)
+
+    def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> list[BodyMatch]:
+        """Listed sessions whose indexed message text matches ``query`` (word prefixes), best first."""
+        match = fts_query(query)
+        if match is None or limit <= 0:
+            return []
+        by_path = {record.location: record for record in records if record.location is not None}
+        found: list[BodyMatch] = []
+        for path, snippet in self._database().search_bodies(match, limit * 4 + 16):
+            record = by_path.get(path)
+            if record is not None:
+                found.append(BodyMatch(record, " ".join(snippet.split())))
+            if len(found) >= limit:
+                break
+        return found
+
+
+ZSTD_EXPANSION: Final = 3
+"""About how many bytes of JSONL a byte of a ``.jsonl.zstd`` log holds (the benchmark stores: 2.6-2.7)."""
+
+
+def _replay_bytes(artifact: Artifact) -> int:
+    """About how much JSONL replaying a log means, for deciding where to read it (0 when the log
+    cannot be seen: the read then fails and says why)."""
+    try:
+        size = os.lstat(artifact.path).st_size
+    except OSError:
+        return 0
+    return size * ZSTD_EXPANSION if artifact.compression == "zstd" else size

@@ -1,0 +1,83 @@
+"""The tasks a worker process runs (:mod:`..workers` loads this module by name).
+
+Each is the uncached store's own reading, so a row a worker makes is the row the walk would have
+made; each checks the log's fingerprint around its read (:func:`.rows.stable_read`), and a read
+of a log that changed meanwhile is not kept.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, Final
+
+from ...conversation import ConversationSnapshot
+from ..jsonl_store import JsonlSessionStore
+from .bodies import message_text
+from .records import ListedEntry, MessageText, RecordData, Verified
+from .rows import fingerprint_of, stable_read
+from .store import IndexedSessionStore
+from .walk import PLAIN_NAME, ZSTD_NAME, probe, single_log
+
+
+def verify_titles(root: str, items: Sequence[RecordData]) -> list[Verified]:
+    """Title observations of listed logs, made by the uncached store (runs in a worker process)."""
+    store = JsonlSessionStore(root)
+    found: list[Verified] = []
+    for item in items:
+        read = stable_read(item.location, partial(store.read_titles, [item.record()]))
+        if read is None:
+            found.append(Verified(None, 0, None, None))  # gone: nothing to keep
+            continue
+        [observation], fp, started = read
+        found.append(Verified(fp, started, observation.title, observation.error))
+    return found
+
+
+def message_texts(root: str, paths: Sequence[str]) -> list[MessageText]:
+    """:func:`message_text` of several logs, each with the fingerprint it was read at (worker side)."""
+    root_real = os.path.realpath(root)
+    found: list[MessageText] = []
+    for path in paths:
+        read = stable_read(path, partial(message_text, path, root_real))
+        if read is not None:
+            text, fp, _ = read
+            found.append(MessageText(path, fp, text))
+    return found
+
+
+def read_conversation(root: str, session_id: str, max_bytes: int) -> ConversationSnapshot:
+    """:meth:`IndexedSessionStore.read_conversation` without an index (runs in a worker process:
+    locating one session and replaying its log never touch the index)."""
+    return IndexedSessionStore(root, persistent=False).read_conversation(session_id, max_bytes)
+
+
+def read_headers(root: str, directories: Sequence[tuple[str, str]]) -> list[ListedEntry]:
+    """Index listing entries ``(log, fingerprint, read at, text)`` for session directories the index
+    has never seen, as the walk would make them (runs in a worker process)."""
+    reader = JsonlSessionStore(root, report=False)  # the walk that takes these reports each problem
+    root_real = os.path.realpath(root)
+    found: list[ListedEntry] = []
+    for segment, directory in directories:
+        try:
+            single = single_log((directory + ZSTD_NAME, directory + PLAIN_NAME))
+        except OSError:
+            continue
+        if single is None:
+            continue
+        path, info = single
+        fp = fingerprint_of(info)
+        _, entry = probe(reader, root_real, segment, path, fp, None)
+        if entry is not None:
+            found.append(ListedEntry(path, fp, *entry))
+    return found
+
+
+TASKS: Final[Mapping[str, Callable[..., Any]]] = {
+    "read_headers": read_headers,
+    "verify_titles": verify_titles,
+    "message_texts": message_texts,
+    "read_conversation": read_conversation,
+}
+"""What a worker process may be asked to run (:data:`..workers.TASKS_MODULE`), by name, with plain data."""

@@ -1,0 +1,84 @@
+"""The last ``session/title`` of a log found by a byte scan, without replaying the log.
+
+A hint the language server shows while the index is being built (see :func:`scan_last_title`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterable
+from typing import IO, Final
+
+from ..jsvalue import js_parse
+from ..layout import Compression
+from ..logfile import LogError, check_stop, open_artifact, zstd_plaintext
+
+_SCAN_CHUNK: Final = 1 << 20
+
+_TITLE_MARKER: Final = b'{"type":"session/title"'
+
+
+def _plaintext_chunks(
+    handle: IO[bytes], compression: Compression, stop: threading.Event | None
+) -> Iterable[bytes]:
+    """A log's bytes as JSONL text, one bounded chunk at a time; damage ends the stream early."""
+    if compression == "none":
+        while chunk := handle.read(_SCAN_CHUNK):
+            check_stop(stop)
+            yield chunk
+        return
+    yield from zstd_plaintext(handle, os.fstat(handle.fileno()).st_size, stop)
+
+
+_MAX_TITLE_LINE = 32 * 1024 * 1024
+"""A line longer than this cannot be a title (titles are capped when written); it is skipped."""
+
+
+def scan_last_title(
+    path: str, root_real: str, compression: Compression, stop: threading.Event | None = None
+) -> str | None:
+    """The ``title`` of the last complete ``session/title`` line in a log, found by a byte scan.
+
+    A hint, not the answer: unlike a title read it neither validates the log
+    nor honours a crash tail, so a damaged log (whose real label is its id) may
+    still show a title here. The language server shows these while the index
+    is being built and replaces them as logs are verified.
+    """
+    last: bytes | None = None
+    pending = bytearray()  # the unfinished line so far (amortised appends, no re-copying)
+    skipping = False  # inside a line too long to be a title: wait for its newline
+    try:
+        # zstd logs are walked frame by frame through their own 1 MiB reads: a small buffer
+        # serves the frame bodies without holding a second copy of the file's bytes.
+        buffering = 64 * 1024 if compression == "zstd" else _SCAN_CHUNK
+        with open_artifact(path, root_real, buffering=buffering) as handle:
+            for chunk in _plaintext_chunks(handle, compression, stop):
+                pending += chunk
+                end = pending.rfind(b"\n")
+                if end < 0:
+                    if len(pending) > _MAX_TITLE_LINE:
+                        pending.clear()
+                        skipping = True
+                    continue
+                start = 0
+                if skipping:
+                    start = pending.index(b"\n") + 1
+                    skipping = False
+                at = pending.rfind(_TITLE_MARKER, start, end)
+                while at > start and pending[at - 1] != 10:
+                    at = pending.rfind(_TITLE_MARKER, start, at)
+                if at >= start:
+                    last = bytes(pending[at : pending.index(b"\n", at)])
+                del pending[: end + 1]
+    except (OSError, LogError):
+        return None
+    if last is None:
+        return None
+    try:
+        event = js_parse(last.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    payload = event.get("data") if isinstance(event, dict) else None
+    title = payload.get("title") if isinstance(payload, dict) else None
+    return title if isinstance(title, str) else None

@@ -1,0 +1,312 @@
+"""The index's walk: each session directory listed from its row when the row is fresh at the log's
+fingerprint, read by the plain store (and kept as a row) otherwise.
+
+This is the :class:`..jsonl_store.Walks` an :class:`.store.IndexedSessionStore` gives its reader.
+A cold root's first walk shares its header reads with worker processes (:class:`HeaderReaders`):
+they read from the end of the walk while the walk reads from the start, and meet in the middle.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Final, Protocol
+
+from ..jsonl_store import Artifact, DirectoryVisitor, JsonlSessionStore, Walk, compression_of, sorted_entries
+from ..layout import LOG_NAMES
+from ..workers import WorkerProcess, drop_spare, take_spare
+from .records import ListedEntry
+from .rows import (
+    Fingerprint,
+    IndexRow,
+    ListingEntry,
+    deep_copy,
+    fingerprint_of,
+    header_dict,
+    lstat_or_none,
+    stable_read,
+)
+
+LOG = logging.getLogger("dsh_session_reference.index")
+
+PARALLEL_MIN_LOGS: Final = 2000
+"""A first walk that will find this many logs the index has never seen shares their header reads
+with worker processes (below it, starting one costs about as much as it saves)."""
+HEADER_BATCH: Final = 64
+"""Directories per header-reading task: small, so the walk and the workers meet with little overlap."""
+
+ZSTD_NAME: Final = os.sep + LOG_NAMES["zstd"]
+PLAIN_NAME: Final = os.sep + LOG_NAMES["none"]
+
+
+class Rows(Protocol):
+    """What the walk needs of the index (:class:`.store.IndexedSessionStore`)."""
+
+    root: str
+    workers: int
+    walked: dict[str, Fingerprint]
+
+    def table(self) -> dict[str, IndexRow]: ...
+
+    def row(self, path: str) -> IndexRow | None: ...
+
+    def keep_listing(self, path: str, fp: Fingerprint, started: int, text: str) -> None: ...
+
+    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str]) -> None: ...
+
+
+class IndexWalks:
+    """Each walk of the reader gets a visitor that asks the index first."""
+
+    def __init__(self, rows: Rows) -> None:
+        self._rows = rows
+
+    def start(self, reader: JsonlSessionStore, full: bool) -> DirectoryVisitor:
+        rows = self._rows
+        if not full:
+            return _IndexVisitor(rows, reader, None, None)
+        rows.table()  # a full walk looks up every row: one query for all, not one per log
+        readers = start_header_readers(rows) if not rows.walked and rows.workers > 1 else None
+        return _IndexVisitor(rows, reader, _FullWalk(), readers)
+
+
+@dataclass(slots=True)
+class _FullWalk:
+    walked: dict[str, Fingerprint] = field(default_factory=dict)
+    """Each single log the walk saw, at its fingerprint."""
+    looked: set[str] = field(default_factory=set)
+    """Every log path the walk looked at (both names in every session directory)."""
+
+
+class _IndexVisitor:
+    def __init__(
+        self, rows: Rows, reader: JsonlSessionStore, walk: _FullWalk | None, readers: HeaderReaders | None
+    ) -> None:
+        self._rows = rows
+        self._reader = reader
+        self._walk = walk
+        self._readers = readers
+
+    def inspect(
+        self, scan: Walk, root_real: str, directory: str, segment: str, stop: threading.Event | None
+    ) -> None:
+        walk = self._walk
+        # One string per log path, shared by the walk's sets and the records: a 50,000-log root
+        # would otherwise keep twice as many path strings (and fragment the heap with the rest).
+        paths = (directory + ZSTD_NAME, directory + PLAIN_NAME)
+        if walk is not None:
+            walk.looked.update(paths)
+        readers = self._readers
+        delivered = None if readers is None else readers.delivered(directory)
+        # A worker of this walk that found the one log here and read it (both names looked at,
+        # fingerprint checked around the read) looked for the walk.
+        if delivered is not None and self._listed_from_row(scan, *delivered):
+            return
+        try:
+            single = single_log(paths)
+        except OSError:
+            single = None
+        if single is None:
+            self._reader.inspect_directory(scan, root_real, directory, segment, stop)
+            return
+        path, info = single
+        fp = fingerprint_of(info)
+        if self._listed_from_row(scan, path, fp):
+            return
+        if walk is not None:
+            walk.walked[path] = fp
+        found, entry = probe(self._reader, root_real, segment, path, fp, stop)
+        scan.artifacts.extend(found.artifacts)
+        scan.encodings.update(found.encodings)
+        assert found.trail is not None
+        for block_segment, block_path, reason in found.trail:
+            self._reader.block(scan, block_segment, block_path, reason)
+        if entry is not None:
+            self._rows.keep_listing(path, fp, *entry)
+
+    def _listed_from_row(self, scan: Walk, path: str, fp: Fingerprint) -> bool:
+        """List the one log ``path`` (seen at ``fp``) from its index row, if that row is fresh at
+        ``fp``; ``False`` when the log must be read."""
+        row = self._rows.row(path)
+        cached = None if row is None else row.listing_outcome(fp, path)
+        if row is None or cached is None:
+            return False
+        if self._walk is not None:
+            self._walk.walked[path] = row.fp  # one tuple for the row and the walk: a big root keeps both
+        self._replay_listing(scan, path, cached)
+        return True
+
+    def _replay_listing(self, scan: Walk, path: str, outcome: ListingEntry) -> None:
+        for artifact_path, compression, header in outcome.artifacts:
+            # ``record()`` copies the header dict; only nested values would be shared.
+            scan.artifacts.append(
+                Artifact(
+                    path if artifact_path is None else artifact_path,
+                    compression,
+                    header_dict(header) if isinstance(header, tuple) else deep_copy(header),
+                )
+            )
+            scan.encodings.add(compression)
+        for segment, block_path, reason in outcome.blocks:
+            self._reader.block(scan, segment, block_path, reason)
+
+    def finish(self, walk: Walk) -> None:
+        if self._walk is not None:
+            self._rows.walk_done(self._walk.walked, self._walk.looked)
+
+    def close(self) -> None:
+        if self._readers is not None:
+            self._readers.close()
+        if self._walk is not None:
+            drop_spare()  # a first walk that did not need it leaves it unclaimed
+
+
+def probe(
+    reader: JsonlSessionStore,
+    root_real: str,
+    segment: str,
+    path: str,
+    fp: Fingerprint,
+    stop: threading.Event | None,
+) -> tuple[Walk, tuple[int, str] | None]:
+    """The listing step for the one log ``path`` (just seen at ``fp``), and the index entry for
+    it, ``(read at, listing text)``, unless the log changed while it was read.
+
+    The ``lstat`` that found the log already told upstream's existence checks' answer:
+    exactly this regular file. So the outcome depends on this log alone, and only its
+    fingerprint is checked after.
+    """
+
+    def inspect() -> Walk:
+        found = Walk(trail=[])
+        reader.inspect_log(found, root_real, segment, path, compression_of(path), True, stop)
+        return found
+
+    found, unchanged, started = stable_read(path, inspect, before=fp)
+    if unchanged is None:
+        return found, None
+    outcome = {"a": [[a.path, a.compression, a.header] for a in found.artifacts], "b": found.trail}
+    try:
+        text = json.dumps(outcome, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        return found, None  # a header number JSON cannot spell (Infinity): listed, just not indexed
+    return found, (started, text)
+
+
+def single_log(paths: tuple[str, str]) -> tuple[str, os.stat_result] | None:
+    """The one log of a session directory (``paths``: its two log names), when it holds exactly
+    one and it is a regular file (anything else takes upstream's general listing step).
+    ``OSError`` when it cannot be looked at."""
+    found = [(path, info) for path in paths if (info := lstat_or_none(path))]
+    if len(found) == 1 and stat.S_ISREG(found[0][1].st_mode):
+        return found[0]
+    return None
+
+
+def start_header_readers(rows: Rows) -> HeaderReaders | None:
+    """Worker processes for the headers of a cold index, when the first walk of this store
+    will find at least :data:`PARALLEL_MIN_LOGS` session directories the index has never seen.
+
+    Later walks find few new logs, so only the first one pays for this look (a ``scandir``
+    of every project, about 3 ms per thousand sessions).
+    """
+    table = rows.table()
+    unseen: list[tuple[str, str]] = []
+    try:
+        projects = sorted_entries(rows.root)
+    except OSError:
+        return None  # the walk itself reports it
+    for project in projects:
+        if not project.is_dir(follow_symlinks=False):
+            continue
+        try:
+            entries = sorted_entries(project.path)
+        except OSError:
+            continue
+        for entry in entries:
+            directory = entry.path
+            if (
+                entry.is_dir(follow_symlinks=False)
+                and directory + ZSTD_NAME not in table
+                and directory + PLAIN_NAME not in table
+            ):
+                unseen.append((entry.name, directory))
+    if len(unseen) < PARALLEL_MIN_LOGS:
+        return None
+    try:
+        return HeaderReaders(rows, unseen, rows.workers - 1)
+    except OSError as error:  # no process to be had: the walk reads every header itself
+        LOG.info("header reads stay in this process: %s", error)
+        return None
+
+
+class HeaderReaders:
+    """Worker processes reading a cold index's headers from the end of the walk, while the walk
+    reads them from the start; they meet in the middle.
+
+    Results become index rows, which the walk takes as its own look at those directories: a
+    worker looks at both log names and checks the fingerprint around its read just as the walk
+    does (and a listing is revalidated against a walk taken before it began), so the walk does
+    not look again. A row counts only when the log had been still for ``RACY_NS`` when it was
+    read. Whatever a worker has not delivered when the walk gets there, the walk reads itself.
+    """
+
+    def __init__(self, rows: Rows, unseen: list[tuple[str, str]], count: int) -> None:
+        self._rows = rows
+        self._batches = [unseen[at : at + HEADER_BATCH] for at in range(0, len(unseen), HEADER_BATCH)]
+        self._batch_of = {
+            directory: number for number, batch in enumerate(self._batches) for _, directory in batch
+        }
+        self._next = len(self._batches) - 1
+        """The next batch to hand out; batches are handed out from the last one backwards."""
+        self._reached = 0
+        """The batch the walk is in: handing that one or an earlier one out would be wasted."""
+        self._workers: list[WorkerProcess] = []
+        try:
+            for _ in range(max(1, count)):
+                self._workers.append(take_spare() or WorkerProcess())
+        except OSError:
+            self.close()
+            raise
+        self._pending: list[Future[list[ListedEntry]]] = []
+        self._delivered: dict[str, tuple[str, Fingerprint]] = {}
+        """Each session directory a worker read, with its log and the fingerprint it was read at."""
+        self._hand_out()
+
+    def _hand_out(self) -> None:
+        for worker in self._workers:
+            while worker.busy < 2 and self._next > self._reached:
+                self._pending.append(
+                    worker.submit("read_headers", self._rows.root, self._batches[self._next])
+                )
+                self._next -= 1
+
+    def delivered(self, directory: str) -> tuple[str, Fingerprint] | None:
+        """``(log, fingerprint)`` if a worker has read ``directory``'s log, its entry now in the
+        index; else ``None``, and the walk reads it itself."""
+        found = self._delivered.pop(directory, None)
+        if found is not None:
+            return found
+        self._reached = max(self._reached, self._batch_of.get(directory, self._reached))
+        done: list[Future[list[ListedEntry]]] = []
+        waiting: list[Future[list[ListedEntry]]] = []
+        for future in self._pending:
+            (done if future.done() else waiting).append(future)
+        if done:
+            self._pending = waiting
+            for future in done:
+                if future.exception() is None:  # a failed worker only leaves more for the walk
+                    for entry in future.result():
+                        self._rows.keep_listing(entry.path, entry.fp, entry.started_ns, entry.text)
+                        self._delivered[os.path.dirname(entry.path)] = (entry.path, entry.fp)
+        self._hand_out()
+        return self._delivered.pop(directory, None)
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.close()

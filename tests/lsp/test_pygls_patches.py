@@ -1,0 +1,38 @@
+"""The pygls internals the server patches (``lsp/pygls_patches.py``) still exist in the installed pygls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pygls.protocol import JsonRPCProtocol, LanguageServerProtocol
+
+from dsh_session_reference.lsp.pygls_patches import DshProtocol, missing_internals
+
+
+def test_every_patched_internal_is_there_in_this_pygls() -> None:
+    assert missing_internals() == []
+
+
+def test_a_renamed_or_reshaped_internal_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(JsonRPCProtocol, "_send_data")  # where pygls defines it
+
+    def reshaped(self: Any, msg_id: Any, request: Any) -> None:
+        pass
+
+    monkeypatch.setattr(LanguageServerProtocol, "_handle_cancel_notification", reshaped)
+    assert missing_internals() == [
+        "LanguageServerProtocol._handle_cancel_notification takes ('self', 'msg_id', 'request'), "
+        "not ('self', 'msg_id')",
+        "LanguageServerProtocol._send_data is gone",
+    ]
+
+
+def test_the_overrides_keep_pygls_signatures() -> None:
+    """An override that drifted from its base would be called wrongly by pygls."""
+    import inspect
+
+    for name in ("_execute_handler", "_handle_cancel_notification", "structure_message", "handle_message"):
+        ours = tuple(inspect.signature(getattr(DshProtocol, name)).parameters)
+        theirs = tuple(inspect.signature(getattr(LanguageServerProtocol, name)).parameters)
+        assert ours == theirs, name
