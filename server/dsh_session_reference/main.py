@@ -14,7 +14,7 @@ from . import cli
 
 
 def _serve_stdio(sessions: str | None) -> int:
-    from .lsp.server import serve_stdio
+    from .lsp.features import serve_stdio
 
     return serve_stdio(sessions)
 

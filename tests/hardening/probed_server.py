@@ -16,7 +16,8 @@ import os
 import threading
 from typing import Any
 
-from dsh_session_reference.lsp.server import DshLanguageServer, create_server
+from dsh_session_reference.lsp.features import create_server
+from dsh_session_reference.lsp.server import DshLanguageServer
 
 STATS = "dshHardening.stats"
 

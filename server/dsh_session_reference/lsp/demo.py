@@ -29,6 +29,7 @@ from ..sample import COMPACTED_ID, HANDBOOK_ID, SHOP, write_sample_store
 from ..uri import encode_session_reference_uri, format_session_reference_mention, scan_session_references
 from .completion import item_data
 from .positions import LineIndex
+from .pygls_patches import client_process
 
 T = TypeVar("T")
 
@@ -325,7 +326,7 @@ async def _run(root: str, sample: bool) -> int:
         settings["targetSessionId"] = COMPACTED_ID
     await client.start_io(sys.executable, "-m", "dsh_session_reference", "lsp", "--stdio", env=env)
     stderr: list[bytes] = []
-    server = client._server
+    server = client_process(client)
     drain = asyncio.ensure_future(_drain(server.stderr if server else None, stderr))
     status = 0
     try:

@@ -3,14 +3,16 @@
 The server uses pygls through its public API (``LanguageServer``, ``feature``, ``command``)
 except for what is here: a protocol subclass that keeps the server's own documents, answers bad
 and late requests, stops commands on ``$/cancelRequest`` and frees finished notifications
-(pygls 2.1 keeps them forever), and the two hooks the bounded stdio reader
-(:mod:`.transport`) needs. Each private name this relies on is listed in :data:`PYGLS_INTERNALS`;
-:func:`missing_internals` checks them against the installed pygls, and a test runs it, so a pygls
-upgrade that renames or reshapes one fails the suite instead of an editor session.
+(pygls 2.1 keeps them forever); the two hooks the bounded stdio reader (:mod:`.transport`)
+needs; and the demo's look at the server process its client started. Each private name this
+relies on is listed in :data:`PYGLS_INTERNALS` and :data:`PYGLS_STATE`; :func:`missing_internals`
+checks them against the installed pygls, and a test runs it, so a pygls upgrade that renames or
+reshapes one fails the suite instead of an editor session.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import logging
@@ -21,6 +23,7 @@ from typing import Any, Final, Protocol
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
+from pygls.lsp.client import LanguageClient
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -61,11 +64,14 @@ def missing_internals() -> list[str]:
         if found != parameters:
             problems.append(f"{owner.__name__}.{name} takes {found}, not {parameters}")
     server = LanguageServer("pygls-check", "0")
+    protocol = server.protocol
     problems.extend(
-        f"a LanguageServerProtocol has no {name}" for name in PYGLS_STATE if not hasattr(server.protocol, name)
+        f"a LanguageServerProtocol has no {name}" for name in PYGLS_STATE if not hasattr(protocol, name)
     )
     if not hasattr(server, "_stop_event"):
         problems.append("a JsonRPCServer has no _stop_event")
+    if not hasattr(LanguageClient("pygls-check", "0"), "_server"):
+        problems.append("a LanguageClient has no _server")
     return problems
 
 
@@ -120,7 +126,8 @@ class DshProtocol(LanguageServerProtocol):
     @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
     def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Iterator[Any]:
         document = params.text_document
-        self.hooks.documents.change(document.uri, document.version, params.content_changes, self.hooks.encoding)
+        hooks = self.hooks
+        hooks.documents.change(document.uri, document.version, params.content_changes, hooks.encoding)
         if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
             yield handler, (params,), None
 
@@ -207,6 +214,12 @@ class DshProtocol(LanguageServerProtocol):
             )
             return
         super().handle_message(message)
+
+
+def client_process(client: LanguageClient) -> asyncio.subprocess.Process | None:
+    """The server process a pygls client started with ``start_io`` (the demo drains its stderr)."""
+    process: asyncio.subprocess.Process | None = client._server
+    return process
 
 
 def own_stop_event(server: JsonRPCServer) -> threading.Event:

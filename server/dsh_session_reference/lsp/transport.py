@@ -30,6 +30,8 @@ from typing import Any, BinaryIO, Final
 from pygls.io_ import StdoutWriter
 from pygls.server import JsonRPCServer
 
+from .pygls_patches import DshProtocol, own_stop_event
+
 LOG = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES: Final = 256 << 20
@@ -150,7 +152,7 @@ def serve_stdio(server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: Bi
     specification; pygls' own loop loses the status) or a stream that broke the framing.
     """
     reader = FrameReader((stdin or sys.stdin.buffer).fileno())
-    server._stop_event = stop = threading.Event()
+    stop = own_stop_event(server)
     server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
     status = 0
     try:
@@ -180,7 +182,9 @@ async def _loop(server: JsonRPCServer, reader: FrameReader, stop: threading.Even
             try:
                 message = json.loads(body, object_hook=server.protocol.structure_message)
             except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the length did not fit
-                server.protocol._send_data(_parse_error(error))
+                protocol = server.protocol
+                if isinstance(protocol, DshProtocol):
+                    protocol.send_raw(_parse_error(error))
                 raise FramingError(
                     f"message {reader.messages} ({len(body)} bytes) is not JSON: {error}"
                 ) from None

@@ -1,0 +1,322 @@
+"""The LSP features: one handler per method or command, each translating between LSP and the core.
+
+Handlers are plain functions of the server (:class:`.server.DshLanguageServer`) and the request's
+params, registered by :func:`create_server`; what they compute lives in the feature modules
+(:mod:`.completion`, :mod:`.diagnostics`, :mod:`.hover`, :mod:`.actions`, :mod:`.preview`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any, Final
+
+from lsprotocol import types
+from pygls.capabilities import ServerCapabilitiesBuilder
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+
+from ..errors import CANCELLED, SessionReferenceError
+from . import transport
+from .actions import code_actions
+from .completion import candidate_json, completion_items, find_trigger, item_data
+from .hover import documentation, hover_text, read_session_facts, session_summary
+from .positions import encoding_of
+from .preview import PREVIEW_SCHEME, Preview, document_of_preview, document_summary
+from .progress import CLIENT_REQUEST_TIMEOUT, follow_background
+from .server import NAME, DshLanguageServer
+
+LOG = logging.getLogger(__name__)
+
+PREVIEW_COMMAND: Final = "dshSessionReference.preview"
+CANDIDATES_COMMAND: Final = "dshSessionReference.candidates"
+SUMMARY_COMMAND: Final = "dshSessionReference.documentSummary"
+DIAGNOSTIC_DELAY: Final = 0.12
+"""Seconds of quiet after a change before pushed diagnostics are recomputed."""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _invalid(message: str) -> JsonRpcInvalidParams:
+    return JsonRpcInvalidParams(message)
+
+
+def _uri_argument(args: Sequence[Any], command: str) -> str:
+    if not args or not isinstance(args[0], str):
+        raise _invalid(f"{command} expects [documentUri: string]")
+    return args[0]
+
+
+# --- handlers ------------------------------------------------------------------------------------
+
+
+def _initialize(ls: DshLanguageServer, params: types.InitializeParams) -> None:
+    ls.idle_gc.start(asyncio.get_running_loop())
+    ls.encoding = encoding_of(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
+    ls.apply(params.initialization_options)
+
+
+async def _initialized(ls: DshLanguageServer, params: types.InitializedParams) -> None:
+    if ls.capability("workspace.text_document_content.dynamic_registration", False):
+        registration = types.Registration(
+            id=str(uuid.uuid4()),
+            method=types.WORKSPACE_TEXT_DOCUMENT_CONTENT,
+            register_options=types.TextDocumentContentRegistrationOptions(schemes=[PREVIEW_SCHEME]),
+        )
+        try:
+            await asyncio.wait_for(
+                ls.client_register_capability_async(types.RegistrationParams(registrations=[registration])),
+                CLIENT_REQUEST_TIMEOUT,
+            )
+            ls.content_registered = True
+        except (JsonRpcException, TimeoutError) as error:
+            LOG.warning("could not register %s: %s", types.WORKSPACE_TEXT_DOCUMENT_CONTENT, error)
+    changed = await ls.pull_configuration()
+    if changed or ls.has_warnings:
+        await ls.settings_changed()
+    else:
+        ls.report_root()
+        ls.spawn(ls.warm_up())
+    ls.spawn(follow_background(ls))
+
+
+async def _did_change_configuration(
+    ls: DshLanguageServer, params: types.DidChangeConfigurationParams
+) -> None:
+    changed = ls.apply(params.settings)
+    changed = await ls.pull_configuration() or changed
+    if changed or ls.has_warnings:
+        await ls.settings_changed()
+
+
+def _did_open(ls: DshLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+    if not ls.pull_diagnostics:
+        ls.schedule_publish(params.text_document.uri, 0)
+
+
+def _did_change(ls: DshLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.drop_analysis(uri)
+    if not ls.pull_diagnostics:
+        ls.schedule_publish(uri, DIAGNOSTIC_DELAY)
+
+
+def _did_close(ls: DshLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+    uri = params.text_document.uri
+    ls.drop_analysis(uri)
+    ls.cancel_publish(uri)
+    if not ls.pull_diagnostics:
+        ls.publish(uri, [])
+
+
+async def _diagnostic(
+    ls: DshLanguageServer, params: types.DocumentDiagnosticParams
+) -> types.RelatedFullDocumentDiagnosticReport:
+    result = await ls.analysis(params.text_document.uri)
+    items = [] if result is None else ls.diagnostics_for(result, push=False)
+    return types.RelatedFullDocumentDiagnosticReport(items=items)
+
+
+async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> types.CompletionList:
+    uri = params.text_document.uri
+    document = ls.documents.get(uri)
+    empty = types.CompletionList(is_incomplete=False, items=[])
+    if document is None:
+        return empty
+    cursor = document.index.offset_at(params.position, ls.encoding)
+    continuing = (
+        params.context is not None
+        and params.context.trigger_kind == types.CompletionTriggerKind.TriggerForIncompleteCompletions
+    )
+    trigger = find_trigger(document.text, cursor, continuing=continuing)
+    if trigger is None:
+        return empty
+    signal = ls.begin_completion(uri)
+    try:
+        agent = await ls.agent_for(uri)
+        candidates = await ls.engine.resolver.list_candidates(agent, trigger.query, signal=signal)
+    except SessionReferenceError as error:
+        if error.code != CANCELLED:
+            ls.window_log_message(
+                types.LogMessageParams(type=types.MessageType.Warning, message=f"completion: {error.message}")
+            )
+        return types.CompletionList(is_incomplete=True, items=[])
+    except Exception as error:  # an unreadable root: no rows, and say why in the log
+        ls.window_log_message(
+            types.LogMessageParams(type=types.MessageType.Warning, message=f"completion: {error}")
+        )
+        return types.CompletionList(is_incomplete=True, items=[])
+    finally:
+        ls.end_completion(uri, signal)
+    edit_range = document.index.range_of(trigger.at, trigger.cursor, ls.encoding)
+    items = completion_items(
+        candidates,
+        edit_range,
+        now_ms=_now_ms(),
+        label_details=bool(ls.capability("text_document.completion.completion_item.label_details_support")),
+        typed=document.text[trigger.at : trigger.cursor],
+        filter_text=bool(ls.capability("text_document.completion.completion_item.insert_replace_support")),
+    )
+    return types.CompletionList(is_incomplete=True, items=items)
+
+
+async def _completion_resolve(ls: DshLanguageServer, item: types.CompletionItem) -> types.CompletionItem:
+    data = item_data(item)
+    if data is None:
+        return item
+    facts = await read_session_facts(ls.engine.resolver, *data)
+    markdown = ls.markdown("text_document.completion.completion_item.documentation_format")
+    summary = session_summary(facts, markdown=markdown, now_ms=_now_ms(), id_last=True)
+    item.documentation = documentation(summary, markdown)
+    return item
+
+
+async def _hover(ls: DshLanguageServer, params: types.HoverParams) -> types.Hover | None:
+    result = await ls.analysis(params.text_document.uri)
+    if result is None:
+        return None
+    offset = result.index.offset_at(params.position, ls.encoding)
+    markdown = ls.markdown("text_document.hover.content_format")
+    found = hover_text(result.analysis, offset, markdown=markdown, now_ms=_now_ms())
+    if found is None:
+        return None
+    text, span = found
+    kind = types.MarkupKind.Markdown if markdown else types.MarkupKind.PlainText
+    return types.Hover(
+        contents=types.MarkupContent(kind=kind, value=text),
+        range=result.index.range_of(span.start, span.end, ls.encoding),
+    )
+
+
+async def _code_action(
+    ls: DshLanguageServer, params: types.CodeActionParams
+) -> list[types.CodeAction | types.Command] | None:
+    result = await ls.analysis(params.text_document.uri)
+    if result is None:
+        return None
+    return code_actions(
+        result.analysis,
+        result.index,
+        ls.encoding,
+        params,
+        version=result.version,
+        literal_support=ls.capability("text_document.code_action.code_action_literal_support") is not None,
+        document_changes=bool(ls.capability("workspace.workspace_edit.document_changes", False)),
+        suggest_command=ls.suggest_command,
+    )
+
+
+async def _text_document_content(
+    ls: DshLanguageServer, params: types.TextDocumentContentParams
+) -> types.TextDocumentContentResult:
+    document_uri = document_of_preview(params.uri)
+    if document_uri is not None:
+        preview = await ls.preview(document_uri)
+        if preview is not None:
+            return types.TextDocumentContentResult(text=preview.text)
+    stored = ls.stored_preview(params.uri)
+    if stored is not None:
+        return types.TextDocumentContentResult(text=stored)
+    raise _invalid(f"no preview for {params.uri}")
+
+
+async def _preview_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+    uri = _uri_argument(args, PREVIEW_COMMAND)
+    with ls.tracked_command():
+        preview = await ls.preview(uri)
+        if preview is None:
+            raise _invalid(f"{PREVIEW_COMMAND}: {uri} is not open and is no file")
+        shown = False
+        if ls.content_registered and ls.capability("window.show_document.support", False):
+            ls.spawn(_show_document(ls, preview))
+            shown = True
+        if not shown:
+            kind = types.MessageType.Info if preview.ok else types.MessageType.Error
+            ls.window_show_message(types.ShowMessageParams(type=kind, message=f"dsh: {preview.summary}"))
+        return preview.to_json()
+
+
+async def _show_document(ls: DshLanguageServer, preview: Preview) -> None:
+    params = types.ShowDocumentParams(uri=preview.uri, take_focus=True)
+    try:
+        result = await asyncio.wait_for(ls.window_show_document_async(params), CLIENT_REQUEST_TIMEOUT)
+    except (JsonRpcException, TimeoutError):
+        result = None
+    if result is None or not result.success:
+        kind = types.MessageType.Info if preview.ok else types.MessageType.Error
+        ls.window_show_message(types.ShowMessageParams(type=kind, message=f"dsh: {preview.summary}"))
+
+
+async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[str, Any]]:
+    options = args[0] if args else {}
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise _invalid(f"{CANDIDATES_COMMAND} expects [{{documentUri?: string, query?: string}}]")
+    uri = options.get("documentUri")
+    query = options.get("query", "")
+    if (uri is not None and not isinstance(uri, str)) or not isinstance(query, str):
+        raise _invalid(f"{CANDIDATES_COMMAND}: documentUri and query must be strings")
+    with ls.tracked_command():
+        agent = await ls.agent_for(uri)
+        candidates = await ls.engine.resolver.list_candidates(agent, query)
+        return [candidate_json(candidate) for candidate in candidates]
+
+
+async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+    uri = _uri_argument(args, SUMMARY_COMMAND)
+    with ls.tracked_command():
+        result = await ls.analysis(uri)
+        if result is None:
+            raise _invalid(f"{SUMMARY_COMMAND}: {uri} is not open")
+        summary = await asyncio.to_thread(document_summary, result.analysis)
+        return {**summary, "target": await ls.target_json()}
+
+
+def _shutdown(ls: DshLanguageServer, params: None) -> None:
+    ls.idle_gc.stop()
+    ls.stop_everything()
+
+
+def create_server(sessions: str | None = None) -> DshLanguageServer:
+    """A server with every feature registered (not started)."""
+    server = DshLanguageServer(sessions)
+    feature = server.feature
+    feature(types.INITIALIZE)(_initialize)
+    feature(types.INITIALIZED)(_initialized)
+    feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(_did_change_configuration)
+    feature(types.TEXT_DOCUMENT_DID_OPEN)(_did_open)
+    feature(types.TEXT_DOCUMENT_DID_CHANGE)(_did_change)
+    feature(types.TEXT_DOCUMENT_DID_CLOSE)(_did_close)
+    feature(
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.DiagnosticOptions(identifier=NAME, inter_file_dependencies=False, workspace_diagnostics=False),
+    )(_diagnostic)
+    feature(
+        types.TEXT_DOCUMENT_COMPLETION,
+        types.CompletionOptions(trigger_characters=["@"], resolve_provider=True),
+    )(_completion)
+    feature(types.COMPLETION_ITEM_RESOLVE)(_completion_resolve)
+    feature(types.TEXT_DOCUMENT_HOVER)(_hover)
+    feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Source],
+        ),
+    )(_code_action)
+    feature(types.WORKSPACE_TEXT_DOCUMENT_CONTENT)(_text_document_content)
+    feature(types.SHUTDOWN)(_shutdown)
+    server.command(PREVIEW_COMMAND)(_preview_command)
+    server.command(CANDIDATES_COMMAND)(_candidates_command)
+    server.command(SUMMARY_COMMAND)(_summary_command)
+    return server
+
+
+def serve_stdio(sessions: str | None = None) -> int:
+    """Serve one client over stdin/stdout until it exits; the exit status
+    (:func:`.transport.serve_stdio`). The caller has set up the log (:mod:`..logsetup`)."""
+    return transport.serve_stdio(create_server(sessions))

@@ -1,0 +1,126 @@
+"""Long work shown as LSP work-done progress: a cold listing, title verification, indexing.
+
+The LSP side of :meth:`..store.catalog.SessionCatalog.background_work`; nothing here is shown in a
+client that does not offer ``window.workDoneProgress``, or for work shorter than
+:data:`PROGRESS_AFTER`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, Final, Protocol
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.progress import Progress
+
+from ..logsetup import progress_after
+from ..store.catalog import INDEXING_BODIES, SessionCatalog
+
+LOG = logging.getLogger(__name__)
+
+CLIENT_REQUEST_TIMEOUT: Final = 10.0
+"""Seconds the server waits for the client to answer one of its requests."""
+PROGRESS_AFTER: Final = progress_after()
+"""Work shorter than this shows no progress (see :func:`..logsetup.progress_after`)."""
+PROGRESS_EVERY: Final = 0.25
+"""Seconds between progress reports."""
+
+
+class ProgressHost(Protocol):
+    """What progress needs of the server (:class:`.server.DshLanguageServer`)."""
+
+    @property
+    def work_done_progress(self) -> Progress: ...
+
+    @property
+    def catalog(self) -> SessionCatalog: ...
+
+    def capability(self, path: str, default: Any = None) -> Any: ...
+
+
+async def follow_background(ls: ProgressHost) -> None:
+    """Show the session source's background work (title verification, message-text
+    indexing; see ``SessionCatalog.background_work``) as work-done progress once it has
+    run for :data:`PROGRESS_AFTER`: one progress per kind of work, reporting the logs left,
+    ended when that work is done. Indexing message text is cancellable: it stops, and body
+    search answers from what was indexed until the setting is turned on again. Runs until
+    shutdown cancels it."""
+    if not ls.capability("window.work_done_progress", False):
+        return
+    shown: tuple[str, str] | None = None  # (token, title) of the progress on screen
+    started: tuple[str, float] | None = None  # (title, when first seen) of the work under way
+    while True:
+        await asyncio.sleep(PROGRESS_EVERY)
+        source = ls.catalog
+        if shown is not None and shown[1] == INDEXING_BODIES:
+            cancel = ls.work_done_progress.tokens.get(shown[0])
+            if cancel is not None and cancel.cancelled():
+                source.stop_bodies()
+                stopped = "stopped: body search answers from the logs indexed so far"
+                ls.work_done_progress.end(shown[0], types.WorkDoneProgressEnd(message=stopped))
+                shown = None
+        work = source.background_work()
+        if shown is not None and (work is None or shown[1] != work[0]):
+            ls.work_done_progress.end(shown[0], types.WorkDoneProgressEnd(message="done"))
+            shown = None
+        if work is None:
+            started = None
+            continue
+        title, message = work[0], f"{work[1]:,} logs to go"
+        if shown is not None:
+            ls.work_done_progress.report(shown[0], types.WorkDoneProgressReport(message=message))
+            continue
+        if started is None or started[0] != title:
+            started = (title, time.monotonic())
+        if time.monotonic() - started[1] < PROGRESS_AFTER:
+            continue
+        token = await _progress_token(ls)
+        if token is None:
+            return
+        cancellable = title == INDEXING_BODIES  # titles are needed; body search can wait
+        begin = types.WorkDoneProgressBegin(title=title, message=message, cancellable=cancellable)
+        ls.work_done_progress.begin(token, begin)
+        shown = (token, title)
+
+
+async def _progress_token(ls: ProgressHost) -> str | None:
+    """A new work-done progress token the client has accepted, or ``None`` (it refused or
+    did not answer in time: the work goes on without progress)."""
+    token = f"dsh-{uuid.uuid4()}"
+    try:
+        await asyncio.wait_for(ls.work_done_progress.create_async(token), CLIENT_REQUEST_TIMEOUT)
+    except (JsonRpcException, TimeoutError) as error:
+        LOG.info("no progress shown: %s", error)
+        return None
+    return token
+
+
+async def with_progress(
+    ls: ProgressHost, work: asyncio.Future[Any], title: str, message: Callable[[], str]
+) -> None:
+    """Await ``work``; if it takes longer than :data:`PROGRESS_AFTER`, show it as work-done
+    progress (begin, a report every :data:`PROGRESS_EVERY`, end) in clients that support it,
+    so a cold root of thousands of logs is seen to be read, not taken for a hang."""
+    done, _ = await asyncio.wait({work}, timeout=PROGRESS_AFTER)
+    if done or not ls.capability("window.work_done_progress", False):
+        await work
+        return
+    token = await _progress_token(ls)
+    if token is None:
+        await work
+        return
+    progress = ls.work_done_progress
+    progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message()))
+    try:
+        while not work.done():
+            await asyncio.wait({work}, timeout=PROGRESS_EVERY)
+            if not work.done():
+                progress.report(token, types.WorkDoneProgressReport(message=message()))
+    finally:
+        progress.end(token, types.WorkDoneProgressEnd(message=message()))
+    await work
