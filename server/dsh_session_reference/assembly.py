@@ -14,12 +14,16 @@ from typing import Literal, overload
 
 from .body_search import BodySearchResolver
 from .config import ResolverConfig
-from .model import SessionSource
+from .model import LiveSource, SessionSource
 from .resolver import SessionReferenceResolver
 from .store.catalog import SessionCatalog
 from .store.index.store import APART_READ_BYTES, IndexedSessionStore
 from .store.jsonl_store import JsonlSessionStore
-from .store.layout import resolve_root
+from .store.layout import resolve_root, root_origin, root_problem
+
+__all__ = ["make_resolver", "open_source", "root_origin", "root_problem", "sessions_root", "target_session"]
+"""``root_problem`` and ``root_origin`` (:mod:`.store.layout`) are the front ends' words for a root
+that is missing or no folder, given here so neither front end reaches into the store."""
 
 TARGET_ENV = "DSH_SESSION_ID"
 """dsh sets it in the sessions it runs: the session a message is written for, excluded as self."""
@@ -46,7 +50,7 @@ def open_source(
     index: bool = True,
     body_search: bool = False,
     index_dir: str | os.PathLike[str] | None = None,
-) -> SessionCatalog: ...
+) -> LiveSource: ...
 
 
 @overload

@@ -19,6 +19,7 @@ from typing import Any
 from .candidates import label_for
 from .config import is_positive_safe_integer
 from .jsjson import js_normalize
+from .model import SearchesBodies
 from .resolver import AbortSignal, AgentRef, Candidate, SessionReferenceResolver, _run
 
 
@@ -45,9 +46,13 @@ class BodySearchResolver(SessionReferenceResolver):
         signal: AbortSignal | None = None,
     ) -> list[Candidate]:
         exact = await super().list_candidates(agent, query, limit, signal)
-        search = getattr(self.query, "search_bodies", None)
+        source = self.query
         chosen = self.config.candidate_limit if limit is None else limit
-        if search is None or query.strip() == "" or not is_positive_safe_integer(chosen):
+        if (
+            not isinstance(source, SearchesBodies)
+            or query.strip() == ""
+            or not is_positive_safe_integer(chosen)
+        ):
             return exact
         room = int(chosen) - len(exact)
         if room <= 0:
@@ -56,7 +61,7 @@ class BodySearchResolver(SessionReferenceResolver):
         shown = {candidate.session_id for candidate in exact}
         records = await _run(lambda stop: self.query.list_sessions(stop), signal)
         others = [record for record in records if record.id != self_id and record.id not in shown]
-        matches = await asyncio.to_thread(search, query, others, room)
+        matches = await asyncio.to_thread(source.search_bodies, query, others, room)
         if not matches:
             return exact
         chosen_records = [match.record for match in matches]

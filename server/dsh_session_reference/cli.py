@@ -26,16 +26,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import __version__
-from .assembly import make_resolver, open_source, sessions_root, target_session
+from .assembly import make_resolver, open_source, root_origin, root_problem, sessions_root, target_session
 from .config import resolver_config
 from .display import display_inline_text
 from .errors import SessionReferenceError
 from .jsjson import js_normalize, read_text
 from .logsetup import LOG_ENV, LOG_LEVELS, log_level, progress_after
 from .logsetup import configure as configure_log
-from .model import SessionSource, StoreError
+from .model import CountsWalk, SessionSource, StoreError
 from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
-from .store.layout import root_origin, root_problem
 from .store.logfile import LogError, zstd_codec
 from .uri import (
     decode_session_reference_uri,
@@ -199,8 +198,7 @@ def _terminal_progress(args: argparse.Namespace, store: SessionSource) -> Iterat
     work runs past :func:`.logsetup.progress_after` (a cold root of thousands of logs takes
     seconds): how many sessions were read and how fast. Nothing when piped or with ``--json``;
     the line is erased when the work ends, so the output reads as without it."""
-    counted = getattr(store, "index", store)
-    if args.json or not sys.stderr.isatty() or not hasattr(counted, "walked_sessions"):
+    if args.json or not sys.stderr.isatty() or not isinstance(store, CountsWalk):
         yield
         return
     done = threading.Event()
@@ -210,7 +208,7 @@ def _terminal_progress(args: argparse.Namespace, store: SessionSource) -> Iterat
         if done.wait(progress_after()):
             return
         while True:
-            walked = counted.walked_sessions
+            walked = store.walked_sessions
             rate = walked / max(time.monotonic() - started, 1e-3)
             sys.stderr.write(f"\rreading dsh sessions: {walked:,} ({rate:,.0f}/s)\x1b[K")
             sys.stderr.flush()

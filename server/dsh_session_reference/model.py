@@ -12,7 +12,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from .candidates import CandidateTable
+    from .conversation import ConversationSnapshot
 
 
 class StoreError(Exception):
@@ -83,3 +87,82 @@ class SessionSource(Protocol):
     def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
         """The folded current surface of one session; raises :class:`StoreError`."""
         ...
+
+
+@dataclass(frozen=True)
+class BodyMatch:
+    """A session whose message text matches a body search, with a short excerpt."""
+
+    record: SessionRecord
+    snippet: str
+
+
+# --- what a source may offer beyond SessionSource -------------------------------------------------
+# Declared here so the resolver asks ``isinstance(source, Capability)`` rather than probing names.
+
+
+@runtime_checkable
+class FindsRecords(Protocol):
+    """Finds one listed record without listing the root (the indexed store)."""
+
+    def find_record(self, session_id: str, stop: threading.Event | None = None) -> SessionRecord | None: ...
+
+
+@runtime_checkable
+class ReadsConversations(Protocol):
+    """Reads what ``prepare`` needs of a session for a byte budget, without holding the log."""
+
+    def read_conversation(
+        self, session_id: str, max_bytes: int, stop: threading.Event | None = None
+    ) -> ConversationSnapshot: ...
+
+
+@runtime_checkable
+class KeepsCandidateTable(Protocol):
+    """Keeps every listed session with its label warm across requests (the language server's source)."""
+
+    def candidate_table(
+        self, stop: threading.Event | None = None, target_cwd: str | None = None
+    ) -> CandidateTable: ...
+
+
+@runtime_checkable
+class SearchesBodies(Protocol):
+    """Searches indexed message text (the opt-in body search)."""
+
+    def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> list[BodyMatch]: ...
+
+
+@runtime_checkable
+class CountsWalk(Protocol):
+    """Says how far a long listing has got (progress for a cold root of thousands of logs)."""
+
+    @property
+    def walked_sessions(self) -> int: ...
+
+
+VERIFYING_TITLES: Final = "Verifying session titles"
+INDEXING_BODIES: Final = "Indexing message text for search"
+"""The kinds of background work a :class:`LiveSource` reports (progress titles)."""
+
+
+class LiveSource(
+    SessionSource, ReadsConversations, KeepsCandidateTable, SearchesBodies, CountsWalk, Protocol
+):
+    """A long-lived source for an editor (:class:`.store.catalog.SessionCatalog`): it keeps its
+    listing and titles warm, works in the background while the editor is quiet, and says so."""
+
+    def touch(self) -> None:
+        """The editor asked for something: background work waits for the next pause."""
+
+    def background_work(self) -> tuple[str, int] | None:
+        """What the source is doing in the background (a title above, and how many logs are left)."""
+
+    def stop_bodies(self) -> None:
+        """Stop indexing message text (the user cancelled it); body search answers from what is indexed."""
+
+    def resume_bodies(self) -> None:
+        """Index message text again (body search was turned on again)."""
+
+    def close(self) -> None:
+        """Stop every thread and process the source started and write what is pending."""

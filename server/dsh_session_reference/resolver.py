@@ -29,7 +29,15 @@ from .errors import (
     cancelled,
 )
 from .jsjson import js_lower, js_normalize, js_stringify
-from .model import SessionRecord, SessionSource, StoreStopped, SurfaceSnapshot
+from .model import (
+    FindsRecords,
+    KeepsCandidateTable,
+    ReadsConversations,
+    SessionRecord,
+    SessionSource,
+    StoreStopped,
+    SurfaceSnapshot,
+)
 from .retention import RetainedSource, retain_referenced_session
 from .snapshot import AdditionalContext, build_additional_context
 from .uri import SessionReference, format_session_reference_mention
@@ -210,11 +218,12 @@ class SessionReferenceResolver:
         needle = js_lower(js_normalize(query))
         self_id = None if agent.id is None else js_normalize(agent.id)
         _assert_not_cancelled(signal)
-        table_of = getattr(self.query, "candidate_table", None)
-        if table_of is not None:
+        source = self.query
+        if isinstance(source, KeepsCandidateTable):
             # A store that keeps its listing and labels warm answers from one persistent table.
             rows = await _run(
-                lambda stop: table_of(stop, agent.cwd).select(needle, self_id, agent.cwd, cap), signal
+                lambda stop: source.candidate_table(stop, agent.cwd).select(needle, self_id, agent.cwd, cap),
+                signal,
             )
         else:
             table = await self._listing_table(needle, self_id, agent.cwd, cap, signal)
@@ -265,12 +274,11 @@ class SessionReferenceResolver:
         """
         stop = threading.Event()
         budget = self.config.max_reference_bytes
-        bounded = getattr(self.query, "read_conversation", None)
+        source = self.query
 
         async def read(session_id: str) -> SurfaceSnapshot | ConversationSnapshot:
-            if bounded is not None:
-                snapshot: ConversationSnapshot = await asyncio.to_thread(bounded, session_id, budget, stop)
-                return snapshot
+            if isinstance(source, ReadsConversations):
+                return await asyncio.to_thread(source.read_conversation, session_id, budget, stop)
             return await asyncio.to_thread(self.query.read_surface, session_id, stop)
 
         try:
@@ -386,10 +394,9 @@ def listed_records(
     indexed store) is asked for each, so a lookup costs the same in a root of 50,000 sessions
     as in one of 50; any other source (the language server's keeps its listing) is listed once.
     """
-    find_record = getattr(query, "find_record", None)
-    if find_record is None:
+    if not isinstance(query, FindsRecords):
         return {record.id: record for record in query.list_sessions(stop) if record.id in wanted}
-    found = {session_id: find_record(session_id, stop) for session_id in wanted}
+    found = {session_id: query.find_record(session_id, stop) for session_id in wanted}
     return {session_id: record for session_id, record in found.items() if record and record.id == session_id}
 
 

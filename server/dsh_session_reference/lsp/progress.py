@@ -1,6 +1,6 @@
 """Long work shown as LSP work-done progress: a cold listing, title verification, indexing.
 
-The LSP side of :meth:`..store.catalog.SessionCatalog.background_work`; nothing here is shown in a
+The LSP side of :meth:`..store.catalog.LiveSource.background_work`; nothing here is shown in a
 client that does not offer ``window.workDoneProgress``, or for work shorter than
 :data:`PROGRESS_AFTER`.
 """
@@ -19,7 +19,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.progress import Progress
 
 from ..logsetup import progress_after
-from ..store.catalog import INDEXING_BODIES, SessionCatalog
+from ..model import INDEXING_BODIES, LiveSource
 
 LOG = logging.getLogger(__name__)
 
@@ -38,14 +38,14 @@ class ProgressHost(Protocol):
     def work_done_progress(self) -> Progress: ...
 
     @property
-    def catalog(self) -> SessionCatalog: ...
+    def catalog(self) -> LiveSource: ...
 
     def capability(self, path: str, default: Any = None) -> Any: ...
 
 
 async def follow_background(ls: ProgressHost) -> None:
     """Show the session source's background work (title verification, message-text
-    indexing; see ``SessionCatalog.background_work``) as work-done progress once it has
+    indexing; see ``LiveSource.background_work``) as work-done progress once it has
     run for :data:`PROGRESS_AFTER`: one progress per kind of work, reporting the logs left,
     ended when that work is done. Indexing message text is cancellable: it stops, and body
     search answers from what was indexed until the setting is turned on again. Runs until

@@ -1,4 +1,4 @@
-"""The pygls server: wiring, settings and lifecycle; every feature is a function elsewhere in this package.
+"""The server's state: documents, settings, the engine, analyses and the work in flight.
 
 Threads and the event loop: documents, positions and scans of small texts run
 on the loop; store reads, big scans and retention run in worker threads (the
@@ -28,13 +28,12 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..analysis import Analysis, AnalysisCancelled, analyze
-from ..assembly import make_resolver, open_source, sessions_root, target_session
+from ..assembly import make_resolver, open_source, root_origin, root_problem, sessions_root, target_session
 from ..candidates import label_for
 from ..jsjson import read_text
 from ..lines import Encoding
+from ..model import LiveSource
 from ..resolver import AbortSignal, AgentRef, find_session
-from ..store.catalog import SessionCatalog
-from ..store.layout import root_origin, root_problem
 from .diagnostics import to_diagnostics
 from .documents import Document, DocumentStore
 from .idle_gc import IdleCollector
@@ -59,7 +58,7 @@ class Engine:
     """
 
     root: str
-    source: SessionCatalog
+    source: LiveSource
 
     def __init__(self, root: str, settings: Settings, previous: Engine | None = None) -> None:
         same_root = previous is not None and previous.root == root
@@ -152,7 +151,7 @@ class DshLanguageServer(LanguageServer):
     # --- settings and engine ----------------------------------------------------------------------
 
     @property
-    def catalog(self) -> SessionCatalog:
+    def catalog(self) -> LiveSource:
         """The current root's session catalog (its background work is shown as progress)."""
         return self.engine.source
 
@@ -236,7 +235,7 @@ class DshLanguageServer(LanguageServer):
                 self,
                 listing,
                 "Listing dsh sessions",
-                lambda: f"{source.index.walked_sessions:,} sessions read",
+                lambda: f"{source.walked_sessions:,} sessions read",
             )
             await self.agent_for(None)
         except Exception as error:  # the first request meets the same problem and reports it

@@ -1,6 +1,6 @@
-"""The language server's :class:`~dsh_session_reference.model.SessionSource`: fast at any store size.
+"""The session catalog: the editor's live source (:class:`~..model.LiveSource`), fast at any store size.
 
-Under it is the title index (:class:`~..store.index.IndexedSessionStore`),
+Under it is the title index (:class:`~.index.store.IndexedSessionStore`),
 which answers exactly as the uncached store and only reads logs that changed.
 What it cannot avoid is looking: a listing walks the root and ``lstat``s every
 log, about 10 ms per thousand sessions, and a cold index must replay every log
@@ -20,7 +20,7 @@ how much of that work an ``@`` keystroke may wait for:
 * **A cold index never blocks a popup.** Titles the index does not know yet,
   when there are more than :data:`SYNC_VERIFY_BYTES` of them to read, are shown
   from a byte scan for the last ``session/title`` line
-  (:func:`~..store.index.scan_last_title`), in ``listCandidates``' rank order
+  (:func:`~.index.title_scan.scan_last_title`), in ``listCandidates``' rank order
   for the popup's cwd as far as :data:`HINT_BUDGET` allows (the rest behind it),
   while a worker process replays the logs and fills the index; a verified title
   then replaces the hint (they differ only for damaged logs, whose label is
@@ -31,7 +31,7 @@ how much of that work an ``@`` keystroke may wait for:
 ``prepare``, diagnostics and previews read surfaces afresh; a surface of an
 unchanged small log is kept (at most :data:`MAX_SURFACES`, none of a log over
 :data:`MAX_SURFACE_LOG_BYTES`), so whole big logs are never held. ``prepare``'s
-read of a log of more JSONL than :data:`~..store.index.APART_READ_BYTES` runs in a
+read of a log of more JSONL than :data:`~.index.store.APART_READ_BYTES` runs in a
 process of its own. Nothing here writes to the sessions root; the index lives in
 the user's cache folder.
 """
@@ -57,8 +57,14 @@ from typing import Any, Final, TypeVar
 
 from ..candidates import CandidateTable, Row, candidate_rank, label_for
 from ..conversation import ConversationSnapshot
-from ..model import SessionRecord, SurfaceSnapshot, TitleObservation
-from .index.bodies import BodyMatch
+from ..model import (
+    INDEXING_BODIES,
+    VERIFYING_TITLES,
+    BodyMatch,
+    SessionRecord,
+    SurfaceSnapshot,
+    TitleObservation,
+)
 from .index.records import MessageText, Verified, batches, record_data
 from .index.rows import Fingerprint, fingerprint_of, header_text
 from .index.store import IndexedSessionStore
@@ -91,9 +97,6 @@ IDLE_ROUND: Final = 5.0
 """Seconds between background rounds nobody asked for (they only pick up stray work)."""
 VERIFY_BATCH_BYTES: Final = 8 << 20
 MAX_SURFACES: Final = 16
-VERIFYING_TITLES: Final = "Verifying session titles"
-INDEXING_BODIES: Final = "Indexing message text for search"
-"""The background work :meth:`SessionCatalog.background_work` names (progress titles)."""
 MAX_SURFACE_LOG_BYTES: Final = 8 << 20
 
 
@@ -254,6 +257,11 @@ class SessionCatalog:
         table = kept.table.relabelled(labels) if labels else kept.table
         return _KeptTable(kept.records, version, table, positions)
 
+    @property
+    def walked_sessions(self) -> int:
+        """Session directories the latest full walk has looked at so far (progress)."""
+        return self.index.walked_sessions
+
     def touch(self) -> None:
         """The editor is active (a message arrived): background work waits for it to pause."""
         self._active = time.monotonic()
@@ -342,7 +350,7 @@ class SessionCatalog:
         self, session_id: str, max_bytes: int, stop: threading.Event | None = None
     ) -> ConversationSnapshot:
         """``prepare``'s bounded read (see ``conversation.py``); a log of more JSONL than
-        :data:`~..store.index.APART_READ_BYTES` is read in a process of its own."""
+        :data:`~.index.store.APART_READ_BYTES` is read in a process of its own."""
         return self._kept(
             ("conversation", session_id, max_bytes),
             ConversationSnapshot,

@@ -5,24 +5,14 @@ from __future__ import annotations
 import re
 import threading
 from collections import deque
-from dataclasses import dataclass
 from typing import Any, Final
 
-from ...model import SessionRecord
 from ...projection import project_conversation
 from ..layout import Compression
 from ..logfile import LogChanged, LogError, open_artifact, read_log
 
 BODY_CHARS: Final = 200_000
 """Message text kept per session for body search (the newest messages win)."""
-
-
-@dataclass(frozen=True)
-class BodyMatch:
-    """A session whose message text matches a body search, with a short excerpt."""
-
-    record: SessionRecord
-    snippet: str
 
 
 class _MessageTexts:

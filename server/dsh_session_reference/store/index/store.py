@@ -19,12 +19,12 @@ from typing import Final
 
 from ...conversation import ConversationKeeper, ConversationSnapshot
 from ...jsjson import js_normalize
-from ...model import SessionRecord, SurfaceSnapshot, TitleObservation
+from ...model import BodyMatch, SessionRecord, SurfaceSnapshot, TitleObservation
 from ..jsonl_store import Artifact, JsonlSessionStore
 from ..layout import is_within
 from ..logfile import check_stop
 from ..workers import WorkerProcess, run_apart
-from .bodies import BodyMatch, fts_query, message_text
+from .bodies import fts_query, message_text
 from .database import IndexDatabase, default_index_dir, index_file, tidy_once
 from .records import MessageText, Verified, batches, record_data
 from .rows import (
