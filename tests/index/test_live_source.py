@@ -23,8 +23,11 @@ from dsh_session_reference.lsp.settings import Settings, apply_settings
 from dsh_session_reference.model import SessionRecord
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.store import JsonlSessionStore, catalog
-from dsh_session_reference.store.catalog import SessionCatalog, root_state
+from dsh_session_reference.store import scheduler as scheduler_module
+from dsh_session_reference.store.catalog import SessionCatalog
 from dsh_session_reference.store.index.store import IndexedSessionStore
+from dsh_session_reference.store.root_state import root_state
+from dsh_session_reference.store.scheduler import Scheduler
 from store.logbuild import header, lines, one_turn, put, title
 
 from .test_index import age
@@ -82,7 +85,7 @@ def test_a_big_cold_store_shows_hints_then_the_exact_titles(
     again = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
     try:
         assert again.read_titles(again.list_sessions()) == expected
-        assert again._queue == {}
+        assert again.titles.queued == {}
     finally:
         again.close()
 
@@ -90,11 +93,11 @@ def test_a_big_cold_store_shows_hints_then_the_exact_titles(
 def test_a_big_store_is_served_from_memory_and_revalidated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root, source = revalidated(tmp_path, monkeypatch, grace=0.0, max_defer=catalog.MAX_DEFER)
+    root, source = revalidated(tmp_path, monkeypatch, grace=0.0, max_defer=scheduler_module.MAX_DEFER)
     try:
         assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]
         put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
-        with source._serving():  # a request in progress: background work waits for it to end
+        with source.scheduler.serving():  # a request in progress: background work waits for it to end
             assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]  # stale, refreshing
             time.sleep(0.5)
             assert "new" not in listed(source)
@@ -110,16 +113,15 @@ def revalidated(
     old, under the given idle rules."""
     monkeypatch.setattr(catalog, "SYNC_MAX_SESSIONS", 1)
     monkeypatch.setattr(catalog, "REFRESH_AFTER", 0.0)
-    monkeypatch.setattr(catalog, "IDLE_GRACE", grace)
-    monkeypatch.setattr(catalog, "MAX_DEFER", max_defer)
     root = tmp_path / "sessions"
     store(root)
-    return root, SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    rules = Scheduler(idle_grace=grace, max_defer=max_defer)
+    return root, SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
 
 
 def listed(source: SessionCatalog) -> set[str]:
     """The ids of the listing requests are answered from (looked at without making a request)."""
-    snapshot = source._snapshot
+    snapshot = source.snapshot
     assert snapshot is not None
     return {record.id for record in snapshot.records}
 
@@ -209,17 +211,17 @@ def test_reads_for_prepare_hold_background_work_back(tmp_path: Path, monkeypatch
         read = getattr(source.index, name)
 
         def watched(*args: Any, _read: Any = read) -> Any:
-            quiet_during.append(source._quiet.is_set())
+            quiet_during.append(source.scheduler.quiet)
             return _read(*args)
 
         monkeypatch.setattr(source.index, name, watched)
     try:
-        assert source._quiet.is_set()
+        assert source.scheduler.quiet
         source.list_sessions()
         source.read_surface("good")
         source.read_conversation("good", 4096)
         assert quiet_during == [False, False]  # background work waits while a log is read
-        assert source._quiet.is_set()
+        assert source.scheduler.quiet
     finally:
         source.close()
 
@@ -235,7 +237,7 @@ def test_empty_session_directories_make_a_big_root_too(tmp_path: Path) -> None:
     try:
         assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]
         put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
-        with source._serving():  # a request in progress: no walk of its own, none behind it yet
+        with source.scheduler.serving():  # a request in progress: no walk of its own, none behind it yet
             assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]
     finally:
         source.close()
@@ -336,13 +338,13 @@ def test_a_cold_first_popup_hints_titles_in_rank_order_for_its_cwd(
     age(root)
     source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
     hinted: list[str] = []
-    hint = source._hint
+    hint = source.titles.hint
 
     def spied(location: str, *args: Any) -> str | None:
         hinted.append(location)
         return hint(location, *args)
 
-    monkeypatch.setattr(source, "_hint", spied)
+    monkeypatch.setattr(source.titles, "hint", spied)
     try:
         records = source.list_sessions()
         table = source.candidate_table(None, "/b")
@@ -397,7 +399,7 @@ def test_a_dropped_source_stops_its_thread(tmp_path: Path, monkeypatch: pytest.M
     store(root)
     source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
     source.read_titles(source.list_sessions())
-    thread = source._thread
+    thread = source.scheduler.thread
     assert thread is not None
     del source
     gc.collect()
@@ -509,10 +511,16 @@ async def test_titles_verified_under_a_kept_table_relabel_only_their_rows(
         first = source.candidate_table()
         assert [row.label for row in first.rows] == ["Good", "Looks fine", "plain"]  # hints
         wait_for(
-            lambda: source.candidate_table() is not first and source._queue == {} and not source._in_flight
+            lambda: (
+                source.candidate_table() is not first
+                and source.titles.queued == {}
+                and not source.titles.in_flight
+            )
         )
         table = source.candidate_table()
-        assert source._table is not None and source._table.positions is not None  # relabelled, not rebuilt
+        assert (
+            source.kept_table is not None and source.kept_table.positions is not None
+        )  # relabelled, not rebuilt
         assert [row.label for row in table.rows] == ["Good", "bad", "plain"]  # the damaged log: its id
         for query in ("", "o", "looks", "bad"):
             assert await cached.list_candidates(agent, query) == await exact.list_candidates(agent, query)

@@ -44,16 +44,13 @@ import functools
 import logging
 import operator
 import os
-import stat
 import threading
 import time
 import weakref
-from collections import OrderedDict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
-from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
 from ..candidates import CandidateTable, Row, candidate_rank, label_for
 from ..conversation import ConversationSnapshot
@@ -66,11 +63,12 @@ from ..model import (
     TitleObservation,
 )
 from .index.records import MessageText, Verified, batches, record_data
-from .index.rows import Fingerprint, fingerprint_of, header_text
+from .index.rows import Fingerprint, header_text
 from .index.store import IndexedSessionStore
-from .index.title_scan import scan_last_title
-from .layout import LOG_NAMES, Compression
-from .workers import WorkerProcess
+from .root_state import root_state
+from .scheduler import IDLE_ROUND, Scheduler, weak_round
+from .surfaces import SurfaceCache
+from .titles import TitleBoard
 
 LOG = logging.getLogger(__name__)
 
@@ -83,21 +81,7 @@ REFRESH_AFTER: Final = 1.0
 """Seconds after which a served-from-memory listing is walked again in the background."""
 SYNC_VERIFY_BYTES: Final = 8 << 20
 """Bytes of changed logs whose titles a request reads itself; more are verified in the background."""
-HINT_BUDGET: Final = 0.3
-"""Seconds the first request may spend scanning logs for title hints; the rest are scanned behind it."""
-LATER_HINT_BUDGET: Final = 0.05
-"""The same for later requests: the background is scanning by then, and typing must stay responsive."""
-IDLE_GRACE: Final = 0.25
-"""Seconds without a request (or an editor message) before in-process background work runs:
-a keystroke every few hundred milliseconds keeps the walk of a big root out of its way."""
-MAX_DEFER: Final = 5.0
-"""Seconds background work waits for that idle moment at most; it then runs between requests,
-so an editor that never goes quiet still sees new sessions."""
-IDLE_ROUND: Final = 5.0
-"""Seconds between background rounds nobody asked for (they only pick up stray work)."""
 VERIFY_BATCH_BYTES: Final = 8 << 20
-MAX_SURFACES: Final = 16
-MAX_SURFACE_LOG_BYTES: Final = 8 << 20
 
 
 _Read = TypeVar("_Read", SurfaceSnapshot, ConversationSnapshot)
@@ -129,6 +113,20 @@ class _Snapshot:
     """:func:`root_state` just before this listing (background refreshes only)."""
 
 
+@dataclass
+class _BodyIndexing:
+    """Where indexing message text for body search stands."""
+
+    wanted: bool = False
+    """Body search has been asked for (indexing starts on the first search)."""
+    stopped: bool = False
+    """The user cancelled indexing: search answers from what is indexed."""
+    busy: bool = False
+    left: int = 0
+    done_for: _Snapshot | None = None
+    """The listing every log of which is indexed."""
+
+
 _LIVE: weakref.WeakSet[SessionCatalog] = weakref.WeakSet()
 
 
@@ -145,51 +143,31 @@ class SessionCatalog:
     synchronous (no threads, no worker process), as the CLI does.
     """
 
-    def __init__(self, index: IndexedSessionStore, *, background: bool = True) -> None:
+    def __init__(
+        self, index: IndexedSessionStore, *, background: bool = True, scheduler: Scheduler | None = None
+    ) -> None:
         self.index = index
         self.root = self.index.root
         self.background = background
+        self.scheduler = Scheduler() if scheduler is None else scheduler
+        """When background work runs (requests first, then the editor's pauses); it owns the
+        background thread and the worker process."""
+        self.titles = TitleBoard()
+        self.surfaces = SurfaceCache()
         self._lock = threading.RLock()
         self._refreshing = threading.Lock()
-        self._snapshot: _Snapshot | None = None
-        self._observed: dict[str, tuple[Fingerprint, TitleObservation, int]] = {}
-        """Each log's title as last observed, with the ``_titles_version`` that observation made."""
-        self._titles_version = 0
-        """Bumped on every change to ``_observed``, so a kept candidate table knows what changed."""
-        self._hinted = False
-        self._table: _KeptTable | None = None
-        self._foreground = 0
-        self._quiet = threading.Event()
-        """Set while no request is being answered: background work waits for it."""
-        self._quiet.set()
-        self._active = time.monotonic()
-        """When the editor last asked for something (see :meth:`touch`)."""
-        self._hints: dict[str, tuple[Fingerprint, str | None]] = {}
-        self._surfaces: OrderedDict[
-            tuple[object, ...], tuple[str, Fingerprint, SurfaceSnapshot | ConversationSnapshot]
-        ] = OrderedDict()
-        self._queue: dict[str, tuple[SessionRecord, Fingerprint]] = {}
-        self._hint_queue: dict[str, tuple[SessionRecord, Fingerprint]] = {}
-        self._in_flight: set[str] = set()
-        self._bodies_wanted = False
-        self._bodies_stopped = False
-        self._bodies_left = 0
-        self._bodies_busy = False
-        self._bodies_done_for: _Snapshot | None = None
-        self._wake = threading.Event()
-        self._refresh_wanted = False
-        self._refresh_asked = 0.0
-        """When the pending background refresh was first asked for (it waits at most MAX_DEFER)."""
-        self._thread: threading.Thread | None = None
-        self._workers = _Workers()
-        weakref.finalize(self, self._workers.close)
-        self._closed = False
+        self.snapshot: _Snapshot | None = None
+        """The latest listing."""
+        self.kept_table: _KeptTable | None = None
+        """The candidate table of the latest listing, as last labelled."""
+        self._bodies = _BodyIndexing()
+        weakref.finalize(self, self.scheduler.close)
         _LIVE.add(self)
 
     # --- SessionSource ---------------------------------------------------------------------------
 
     def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
-        with self._serving():
+        with self.scheduler.serving():
             return list(self._listing(stop))
 
     def candidate_table(
@@ -202,10 +180,10 @@ class SessionCatalog:
         On a cold index, titles are hinted in ``listCandidates``' rank order for ``target_cwd``
         (same cwd, no cwd, other cwds), so the first popup's top rows are the right ones.
         """
-        with self._serving():
-            version = self._titles_version  # read first: a change while building makes the table stale
+        with self.scheduler.serving():
+            version = self.titles.version  # read first: a change while building makes the table stale
             records = self._listing(stop)
-            kept = self._table
+            kept = self.kept_table
             if kept is None or not _same_list(kept.records, records):
                 observations = self._titles(records, stop, target_cwd)
                 rows = [
@@ -215,25 +193,21 @@ class SessionCatalog:
                 kept = _KeptTable(records, version, CandidateTable(rows))
                 # Building observed titles itself (the index's, on a first build): those bumps
                 # change no label of this table, and checking now spares the next keystroke.
-            if kept.version != self._titles_version:
+            if kept.version != self.titles.version:
                 kept = self._relabelled(kept, stop)
-            self._table = kept
+            self.kept_table = kept
             return kept.table
 
     def _relabelled(self, kept: _KeptTable, stop: threading.Event | None) -> _KeptTable:
         """``kept`` brought up to the current titles: only rows whose label changed are replaced
         (the same table, memos and all, when none did)."""
-        with self._lock:
-            version = self._titles_version
-            changed = [
-                (location, entry) for location, entry in self._observed.items() if entry[2] > kept.version
-            ]
+        version, changed = self.titles.changed_since(kept.version)
         positions = kept.positions
         if positions is None:
             positions = {
                 record.location: index for index, record in enumerate(kept.records) if record.location
             }
-        snapshot = self._snapshot
+        snapshot = self.snapshot
         walked = snapshot.walked if snapshot is not None else {}
         rows = kept.table.rows
         labels: dict[int, str] = {}
@@ -264,40 +238,11 @@ class SessionCatalog:
 
     def touch(self) -> None:
         """The editor is active (a message arrived): background work waits for it to pause."""
-        self._active = time.monotonic()
-
-    @contextmanager
-    def _serving(self) -> Iterator[None]:
-        """Marks a request in progress: background work pauses until none is."""
-        with self._lock:
-            self._foreground += 1
-            self._quiet.clear()
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._foreground -= 1
-                self._active = time.monotonic()
-                if self._foreground == 0:
-                    self._quiet.set()
-
-    def _until_idle(self, deadline: float) -> float:
-        """Seconds until the editor will have been quiet for :data:`IDLE_GRACE` (0 once it has,
-        or once ``deadline`` has passed)."""
-        return max(0.0, min(self._active + IDLE_GRACE, deadline) - time.monotonic())
-
-    def _idle(self, deadline: float) -> None:
-        """Wait until no request is being answered and the editor is idle (see :meth:`_until_idle`)."""
-        while True:
-            self._quiet.wait()
-            wait = self._until_idle(deadline)
-            if wait <= 0 or self._closed:
-                return
-            time.sleep(wait)
+        self.scheduler.touch()
 
     def _listing(self, stop: threading.Event | None) -> list[SessionRecord]:
         """The current listing's records (shared: callers must not mutate it)."""
-        snapshot = self._snapshot
+        snapshot = self.snapshot
         if snapshot is None or not self._served(snapshot):
             return self._refresh(stop).records
         if time.monotonic() - snapshot.taken >= REFRESH_AFTER:
@@ -312,7 +257,7 @@ class SessionCatalog:
     def read_titles(
         self, records: Sequence[SessionRecord], stop: threading.Event | None = None
     ) -> list[TitleObservation]:
-        with self._serving():
+        with self.scheduler.serving():
             return self._titles(records, stop)
 
     def _titles(
@@ -321,18 +266,18 @@ class SessionCatalog:
         stop: threading.Event | None,
         target_cwd: str | None = None,
     ) -> list[TitleObservation]:
-        snapshot = self._snapshot
+        snapshot = self.snapshot
         walked = snapshot.walked if snapshot is not None else {}
         by_location = snapshot.by_location if snapshot is not None else {}
         found: list[TitleObservation | None] = []
         misses: list[int] = []
-        observed = self._observed
+        titles = self.titles
         for index, record in enumerate(records):
             location = record.location
             if location is not None and by_location.get(location) is record:
-                entry = observed.get(location)
-                if entry is not None and entry[0] == walked[location]:
-                    found.append(entry[1])
+                seen = titles.current(location, walked[location])
+                if seen is not None:
+                    found.append(seen)
                     continue
             found.append(None)
             misses.append(index)
@@ -358,80 +303,46 @@ class SessionCatalog:
         )
 
     def _kept(self, key: tuple[object, ...], kind: type[_Read], read: Callable[[], _Read]) -> _Read:
-        """``read()``, or what it returned before while the log is unchanged.
+        """``read()``, or what it returned before while the log is unchanged (:mod:`.surfaces`).
         A request like any other: background walks wait, so a huge log's read does
         not share the interpreter with them."""
-        with self._serving():
-            before, kept = self._remembered(key)
+        with self.scheduler.serving():
+            snapshot = self.snapshot
+            listed = snapshot.by_id.get(str(key[1])) if snapshot is not None else None
+            before, kept = self.surfaces.lookup(key, listed.location if listed is not None else None)
             if isinstance(kept, kind):
                 return kept
             value = read()
-            self._remember(key, before, value.session.location, value)
+            self.surfaces.keep(key, before, value.session.location, value)
             return value
-
-    def _remembered(self, key: tuple[object, ...]) -> tuple[Fingerprint | None, object]:
-        """``(fingerprint before the read, kept value or None)`` for a read keyed ``key``.
-
-        The value is only returned while its log (found through the latest listing)
-        still has the fingerprint it was read at.
-        """
-        snapshot = self._snapshot
-        listed = snapshot.by_id.get(str(key[1])) if snapshot is not None else None
-        location = listed.location if listed is not None else None
-        before = _fingerprint(location) if location is not None else None
-        with self._lock:
-            entry = self._surfaces.get(key)
-            if entry is not None and before is not None and entry[0] == location and entry[1] == before:
-                self._surfaces.move_to_end(key)
-                return before, entry[2]
-        return before, None
-
-    def _remember(
-        self,
-        key: tuple[object, ...],
-        before: Fingerprint | None,
-        path: str | None,
-        value: SurfaceSnapshot | ConversationSnapshot,
-    ) -> None:
-        if path is None or before is None:
-            return
-        if isinstance(value, SurfaceSnapshot) and before[2] > MAX_SURFACE_LOG_BYTES:
-            return  # a whole surface of a big log is not kept; a bounded conversation is
-        if _fingerprint(path) != before:
-            return  # written to while it was read
-        with self._lock:
-            self._surfaces[key] = (path, before, value)
-            self._surfaces.move_to_end(key)
-            while len(self._surfaces) > MAX_SURFACES:
-                self._surfaces.popitem(last=False)
 
     def background_work(self) -> tuple[str, int] | None:
         """What the background is doing that a person may be waiting for, and how many logs are
         left: titles of listed logs being verified, or message text being indexed for body
         search. ``None`` when idle. Read by the server to show progress."""
-        with self._lock:
-            titles = len(self._queue) + len(self._in_flight)
+        titles = self.titles.pending()
         if titles:
             return VERIFYING_TITLES, titles
-        if self._bodies_busy and not self._bodies_stopped:
-            return INDEXING_BODIES, self._bodies_left
+        bodies = self._bodies
+        if bodies.busy and not bodies.stopped:
+            return INDEXING_BODIES, bodies.left
         return None
 
     def stop_bodies(self) -> None:
         """Stop indexing message text (the user cancelled it): body search answers from the logs
         indexed so far until :meth:`resume_bodies` (body search turned on again)."""
-        self._bodies_stopped = True
+        self._bodies.stopped = True
 
     def resume_bodies(self) -> None:
-        self._bodies_stopped = False
+        self._bodies.stopped = False
         self._ask()
 
     # --- body search (opt-in) --------------------------------------------------------------------
 
     def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> list[BodyMatch]:
         """Body matches from what is indexed so far; the first call starts indexing message text."""
-        if not self._bodies_wanted:
-            self._bodies_wanted = True
+        if not self._bodies.wanted:
+            self._bodies.wanted = True
             if self.background:
                 self._ask()
             else:
@@ -446,14 +357,8 @@ class SessionCatalog:
         A source that is simply dropped (the server switched roots) is closed
         when it is collected: its thread holds it only weakly.
         """
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-        self._wake.set()
-        self._quiet.set()
-        self._workers.close()
-        self.index.close()
+        if self.scheduler.close():
+            self.index.close()
 
     # --- listing ---------------------------------------------------------------------------------
 
@@ -476,7 +381,7 @@ class SessionCatalog:
         # lock is taken: a request never waits for a walk that waits for that request.
         state = root_state(self.root, pause) if quick else None
         with self._refreshing:
-            previous = self._snapshot
+            previous = self.snapshot
             if previous is not None and (
                 previous.taken >= asked
                 or (not quick and self._served(previous) and asked - previous.taken < REFRESH_AFTER)
@@ -491,7 +396,7 @@ class SessionCatalog:
                 state = root_state(self.root)
             if previous is not None and quick and state == previous.state:
                 snapshot = dataclasses.replace(previous, taken=began)
-                self._snapshot = snapshot
+                self.snapshot = snapshot
                 return snapshot
             records = self.index.list_sessions(stop)
             walked = dict(self.index.walked)
@@ -506,7 +411,7 @@ class SessionCatalog:
                 {record.id: record for record in records},
                 state,
             )
-            self._snapshot = snapshot
+            self.snapshot = snapshot
         self._write_behind()
         return snapshot
 
@@ -539,10 +444,10 @@ class SessionCatalog:
             if observation is not None:
                 found[index] = observation
                 if listed:
-                    self._observe(location, fp, observation)
+                    self.titles.observe(location, fp, observation)
                 continue
             unknown.append(index)
-            to_read += fp[2]
+            to_read += fp.size
         if not unknown:
             return
         if not self.background or to_read <= SYNC_VERIFY_BYTES:
@@ -557,8 +462,8 @@ class SessionCatalog:
         later: dict[str, tuple[SessionRecord, Fingerprint]] = {}
         verify: dict[str, tuple[SessionRecord, Fingerprint]] = {}
         root_real = os.path.realpath(self.root)
-        deadline = time.monotonic() + (LATER_HINT_BUDGET if self._hinted else HINT_BUDGET)
-        self._hinted = True
+        titles = self.titles
+        deadline = time.monotonic() + titles.hint_budget()
         for index in sorted(unknown, key=lambda at: candidate_rank(records[at].cwd, target_cwd)):
             record = records[index]
             location = record.location
@@ -566,37 +471,21 @@ class SessionCatalog:
             if location is None or fp is None or by_location.get(location) is not record:
                 exact.append(index)
                 continue
-            known = self._hints.get(location)
-            if (known is not None and known[0] == fp) or time.monotonic() < deadline:
-                hint = TitleObservation(record.id, title=self._hint(location, fp, root_real, stop))
-                self._provisional(location, fp, hint)
+            if titles.known_hint(location, fp) or time.monotonic() < deadline:
+                hint = TitleObservation(record.id, title=titles.hint(location, fp, root_real, stop))
+                titles.provisional(location, fp, hint)
             else:
                 hint = TitleObservation(record.id)  # labelled by its id until its hint is scanned
                 later[location] = (record, fp)
             found[index] = hint
             verify[location] = (record, fp)
-        with self._lock:
-            self._hint_queue.update(later)
-            for location, entry in verify.items():
-                if location not in self._in_flight:
-                    self._queue.setdefault(location, entry)
+        titles.enqueue(verify, later)
         if exact:
             for index, observation in zip(
                 exact, self.index.read_titles([records[i] for i in exact], stop), strict=True
             ):
                 found[index] = observation
         self._ask()
-
-    def _hint(
-        self, location: str, fp: Fingerprint, root_real: str, stop: threading.Event | None
-    ) -> str | None:
-        entry = self._hints.get(location)
-        if entry is not None and entry[0] == fp:
-            return entry[1]
-        compression: Compression = "zstd" if location.endswith(".zstd") else "none"
-        hint = scan_last_title(location, root_real, compression, stop)
-        self._hints[location] = (fp, hint)
-        return hint
 
     # --- the background worker -------------------------------------------------------------------
 
@@ -607,25 +496,8 @@ class SessionCatalog:
             self._ask()
 
     def _ask(self, *, refresh: bool = False) -> None:
-        with self._lock:
-            if self._closed or not self.background:
-                return
-            if refresh:
-                if self._refresh_wanted and self._thread is not None:
-                    # Already asked and waiting for a pause: waking the thread on every keystroke
-                    # would only take the interpreter from the keystrokes to say so again.
-                    return
-                self._refresh_wanted = True
-                self._refresh_asked = time.monotonic()
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=_background,
-                    args=(weakref.ref(self), self._wake),
-                    name="dsh-session-index",
-                    daemon=True,
-                )
-                self._thread.start()
-        self._wake.set()
+        if self.background:
+            self.scheduler.ask(weak_round(self._work), refresh=refresh)
 
     def _work(self) -> float | None:
         """One round of background work: keep the worker process fed, scan hints, walk the root
@@ -639,26 +511,23 @@ class SessionCatalog:
         and at 10,000 sessions (0.12 s, every second) running it between keystrokes added a
         third to the typing p95.
         """
-        self._quiet.wait()
-        with self._lock:
-            if self._closed:
-                return None
-            # Wanted until it runs: a request asking again meanwhile must not move the deadline.
-            refresh = self._refresh_wanted
-            deadline = self._refresh_asked + MAX_DEFER
+        scheduler = self.scheduler
+        scheduler.wait_quiet()
+        if scheduler.closed:
+            return None
+        deadline = scheduler.refresh_deadline()
         try:
-            self.index.flush(self._quiet.wait)
+            self.index.flush(scheduler.wait_quiet)
             self._feed()
             self._scan_hints()
-            if refresh:
-                wait = self._until_idle(deadline)
+            if deadline is not None:
+                wait = scheduler.until_idle(deadline)
                 if wait > 0:
                     return wait
-                with self._lock:
-                    self._refresh_wanted = False
-                snapshot = self._snapshot
+                scheduler.refresh_taken()
+                snapshot = self.snapshot
                 if snapshot is None or time.monotonic() - snapshot.taken >= REFRESH_AFTER:
-                    self._refresh(None, quick=True, pause=functools.partial(self._idle, deadline))
+                    self._refresh(None, quick=True, pause=functools.partial(scheduler.idle, deadline))
                     self._feed()
         except Exception:  # the next request still works from the snapshot; say why here
             LOG.exception("background index work failed")
@@ -667,78 +536,49 @@ class SessionCatalog:
     def _scan_hints(self) -> None:
         """Hints a request had no time for (the scan is mostly decompression, outside the GIL)."""
         root_real = os.path.realpath(self.root)
+        titles = self.titles
         while True:
-            self._quiet.wait()
-            with self._lock:
-                if self._closed or not self._hint_queue:
-                    return
-                location = next(iter(self._hint_queue))  # in the order the request left them
-                record, fp = self._hint_queue.pop(location)
-            entry = self._observed.get(location)
-            if entry is not None and entry[0] == fp:
+            self.scheduler.wait_quiet()
+            if self.scheduler.closed:
+                return
+            left = titles.next_scan()
+            if left is None:
+                return
+            location, record, fp = left
+            if titles.current(location, fp) is not None:
                 continue
-            hint = TitleObservation(record.id, title=self._hint(location, fp, root_real, None))
-            self._provisional(location, fp, hint)
-
-    def _provisional(self, location: str, fp: Fingerprint, hint: TitleObservation) -> None:
-        """Show a hint until the verified title replaces it (a verified one is never replaced)."""
-        with self._lock:
-            entry = self._observed.get(location)
-            if entry is None or entry[0] != fp:
-                self._observe(location, fp, hint)
-
-    def _observe(self, location: str, fp: Fingerprint, observation: TitleObservation) -> None:
-        """The one way a title enters the in-memory map (kept tables then know they are stale)."""
-        with self._lock:
-            entry = self._observed.get(location)
-            if entry is not None and entry[0] == fp and entry[1] == observation:
-                return  # a verified title that confirms its hint changes no label
-            self._titles_version += 1
-            self._observed[location] = (fp, observation, self._titles_version)
-
-    def _worker_process(self) -> WorkerProcess | None:
-        with self._lock:
-            if self._closed:
-                return None
-            return self._workers.get()
+            hint = TitleObservation(record.id, title=titles.hint(location, fp, root_real, None))
+            titles.provisional(location, fp, hint)
 
     def _feed(self) -> None:
         """Send queued title verifications (then body texts, when wanted) to the worker process."""
-        with self._lock:
-            if self._in_flight:
-                return  # one batch at a time keeps a core free for requests
-            queued = list(self._queue.values())
+        titles = self.titles
+        if titles.busy():
+            return  # one batch at a time keeps a core free for requests
+        queued = titles.waiting()
         if queued:
             batch = batches([record for record, _ in queued[:256]], VERIFY_BATCH_BYTES, 256)[0]
-            worker = self._worker_process()
+            worker = self.scheduler.worker()
             if worker is None:
                 return
-            with self._lock:
-                for record in batch:
-                    assert record.location is not None
-                    self._queue.pop(record.location, None)
-                    self._in_flight.add(record.location)
+            titles.take(batch)
             future = worker.submit("verify_titles", self.root, [record_data(record) for record in batch])
             future.add_done_callback(lambda done: self._verified(batch, done))
             return
-        snapshot = self._snapshot
-        if (
-            self._bodies_wanted
-            and not self._bodies_stopped
-            and not self._bodies_busy
-            and snapshot is not None
-        ):
-            if self._bodies_done_for is snapshot:
+        snapshot = self.snapshot
+        bodies = self._bodies
+        if bodies.wanted and not bodies.stopped and not bodies.busy and snapshot is not None:
+            if bodies.done_for is snapshot:
                 return  # every log of this listing is indexed already
             stale = self.index.bodies_to_index(snapshot.records)
             if not stale:
-                self._bodies_done_for = snapshot
+                bodies.done_for = snapshot
                 return
-            worker = self._worker_process()
+            worker = self.scheduler.worker()
             if worker is None:
                 return
-            self._bodies_busy = True
-            self._bodies_left = len(stale)
+            bodies.busy = True
+            bodies.left = len(stale)
             body = worker.submit("message_texts", self.root, stale[:64])
             body.add_done_callback(self._bodies_read)
 
@@ -752,66 +592,24 @@ class SessionCatalog:
         except Exception as failure:  # a cancelled or crashed batch is queued again on demand
             LOG.info("title verification stopped: %r", failure)
             results = []
-        for record, (fp, started, title, problem) in zip(batch, results, strict=False):
-            if fp is not None:
-                observation = TitleObservation(record.id, title, problem)
-                self.index.remember_title(record, fp, header_text(record.header), observation, started)
+        for record, found in zip(batch, results, strict=False):
+            if found.fp is not None:
+                observation = TitleObservation(record.id, found.title, found.error)
+                key = header_text(record.header)
+                self.index.remember_title(record, found.fp, key, observation, found.started_ns)
                 assert record.location is not None
-                self._observe(record.location, fp, observation)
+                self.titles.observe(record.location, found.fp, observation)
         self.index.flush()
-        with self._lock:
-            for record in batch:
-                assert record.location is not None
-                self._in_flight.discard(record.location)
-        self._wake.set()
+        self.titles.done(batch)
+        self.scheduler.wake()
 
     def _bodies_read(self, future: Future[list[MessageText]]) -> None:
         try:
             self.index.put_bodies(future.result())
         except Exception as error:
             LOG.info("body indexing stopped: %r", error)
-        self._bodies_busy = False
-        self._wake.set()
-
-
-class _Workers:
-    """The worker process, owned apart from the source so a finalizer can stop it."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._worker: WorkerProcess | None = None
-        self._closed = False
-
-    def get(self) -> WorkerProcess | None:
-        with self._lock:
-            if self._closed:
-                return None
-            if self._worker is None:
-                self._worker = WorkerProcess()
-            return self._worker
-
-    def close(self) -> None:
-        with self._lock:
-            self._closed = True
-            worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.close()
-
-
-def _background(source_ref: weakref.ref[SessionCatalog], wake: threading.Event) -> None:
-    """The background thread: holds its source only while working, so a dropped source ends it."""
-    timeout = IDLE_ROUND
-    while True:
-        wake.wait(timeout=timeout)
-        wake.clear()
-        source = source_ref()
-        if source is None:
-            return
-        due = source._work()
-        if due is None:
-            return
-        timeout = due
-        del source
+        self._bodies.busy = False
+        self.scheduler.wake()
 
 
 def _same_list(kept: list[SessionRecord], records: list[SessionRecord]) -> bool:
@@ -830,68 +628,3 @@ def _same_record(record: SessionRecord, previous: _Snapshot, walked: dict[str, F
     if old is not None and fp is not None and previous.walked.get(location) == fp and old.id == record.id:
         return old
     return record
-
-
-_NAMES: Final = tuple(os.sep + name for name in LOG_NAMES.values())
-
-
-def root_state(root: str, pause: Callable[[], object] | None = None) -> int:
-    """A digest of everything a listing of ``root`` depends on that a bare walk can see: each
-    project's entries, and for every session directory the status of both log names (a
-    symlinked log by its target too). Equal digests mean the listing would be the same (up to
-    a 64-bit hash collision); a digest rather than the statuses themselves, since a 50,000-log
-    root would keep ~20 MB of them. Mostly ``lstat`` calls, which release the GIL; ``pause``
-    is called every few hundred entries (the background passes one that waits while a request
-    is being answered: a 50,000-log walk takes a third of a second)."""
-    state = 0
-    seen = 0
-    lstat, stat_of = os.lstat, os.stat
-    try:
-        projects = list(os.scandir(root))
-    except OSError as error:
-        return hash(("", error.errno))
-    for project in projects:
-        if not project.is_dir(follow_symlinks=False):
-            continue
-        try:
-            entries = list(os.scandir(project.path))
-        except OSError as error:
-            state = hash((state, project.path, error.errno))
-            continue
-        for entry in entries:
-            seen += 1
-            if pause is not None and seen % 256 == 0:
-                pause()
-            if not entry.is_dir(follow_symlinks=False):
-                state = hash((state, entry.path, _status(entry.path, lstat, stat_of)))
-                continue
-            for name in _NAMES:
-                path = entry.path + name
-                try:
-                    info = lstat(path)
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
-                except OSError as error:
-                    state = hash((state, path, error.errno))
-                    continue
-                if stat.S_ISREG(info.st_mode):
-                    state = hash((state, path, *fingerprint_of(info)))
-                else:
-                    state = hash((state, path, _status(path, lstat, stat_of)))
-    return state
-
-
-def _status(path: str, lstat: Any, stat_of: Any) -> object:
-    try:
-        info = lstat(path)
-        link = stat_of(path) if stat.S_ISLNK(info.st_mode) else None
-    except OSError as error:
-        return error.errno
-    return (info.st_mode, *fingerprint_of(info), None if link is None else fingerprint_of(link))
-
-
-def _fingerprint(path: str) -> Fingerprint | None:
-    try:
-        return fingerprint_of(os.lstat(path))
-    except OSError:
-        return None

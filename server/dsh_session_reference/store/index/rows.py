@@ -15,7 +15,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeVar, overload
+from typing import Any, Final, NamedTuple, TypeVar, overload
 
 from ..layout import LOG_NAMES, Compression
 
@@ -27,12 +27,20 @@ RACY_NS: Final = 2_000_000_000
 LISTED: Final = "="
 """A title entry's header key meaning "the header of this row's listing entry" (never JSON)."""
 
-Fingerprint = tuple[int, int, int, int, int]
-"""``(st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns)`` of a regular file."""
+
+class Fingerprint(NamedTuple):
+    """What identifies one state of a regular file: a log whose fingerprint is unchanged holds
+    the same bytes (racily written ones aside: see :data:`RACY_NS`)."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
 
 
 def fingerprint_of(info: os.stat_result) -> Fingerprint:
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+    return Fingerprint(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def header_text(header: Mapping[str, Any]) -> str:
@@ -95,7 +103,7 @@ class IndexRow:
     parsed_title: TitleEntry | None = field(default=_UNPARSED, compare=False, repr=False)
 
     def fresh(self, fp: Fingerprint, recorded_ns: int) -> bool:
-        return self.fp == fp and fp[3] + RACY_NS <= recorded_ns
+        return self.fp == fp and fp.mtime_ns + RACY_NS <= recorded_ns
 
     def listing_outcome(self, fp: Fingerprint, path: str) -> ListingEntry | None:
         """The listing entry, if fresh at ``fp``; ``path`` is this row's (its key in the index)."""
@@ -136,7 +144,7 @@ def fp_parse(text: object) -> Fingerprint:
     if len(parts) != 5 or not all(part.isdigit() for part in parts):
         raise Untrusted("malformed fingerprint")
     dev, ino, size, mtime, ctime = (int(part) for part in parts)
-    return dev, ino, size, mtime, ctime
+    return Fingerprint(dev, ino, size, mtime, ctime)
 
 
 def path_key(text: str) -> bytes:

@@ -1,0 +1,72 @@
+"""A digest of everything a listing of a root depends on that a bare walk can see.
+
+The catalog's background check compares it with the digest taken before its last listing and
+keeps that listing when nothing changed (a bare walk costs a third of a full listing).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from typing import Any, Final
+
+from .index.rows import fingerprint_of
+from .layout import LOG_NAMES
+
+_NAMES: Final = tuple(os.sep + name for name in LOG_NAMES.values())
+
+
+def root_state(root: str, pause: Callable[[], object] | None = None) -> int:
+    """A digest of everything a listing of ``root`` depends on that a bare walk can see: each
+    project's entries, and for every session directory the status of both log names (a
+    symlinked log by its target too). Equal digests mean the listing would be the same (up to
+    a 64-bit hash collision); a digest rather than the statuses themselves, since a 50,000-log
+    root would keep ~20 MB of them. Mostly ``lstat`` calls, which release the GIL; ``pause``
+    is called every few hundred entries (the background passes one that waits while a request
+    is being answered: a 50,000-log walk takes a third of a second)."""
+    state = 0
+    seen = 0
+    lstat, stat_of = os.lstat, os.stat
+    try:
+        projects = list(os.scandir(root))
+    except OSError as error:
+        return hash(("", error.errno))
+    for project in projects:
+        if not project.is_dir(follow_symlinks=False):
+            continue
+        try:
+            entries = list(os.scandir(project.path))
+        except OSError as error:
+            state = hash((state, project.path, error.errno))
+            continue
+        for entry in entries:
+            seen += 1
+            if pause is not None and seen % 256 == 0:
+                pause()
+            if not entry.is_dir(follow_symlinks=False):
+                state = hash((state, entry.path, _status(entry.path, lstat, stat_of)))
+                continue
+            for name in _NAMES:
+                path = entry.path + name
+                try:
+                    info = lstat(path)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                except OSError as error:
+                    state = hash((state, path, error.errno))
+                    continue
+                if stat.S_ISREG(info.st_mode):
+                    state = hash((state, path, *fingerprint_of(info)))
+                else:
+                    state = hash((state, path, _status(path, lstat, stat_of)))
+    return state
+
+
+def _status(path: str, lstat: Any, stat_of: Any) -> object:
+    try:
+        info = lstat(path)
+        link = stat_of(path) if stat.S_ISLNK(info.st_mode) else None
+    except OSError as error:
+        return error.errno
+    return (info.st_mode, *fingerprint_of(info), None if link is None else fingerprint_of(link))

@@ -1,0 +1,185 @@
+"""When the catalog's background work may run: never beside a request, and for the expensive part
+only once the editor pauses. The scheduler owns the background thread and the worker process.
+
+A request marks itself (:meth:`Scheduler.serving`) and background work waits until none is in
+progress; any message from the editor (:meth:`Scheduler.touch`) pushes the walk that revalidates
+a big root's listing back until the editor has been quiet for ``idle_grace`` (at most
+``max_defer``). The clock and both delays are parameters, so a test can drive them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Final
+
+from .workers import WorkerProcess
+
+IDLE_GRACE: Final = 0.25
+"""Seconds without a request (or an editor message) before in-process background work runs:
+a keystroke every few hundred milliseconds keeps the walk of a big root out of its way."""
+MAX_DEFER: Final = 5.0
+"""Seconds background work waits for that idle moment at most; it then runs between requests,
+so an editor that never goes quiet still sees new sessions."""
+IDLE_ROUND: Final = 5.0
+"""Seconds between background rounds nobody asked for (they only pick up stray work)."""
+
+Round = Callable[[], "float | None"]
+"""One round of background work: the seconds until the next is due unasked, ``None`` to stop."""
+
+
+class Scheduler:
+    """Requests first, the editor's pauses next, background work in between."""
+
+    def __init__(
+        self,
+        *,
+        idle_grace: float = IDLE_GRACE,
+        max_defer: float = MAX_DEFER,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.idle_grace = idle_grace
+        self.max_defer = max_defer
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._foreground = 0
+        self._quiet = threading.Event()
+        """Set while no request is being answered: background work waits for it."""
+        self._quiet.set()
+        self.active = clock()
+        """When the editor last asked for something (see :meth:`touch`)."""
+        self._wake = threading.Event()
+        self._refresh_wanted = False
+        self._refresh_asked = 0.0
+        """When the pending refresh was first asked for (it waits at most ``max_defer``)."""
+        self.thread: threading.Thread | None = None
+        self.closed = False
+        self._worker: WorkerProcess | None = None
+
+    # --- requests and the editor ------------------------------------------------------------------
+
+    def touch(self) -> None:
+        """The editor is active (a message arrived): background work waits for it to pause."""
+        self.active = self.clock()
+
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """Marks a request in progress: background work pauses until none is."""
+        with self._lock:
+            self._foreground += 1
+            self._quiet.clear()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._foreground -= 1
+                self.active = self.clock()
+                if self._foreground == 0:
+                    self._quiet.set()
+
+    @property
+    def quiet(self) -> bool:
+        """Whether no request is being answered."""
+        return self._quiet.is_set()
+
+    def wait_quiet(self) -> None:
+        """Wait until no request is being answered (a pause the index writer and walks take)."""
+        self._quiet.wait()
+
+    def until_idle(self, deadline: float) -> float:
+        """Seconds until the editor will have been quiet for ``idle_grace`` (0 once it has, or
+        once ``deadline`` has passed)."""
+        return max(0.0, min(self.active + self.idle_grace, deadline) - self.clock())
+
+    def idle(self, deadline: float) -> None:
+        """Wait until no request is being answered and the editor is idle (see :meth:`until_idle`)."""
+        while True:
+            self._quiet.wait()
+            wait = self.until_idle(deadline)
+            if wait <= 0 or self.closed:
+                return
+            time.sleep(wait)
+
+    # --- the background thread --------------------------------------------------------------------
+
+    def ask(self, work: Callable[[], Round | None], *, refresh: bool = False) -> None:
+        """Wake the background thread (starting it on first use) to run a round of ``work()``,
+        a weak reference to the owner's round (a dropped owner ends the thread). ``refresh``:
+        the owner wants its listing walked again once the editor pauses."""
+        with self._lock:
+            if self.closed:
+                return
+            if refresh:
+                if self._refresh_wanted and self.thread is not None:
+                    # Already asked and waiting for a pause: waking the thread on every keystroke
+                    # would only take the interpreter from the keystrokes to say so again.
+                    return
+                self._refresh_wanted = True
+                self._refresh_asked = self.clock()
+            if self.thread is None:
+                self.thread = threading.Thread(
+                    target=_background, args=(work, self._wake), name="dsh-session-index", daemon=True
+                )
+                self.thread.start()
+        self._wake.set()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def refresh_deadline(self) -> float | None:
+        """When a pending refresh must run at the latest (``None``: none is asked for). It stays
+        asked until :meth:`refresh_taken`: a request asking again must not move the deadline."""
+        with self._lock:
+            return self._refresh_asked + self.max_defer if self._refresh_wanted else None
+
+    def refresh_taken(self) -> None:
+        with self._lock:
+            self._refresh_wanted = False
+
+    # --- the worker process -----------------------------------------------------------------------
+
+    def worker(self) -> WorkerProcess | None:
+        """The one worker process background work sends its reads to (``None`` once closed)."""
+        with self._lock:
+            if self.closed:
+                return None
+            if self._worker is None:
+                self._worker = WorkerProcess()
+            return self._worker
+
+    def close(self) -> bool:
+        """Stop the thread and the worker process; ``False`` if already closed."""
+        with self._lock:
+            if self.closed:
+                return False
+            self.closed = True
+            worker, self._worker = self._worker, None
+        self._wake.set()
+        self._quiet.set()
+        if worker is not None:
+            worker.close()
+        return True
+
+
+def _background(work: Callable[[], Round | None], wake: threading.Event) -> None:
+    """The background thread: holds its owner only while working, so a dropped owner ends it."""
+    timeout = IDLE_ROUND
+    while True:
+        wake.wait(timeout=timeout)
+        wake.clear()
+        round_of = work()
+        if round_of is None:
+            return
+        due = round_of()
+        if due is None:
+            return
+        timeout = due
+        del round_of
+
+
+def weak_round(method: Round) -> Callable[[], Round | None]:
+    """A reference to a bound round that does not keep its owner alive."""
+    return weakref.WeakMethod(method)

@@ -1,0 +1,70 @@
+"""The catalog's surface cache: recent ``prepare`` reads kept while their logs are unchanged.
+
+Diagnostics, hover and previews ask for the same few sessions again and again; a surface or
+bounded conversation is kept (at most :data:`MAX_SURFACES`, none of a whole log over
+:data:`MAX_SURFACE_LOG_BYTES`) and returned only while its log has the fingerprint it was read at.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from typing import Final, NamedTuple
+
+from ..conversation import ConversationSnapshot
+from ..model import SurfaceSnapshot
+from .index.rows import Fingerprint, fingerprint_of
+
+MAX_SURFACES: Final = 16
+MAX_SURFACE_LOG_BYTES: Final = 8 << 20
+
+Kept = SurfaceSnapshot | ConversationSnapshot
+
+
+class _Entry(NamedTuple):
+    path: str
+    fp: Fingerprint
+    value: Kept
+
+
+class SurfaceCache:
+    """Reads keyed by what was asked (``("surface", id)``, ``("conversation", id, budget)``)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._kept: OrderedDict[tuple[object, ...], _Entry] = OrderedDict()
+
+    def lookup(self, key: tuple[object, ...], location: str | None) -> tuple[Fingerprint | None, Kept | None]:
+        """``(the log's fingerprint now, the kept value or None)`` for a read keyed ``key`` of the
+        log at ``location`` (where the latest listing has it)."""
+        before = _fingerprint(location) if location is not None else None
+        with self._lock:
+            entry = self._kept.get(key)
+            if entry is not None and before is not None and entry.path == location and entry.fp == before:
+                self._kept.move_to_end(key)
+                return before, entry.value
+        return before, None
+
+    def keep(
+        self, key: tuple[object, ...], before: Fingerprint | None, path: str | None, value: Kept
+    ) -> None:
+        """Keep ``value``, read from ``path`` at ``before``, unless the log changed meanwhile."""
+        if path is None or before is None:
+            return
+        if isinstance(value, SurfaceSnapshot) and before.size > MAX_SURFACE_LOG_BYTES:
+            return  # a whole surface of a big log is not kept; a bounded conversation is
+        if _fingerprint(path) != before:
+            return  # written to while it was read
+        with self._lock:
+            self._kept[key] = _Entry(path, before, value)
+            self._kept.move_to_end(key)
+            while len(self._kept) > MAX_SURFACES:
+                self._kept.popitem(last=False)
+
+
+def _fingerprint(path: str) -> Fingerprint | None:
+    try:
+        return fingerprint_of(os.lstat(path))
+    except OSError:
+        return None

@@ -1,0 +1,156 @@
+"""The catalog's title board: each listed log's title as last observed, verified or hinted.
+
+A title enters only through :meth:`TitleBoard.observe`, which bumps a version, so a candidate
+table kept across requests asks what changed since it was labelled and relabels only those rows.
+Titles the index does not know yet are first shown from a byte scan (a hint, see
+:func:`.index.title_scan.scan_last_title`) and queued for a worker process to verify; a verified
+title replaces its hint, and a hint never replaces a verified title.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Final, NamedTuple
+
+from ..model import SessionRecord, TitleObservation
+from .index.rows import Fingerprint
+from .index.title_scan import scan_last_title
+from .layout import Compression
+
+HINT_BUDGET: Final = 0.3
+"""Seconds the first request may spend scanning logs for title hints; the rest are scanned behind it."""
+LATER_HINT_BUDGET: Final = 0.05
+"""The same for later requests: the background is scanning by then, and typing must stay responsive."""
+
+
+class Observed(NamedTuple):
+    """A title as observed at one fingerprint of its log, and the board version it made."""
+
+    fp: Fingerprint
+    observation: TitleObservation
+    version: int
+
+
+class TitleBoard:
+    """Observed titles, scanned hints, and the logs waiting to be verified or scanned."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.observed: dict[str, Observed] = {}
+        """Each log's title as last observed, with the :attr:`version` that observation made."""
+        self.version = 0
+        """Bumped on every change to :attr:`observed`."""
+        self._hints: dict[str, tuple[Fingerprint, str | None]] = {}
+        self._hinted = False
+        self.queued: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        """Listed logs whose titles a worker process is to verify, in the order requests left them."""
+        self.to_scan: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        """Listed logs whose hints a request had no time to scan."""
+        self.in_flight: set[str] = set()
+        """Logs a worker process is verifying now."""
+
+    # --- observations -----------------------------------------------------------------------------
+
+    def current(self, location: str, fp: Fingerprint) -> TitleObservation | None:
+        """The observation of the log at ``location`` if it was made at ``fp``."""
+        entry = self.observed.get(location)
+        return entry.observation if entry is not None and entry.fp == fp else None
+
+    def observe(self, location: str, fp: Fingerprint, observation: TitleObservation) -> None:
+        """The one way a title enters the board (kept tables then know they are stale)."""
+        with self._lock:
+            entry = self.observed.get(location)
+            if entry is not None and entry.fp == fp and entry.observation == observation:
+                return  # a verified title that confirms its hint changes no label
+            self.version += 1
+            self.observed[location] = Observed(fp, observation, self.version)
+
+    def provisional(self, location: str, fp: Fingerprint, hint: TitleObservation) -> None:
+        """Show a hint until the verified title replaces it (a verified one is never replaced)."""
+        with self._lock:
+            entry = self.observed.get(location)
+            if entry is not None and entry.fp == fp:
+                return
+        self.observe(location, fp, hint)
+
+    def changed_since(self, version: int) -> tuple[int, list[tuple[str, Observed]]]:
+        """The current version and every observation made after ``version``, by log."""
+        with self._lock:
+            changed = [
+                (location, entry) for location, entry in self.observed.items() if entry.version > version
+            ]
+            return self.version, changed
+
+    # --- hints ------------------------------------------------------------------------------------
+
+    def hint_budget(self) -> float:
+        """Seconds this request may scan for hints: more for the first, little after."""
+        budget = LATER_HINT_BUDGET if self._hinted else HINT_BUDGET
+        self._hinted = True
+        return budget
+
+    def known_hint(self, location: str, fp: Fingerprint) -> bool:
+        entry = self._hints.get(location)
+        return entry is not None and entry[0] == fp
+
+    def hint(
+        self, location: str, fp: Fingerprint, root_real: str, stop: threading.Event | None
+    ) -> str | None:
+        """The title a byte scan finds in the log at ``location`` (kept per fingerprint)."""
+        entry = self._hints.get(location)
+        if entry is not None and entry[0] == fp:
+            return entry[1]
+        compression: Compression = "zstd" if location.endswith(".zstd") else "none"
+        found = scan_last_title(location, root_real, compression, stop)
+        self._hints[location] = (fp, found)
+        return found
+
+    # --- the verification queue -------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        verify: dict[str, tuple[SessionRecord, Fingerprint]],
+        scan: dict[str, tuple[SessionRecord, Fingerprint]],
+    ) -> None:
+        """Queue logs to verify (those not being verified already) and hints to scan."""
+        with self._lock:
+            self.to_scan.update(scan)
+            for location, entry in verify.items():
+                if location not in self.in_flight:
+                    self.queued.setdefault(location, entry)
+
+    def pending(self) -> int:
+        """Titles queued or being verified."""
+        with self._lock:
+            return len(self.queued) + len(self.in_flight)
+
+    def take(self, batch: list[SessionRecord]) -> None:
+        """``batch`` (from :attr:`queued`) goes to a worker process."""
+        with self._lock:
+            for record in batch:
+                assert record.location is not None
+                self.queued.pop(record.location, None)
+                self.in_flight.add(record.location)
+
+    def done(self, batch: list[SessionRecord]) -> None:
+        with self._lock:
+            for record in batch:
+                assert record.location is not None
+                self.in_flight.discard(record.location)
+
+    def busy(self) -> bool:
+        with self._lock:
+            return bool(self.in_flight)
+
+    def waiting(self) -> list[tuple[SessionRecord, Fingerprint]]:
+        with self._lock:
+            return list(self.queued.values())
+
+    def next_scan(self) -> tuple[str, SessionRecord, Fingerprint] | None:
+        """The next hint a request left to scan, in the order it left them."""
+        with self._lock:
+            if not self.to_scan:
+                return None
+            location = next(iter(self.to_scan))
+            record, fp = self.to_scan.pop(location)
+            return location, record, fp
