@@ -14,9 +14,10 @@ if _sys.argv[:1] == ["-m"] and not _sys.flags.safe_path and _sys.path:
 
 from typing import TYPE_CHECKING, Any
 
+from .cancellation import AbortSignal
 from .config import DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES, MAX_REFERENCES
 from .errors import SessionReferenceError
-from .resolver import AbortSignal, AgentRef, Candidate, PreparedMessage, SessionReferenceResolver
+from .resolver import AgentRef, Candidate, PreparedMessage, SessionReferenceResolver
 from .snapshot import AdditionalContext
 from .uri import (
     SESSION_REFERENCE_SCHEME,

@@ -17,16 +17,16 @@ error finding exactly when ``parse`` + ``prepare`` of its text would fail.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
+from .cancellation import AbortSignal, Cancelled
 from .conversation import ConversationSnapshot
 from .display import display_inline_text
 from .errors import BUDGET_EXCEEDED, SessionReferenceError
 from .jsjson import js_normalize, js_stringify
-from .model import SessionRecord, StoreStopped, SurfaceSnapshot
+from .model import SessionRecord, SurfaceSnapshot
 from .resolver import AgentRef, SessionReferenceResolver, listed_records
 from .retention import RetainedSource
 from .uri import SESSION_REFERENCE_SCHEME, MentionSpan, SessionReference, iter_session_references
@@ -50,10 +50,6 @@ MAX_KEPT_SPANS: Final = 10_000
 (the invariant holds) but only summarised, so memory stays bounded."""
 MAX_FINDINGS: Final = 1_000
 _STOP_CHECK_EVERY: Final = 256
-
-
-class AnalysisCancelled(Exception):
-    """The document changed (or the request was cancelled) while it was being analysed."""
 
 
 @dataclass(frozen=True)
@@ -146,15 +142,15 @@ class _Scan:
     overflow_invalid: int
 
 
-def _scan(text: str, stop: threading.Event | None) -> _Scan:
+def _scan(text: str, stop: AbortSignal | None) -> _Scan:
     spans: list[MentionSpan] = []
     references: dict[str, Reference] = {}
     count = overflow_invalid = 0
     overflow_start: int | None = None
     for span in iter_session_references(text):
         count += 1
-        if stop is not None and count % _STOP_CHECK_EVERY == 0 and stop.is_set():
-            raise AnalysisCancelled
+        if stop is not None and count % _STOP_CHECK_EVERY == 0 and stop.aborted:
+            raise Cancelled
         kept = len(spans) < MAX_KEPT_SPANS
         if kept:
             spans.append(span)
@@ -176,7 +172,7 @@ async def analyze(
     text: str,
     resolver: SessionReferenceResolver,
     agent: AgentRef,
-    stop: threading.Event | None = None,
+    stop: AbortSignal | None = None,
 ) -> Analysis:
     """Scan ``text`` and check every reference against the store (reads run in threads)."""
     text = js_normalize(text)
@@ -230,7 +226,7 @@ async def _load_store_facts(
     references: Sequence[Reference],
     spans: Sequence[MentionSpan],
     resolver: SessionReferenceResolver,
-    stop: threading.Event | None,
+    stop: AbortSignal | None,
 ) -> dict[int, Intended]:
     """Listing record and current title of every referenced session, and the sessions invalid
     mentions meant (:class:`Intended`, by span start), in one lookup (cached by the source).
@@ -246,8 +242,8 @@ async def _load_store_facts(
     query = resolver.query
     try:
         by_id = await asyncio.to_thread(listed_records, query, wanted, stop)
-    except StoreStopped as error:
-        raise AnalysisCancelled from error
+    except Cancelled:
+        raise
     except Exception:
         # An unreadable root: every read below fails too and says why.
         return {}
@@ -258,8 +254,8 @@ async def _load_store_facts(
     if records:
         try:
             observations = await asyncio.to_thread(query.read_titles, records, stop)
-        except StoreStopped as error:
-            raise AnalysisCancelled from error
+        except Cancelled:
+            raise
         except Exception:
             observations = []
         titles = {

@@ -16,11 +16,12 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+from .cancellation import AbortSignal
 from .candidates import label_for
 from .config import is_positive_safe_integer
 from .jsjson import js_normalize
 from .model import SearchesBodies
-from .resolver import AbortSignal, AgentRef, Candidate, SessionReferenceResolver, _run
+from .resolver import AgentRef, Candidate, SessionReferenceResolver, _run
 
 
 @dataclass(frozen=True)

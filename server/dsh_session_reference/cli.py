@@ -27,6 +27,7 @@ from typing import Any
 
 from . import __version__
 from .assembly import make_resolver, open_source, root_origin, root_problem, sessions_root, target_session
+from .cancellation import AbortSignal
 from .config import resolver_config
 from .display import display_inline_text
 from .errors import SessionReferenceError
@@ -201,7 +202,7 @@ def _terminal_progress(args: argparse.Namespace, store: SessionSource) -> Iterat
     if args.json or not sys.stderr.isatty() or not isinstance(store, CountsWalk):
         yield
         return
-    done = threading.Event()
+    done = AbortSignal()  # the work ended: the line goes
 
     def draw() -> None:
         started = time.monotonic()
@@ -222,7 +223,7 @@ def _terminal_progress(args: argparse.Namespace, store: SessionSource) -> Iterat
     try:
         yield
     finally:
-        done.set()
+        done.abort()
         drawer.join()
 
 

@@ -4,15 +4,16 @@ The resolver never touches files: it sees a :class:`SessionSource`, so the
 JSONL store, a cached index (performance issue) or a test double can sit
 behind it without the resolver changing. Store methods are synchronous and
 blocking on purpose; the resolver runs them in worker threads and passes a
-:class:`threading.Event` so a cancelled request stops reading promptly.
+:class:`~.cancellation.AbortSignal` so a cancelled request stops reading promptly.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+
+from .cancellation import AbortSignal
 
 if TYPE_CHECKING:
     from .candidates import CandidateTable
@@ -27,10 +28,6 @@ class StoreError(Exception):
         super().__init__(message)
         self.message = message
         self.code = code
-
-
-class StoreStopped(Exception):
-    """Raised by a store read when its ``stop`` event was set mid-read."""
 
 
 @dataclass(frozen=True)
@@ -74,17 +71,17 @@ class TitleObservation:
 class SessionSource(Protocol):
     """What the resolver needs from a sessions store (upstream's ``sessionQuery``)."""
 
-    def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
+    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
         """Every visible session, newest ``createdAt`` first, ties by ICU ``localeCompare`` of ids."""
         ...
 
     def read_titles(
-        self, records: Sequence[SessionRecord], stop: threading.Event | None = None
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
     ) -> list[TitleObservation]:
         """One observation per record, in order (duplicates allowed)."""
         ...
 
-    def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
+    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
         """The folded current surface of one session; raises :class:`StoreError`."""
         ...
 
@@ -105,7 +102,7 @@ class BodyMatch:
 class FindsRecords(Protocol):
     """Finds one listed record without listing the root (the indexed store)."""
 
-    def find_record(self, session_id: str, stop: threading.Event | None = None) -> SessionRecord | None: ...
+    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None: ...
 
 
 @runtime_checkable
@@ -113,7 +110,7 @@ class ReadsConversations(Protocol):
     """Reads what ``prepare`` needs of a session for a byte budget, without holding the log."""
 
     def read_conversation(
-        self, session_id: str, max_bytes: int, stop: threading.Event | None = None
+        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None
     ) -> ConversationSnapshot: ...
 
 
@@ -122,7 +119,7 @@ class KeepsCandidateTable(Protocol):
     """Keeps every listed session with its label warm across requests (the language server's source)."""
 
     def candidate_table(
-        self, stop: threading.Event | None = None, target_cwd: str | None = None
+        self, stop: AbortSignal | None = None, target_cwd: str | None = None
     ) -> CandidateTable: ...
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Self, TypeVar
 
+from .cancellation import AbortSignal, Cancelled
 from .candidates import CandidateTable, Row, label_for
 from .config import ResolverConfig, is_positive_safe_integer, resolver_config
 from .conversation import ConversationSnapshot, retain_conversation
@@ -35,7 +35,6 @@ from .model import (
     ReadsConversations,
     SessionRecord,
     SessionSource,
-    StoreStopped,
     SurfaceSnapshot,
 )
 from .retention import RetainedSource, retain_referenced_session
@@ -43,48 +42,6 @@ from .snapshot import AdditionalContext, build_additional_context
 from .uri import SessionReference, format_session_reference_mention
 
 T = TypeVar("T")
-
-
-class AbortSignal:
-    """A thread-safe ``AbortController``/``AbortSignal`` pair in one object.
-
-    ``abort()`` may be called from any thread; awaiting code is woken on its
-    own loop, and store reads see :attr:`stop_event` set.
-    """
-
-    def __init__(self) -> None:
-        self.stop_event = threading.Event()
-        self.reason: object = None
-        self._lock = threading.Lock()
-        self._callbacks: list[Callable[[], None]] = []
-
-    @property
-    def aborted(self) -> bool:
-        return self.stop_event.is_set()
-
-    def abort(self, reason: object = None) -> None:
-        with self._lock:
-            if self.stop_event.is_set():
-                return
-            self.reason = reason
-            self.stop_event.set()
-            callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback()
-
-    def _subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
-        with self._lock:
-            if not self.stop_event.is_set():
-                self._callbacks.append(callback)
-
-                def unsubscribe() -> None:
-                    with self._lock:
-                        if callback in self._callbacks:
-                            self._callbacks.remove(callback)
-
-                return unsubscribe
-        callback()
-        return lambda: None
 
 
 @dataclass(frozen=True)
@@ -272,7 +229,7 @@ class SessionReferenceResolver:
         the indexed store does) is asked for that instead, for this resolver's
         byte budget: the result renders identically, and a huge log is never held.
         """
-        stop = threading.Event()
+        stop = AbortSignal()
         budget = self.config.max_reference_bytes
         source = self.query
 
@@ -288,7 +245,7 @@ class SessionReferenceResolver:
         except SessionReferenceError:
             raise
         except Exception as error:
-            stop.set()
+            stop.abort()
             if signal is not None and signal.aborted:
                 raise cancelled(error) from error
             message = getattr(error, "message", None)
@@ -326,9 +283,9 @@ def _assert_not_cancelled(signal: AbortSignal | None) -> None:
         raise cancelled()
 
 
-async def _run(work: Callable[[threading.Event], T], signal: AbortSignal | None) -> T:
+async def _run(work: Callable[[AbortSignal], T], signal: AbortSignal | None) -> T:
     """Run one blocking store call in a thread, raced against ``signal``."""
-    stop = threading.Event()
+    stop = AbortSignal()
     return await _race(asyncio.to_thread(work, stop), signal, stop)
 
 
@@ -338,7 +295,7 @@ def _retrieve(task: asyncio.Future[Any]) -> None:
         task.exception()
 
 
-async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.Event) -> T:
+async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: AbortSignal) -> T:
     """``settleWithCancellation``: whichever of the work and the abort comes first.
 
     The store's ``stop`` event is set however this ends (harmless once the work
@@ -351,10 +308,10 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.
     if signal is None:
         try:
             return await task
-        except StoreStopped as error:
+        except Cancelled as error:
             raise cancelled(error) from error
         finally:
-            stop.set()
+            stop.abort()
             if not task.done():
                 task.cancel()
     loop = asyncio.get_running_loop()
@@ -367,18 +324,18 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.
     def on_abort() -> None:
         loop.call_soon_threadsafe(settle)
 
-    unsubscribe = signal._subscribe(on_abort)
+    unsubscribe = signal.subscribe(on_abort)
     try:
         await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
         if signal.aborted:
             raise cancelled()
         try:
             return task.result()
-        except StoreStopped as error:
+        except Cancelled as error:
             raise cancelled(error) from error
     finally:
         unsubscribe()
-        stop.set()
+        stop.abort()
         if not task.done():
             task.cancel()
         if not aborted.done():
@@ -386,7 +343,7 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: threading.
 
 
 def listed_records(
-    query: SessionSource, wanted: set[str], stop: threading.Event | None = None
+    query: SessionSource, wanted: set[str], stop: AbortSignal | None = None
 ) -> dict[str, SessionRecord]:
     """The listed record of each wanted id that has one (blocking).
 

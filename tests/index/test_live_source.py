@@ -18,6 +18,7 @@ from lsprotocol import types
 
 from dsh_session_reference.assembly import open_source
 from dsh_session_reference.body_search import BodyCandidate, BodySearchResolver
+from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.lsp.completion import BODY_MARK, candidate_json, completion_items
 from dsh_session_reference.lsp.settings import Settings, apply_settings
 from dsh_session_reference.model import SessionRecord
@@ -453,7 +454,7 @@ def walks_for_four_requests_during_a_first_walk(source: SessionCatalog) -> list[
     real_listing = source.index.list_sessions
     gate = threading.Event()
 
-    def slow_listing(stop: threading.Event | None = None) -> list[SessionRecord]:
+    def slow_listing(stop: AbortSignal | None = None) -> list[SessionRecord]:
         listings.append(1)
         gate.wait(5)  # the first listing is still running when the others ask
         return real_listing(stop)

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import concurrent.futures
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
-from dsh_session_reference.model import StoreError, StoreStopped
+from dsh_session_reference.cancellation import AbortSignal, Cancelled
+from dsh_session_reference.model import StoreError
 from dsh_session_reference.store.jsonl_store import NOT_FOUND
 from dsh_session_reference.store.workers import (
     WorkerProcess,
@@ -66,9 +66,9 @@ def test_a_stopped_read_apart_ends_its_process(tmp_path: Path, monkeypatch: pyte
         closed.append(worker._process.poll())
 
     monkeypatch.setattr(WorkerProcess, "close", watched)
-    stop = threading.Event()
-    stop.set()
-    with pytest.raises(StoreStopped):
+    stop = AbortSignal()
+    stop.abort()
+    with pytest.raises(Cancelled):
         run_apart("read_conversation", str(tmp_path), "any", 1000, stop=stop)
     assert len(closed) == 1 and closed[0] is not None  # the child has exited
 

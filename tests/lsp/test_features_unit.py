@@ -6,7 +6,6 @@ import base64
 import io
 import json
 import re
-import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from lsprotocol import types
 from dsh_session_reference import analysis as codes
 from dsh_session_reference.analysis import MAX_FINDINGS, analyze
 from dsh_session_reference.assembly import open_source
+from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.check import check_files
 from dsh_session_reference.display import (
     display_block_text,
@@ -260,7 +260,7 @@ async def test_a_store_that_finds_records_alone_is_not_listed(store_root: Path, 
     listings = []
 
     class Counting(JsonlSessionStore):
-        def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
+        def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
             listings.append(stop)
             return super().list_sessions(stop)
 

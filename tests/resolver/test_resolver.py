@@ -236,15 +236,15 @@ class StalledStore:
         self.release = threading.Event()
         self.entered = threading.Event()
         self.done = threading.Event()
-        self.stops: list[threading.Event | None] = []
+        self.stops: list[AbortSignal | None] = []
 
-    def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
+    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
         return self.inner.list_sessions(stop)  # type: ignore[no-any-return]
 
-    def read_titles(self, records: Any, stop: threading.Event | None = None) -> list[TitleObservation]:
+    def read_titles(self, records: Any, stop: AbortSignal | None = None) -> list[TitleObservation]:
         return self.inner.read_titles(records, stop)  # type: ignore[no-any-return]
 
-    def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
+    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
         self.stops.append(stop)
         self.entered.set()
         self.release.wait(5)
@@ -270,7 +270,7 @@ async def test_abort_during_read_is_prompt_and_stops_the_reader(store: StoreBuil
     with pytest.raises(SessionReferenceError) as caught:
         await asyncio.wait_for(task, 2)
     assert caught.value.code == "SESSION_REFERENCE_CANCELLED"
-    assert stalled.stops[0] is not None and stalled.stops[0].is_set()
+    assert stalled.stops[0] is not None and stalled.stops[0].aborted
     await stalled.finish()
 
 
@@ -284,7 +284,7 @@ async def test_task_cancellation_stops_the_reader(store: StoreBuilder) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert stalled.stops[0] is not None and stalled.stops[0].is_set()
+    assert stalled.stops[0] is not None and stalled.stops[0].aborted
     await stalled.finish()
 
 

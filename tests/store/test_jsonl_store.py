@@ -5,12 +5,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-import threading
 from pathlib import Path
 
 import pytest
 
-from dsh_session_reference.model import StoreError, StoreStopped
+from dsh_session_reference.cancellation import AbortSignal, Cancelled
+from dsh_session_reference.model import StoreError
 from dsh_session_reference.store import JsonlSessionStore
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
@@ -295,14 +295,14 @@ def test_stop_event_stops_reads(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     put(root, "s", plain("s"), "none")
     store = JsonlSessionStore(root)
-    stop = threading.Event()
-    stop.set()
-    with pytest.raises(StoreStopped):
+    stop = AbortSignal()
+    stop.abort()
+    with pytest.raises(Cancelled):
         store.list_sessions(stop)
-    with pytest.raises(StoreStopped):
+    with pytest.raises(Cancelled):
         store.read_surface("s", stop)
     records = store.list_sessions()
-    with pytest.raises(StoreStopped):
+    with pytest.raises(Cancelled):
         store.read_titles(records, stop)
 
 

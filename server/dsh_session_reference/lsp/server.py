@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -27,13 +26,14 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from .. import __version__
-from ..analysis import Analysis, AnalysisCancelled, analyze
+from ..analysis import Analysis, analyze
 from ..assembly import make_resolver, open_source, root_origin, root_problem, sessions_root, target_session
+from ..cancellation import AbortSignal, Cancelled
 from ..candidates import label_for
 from ..jsjson import read_text
 from ..lines import Encoding
 from ..model import LiveSource
-from ..resolver import AbortSignal, AgentRef, find_session
+from ..resolver import AgentRef, find_session
 from .diagnostics import to_diagnostics
 from .documents import Document, DocumentStore
 from .idle_gc import IdleCollector
@@ -77,7 +77,7 @@ class _AnalysisRun:
     version: int | None
     generation: int
     task: asyncio.Task[Analysis]
-    stop: threading.Event
+    stop: AbortSignal
 
 
 @dataclass(frozen=True)
@@ -331,15 +331,15 @@ class DshLanguageServer(LanguageServer):
         ):
             return run
         if run is not None:
-            run.stop.set()
+            run.stop.abort()
             run.task.cancel()
-        stop = threading.Event()
+        stop = AbortSignal()
         task = asyncio.ensure_future(self._analyze(document.uri, document.text, stop))
         run = _AnalysisRun(document.text, document.version, self._generation, task, stop)
         self._analyses[document.uri] = run
         return run
 
-    async def _analyze(self, uri: str, text: str, stop: threading.Event) -> Analysis:
+    async def _analyze(self, uri: str, text: str, stop: AbortSignal) -> Analysis:
         agent = await self.agent_for(uri)
         return await analyze(text, self.engine.resolver, agent, stop)
 
@@ -352,7 +352,7 @@ class DshLanguageServer(LanguageServer):
             run = self._run_for(document)
             try:
                 analysis = await asyncio.shield(run.task)
-            except (asyncio.CancelledError, AnalysisCancelled):
+            except (asyncio.CancelledError, Cancelled):
                 current = asyncio.current_task()
                 if self.is_closing or (current is not None and current.cancelling()):
                     raise
@@ -365,7 +365,7 @@ class DshLanguageServer(LanguageServer):
     def drop_analysis(self, uri: str) -> None:
         run = self._analyses.pop(uri, None)
         if run is not None:
-            run.stop.set()
+            run.stop.abort()
             run.task.cancel()
 
     # --- pushed diagnostics ---------------------------------------------------------------------
@@ -456,7 +456,7 @@ class DshLanguageServer(LanguageServer):
     def stop_everything(self) -> None:
         """On shutdown: stop analyses, completions, commands and background work."""
         for run in self._analyses.values():
-            run.stop.set()
+            run.stop.abort()
             run.task.cancel()
         self._analyses.clear()
         for signal in self._completions.values():

@@ -52,6 +52,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
+from ..cancellation import AbortSignal
 from ..candidates import CandidateTable, Row, candidate_rank, label_for
 from ..conversation import ConversationSnapshot
 from ..model import (
@@ -166,12 +167,12 @@ class SessionCatalog:
 
     # --- SessionSource ---------------------------------------------------------------------------
 
-    def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
+    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
         with self.scheduler.serving():
             return list(self._listing(stop))
 
     def candidate_table(
-        self, stop: threading.Event | None = None, target_cwd: str | None = None
+        self, stop: AbortSignal | None = None, target_cwd: str | None = None
     ) -> CandidateTable:
         """Every listed session with its label, kept across requests so that a keystroke in an
         ``@`` popup costs work proportional to its matches. When titles change (the background
@@ -198,7 +199,7 @@ class SessionCatalog:
             self.kept_table = kept
             return kept.table
 
-    def _relabelled(self, kept: _KeptTable, stop: threading.Event | None) -> _KeptTable:
+    def _relabelled(self, kept: _KeptTable, stop: AbortSignal | None) -> _KeptTable:
         """``kept`` brought up to the current titles: only rows whose label changed are replaced
         (the same table, memos and all, when none did)."""
         version, changed = self.titles.changed_since(kept.version)
@@ -240,7 +241,7 @@ class SessionCatalog:
         """The editor is active (a message arrived): background work waits for it to pause."""
         self.scheduler.touch()
 
-    def _listing(self, stop: threading.Event | None) -> list[SessionRecord]:
+    def _listing(self, stop: AbortSignal | None) -> list[SessionRecord]:
         """The current listing's records (shared: callers must not mutate it)."""
         snapshot = self.snapshot
         if snapshot is None or not self._served(snapshot):
@@ -255,7 +256,7 @@ class SessionCatalog:
         return self.background and max(len(snapshot.records), snapshot.directories) > SYNC_MAX_SESSIONS
 
     def read_titles(
-        self, records: Sequence[SessionRecord], stop: threading.Event | None = None
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
     ) -> list[TitleObservation]:
         with self.scheduler.serving():
             return self._titles(records, stop)
@@ -263,7 +264,7 @@ class SessionCatalog:
     def _titles(
         self,
         records: Sequence[SessionRecord],
-        stop: threading.Event | None,
+        stop: AbortSignal | None,
         target_cwd: str | None = None,
     ) -> list[TitleObservation]:
         snapshot = self.snapshot
@@ -286,13 +287,13 @@ class SessionCatalog:
             self._write_behind()
         return [observation for observation in found if observation is not None]
 
-    def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
+    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
         return self._kept(
             ("surface", session_id), SurfaceSnapshot, lambda: self.index.read_surface(session_id, stop)
         )
 
     def read_conversation(
-        self, session_id: str, max_bytes: int, stop: threading.Event | None = None
+        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None
     ) -> ConversationSnapshot:
         """``prepare``'s bounded read (see ``conversation.py``); a log of more JSONL than
         :data:`~.index.store.APART_READ_BYTES` is read in a process of its own."""
@@ -364,7 +365,7 @@ class SessionCatalog:
 
     def _refresh(
         self,
-        stop: threading.Event | None,
+        stop: AbortSignal | None,
         *,
         quick: bool = False,
         pause: Callable[[], object] | None = None,
@@ -423,7 +424,7 @@ class SessionCatalog:
         misses: list[int],
         found: list[TitleObservation | None],
         snapshot: _Snapshot | None,
-        stop: threading.Event | None,
+        stop: AbortSignal | None,
         target_cwd: str | None,
     ) -> None:
         """Answer the records the in-memory map did not: from the index, by reading, or by a hint

@@ -34,6 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..cancellation import AbortSignal, check
 from ..collation import locale_compare_key
 from ..jsjson import js_normalize, js_stringify
 from ..model import SessionRecord, StoreError, SurfaceSnapshot, TitleObservation
@@ -43,7 +44,6 @@ from .logfile import (
     HEADER_BUFFER,
     LogChanged,
     LogError,
-    check_stop,
     open_artifact,
     parse_header_meta,
     read_first_line,
@@ -197,7 +197,7 @@ class DirectoryVisitor(Protocol):
     """How one walk reads each session directory it finds (see :class:`Walks`)."""
 
     def inspect(
-        self, walk: Walk, root_real: str, directory: str, segment: str, stop: threading.Event | None
+        self, walk: Walk, root_real: str, directory: str, segment: str, stop: AbortSignal | None
     ) -> None:
         """Upstream's per-directory listing step for ``directory`` (named ``segment``), into ``walk``."""
 
@@ -220,7 +220,7 @@ class TitleReader(Protocol):
     """Where a store's title reads go (the plain store replays the log:
     :meth:`JsonlSessionStore.title_of`)."""
 
-    def read_title(self, record: SessionRecord, stop: threading.Event | None) -> TitleObservation: ...
+    def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation: ...
 
 
 class PlainWalks:
@@ -235,7 +235,7 @@ class _PlainVisitor:
     reader: JsonlSessionStore
 
     def inspect(
-        self, walk: Walk, root_real: str, directory: str, segment: str, stop: threading.Event | None
+        self, walk: Walk, root_real: str, directory: str, segment: str, stop: AbortSignal | None
     ) -> None:
         self.reader.inspect_directory(walk, root_real, directory, segment, stop)
 
@@ -282,7 +282,7 @@ class JsonlSessionStore:
 
     # --- SessionSource -------------------------------------------------------
 
-    def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
+    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
         """Every readable-header session, newest first, ties by ICU ``localeCompare`` of ids."""
         root_real = self.root_real()
         if root_real is None:
@@ -291,7 +291,7 @@ class JsonlSessionStore:
         records = [artifact.record() for artifact in scan.usable().values()]
         return _newest_first(records)
 
-    def find_record(self, session_id: str, stop: threading.Event | None = None) -> SessionRecord | None:
+    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
         """The record :meth:`list_sessions` lists for ``session_id``, or ``None``, found by looking
         only where that id's log can be: a log is listed only at the path its header's id names,
         so a lookup of one session (the CLI's target) need not list a root of 50,000."""
@@ -303,13 +303,13 @@ class JsonlSessionStore:
         return None if artifact is None else artifact.record()
 
     def read_titles(
-        self, records: Sequence[SessionRecord], stop: threading.Event | None = None
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
     ) -> list[TitleObservation]:
         """The latest ``session/title`` of each record's log; a log that fails to read gives an error."""
         seen: dict[str, TitleObservation] = {}
         observations: list[TitleObservation] = []
         for record in records:
-            check_stop(stop)
+            check(stop)
             observation = seen.get(record.id)
             if observation is None:
                 observation = self._read_title(record, stop)
@@ -317,7 +317,7 @@ class JsonlSessionStore:
             observations.append(observation)
         return observations
 
-    def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
+    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
         """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
         session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
         artifact = self.locate(session_id, stop)
@@ -348,7 +348,7 @@ class JsonlSessionStore:
             )
         return os.path.realpath(self.root)
 
-    def locate(self, session_id: str, stop: threading.Event | None) -> Artifact:
+    def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
         not_found = StoreError(f'session "{session_id}" not found', NOT_FOUND)
         root_real = self.root_real()
         if root_real is None or session_id == "":
@@ -380,7 +380,7 @@ class JsonlSessionStore:
         if scan.trail is not None:
             scan.trail.append([segment, path, reason])
 
-    def _scan(self, root_real: str, only: str | None, stop: threading.Event | None) -> Walk:
+    def _scan(self, root_real: str, only: str | None, stop: AbortSignal | None) -> Walk:
         """Walk ``<root>/<project>/<session>/``, or only the ``<session>`` directories named ``only``."""
         visitor = self._walks.start(self, only is None)
         try:
@@ -391,7 +391,7 @@ class JsonlSessionStore:
         return scan
 
     def _walk(
-        self, root_real: str, only: str | None, stop: threading.Event | None, visitor: DirectoryVisitor
+        self, root_real: str, only: str | None, stop: AbortSignal | None, visitor: DirectoryVisitor
     ) -> Walk:
         scan = Walk()
         if only is None:
@@ -404,7 +404,7 @@ class JsonlSessionStore:
                 PERSISTENCE_FAILED,
             ) from error
         for project in projects:
-            check_stop(stop)
+            check(stop)
             if not project.is_dir(follow_symlinks=False):
                 continue
             if only is None:
@@ -436,7 +436,7 @@ class JsonlSessionStore:
         scan: Walk,
         root_real: str,
         project: str,
-        stop: threading.Event | None,
+        stop: AbortSignal | None,
         visitor: DirectoryVisitor,
     ) -> None:
         try:
@@ -445,7 +445,7 @@ class JsonlSessionStore:
             self._report(project, _fs_message(error, "scandir", project))
             return
         for entry in entries:
-            check_stop(stop)
+            check(stop)
             if entry.is_file(follow_symlinks=False):
                 for suffix in _FLAT_SUFFIXES:
                     if entry.name.endswith(suffix):
@@ -461,7 +461,7 @@ class JsonlSessionStore:
         root_real: str,
         project: str,
         segment: str,
-        stop: threading.Event | None,
+        stop: AbortSignal | None,
         visitor: DirectoryVisitor,
     ) -> None:
         flats = [
@@ -487,7 +487,7 @@ class JsonlSessionStore:
             visitor.inspect(scan, root_real, directory, segment, stop)
 
     def inspect_directory(
-        self, scan: Walk, root_real: str, directory: str, segment: str, stop: threading.Event | None
+        self, scan: Walk, root_real: str, directory: str, segment: str, stop: AbortSignal | None
     ) -> None:
         """Upstream's per-directory listing step, with its root-wide failures turned into blocks."""
         zstd_path = os.path.join(directory, LOG_NAMES["zstd"])
@@ -516,7 +516,7 @@ class JsonlSessionStore:
         path: str,
         compression: Compression,
         is_file: bool,
-        stop: threading.Event | None,
+        stop: AbortSignal | None,
     ) -> None:
         """The listing step for a directory known to hold exactly this one log.
 
@@ -573,7 +573,7 @@ class JsonlSessionStore:
 
     # --- reading ---------------------------------------------------------------
 
-    def title_of(self, record: SessionRecord, stop: threading.Event | None) -> TitleObservation:
+    def title_of(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
         session_id = js_normalize(record.id)
         try:
             if record.location is None:
@@ -600,7 +600,7 @@ class JsonlSessionStore:
         session_id: str,
         artifact: Artifact,
         keep_surface: bool | SurfaceKeeper,
-        stop: threading.Event | None,
+        stop: AbortSignal | None,
     ) -> tuple[dict[str, Any], ReplayResult]:
         """Upstream's ``inspect``: read, recover, validate; every failure worded as session-query words it."""
         root_real = self.root_real()

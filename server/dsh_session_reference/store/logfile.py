@@ -38,13 +38,12 @@ import errno
 import itertools
 import os
 import stat
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import accumulate
 from typing import IO, Any, Final, NamedTuple, Protocol
 
-from ..model import StoreStopped
+from ..cancellation import AbortSignal, check
 from .jsvalue import (
     UNDEFINED,
     is_negative_zero,
@@ -128,12 +127,6 @@ def zstd_codec(path: str | None = None) -> Codec:
     except (CodecMissing, ValueError) as error:
         name = f'"{path}"' if path is not None else "Zstandard session logs (.jsonl.zstd)"
         raise LogError(f"cannot read {name}: {error}") from error
-
-
-def check_stop(stop: threading.Event | None) -> None:
-    """Raise :class:`StoreStopped` once the caller has given up (checked between chunks)."""
-    if stop is not None and stop.is_set():
-        raise StoreStopped("session store read stopped")
 
 
 # --- header ---------------------------------------------------------------
@@ -550,12 +543,12 @@ def _read_span(handle: IO[bytes], offset: int, length: int) -> bytes:
     return handle.read(length)
 
 
-def read_first_line(handle: IO[bytes], stop: threading.Event | None = None) -> str | None:
+def read_first_line(handle: IO[bytes], stop: AbortSignal | None = None) -> str | None:
     """Upstream's ``readFirstLine`` (plain listing): the first line, or ``None`` without one."""
     parts: list[bytes] = []
     total = 0
     while True:
-        check_stop(stop)
+        check(stop)
         chunk = handle.read(8192)
         if not chunk:
             return None
@@ -596,7 +589,7 @@ _FRAME_HEAD_MAX: Final = 4 + 1 + 14 + 3
 
 
 def zstd_frames(
-    handle: IO[bytes], size: int, stop: threading.Event | None = None, offset: int = 0
+    handle: IO[bytes], size: int, stop: AbortSignal | None = None, offset: int = 0
 ) -> Iterator[Frame]:
     """Upstream's ``scanZstdFrames`` over the first ``size`` bytes of a file, lazily, without decoding.
 
@@ -613,7 +606,7 @@ def zstd_frames(
     while offset < size:
         count += 1
         if not count & 1023:
-            check_stop(stop)
+            check(stop)
         start = offset
         if offset - base + _FRAME_HEAD_MAX > len(data) and base + len(data) < size:
             handle.seek(offset)
@@ -673,7 +666,7 @@ def zstd_frames(
 
 
 def scan_zstd_frames(
-    handle: IO[bytes], size: int, max_frames: int | None = None, stop: threading.Event | None = None
+    handle: IO[bytes], size: int, max_frames: int | None = None, stop: AbortSignal | None = None
 ) -> FrameScan:
     """The structure :func:`zstd_frames` finds, validated to the end (or to ``max_frames``)."""
     count = 0
@@ -752,7 +745,7 @@ def _decode_frame(
     end: int,
     emit: Callable[[bytes], None] | None,
     complete: bool,
-    stop: threading.Event | None,
+    stop: AbortSignal | None,
 ) -> None:
     """Decode one frame, passing output to ``emit``; raise :class:`_FrameFailed` if it does not decode.
 
@@ -763,7 +756,7 @@ def _decode_frame(
     with zstd.frame_decoder() as decoder:
         try:
             for piece in _frame_pieces(handle, start, end):
-                check_stop(stop)
+                check(stop)
                 if decoder.eof:
                     raise _FrameFailed("trailing input")
                 output = decoder.decompress(piece)
@@ -775,7 +768,7 @@ def _decode_frame(
         raise _FrameFailed("incomplete frame")
 
 
-def zstd_plaintext(handle: IO[bytes], size: int, stop: threading.Event | None = None) -> Iterator[bytes]:
+def zstd_plaintext(handle: IO[bytes], size: int, stop: AbortSignal | None = None) -> Iterator[bytes]:
     """The plaintext of a zstd log's first ``size`` bytes in order, for scans that need no replay.
 
     Each piece is at most one block's output (a frame may expand to gigabytes), each frame is
@@ -789,7 +782,7 @@ def zstd_plaintext(handle: IO[bytes], size: int, stop: threading.Event | None = 
             end = size if frame.end is None else frame.end
             with zstd.frame_decoder() as decoder:
                 for piece in _frame_pieces(handle, frame.start, end):
-                    check_stop(stop)
+                    check(stop)
                     if decoder.eof:
                         return
                     output = decoder.decompress(piece)
@@ -857,7 +850,7 @@ def _frames_output(
     handle: IO[bytes],
     start: int,
     end: int,
-    stop: threading.Event | None,
+    stop: AbortSignal | None,
     watch: Callable[[bytes], None] | None,
 ) -> bytes | None:
     """The plaintext of the consecutive complete frames from ``start`` to ``end``, decoded in one
@@ -867,7 +860,7 @@ def _frames_output(
     The range comes from the validated structure, so its frames end where their blocks say;
     each frame's checksum is verified by the decoder.
     """
-    check_stop(stop)
+    check(stop)
     handle.seek(start)
     data = handle.read(end - start)
     zstd = zstd_codec()
@@ -889,7 +882,7 @@ def _frame_output(
     handle: IO[bytes],
     start: int,
     end: int,
-    stop: threading.Event | None,
+    stop: AbortSignal | None,
     limit: int,
     *,
     whole: bool = True,
@@ -928,7 +921,7 @@ def _frame_output(
     return None if overflow else b"".join(held)
 
 
-def read_first_zstd_line(handle: IO[bytes], stop: threading.Event | None = None) -> str | None:
+def read_first_zstd_line(handle: IO[bytes], stop: AbortSignal | None = None) -> str | None:
     """Upstream's ``readFirstZstdLine`` (zstd listing): the header line from the first frame.
 
     ``None`` when the file ends before its first frame does; :class:`LogError`
@@ -958,14 +951,14 @@ def _assert_header_frame(plaintext: bytes) -> None:
 # --- whole logs ----------------------------------------------------------------
 
 
-def _read_plain(handle: IO[bytes], size: int, start: StartLog, stop: threading.Event | None) -> LogPrefix:
+def _read_plain(handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal | None) -> LogPrefix:
     handle.seek(0)
     header_parts: list[bytes] = []
     header_bytes = 0
     remaining = size
     chunk = b""
     while True:
-        check_stop(stop)
+        check(stop)
         chunk = handle.read(min(READ_CHUNK, remaining)) if remaining > 0 else b""
         remaining -= len(chunk)
         if not chunk:
@@ -982,13 +975,13 @@ def _read_plain(handle: IO[bytes], size: int, start: StartLog, stop: threading.E
     scanner = EventScanner(b"".join(header_parts), start)
     while chunk:
         scanner.write(chunk)
-        check_stop(stop)
+        check(stop)
         chunk = handle.read(min(READ_CHUNK, remaining)) if remaining > 0 else b""
         remaining -= len(chunk)
     return LogPrefix(scanner.header, scanner.event_count, scanner.committed_bytes < size)
 
 
-def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: threading.Event | None) -> LogPrefix:
+def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal | None) -> LogPrefix:
     scan = scan_zstd_frames(handle, size, None, stop)  # the whole structure first, as upstream
     first = scan.first
     if first is None or first.end is None:
@@ -1068,7 +1061,7 @@ def read_log(
     handle: IO[bytes],
     compression: Compression,
     start: StartLog,
-    stop: threading.Event | None = None,
+    stop: AbortSignal | None = None,
 ) -> LogPrefix:
     """Stream one log's committed events into the sink ``start(header)`` returns; raise
     :class:`LogError` where upstream's read fails.

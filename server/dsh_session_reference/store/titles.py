@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from typing import Final, NamedTuple
 
+from ..cancellation import AbortSignal
 from ..model import SessionRecord, TitleObservation
 from .index.rows import Fingerprint
 from .index.title_scan import scan_last_title
@@ -93,9 +94,7 @@ class TitleBoard:
         entry = self._hints.get(location)
         return entry is not None and entry[0] == fp
 
-    def hint(
-        self, location: str, fp: Fingerprint, root_real: str, stop: threading.Event | None
-    ) -> str | None:
+    def hint(self, location: str, fp: Fingerprint, root_real: str, stop: AbortSignal | None) -> str | None:
         """The title a byte scan finds in the log at ``location`` (kept per fingerprint)."""
         entry = self._hints.get(location)
         if entry is not None and entry[0] == fp:

@@ -38,7 +38,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 from typing import IO, Any, Final
 
-from .logfile import check_stop
+from ..cancellation import AbortSignal, check
 
 _LOG = logging.getLogger("dsh_session_reference.workers")
 _HEADER: Final = struct.Struct("!I")
@@ -224,17 +224,17 @@ def drop_spare() -> None:
         spare.close()
 
 
-def run_apart(task: str, *args: Any, stop: threading.Event | None = None) -> Any:
+def run_apart(task: str, *args: Any, stop: AbortSignal | None = None) -> Any:
     """``task(*args)`` in a child process of its own, which ends with it.
 
     Its exceptions are raised here as they were raised there (a store error keeps
-    its code and message); ``stop`` ends the child mid-task (:class:`StoreStopped`).
+    its code and message); ``stop`` ends the child mid-task (:class:`Cancelled`).
     """
     worker = WorkerProcess()
     try:
         future = worker.submit(task, *args)
         while True:
-            check_stop(stop)
+            check(stop)
             try:
                 return future.result(timeout=0.05)
             except TimeoutError:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-import threading
 from collections import deque
 from typing import Any, Final
 
+from ...cancellation import AbortSignal
 from ...projection import project_conversation
 from ..layout import Compression
 from ..logfile import LogChanged, LogError, open_artifact, read_log
@@ -37,7 +37,7 @@ class _MessageTexts:
         pass  # streamed deltas: the message they make is logged whole
 
 
-def message_text(path: str, root_real: str, stop: threading.Event | None = None) -> str:
+def message_text(path: str, root_real: str, stop: AbortSignal | None = None) -> str:
     """What a person said or read in a log (the projected messages), newest kept, for body search."""
     texts = _MessageTexts()
     compression: Compression = "zstd" if path.endswith(".zstd") else "none"

@@ -17,12 +17,12 @@ from concurrent.futures import FIRST_COMPLETED, wait
 from functools import partial
 from typing import Final
 
+from ...cancellation import AbortSignal, check
 from ...conversation import ConversationKeeper, ConversationSnapshot
 from ...jsjson import js_normalize
 from ...model import BodyMatch, SessionRecord, SurfaceSnapshot, TitleObservation
 from ..jsonl_store import Artifact, JsonlSessionStore
 from ..layout import is_within
-from ..logfile import check_stop
 from ..workers import WorkerProcess, run_apart
 from .bodies import fts_query, message_text
 from .database import IndexDatabase, default_index_dir, index_file, tidy_once
@@ -204,17 +204,17 @@ class IndexedSessionStore:
 
     # --- SessionSource ---------------------------------------------------------------------------
 
-    def list_sessions(self, stop: threading.Event | None = None) -> list[SessionRecord]:
+    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
         try:
             return self.reader.list_sessions(stop)
         finally:
             self._call_done()
 
-    def find_record(self, session_id: str, stop: threading.Event | None = None) -> SessionRecord | None:
+    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
         return self.reader.find_record(session_id, stop)
 
     def read_titles(
-        self, records: Sequence[SessionRecord], stop: threading.Event | None = None
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
     ) -> list[TitleObservation]:
         try:
             if self.workers > 1:
@@ -223,14 +223,14 @@ class IndexedSessionStore:
         finally:
             self._call_done()
 
-    def read_surface(self, session_id: str, stop: threading.Event | None = None) -> SurfaceSnapshot:
+    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
         return self.reader.read_surface(session_id, stop)
 
     def _call_done(self) -> None:
         if self.autoflush:
             self.flush()
 
-    def _verify_in_workers(self, records: Sequence[SessionRecord], stop: threading.Event | None) -> None:
+    def _verify_in_workers(self, records: Sequence[SessionRecord], stop: AbortSignal | None) -> None:
         """Index the titles of the records that miss, in worker processes, when that is worth it."""
         misses: list[SessionRecord] = []
         seen: set[str] = set()
@@ -262,7 +262,7 @@ class IndexedSessionStore:
         try:
             pending = set(futures)
             while pending:
-                check_stop(stop)
+                check(stop)
                 done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
                 for future in done:
                     verified: list[Verified] = future.result()
@@ -278,7 +278,7 @@ class IndexedSessionStore:
     # --- bounded reads ---------------------------------------------------------------------------
 
     def read_conversation(
-        self, session_id: str, max_bytes: int, stop: threading.Event | None = None
+        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None
     ) -> ConversationSnapshot:
         """What ``prepare`` needs of a session for a ``max_bytes`` budget, without holding the log.
 
@@ -335,7 +335,7 @@ class IndexedSessionStore:
 
     # --- titles ----------------------------------------------------------------------------------
 
-    def read_title(self, record: SessionRecord, stop: threading.Event | None) -> TitleObservation:
+    def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
         """The reader's title read (:class:`~..jsonl_store.TitleReader`): from the index when the
         log is unchanged, else the reader's own, kept when the log held still while it was read."""
         path = record.location
@@ -438,13 +438,13 @@ class IndexedSessionStore:
             if text.fp is not None:
                 database.put_body(text.path, text.fp, text.text)
 
-    def index_bodies(self, records: Sequence[SessionRecord], stop: threading.Event | None = None) -> int:
+    def index_bodies(self, records: Sequence[SessionRecord], stop: AbortSignal | None = None) -> int:
         """Put the message text of every listed log that changed into the full-text index (here,
         in this thread); returns how many logs were read."""
         stale = self.bodies_to_index(records)
         root_real = os.path.realpath(self.root)
         for path in stale:
-            check_stop(stop)
+            check(stop)
             read = stable_read(path, partial(message_text, path, root_real, stop))
             if read is not None:
                 text, fp, _ = read

@@ -6,13 +6,13 @@ A hint the language server shows while the index is being built (see :func:`scan
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Iterable
 from typing import IO, Final
 
+from ...cancellation import AbortSignal, check
 from ..jsvalue import js_parse
 from ..layout import Compression
-from ..logfile import LogError, check_stop, open_artifact, zstd_plaintext
+from ..logfile import LogError, open_artifact, zstd_plaintext
 
 _SCAN_CHUNK: Final = 1 << 20
 
@@ -20,12 +20,12 @@ _TITLE_MARKER: Final = b'{"type":"session/title"'
 
 
 def _plaintext_chunks(
-    handle: IO[bytes], compression: Compression, stop: threading.Event | None
+    handle: IO[bytes], compression: Compression, stop: AbortSignal | None
 ) -> Iterable[bytes]:
     """A log's bytes as JSONL text, one bounded chunk at a time; damage ends the stream early."""
     if compression == "none":
         while chunk := handle.read(_SCAN_CHUNK):
-            check_stop(stop)
+            check(stop)
             yield chunk
         return
     yield from zstd_plaintext(handle, os.fstat(handle.fileno()).st_size, stop)
@@ -36,7 +36,7 @@ _MAX_TITLE_LINE = 32 * 1024 * 1024
 
 
 def scan_last_title(
-    path: str, root_real: str, compression: Compression, stop: threading.Event | None = None
+    path: str, root_real: str, compression: Compression, stop: AbortSignal | None = None
 ) -> str | None:
     """The ``title`` of the last complete ``session/title`` line in a log, found by a byte scan.
 

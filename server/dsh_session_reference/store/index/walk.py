@@ -12,11 +12,11 @@ import json
 import logging
 import os
 import stat
-import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
+from ...cancellation import AbortSignal
 from ..jsonl_store import Artifact, DirectoryVisitor, JsonlSessionStore, Walk, compression_of, sorted_entries
 from ..layout import LOG_NAMES
 from ..workers import WorkerProcess, drop_spare, take_spare
@@ -93,7 +93,7 @@ class _IndexVisitor:
         self._readers = readers
 
     def inspect(
-        self, scan: Walk, root_real: str, directory: str, segment: str, stop: threading.Event | None
+        self, scan: Walk, root_real: str, directory: str, segment: str, stop: AbortSignal | None
     ) -> None:
         walk = self._walk
         # One string per log path, shared by the walk's sets and the records: a 50,000-log root
@@ -172,7 +172,7 @@ def probe(
     segment: str,
     path: str,
     fp: Fingerprint,
-    stop: threading.Event | None,
+    stop: AbortSignal | None,
 ) -> tuple[Walk, tuple[int, str] | None]:
     """The listing step for the one log ``path`` (just seen at ``fp``), and the index entry for
     it, ``(read at, listing text)``, unless the log changed while it was read.
