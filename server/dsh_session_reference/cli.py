@@ -36,7 +36,7 @@ from .logsetup import LOG_ENV, LOG_LEVELS, log_level, progress_after
 from .logsetup import configure as configure_log
 from .model import CountsWalk, SessionSource, StoreError
 from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
-from .store.logfile import LogError, zstd_codec
+from .store.logbase import LogError, zstd_codec
 from .uri import (
     decode_session_reference_uri,
     encode_session_reference_uri,

@@ -36,6 +36,7 @@ from dsh_session_reference.uri import (
     parse_session_reference_text,
     scan_session_references,
 )
+from editors.environment import isolated_env
 from editors.ranking import ranking_sessions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -227,29 +228,6 @@ class EditorRun:
         )
 
 
-def _isolated_env(home: Path, server_bin: Path) -> dict[str, str]:
-    """The user's own config, caches and sessions must not leak in (or be written to); the
-    server comes from its installed environment alone (no ``PYTHONPATH`` into the clone)."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("XDG_", "DSH_", "NVIM")) and key != "PYTHONPATH"
-    }
-    for name in ("config", "cache", "data", "state"):
-        (home / name).mkdir(parents=True, exist_ok=True)
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_CACHE_HOME=str(home / "cache"),
-        XDG_DATA_HOME=str(home / "data"),
-        XDG_STATE_HOME=str(home / "state"),
-        DSH_HOME=str(home / "dsh"),
-        PATH=os.pathsep.join([str(server_bin), os.environ.get("PATH", "")]),
-        TERM="dumb",
-    )
-    return env
-
-
 @pytest.fixture
 def run_editor(tmp_path: Path) -> Callable[[list[str], Scenario, dict[str, Any]], EditorRun]:
     """Run ``argv`` headless with a driver spec, then reap whatever is left of its process group."""
@@ -266,7 +244,8 @@ def run_editor(tmp_path: Path) -> Callable[[list[str], Scenario, dict[str, Any]]
             **extra,
         }
         spec_path.write_text(json.dumps(spec), encoding="utf-8")
-        env = _isolated_env(home, scenario.server_bin)
+        path = os.pathsep.join([str(scenario.server_bin), os.environ.get("PATH", "")])
+        env = isolated_env(home, path, drop=("NVIM",), TERM="dumb")
         env["DSH_EDITOR_SPEC"] = str(spec_path)
         process = subprocess.Popen(
             argv,

@@ -27,7 +27,7 @@ import zstandard
 
 from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.store.layout import Compression, log_path
-from dsh_session_reference.store.logfile import MAX_LINE_BYTES
+from dsh_session_reference.store.logbase import MAX_LINE_BYTES
 from store.logbuild import (
     as_zstd,
     event,

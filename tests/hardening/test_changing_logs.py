@@ -23,11 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.errors import SessionReferenceError
 from dsh_session_reference.model import StoreError
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.store import JsonlSessionStore
-from dsh_session_reference.store.logfile import READ_CHUNK
+from dsh_session_reference.store.logbase import READ_CHUNK
 from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import frame, header, lines, one_turn, put
 
@@ -38,8 +39,8 @@ from .lsp_harness import lsp_session
 TURN_LINES = 6
 
 
-class ActOnCheck(threading.Event):
-    """A stop event that never stops a read; at chosen checks it changes the file instead."""
+class ActOnCheck(AbortSignal):
+    """A signal that never stops a read; at chosen checks it changes the file instead."""
 
     def __init__(self, action: Callable[[], None], at: Callable[[int], bool]) -> None:
         super().__init__()
@@ -47,11 +48,10 @@ class ActOnCheck(threading.Event):
         self.action = action
         self.at = at
 
-    def is_set(self) -> bool:
+    def check(self) -> None:
         self.checks += 1
         if self.at(self.checks):
             self.action()
-        return False
 
 
 def big_log(sid: str, turns: int) -> bytes:

@@ -14,7 +14,7 @@ from dsh_session_reference.model import StoreError
 from dsh_session_reference.store import JsonlSessionStore
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
-from dsh_session_reference.store.logfile import LogError, open_artifact
+from dsh_session_reference.store.logbase import LogError, open_artifact
 
 from .logbuild import T0, as_zstd, header, lines, one_turn, put, snapshot_tree, title
 

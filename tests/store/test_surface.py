@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from dsh_session_reference.store.logfile import LogError, read_log
+from dsh_session_reference.store.logbase import LogError
+from dsh_session_reference.store.logfile import read_log
 from dsh_session_reference.store.surface import SurfaceError, fold_surface
 
 from .logbuild import as_zstd, event, header, lines, one_turn, tool_result, user

@@ -10,7 +10,7 @@ import pytest
 
 from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.store import JsonlSessionStore
-from dsh_session_reference.store.logfile import packed_row, scan_zstd_frames
+from dsh_session_reference.store.logfile import packed_row
 from dsh_session_reference.store.writer import (
     SessionLog,
     encode_log,
@@ -18,6 +18,7 @@ from dsh_session_reference.store.writer import (
     pack_chunk_runs,
     write_session_log,
 )
+from dsh_session_reference.store.zstd_frames import scan_zstd_frames
 
 
 def _chunk(seq: int, kind: str, *, index: int = 0, time: int | None = None, **extra: Any) -> dict[str, Any]:

@@ -12,8 +12,8 @@ import pytest
 import zstandard
 
 from dsh_session_reference.model import StoreError
-from dsh_session_reference.store import JsonlSessionStore, logfile
-from dsh_session_reference.store.logfile import ZSTD_MAGIC
+from dsh_session_reference.store import JsonlSessionStore, logbase, logfile, zstd_frames
+from dsh_session_reference.store.logbase import ZSTD_MAGIC
 
 from .logbuild import frame, header, lines, one_turn, put, step_start, turn_end, turn_start, user
 
@@ -246,16 +246,16 @@ def _first_line(path: Path, data: bytes, *, quick: bool) -> tuple[str, object]:
     """``read_first_zstd_line`` over a file of ``data``, through the in-memory path or only the
     general one."""
     path.write_bytes(data)
-    original = logfile._quick_first_frame
+    original = zstd_frames._quick_first_frame
     try:
         if not quick:
-            logfile._quick_first_frame = lambda prefix: None  # type: ignore[assignment]
-        with open(path, "rb", buffering=logfile.HEADER_BUFFER) as handle:
-            return ("ok", logfile.read_first_zstd_line(handle))
-    except logfile.LogError as error:
+            zstd_frames._quick_first_frame = lambda prefix: None  # type: ignore[assignment]
+        with open(path, "rb", buffering=logbase.HEADER_BUFFER) as handle:
+            return ("ok", zstd_frames.read_first_zstd_line(handle))
+    except logbase.LogError as error:
         return (type(error).__name__, error.message)
     finally:
-        logfile._quick_first_frame = original
+        zstd_frames._quick_first_frame = original
 
 
 def _header_frames() -> list[bytes]:
@@ -309,8 +309,8 @@ def test_the_in_memory_header_path_answers_as_the_general_path(tmp_path: Path) -
 
 def test_the_in_memory_header_path_takes_the_common_frame_and_declines_bombs() -> None:
     line = lines(header("quick"))
-    assert logfile._quick_first_frame(frame(line) + frame(line)) == line
-    assert logfile._quick_first_frame(frame(line)[:-1]) is None  # torn: the general path decides
+    assert zstd_frames._quick_first_frame(frame(line) + frame(line)) == line
+    assert zstd_frames._quick_first_frame(frame(line)[:-1]) is None  # torn: the general path decides
     bomb = (
         ZSTD_MAGIC.to_bytes(4, "little")
         + bytes([0x00, 0x58])
@@ -318,4 +318,4 @@ def test_the_in_memory_header_path_takes_the_common_frame_and_declines_bombs() -
         + (1 | 1 << 1 | (128 << 10) << 3).to_bytes(3, "little")
         + b"a"
     )  # ten RLE blocks: 1.25 MiB of output declared in 42 bytes
-    assert logfile._quick_first_frame(bomb) is None
+    assert zstd_frames._quick_first_frame(bomb) is None

@@ -230,13 +230,10 @@ async def _preview_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
         preview = await ls.preview(uri)
         if preview is None:
             raise _invalid(f"{PREVIEW_COMMAND}: {uri} is not open and is no file")
-        shown = False
         if ls.content_registered and ls.capability("window.show_document.support", False):
             ls.spawn(_show_document(ls, preview))
-            shown = True
-        if not shown:
-            kind = types.MessageType.Info if preview.ok else types.MessageType.Error
-            ls.window_show_message(types.ShowMessageParams(type=kind, message=f"dsh: {preview.summary}"))
+        else:
+            _say_summary(ls, preview)
         return preview.to_json()
 
 
@@ -247,8 +244,13 @@ async def _show_document(ls: DshLanguageServer, preview: Preview) -> None:
     except (JsonRpcException, TimeoutError):
         result = None
     if result is None or not result.success:
-        kind = types.MessageType.Info if preview.ok else types.MessageType.Error
-        ls.window_show_message(types.ShowMessageParams(type=kind, message=f"dsh: {preview.summary}"))
+        _say_summary(ls, preview)
+
+
+def _say_summary(ls: DshLanguageServer, preview: Preview) -> None:
+    """The preview's one-line summary as a message, where the preview itself cannot be shown."""
+    kind = types.MessageType.Info if preview.ok else types.MessageType.Error
+    ls.window_show_message(types.ShowMessageParams(type=kind, message=f"dsh: {preview.summary}"))
 
 
 async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[str, Any]]:

@@ -34,6 +34,10 @@ unchanged small log is kept (at most :data:`MAX_SURFACES`, none of a log over
 read of a log of more JSONL than :data:`~.index.store.APART_READ_BYTES` runs in a
 process of its own. Nothing here writes to the sessions root; the index lives in
 the user's cache folder.
+
+Over 500 lines because the listing (when it is walked, when it is served from memory), the title
+fill and the background round share one snapshot and one lock; what stands alone is in modules of its
+own: :mod:`.scheduler`, :mod:`.titles`, :mod:`.surfaces`, :mod:`.root_state`.
 """
 
 from __future__ import annotations

@@ -21,6 +21,10 @@ error messages, for every root upstream can read. Two things differ on purpose
 Nothing under the root is ever written, created, locked or renamed: files are
 opened read-only, and only paths found by listing the root (or built with
 :func:`~.layout.encode_segment`) are opened, after resolving inside the root.
+
+Over 500 lines because it is upstream's ``sessionQuery`` over the JSONL backend, whole: the walk,
+locating a session, inspecting a directory, the replay wrapper and every message they word; splitting
+it would separate each failure from the step that words it.
 """
 
 from __future__ import annotations
@@ -40,18 +44,11 @@ from ..jsjson import js_normalize, js_stringify
 from ..model import SessionRecord, StoreError, SurfaceSnapshot, TitleObservation
 from .jsvalue import UNDEFINED, js_string, strict_equal
 from .layout import LOG_NAMES, Compression, decode_segment, encode_segment, log_path, resolve_root
-from .logfile import (
-    HEADER_BUFFER,
-    LogChanged,
-    LogError,
-    open_artifact,
-    parse_header_meta,
-    read_first_line,
-    read_first_zstd_line,
-    read_log,
-)
+from .logbase import HEADER_BUFFER, LogChanged, LogError, open_artifact
+from .logfile import parse_header_meta, read_first_line, read_log
 from .replay import Replay, ReplayFailure, ReplayResult
 from .surface import SurfaceKeeper
+from .zstd_frames import read_first_zstd_line
 
 _LOG = logging.getLogger("dsh_session_reference.store")
 

@@ -30,18 +30,19 @@ Two deliberate differences, both about resources rather than results:
   hold it, e.g. a 200 MB line or a bomb without newlines); an oversized torn
   tail is ignored like any torn tail, and after an issue an oversized line
   that cannot contain a ``turn/end`` is skipped unread, as upstream would.
+
+Over 500 lines because the event scanner and its crash-tail rule are most of it and the rest (the header
+record, packed chunk rows, whole-log reads) only feeds or drives it; the zstd container
+(:mod:`.zstd_frames`) and what every part shares (:mod:`.logbase`) are modules of their own.
 """
 
 from __future__ import annotations
 
-import errno
 import itertools
-import os
-import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import IO, Any, Final, NamedTuple, Protocol
+from typing import IO, Any, Final, Protocol
 
 from ..cancellation import AbortSignal, check
 from .jsvalue import (
@@ -52,20 +53,30 @@ from .jsvalue import (
     js_parse,
     js_string,
 )
-from .layout import Compression, is_within
-from .zstd_codec import Codec, CodecMissing, codec
+from .layout import Compression
+from .logbase import (
+    FRAME_BUFFER_BYTES,
+    MAX_LINE_BYTES,
+    READ_CHUNK,
+    LimitExceeded,
+    LogChanged,
+    LogError,
+    file_size,
+    zstd_codec,
+)
+from .zstd_frames import (
+    BATCH_OUTPUT,
+    Frame,
+    FrameFailed,
+    assert_header_frame,
+    decode_frame,
+    frame_output,
+    frames_output,
+    scan_zstd_frames,
+    zstd_frames,
+)
 
-MAX_LINE_BYTES: Final = 32 * 1024 * 1024
-"""Largest committed record (one JSONL line, header included) this reader accepts."""
-
-FRAME_BUFFER_BYTES: Final = 8 * 1024 * 1024
-"""Zstd frame output held for single-pass validation; larger frames are decoded twice."""
-
-READ_CHUNK: Final = 1024 * 1024
-HEADER_BUFFER: Final = 16 * 1024
-"""Read buffer for header-only reads: a header is a few hundred bytes, a log can be megabytes."""
 SESSION_FORMAT_VERSION: Final = 0
-ZSTD_MAGIC: Final = 0xFD2FB528
 _NEWLINE: Final = 10
 _JSON_SPACE: Final = b" \t\r"
 _ROW_TAGS: Final = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
@@ -89,44 +100,8 @@ class EventSink(Protocol):
 StartLog = Callable[[dict[str, Any]], EventSink]
 
 
-class LogError(Exception):
-    """A failure of upstream's ``loadStored`` for this log; ``message`` is upstream's text.
-
-    ``unsupported`` marks upstream's ``SessionFormatUnsupportedError`` (a log
-    from another format version), which callers report without the
-    "corrupt" wording.
-    """
-
-    def __init__(self, message: str, *, unsupported: bool = False) -> None:
-        super().__init__(message)
-        self.message = message
-        self.unsupported = unsupported
-
-
-class LimitExceeded(LogError):
-    """This reader's own size limit (see :data:`MAX_LINE_BYTES`); upstream has none."""
-
-
-class LogChanged(Exception):
-    """The log was truncated or rewritten while it was being read; read it again."""
-
-
 class _RowError(Exception):
     """A malformed packed chunk row (upstream: an unparsable committed event)."""
-
-
-def zstd_codec(path: str | None = None) -> Codec:
-    """The Zstandard codec (see :mod:`.zstd_codec`), imported on first use of a ``.jsonl.zstd`` log.
-
-    It can be missing (an old Python without the compiled binding); plain logs must still work
-    then, and a zstd log must fail like any unreadable log, through :class:`LogError`, naming the
-    log when ``path`` is given.
-    """
-    try:
-        return codec()
-    except (CodecMissing, ValueError) as error:
-        name = f'"{path}"' if path is not None else "Zstandard session logs (.jsonl.zstd)"
-        raise LogError(f"cannot read {name}: {error}") from error
 
 
 # --- header ---------------------------------------------------------------
@@ -483,66 +458,6 @@ class LogPrefix:
     torn: bool
 
 
-def open_artifact(
-    path: str, root_real: str, *, resolved: str | None = None, buffering: int = READ_CHUNK
-) -> IO[bytes]:
-    """Open a log read-only, refusing anything that resolves outside the root or is not a file.
-
-    A symlinked ``session.jsonl`` inside the root works as upstream; one that
-    points outside the root is never followed (upstream would read it). A
-    ``.zstd`` log is refused, naming it, when no Zstandard codec is installed.
-
-    ``resolved`` is ``realpath(path)`` when the caller knows it (the listing
-    walk checks every directory without following links and has just seen the
-    log to be a regular file): the log is then opened there directly, which
-    spares the ~10 ``lstat`` calls of ``realpath`` per log. Should the log have
-    become a link since, ``O_NOFOLLOW`` refuses it and the general path runs.
-    ``buffering`` is small for reads that only want a header, so they do not
-    pull a whole log into the buffer.
-    """
-    flags = (
-        os.O_RDONLY
-        | getattr(os, "O_NOFOLLOW", 0)
-        | getattr(os, "O_NONBLOCK", 0)
-        | getattr(os, "O_CLOEXEC", 0)
-    )
-    fd = -1
-    if resolved is not None and is_within(root_real, resolved):
-        try:
-            fd = os.open(resolved, flags)
-        except OSError as error:
-            if error.errno != errno.ELOOP:
-                raise
-    if fd < 0:
-        real = os.path.realpath(path)
-        if not is_within(root_real, real):
-            raise LogError(
-                f'session artifact "{path}" resolves outside the sessions root and is not followed'
-            )
-        fd = os.open(real, flags)
-    try:
-        if path.endswith(".zstd"):
-            zstd_codec(path)  # refuse a log this Python cannot decode before reading it
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise LogError("EISDIR: illegal operation on a directory, read")
-        if not stat.S_ISREG(mode):
-            raise LogError(f'session artifact "{path}" is not a regular file')
-        return os.fdopen(fd, "rb", buffering=buffering)
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _file_size(handle: IO[bytes]) -> int:
-    return os.fstat(handle.fileno()).st_size
-
-
-def _read_span(handle: IO[bytes], offset: int, length: int) -> bytes:
-    handle.seek(offset)
-    return handle.read(length)
-
-
 def read_first_line(handle: IO[bytes], stop: AbortSignal | None = None) -> str | None:
     """Upstream's ``readFirstLine`` (plain listing): the first line, or ``None`` without one."""
     parts: list[bytes] = []
@@ -560,392 +475,6 @@ def read_first_line(handle: IO[bytes], stop: AbortSignal | None = None) -> str |
         total += len(chunk)
         if total > MAX_LINE_BYTES:
             raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
-
-
-# --- zstd container -----------------------------------------------------------
-
-
-class Frame(NamedTuple):
-    """One zstd frame's byte range and the most plaintext it can hold (``end`` ``None``: torn)."""
-
-    start: int
-    end: int | None
-    bound: int
-
-
-@dataclass
-class FrameScan:
-    """A zstd log's frame structure, validated whole: how many complete frames, the first one,
-    and where a torn final frame starts. Nothing per frame is kept (a log of eight million
-    empty frames costs no more memory than one of three)."""
-
-    count: int
-    first: Frame | None
-    torn_start: int | None
-
-
-_FRAME_HEAD_MAX: Final = 4 + 1 + 14 + 3
-"""A frame's magic, descriptor, longest header rest and first block header."""
-
-
-def zstd_frames(
-    handle: IO[bytes], size: int, stop: AbortSignal | None = None, offset: int = 0
-) -> Iterator[Frame]:
-    """Upstream's ``scanZstdFrames`` over the first ``size`` bytes of a file, lazily, without decoding.
-
-    Invalid complete structure raises :class:`LogError`; end of data inside the last frame
-    yields it as torn (``end`` ``None``). Each frame's ``bound`` is its plaintext at most: a raw
-    or RLE block's size, a compressed block's :data:`_BLOCK_MAX_OUTPUT`. The file is read
-    through a :data:`READ_CHUNK` buffer and headers are parsed in place: a log may be millions
-    of tiny frames, so this loop is the cost of reading one. ``offset``: where a frame starts.
-    """
-    data = b""
-    base = 0  # file offset of data[0]
-    count = 0
-    from_bytes = int.from_bytes
-    while offset < size:
-        count += 1
-        if not count & 1023:
-            check(stop)
-        start = offset
-        if offset - base + _FRAME_HEAD_MAX > len(data) and base + len(data) < size:
-            handle.seek(offset)
-            data = b""  # drop the old buffer first: one buffer at a time, not two
-            data, base = handle.read(min(READ_CHUNK, size - offset)), offset
-        at = offset - base
-        if size - offset < 5:
-            if size - offset == 4 and from_bytes(data[at : at + 4], "little") != ZSTD_MAGIC:
-                raise LogError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
-            yield Frame(start, None, 0)
-            return
-        if from_bytes(data[at : at + 4], "little") != ZSTD_MAGIC:
-            raise LogError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
-        descriptor = data[at + 4]
-        offset += 5
-        if descriptor & 24:
-            raise LogError(f"corrupt Zstandard session log: reserved frame-header bit at byte {offset - 1}")
-        remaining = _HEADER_REST[descriptor]
-        if size - offset < remaining:
-            yield Frame(start, None, 0)
-            return
-        offset += remaining
-        bound = 0
-        while True:
-            if size - offset < 3:
-                yield Frame(start, None, 0)
-                return
-            at = offset - base
-            if at < 0 or at + 3 > len(data):
-                handle.seek(offset)
-                data = b""
-                data, base, at = handle.read(min(READ_CHUNK, size - offset)), offset, 0
-            block_header = from_bytes(data[at : at + 3], "little")
-            offset += 3
-            block_type = (block_header >> 1) & 3
-            if block_type == 3:
-                raise LogError(f"corrupt Zstandard session log: reserved block type at byte {offset - 3}")
-            if block_type == 1:  # RLE: one stored byte, ``size`` copies of it
-                payload, bound = 1, bound + (block_header >> 3)
-            elif block_type == 2:
-                payload, bound = block_header >> 3, bound + _BLOCK_MAX_OUTPUT
-            else:
-                payload = block_header >> 3
-                bound += payload
-            if size - offset < payload:
-                yield Frame(start, None, 0)
-                return
-            offset += payload
-            if block_header & 1:
-                break
-        if descriptor & 4:
-            if size - offset < 4:
-                yield Frame(start, None, 0)
-                return
-            offset += 4
-        yield Frame(start, offset, bound)
-
-
-def scan_zstd_frames(
-    handle: IO[bytes], size: int, max_frames: int | None = None, stop: AbortSignal | None = None
-) -> FrameScan:
-    """The structure :func:`zstd_frames` finds, validated to the end (or to ``max_frames``)."""
-    count = 0
-    first: Frame | None = None
-    for frame in zstd_frames(handle, size, stop):
-        if frame.end is None:
-            return FrameScan(count, first, frame.start)
-        count += 1
-        first = first or frame
-        if count == max_frames:
-            break
-    return FrameScan(count, first, None)
-
-
-def _header_rest(descriptor: int) -> int:
-    """Bytes of a frame header after its magic number and descriptor byte: the window
-    descriptor, dictionary id and content size that ``descriptor``'s flags declare."""
-    single_segment = bool(descriptor & 32)
-    dictionary_flag = descriptor & 3
-    content_flag = descriptor >> 6
-    return (
-        (0 if single_segment else 1)
-        + (4 if dictionary_flag == 3 else dictionary_flag)
-        + ((1 if single_segment else 0) if content_flag == 0 else 1 << content_flag)
-    )
-
-
-_HEADER_REST: Final = tuple(_header_rest(descriptor) for descriptor in range(256))
-
-
-def _block_payload(block_header: int) -> int:
-    """Bytes that follow a block's 3-byte header (an RLE block stores its one byte)."""
-    return 1 if (block_header >> 1) & 3 == 1 else block_header >> 3
-
-
-def _frame_pieces(handle: IO[bytes], start: int, end: int) -> Iterator[bytes]:
-    """A frame's bytes cut at block boundaries, so each decoder call yields at most one block.
-
-    For a torn frame ``end`` is the end of the data and the last piece may be partial.
-    """
-    header = _read_span(handle, start, min(end - start, 5))
-    if len(header) < 5:
-        if header:
-            yield header
-        return
-    rest = _header_rest(header[4])
-    offset = start + 5 + rest
-    yield header + _read_span(handle, start + 5, min(rest, end - start - 5))
-    while offset < end:
-        block_header = _read_span(handle, offset, min(3, end - offset))
-        if len(block_header) < 3:
-            yield block_header
-            return
-        value = int.from_bytes(block_header, "little")
-        length = min(3 + _block_payload(value), end - offset)
-        while length > 0:  # a declared block may be up to 2 MiB: hand it over in bounded slices
-            piece = _read_span(handle, offset, min(length, READ_CHUNK))
-            if not piece:
-                return
-            yield piece
-            offset += len(piece)
-            length -= len(piece)
-        if value & 1:
-            break
-    if offset < end:
-        yield _read_span(handle, offset, end - offset)
-
-
-class _FrameFailed(Exception):
-    pass
-
-
-def _decode_frame(
-    handle: IO[bytes],
-    start: int,
-    end: int,
-    emit: Callable[[bytes], None] | None,
-    complete: bool,
-    stop: AbortSignal | None,
-) -> None:
-    """Decode one frame, passing output to ``emit``; raise :class:`_FrameFailed` if it does not decode.
-
-    A complete frame must end exactly at ``end`` (checksum verified); a torn
-    frame is decoded as far as its bytes go (upstream's ``ZSTD_e_flush`` read).
-    """
-    zstd = zstd_codec()
-    with zstd.frame_decoder() as decoder:
-        try:
-            for piece in _frame_pieces(handle, start, end):
-                check(stop)
-                if decoder.eof:
-                    raise _FrameFailed("trailing input")
-                output = decoder.decompress(piece)
-                if output and emit is not None:
-                    emit(output)
-        except zstd.error as error:
-            raise _FrameFailed(str(error)) from error
-    if complete and (not decoder.eof or decoder.unused_data):
-        raise _FrameFailed("incomplete frame")
-
-
-def zstd_plaintext(handle: IO[bytes], size: int, stop: AbortSignal | None = None) -> Iterator[bytes]:
-    """The plaintext of a zstd log's first ``size`` bytes in order, for scans that need no replay.
-
-    Each piece is at most one block's output (a frame may expand to gigabytes), each frame is
-    decoded from exactly its own bytes (so no backend copies the rest of the input after a frame
-    end), and the pieces end quietly at the first damage or at a torn end, after everything that
-    decoded before it.
-    """
-    zstd = zstd_codec()
-    try:
-        for frame in zstd_frames(handle, size, stop):
-            end = size if frame.end is None else frame.end
-            with zstd.frame_decoder() as decoder:
-                for piece in _frame_pieces(handle, frame.start, end):
-                    check(stop)
-                    if decoder.eof:
-                        return
-                    output = decoder.decompress(piece)
-                    if output:
-                        yield output
-    except (LogError, zstd.error):
-        return
-
-
-_QUICK_FRAME_OUTPUT: Final = 1 << 20
-"""Most plaintext :func:`_quick_first_frame` may decode in one call (a header is a few hundred bytes)."""
-_BLOCK_MAX_OUTPUT: Final = 128 * 1024
-
-
-def _quick_first_frame(prefix: bytes) -> bytes | None:
-    """The first frame's plaintext when the frame lies whole in ``prefix`` (a log's first bytes),
-    is well formed, and decodes cleanly in one call to at most :data:`_QUICK_FRAME_OUTPUT`.
-
-    ``None`` leaves every other case (torn, corrupt, dictionary, large) to the general path,
-    which then reads the file block by block and says exactly what is wrong. When this returns
-    bytes, they are what that path would decode: the same frame, validated the same way
-    (checksum, nothing after its end), with a bound on the output known before decoding.
-    """
-    size = len(prefix)
-    if size < 5 or int.from_bytes(prefix[:4], "little") != ZSTD_MAGIC:
-        return None
-    descriptor = prefix[4]
-    if descriptor & 24:
-        return None
-    offset = 5 + _header_rest(descriptor)
-    bound = 0
-    while True:
-        if size - offset < 3:
-            return None
-        block = int.from_bytes(prefix[offset : offset + 3], "little")
-        offset += 3
-        block_type = (block >> 1) & 3
-        if block_type == 3:
-            return None
-        bound += _BLOCK_MAX_OUTPUT if block_type == 2 else block >> 3  # raw or RLE: its size is its output
-        offset += _block_payload(block)
-        if offset > size or bound > _QUICK_FRAME_OUTPUT:
-            return None
-        if block & 1:
-            break
-    if descriptor & 4:
-        offset += 4  # the checksum
-        if offset > size:
-            return None
-    zstd = zstd_codec()
-    with zstd.frame_decoder() as decoder:
-        try:
-            output = decoder.decompress(prefix[:offset])
-        except zstd.error:
-            return None
-    return output if decoder.eof and not decoder.unused_data else None
-
-
-BATCH_OUTPUT: Final = 1 << 20
-"""Most plaintext consecutive frames may hold to be decoded in one call (dsh appends one frame
-per event, so a log is mostly small frames; one decoder call each would cost more than the bytes)."""
-
-
-def _frames_output(
-    handle: IO[bytes],
-    start: int,
-    end: int,
-    stop: AbortSignal | None,
-    watch: Callable[[bytes], None] | None,
-) -> bytes | None:
-    """The plaintext of the consecutive complete frames from ``start`` to ``end``, decoded in one
-    call, or ``None`` if they do not all decode (the caller then decodes them one by one, which
-    names the frame that fails).
-
-    The range comes from the validated structure, so its frames end where their blocks say;
-    each frame's checksum is verified by the decoder.
-    """
-    check(stop)
-    handle.seek(start)
-    data = handle.read(end - start)
-    zstd = zstd_codec()
-    assert zstd.decode_frames is not None  # only codecs that decode across frames batch them
-    try:
-        output = zstd.decode_frames(data)
-    except zstd.error:
-        return None
-    if watch is not None:
-        watch(output)
-    return output
-
-
-class _TooLarge(Exception):
-    """Stops decoding a frame whose output is already known to be too large to use."""
-
-
-def _frame_output(
-    handle: IO[bytes],
-    start: int,
-    end: int,
-    stop: AbortSignal | None,
-    limit: int,
-    *,
-    whole: bool = True,
-    watch: Callable[[bytes], None] | None = None,
-) -> bytes | None:
-    """A validated complete frame's plaintext, or ``None`` if it is larger than ``limit``.
-
-    With ``whole=False`` decoding stops as soon as the output passes ``limit``
-    (a header frame that large is refused whatever the rest holds, so a
-    decompression bomb in it costs ``limit`` bytes, not its full expansion).
-    ``watch`` sees each piece of output as it is decoded and may raise to stop.
-    """
-    held: list[bytes] = []
-    held_bytes = 0
-    overflow = False
-
-    def keep(output: bytes) -> None:
-        nonlocal held_bytes, overflow
-        if watch is not None:
-            watch(output)
-        if overflow:
-            return
-        held_bytes += len(output)
-        if held_bytes > limit:
-            if not whole:
-                raise _TooLarge
-            overflow = True
-            held.clear()
-        else:
-            held.append(output)
-
-    try:
-        _decode_frame(handle, start, end, keep, True, stop)
-    except _TooLarge:
-        return None
-    return None if overflow else b"".join(held)
-
-
-def read_first_zstd_line(handle: IO[bytes], stop: AbortSignal | None = None) -> str | None:
-    """Upstream's ``readFirstZstdLine`` (zstd listing): the header line from the first frame.
-
-    ``None`` when the file ends before its first frame does; :class:`LogError`
-    (upstream: a root-wide listing failure) for a bad first frame.
-    """
-    handle.seek(0)
-    plaintext = _quick_first_frame(handle.read(HEADER_BUFFER))
-    if plaintext is None:
-        first = scan_zstd_frames(handle, _file_size(handle), 1, stop).first
-        if first is None or first.end is None:
-            return None
-        try:
-            plaintext = _frame_output(handle, first.start, first.end, stop, MAX_LINE_BYTES + 1, whole=False)
-        except _FrameFailed:
-            raise LogError("corrupt Zstandard session log: header frame failed validation") from None
-        if plaintext is None:
-            raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
-    _assert_header_frame(plaintext)
-    return plaintext[:-1].decode("utf-8", "replace")
-
-
-def _assert_header_frame(plaintext: bytes) -> None:
-    if len(plaintext) == 0 or plaintext.find(b"\n") != len(plaintext) - 1:
-        raise LogError("corrupt Zstandard session log: first frame is not exactly one header line")
 
 
 # --- whole logs ----------------------------------------------------------------
@@ -991,30 +520,30 @@ def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal 
         return LogError(f"corrupt Zstandard session log: frame at byte {start} failed validation")
 
     try:
-        header = _frame_output(handle, first.start, first.end, stop, MAX_LINE_BYTES + 1, whole=False)
-    except _FrameFailed:
+        header = frame_output(handle, first.start, first.end, stop, MAX_LINE_BYTES + 1, whole=False)
+    except FrameFailed:
         raise frame_failed(first.start) from None
     if header is None:
         raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
-    _assert_header_frame(header)
+    assert_header_frame(header)
     scanner = EventScanner(header, start)
 
     def one(frame: Frame) -> None:
         assert frame.end is not None
         try:
-            plaintext = _frame_output(
+            plaintext = frame_output(
                 handle, frame.start, frame.end, stop, FRAME_BUFFER_BYTES, watch=scanner.line_guard()
             )
-        except _FrameFailed:
+        except FrameFailed:
             raise frame_failed(frame.start) from None
         if plaintext is not None:
             scanner.write(plaintext)
         else:
-            _decode_frame(handle, frame.start, frame.end, scanner.write, True, stop)
+            decode_frame(handle, frame.start, frame.end, scanner.write, True, stop)
 
     def flush(batch_start: int, batch_end: int, frames: int) -> None:
         if frames > 1:
-            plaintext = _frames_output(handle, batch_start, batch_end, stop, watch=scanner.line_guard())
+            plaintext = frames_output(handle, batch_start, batch_end, stop, watch=scanner.line_guard())
             if plaintext is not None:
                 scanner.write(plaintext)
                 return
@@ -1050,10 +579,10 @@ def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal 
     try:
         # Upstream decodes the torn frame in one call and keeps nothing if it
         # fails, so it is validated before any of it reaches the scanner.
-        _decode_frame(handle, scan.torn_start, size, None, False, stop)
-    except _FrameFailed:
+        decode_frame(handle, scan.torn_start, size, None, False, stop)
+    except FrameFailed:
         return LogPrefix(scanner.header, scanner.event_count, True)
-    _decode_frame(handle, scan.torn_start, size, scanner.write, False, stop)
+    decode_frame(handle, scan.torn_start, size, scanner.write, False, stop)
     return LogPrefix(scanner.header, scanner.event_count, True)
 
 
@@ -1069,9 +598,9 @@ def read_log(
     The log is read as it was when opened (it is append-only); if it shrank
     meanwhile (a repair truncated it) :class:`LogChanged` asks for a new read.
     """
-    size = _file_size(handle)
+    size = file_size(handle)
     reader = _read_zstd if compression == "zstd" else _read_plain
     prefix = reader(handle, size, start, stop)
-    if _file_size(handle) < size:
+    if file_size(handle) < size:
         raise LogChanged()
     return prefix

@@ -40,6 +40,7 @@ import pytest
 from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
+from editors.environment import isolated_env
 from editors.ranking import RANKING_QUERIES, archive_sessions, ranked_for
 
 if TYPE_CHECKING:
@@ -170,29 +171,6 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def _isolated_env(home: Path, tools: Tools) -> dict[str, str]:
-    """No user config, caches or sessions leak in, and nothing is written outside the test's folder."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("XDG_", "DSH_", "VSCODE_", "PYTHON"))
-    }
-    for name in ("config", "cache", "data", "state"):
-        (home / name).mkdir(parents=True, exist_ok=True)
-    env.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_CACHE_HOME=str(home / "cache"),
-        XDG_DATA_HOME=str(home / "data"),
-        XDG_STATE_HOME=str(home / "state"),
-        DSH_HOME=str(home / "dsh"),
-        # The server logs to stderr, which the extension shows in its output channel.
-        DSH_LSP_LOG="INFO",
-        PATH=tools.path_env,
-    )
-    return env
 
 
 USER_SETTINGS = {
@@ -367,7 +345,8 @@ class Profile:
 
 @pytest.fixture
 def profile(tools: Tools, vsix: Path, tmp_path: Path) -> Profile:
-    env = _isolated_env(tmp_path / "home", tools)
+    # The server logs to stderr, which the extension shows in its output channel.
+    env = isolated_env(tmp_path / "home", tools.path_env, drop=("VSCODE_",), DSH_LSP_LOG="INFO")
     user_data = tmp_path / "user-data"
     extensions = tmp_path / "extensions"
     (user_data / "User").mkdir(parents=True)

@@ -9,7 +9,8 @@ from typing import Any, Final
 from ...cancellation import AbortSignal
 from ...projection import project_conversation
 from ..layout import Compression
-from ..logfile import LogChanged, LogError, open_artifact, read_log
+from ..logbase import LogChanged, LogError, open_artifact
+from ..logfile import read_log
 
 BODY_CHARS: Final = 200_000
 """Message text kept per session for body search (the newest messages win)."""

@@ -187,17 +187,8 @@ def deep_copy(header: dict[str, Any]) -> dict[str, Any]:
 def parse_listing(text: str | None, path: str) -> ListingEntry | None:
     """A stored listing entry of the log at ``path``, checked and made compact; ``None`` if it is
     not one this code wrote."""
-    if text is None:
-        return None
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    if (
-        not isinstance(value, dict)
-        or not isinstance(value.get("a"), list)
-        or not isinstance(value.get("b"), list)
-    ):
+    value = None if text is None else _json_object(text)
+    if value is None or not isinstance(value.get("a"), list) or not isinstance(value.get("b"), list):
         return None
     artifacts: list[tuple[str | None, Compression, KeptHeader]] = []
     for artifact in value["a"]:
@@ -243,13 +234,19 @@ def header_dict(header: KeptHeader) -> dict[str, Any]:
     return dict(zip(header[::2], header[1::2], strict=True))
 
 
-def _parse_title(text: str) -> TitleEntry | None:
+def _json_object(text: str) -> dict[str, Any] | None:
+    """A stored entry's JSON object, or ``None`` for text this code did not write."""
     try:
         value = json.loads(text)
     except ValueError:
         return None
+    return value if isinstance(value, dict) else None
+
+
+def _parse_title(text: str) -> TitleEntry | None:
+    value = _json_object(text)
     if (
-        not isinstance(value, dict)
+        value is None
         or not isinstance(value.get("i"), str)
         or not isinstance(value.get("h"), str)
         or not (value.get("t") is None or isinstance(value.get("t"), str))

@@ -12,7 +12,8 @@ from typing import IO, Final
 from ...cancellation import AbortSignal, check
 from ..jsvalue import js_parse
 from ..layout import Compression
-from ..logfile import LogError, open_artifact, zstd_plaintext
+from ..logbase import LogError, open_artifact
+from ..zstd_frames import zstd_plaintext
 
 _SCAN_CHUNK: Final = 1 << 20
 
