@@ -34,7 +34,7 @@ import logging
 import os
 import stat
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -191,7 +191,7 @@ class Walk:
 
 
 class DirectoryVisitor(Protocol):
-    """How one walk reads each session directory it finds (see :class:`Walks`)."""
+    """How one walk reads each session directory it finds (see :data:`Walks`)."""
 
     def inspect(
         self, walk: Walk, root_real: str, directory: str, segment: str, stop: AbortSignal | None
@@ -205,30 +205,18 @@ class DirectoryVisitor(Protocol):
         """The walk is over, finished or not."""
 
 
-class Walks(Protocol):
-    """Where a store's walks get their :class:`DirectoryVisitor`: the plain store reads each
-    directory's log (:class:`PlainWalks`); the index answers from its rows where it can."""
+Walks = Callable[["JsonlSessionStore", bool], DirectoryVisitor]
+"""How a store walks: a visitor for each walk (``full``: a listing of the root, else a lookup by
+name). The plain store reads every directory's log; the index answers from its rows where it can."""
 
-    def start(self, reader: JsonlSessionStore, full: bool) -> DirectoryVisitor:
-        """A visitor for one walk: ``full`` for a listing of the root, else a lookup by name."""
-
-
-class TitleReader(Protocol):
-    """Where a store's title reads go (the plain store replays the log:
-    :meth:`JsonlSessionStore.title_of`)."""
-
-    def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation: ...
-
-
-class PlainWalks:
-    """Every directory read from its log, as upstream does."""
-
-    def start(self, reader: JsonlSessionStore, full: bool) -> DirectoryVisitor:
-        return _PlainVisitor(reader)
+TitleReader = Callable[[SessionRecord, "AbortSignal | None"], TitleObservation]
+"""Where a store's title reads go (the plain store replays the log: :meth:`JsonlSessionStore.title_of`)."""
 
 
 @dataclass(frozen=True, slots=True)
 class _PlainVisitor:
+    """Every directory read from its log, as upstream does."""
+
     reader: JsonlSessionStore
 
     def inspect(
@@ -265,8 +253,8 @@ class JsonlSessionStore:
         report: bool = True,
     ) -> None:
         self.root = resolve_root(root)
-        self._walks: Walks = PlainWalks() if walks is None else walks
-        self._read_title = self.title_of if titles is None else titles.read_title
+        self._walks: Walks = _plain_walks if walks is None else walks
+        self._read_title: TitleReader = self.title_of if titles is None else titles
         self._report_skips = report
         self._reported: set[tuple[str, str]] = set()
         self._report_lock = threading.Lock()
@@ -379,7 +367,7 @@ class JsonlSessionStore:
 
     def _scan(self, root_real: str, only: str | None, stop: AbortSignal | None) -> Walk:
         """Walk ``<root>/<project>/<session>/``, or only the ``<session>`` directories named ``only``."""
-        visitor = self._walks.start(self, only is None)
+        visitor = self._walks(self, only is None)
         try:
             scan = self._walk(root_real, only, stop, visitor)
             visitor.finish(scan)
@@ -657,6 +645,10 @@ class JsonlSessionStore:
         if not headers_compatible(meta, artifact.header):
             raise StoreError(f'session source headers conflict for session "{session_id}"', SOURCE_CONFLICT)
         return meta, result
+
+
+def _plain_walks(reader: JsonlSessionStore, full: bool) -> DirectoryVisitor:
+    return _PlainVisitor(reader)
 
 
 def _flat_layout(path: str) -> str:

@@ -38,7 +38,7 @@ from .rows import (
     lstat_or_none,
     stable_read,
 )
-from .walk import IndexWalks
+from .walk import index_walk
 
 LOG = logging.getLogger("dsh_session_reference.index")
 
@@ -57,7 +57,7 @@ about 0.2 s to start, against seconds of replay that would hold the caller's GIL
 
 class IndexedSessionStore:
     """A :class:`~..jsonl_store.JsonlSessionStore` (``reader``) answering from the index for every
-    log that has not changed: the reader's walks ask the index's rows first (:class:`.walk.IndexWalks`)
+    log that has not changed: the reader's walks ask the index's rows first (:func:`.walk.index_walk`)
     and its title reads go through :meth:`read_title`; what misses is read by the reader and kept.
 
     ``index_dir``: where the index files live (default :func:`default_index_dir`);
@@ -83,7 +83,7 @@ class IndexedSessionStore:
         apart_bytes: int | None = None,
         autoflush: bool = True,
     ) -> None:
-        self.reader = JsonlSessionStore(root, walks=IndexWalks(self), titles=self)
+        self.reader = JsonlSessionStore(root, walks=partial(index_walk, self), titles=self.read_title)
         self.root = self.reader.root
         self.workers = workers
         self.apart_bytes = apart_bytes

@@ -60,19 +60,13 @@ class Rows(Protocol):
     def walk_done(self, walked: dict[str, Fingerprint], looked: set[str]) -> None: ...
 
 
-class IndexWalks:
-    """Each walk of the reader gets a visitor that asks the index first."""
-
-    def __init__(self, rows: Rows) -> None:
-        self._rows = rows
-
-    def start(self, reader: JsonlSessionStore, full: bool) -> DirectoryVisitor:
-        rows = self._rows
-        if not full:
-            return _IndexVisitor(rows, reader, None, None)
-        rows.table()  # a full walk looks up every row: one query for all, not one per log
-        readers = start_header_readers(rows) if not rows.walked and rows.workers > 1 else None
-        return _IndexVisitor(rows, reader, _FullWalk(), readers)
+def index_walk(rows: Rows, reader: JsonlSessionStore, full: bool) -> DirectoryVisitor:
+    """The reader's :data:`~..jsonl_store.Walks` (``rows`` bound): a visitor asking the index first."""
+    if not full:
+        return _IndexVisitor(rows, reader, None, None)
+    rows.table()  # a full walk looks up every row: one query for all, not one per log
+    readers = start_header_readers(rows) if not rows.walked and rows.workers > 1 else None
+    return _IndexVisitor(rows, reader, _FullWalk(), readers)
 
 
 @dataclass(slots=True)
