@@ -12,13 +12,9 @@ import os
 from collections.abc import Mapping
 from typing import Literal, overload
 
-from .body_search import BodySearchResolver
 from .config import ResolverConfig
 from .model import LiveSource, SessionSource
 from .resolver import SessionReferenceResolver
-from .store.catalog import SessionCatalog
-from .store.index.store import APART_READ_BYTES, IndexedSessionStore
-from .store.jsonl_store import JsonlSessionStore
 from .store.layout import resolve_root, root_origin, root_problem
 
 __all__ = ["make_resolver", "open_source", "root_origin", "root_problem", "sessions_root", "target_session"]
@@ -80,10 +76,18 @@ def open_source(
     spare; the catalog is used only for body search (it indexes message text before searching).
     ``index=False`` (the CLI's ``--no-index``) reads every log afresh; the server always indexes.
     """
+    # The stores are imported where chosen: a CLI run pays only for the one it reads with (the
+    # catalog and body search add about 20 ms of imports to every fresh process).
     cores = os.cpu_count() or 1
     if not index and not live:
+        from .store.jsonl_store import JsonlSessionStore
+
         return JsonlSessionStore(root)
+    from .store.index.store import APART_READ_BYTES, IndexedSessionStore
+
     if live:
+        from .store.catalog import SessionCatalog
+
         return SessionCatalog(
             IndexedSessionStore(
                 root, index_dir=index_dir, workers=cores, apart_bytes=APART_READ_BYTES, autoflush=False
@@ -92,12 +96,19 @@ def open_source(
     store = IndexedSessionStore(
         root, index_dir=index_dir, workers=cores, apart_bytes=APART_READ_BYTES if cores > 1 else None
     )
-    return SessionCatalog(store, background=False) if body_search else store
+    if not body_search:
+        return store
+    from .store.catalog import SessionCatalog
+
+    return SessionCatalog(store, background=False)
 
 
 def make_resolver(
     source: SessionSource, config: ResolverConfig, *, body_search: bool = False
 ) -> SessionReferenceResolver:
     """The resolver over ``source`` with ``config`` as it is (validated once, where it was made)."""
-    resolver_type = BodySearchResolver if body_search else SessionReferenceResolver
-    return resolver_type.with_config(source, config)
+    if not body_search:
+        return SessionReferenceResolver.with_config(source, config)
+    from .body_search import BodySearchResolver
+
+    return BodySearchResolver.with_config(source, config)

@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 
+from vectors import URI_VECTORS, U
+
 from . import python_side as py
 from .conftest import Oracle, Outcome
 from .strategies import (
@@ -33,7 +35,6 @@ from .strategies import (
 )
 
 SIDES = ["upstream", "python"]
-U = "dsh-session:ImFiYyI"
 INVALID = "SESSION_REFERENCE_INVALID_REFERENCE"
 
 
@@ -63,21 +64,6 @@ def expect(outcome: Outcome, result: Any = None, error: dict[str, Any] | None = 
 
 
 # ---------------------------------------------------------------- URIs
-
-URI_VECTORS = [
-    ("", "dsh-session:IiI"),
-    ("abc", "dsh-session:ImFiYyI"),
-    ("s-001", "dsh-session:InMtMDAxIg"),
-    ("source", "dsh-session:InNvdXJjZSI"),
-    ("source]", "dsh-session:InNvdXJjZV0i"),
-    ("target", "dsh-session:InRhcmdldCI"),
-    (
-        "0198c2a4-7b1e-7c3d-9f00-123456789abc",
-        "dsh-session:IjAxOThjMmE0LTdiMWUtN2MzZC05ZjAwLTEyMzQ1Njc4OWFiYyI",
-    ),
-    ('unicode/引号"/slash\\/line\n', "dsh-session:InVuaWNvZGUv5byV5Y-3XCIvc2xhc2hcXC9saW5lXG4i"),
-    ("\ud800", "dsh-session:Ilx1ZDgwMCI"),
-]
 
 
 @pytest.mark.parametrize("side", SIDES)

@@ -12,23 +12,7 @@ from dsh_session_reference.uri import (
     parse_session_reference_text,
     scan_session_references,
 )
-
-U = "dsh-session:ImFiYyI"
-
-URI_VECTORS = [
-    ("", "dsh-session:IiI"),
-    ("abc", "dsh-session:ImFiYyI"),
-    ("s-001", "dsh-session:InMtMDAxIg"),
-    ("source", "dsh-session:InNvdXJjZSI"),
-    ("source]", "dsh-session:InNvdXJjZV0i"),
-    ("target", "dsh-session:InRhcmdldCI"),
-    (
-        "0198c2a4-7b1e-7c3d-9f00-123456789abc",
-        "dsh-session:IjAxOThjMmE0LTdiMWUtN2MzZC05ZjAwLTEyMzQ1Njc4OWFiYyI",
-    ),
-    ('unicode/引号"/slash\\/line\n', "dsh-session:InVuaWNvZGUv5byV5Y-3XCIvc2xhc2hcXC9saW5lXG4i"),
-    ("\ud800", "dsh-session:Ilx1ZDgwMCI"),
-]
+from vectors import URI_VECTORS, U
 
 
 @pytest.mark.parametrize(("session_id", "uri"), URI_VECTORS)

@@ -1,0 +1,68 @@
+"""The catalog's scheduler on its own, driven by a clock the test moves (no sleeping, no threads)."""
+
+from __future__ import annotations
+
+from dsh_session_reference.store.scheduler import Scheduler
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_background_work_waits_for_the_editor_to_pause_at_most_max_defer() -> None:
+    clock = Clock()
+    rules = Scheduler(idle_grace=0.25, max_defer=5.0, clock=clock)
+    deadline = clock.now + rules.max_defer
+    assert rules.until_idle(deadline) == 0.25  # the editor was just active (made now)
+    clock.now += 0.1
+    rules.touch()  # a keystroke: the pause starts again
+    assert rules.until_idle(deadline) == 0.25
+    clock.now += 0.25
+    assert rules.until_idle(deadline) == 0.0  # quiet long enough
+    for _ in range(100):  # an editor that never pauses...
+        clock.now += 0.1
+        rules.touch()
+    assert rules.until_idle(deadline) == 0.0  # ...still lets the work run once the deadline passed
+
+
+def test_a_request_in_progress_holds_background_work_and_counts_as_activity() -> None:
+    clock = Clock()
+    rules = Scheduler(clock=clock)
+    assert rules.quiet
+    with rules.serving():
+        assert not rules.quiet
+        with rules.serving():  # requests overlap: quiet only once both are answered
+            pass
+        assert not rules.quiet
+        clock.now += 3.0
+    assert rules.quiet and rules.active == clock.now
+
+
+def test_a_refresh_keeps_its_first_deadline_until_taken() -> None:
+    clock = Clock()
+    rules = Scheduler(max_defer=5.0, clock=clock)
+    assert rules.refresh_deadline() is None
+    ran: list[int] = []
+
+    def round_of() -> None:
+        ran.append(1)
+        return None
+
+    try:
+        rules.ask(lambda: round_of, refresh=True)
+        first = rules.refresh_deadline()
+        assert first == 105.0
+        clock.now += 1.0
+        rules.ask(lambda: round_of, refresh=True)  # asked again while waiting: same deadline
+        assert rules.refresh_deadline() == first
+        rules.refresh_taken()
+        assert rules.refresh_deadline() is None
+    finally:
+        assert rules.close() and not rules.close()  # closing twice is a no-op the second time
+        if rules.thread is not None:
+            rules.thread.join(5)
+    assert rules.worker() is None  # no process once closed
