@@ -233,7 +233,8 @@ def _resolver(args: argparse.Namespace, store: SessionSource) -> SessionReferenc
 
 
 async def _agent(args: argparse.Namespace, store: SessionSource) -> AgentRef:
-    target = target_session(args.target)
+    # An explicit empty ``--target ""`` means no target, as before ``$DSH_SESSION_ID`` is looked at.
+    target = args.target if args.target is not None else target_session(None)
     return await agent_for_target(store, target, args.cwd if args.cwd is not None else os.getcwd())
 
 

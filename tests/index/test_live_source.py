@@ -7,8 +7,11 @@ import asyncio
 import gc
 import json
 import os
+import subprocess
+import sys
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -21,14 +24,16 @@ from dsh_session_reference.body_search import BodyCandidate, BodySearchResolver
 from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.lsp.completion import BODY_MARK, candidate_json, completion_items
 from dsh_session_reference.lsp.settings import Settings, apply_settings
-from dsh_session_reference.model import SessionRecord
+from dsh_session_reference.model import SessionRecord, TitleObservation
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.store import JsonlSessionStore, catalog
 from dsh_session_reference.store import scheduler as scheduler_module
 from dsh_session_reference.store.catalog import SessionCatalog
+from dsh_session_reference.store.index.rows import Fingerprint
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.root_state import root_state
 from dsh_session_reference.store.scheduler import Scheduler
+from dsh_session_reference.store.titles import TitleBoard
 from store.logbuild import header, lines, one_turn, put, title
 
 from .test_index import age
@@ -569,3 +574,50 @@ def test_the_root_state_walk_pauses_every_few_hundred_entries(tmp_path: Path) ->
     pauses: list[int] = []
     assert root_state(str(root), lambda: pauses.append(1)) == root_state(str(root))
     assert len(pauses) == 600 // 256
+
+
+def test_rows_a_server_had_not_written_are_written_when_it_exits(tmp_path: Path) -> None:
+    """The server's index writes behind; a server that exits without closing its catalog (an
+    editor that kills it) still leaves the rows it made (the exit hook closes every catalog)."""
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    cache = tmp_path / "cache"
+    code = (
+        "import sys\n"
+        "from dsh_session_reference.assembly import open_source\n"
+        "source = open_source(sys.argv[1], live=True, index_dir=sys.argv[2])\n"
+        "assert len(source.list_sessions()) == 3\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(root), str(cache)], check=True, timeout=60)
+    assert len(IndexedSessionStore(root, index_dir=cache).table()) == 3
+
+
+def test_a_dropped_store_is_freed_at_once_not_at_the_next_full_collection(tmp_path: Path) -> None:
+    """The server puts full collections off while the editor is busy; a store it drops (another
+    root) must not wait for one to let go of its rows and its SQLite connection."""
+    root = tmp_path / "sessions"
+    store(root)
+
+    def used(made: JsonlSessionStore | IndexedSessionStore) -> weakref.ref[Any]:
+        made.read_titles(made.list_sessions())
+        return weakref.ref(made)
+
+    gc.collect()
+    gc.disable()
+    try:
+        plain = used(JsonlSessionStore(root))
+        indexed = used(IndexedSessionStore(root, persistent=False))
+        assert plain() is None and indexed() is None  # by reference counting alone: no cycle holds them
+    finally:
+        gc.enable()
+
+
+def test_a_hint_never_replaces_a_verified_title() -> None:
+    board = TitleBoard()
+    fp = Fingerprint(1, 2, 3, 4, 5)
+    board.observe("log", fp, TitleObservation("s", error="the log is damaged"))
+    board.provisional("log", fp, TitleObservation("s", title="Looks fine"))
+    assert board.current("log", fp) == TitleObservation("s", error="the log is damaged")
+    board.provisional("log", Fingerprint(1, 2, 9, 9, 9), TitleObservation("s", title="Grown"))
+    assert board.current("log", Fingerprint(1, 2, 9, 9, 9)) == TitleObservation("s", title="Grown")

@@ -156,3 +156,27 @@ def test_a_progress_line_shows_on_a_terminal_and_never_in_a_pipe(tmp_path: Path)
     # The same command in a pipe: no progress at all.
     piped = subprocess.run(command, capture_output=True, env=env, timeout=120, check=False)
     assert piped.returncode == 0 and b"reading dsh sessions" not in piped.stderr
+
+
+def test_an_empty_target_option_means_no_target_even_with_the_environment_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "sessions"
+    write_sample_store(str(root), "none")
+    listed = {"--json", "--sessions", str(root), "--no-index", "candidates"}
+    assert (
+        main([*sorted(listed, key=["--json", "--sessions", str(root), "--no-index", "candidates"].index)])
+        == 0
+    )
+    every = {row["sessionId"] for row in json.loads(capsys.readouterr().out)}
+    some = sorted(every)[0]
+    monkeypatch.setenv("DSH_SESSION_ID", some)
+    args = ["--json", "--sessions", str(root), "--no-index", "candidates"]
+    assert main([*args]) == 0
+    assert some not in {
+        row["sessionId"] for row in json.loads(capsys.readouterr().out)
+    }  # the environment's target
+    assert main([*args, "--target", ""]) == 0
+    assert some in {
+        row["sessionId"] for row in json.loads(capsys.readouterr().out)
+    }  # an empty --target: none

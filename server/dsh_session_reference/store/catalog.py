@@ -166,7 +166,11 @@ class SessionCatalog:
         self.kept_table: _KeptTable | None = None
         """The candidate table of the latest listing, as last labelled."""
         self._bodies = _BodyIndexing()
-        weakref.finalize(self, self.scheduler.close)
+        self._closed = False
+        # A dropped catalog (the server switched roots) stops its thread and worker when collected;
+        # at exit, _close_all closes every live one whole, index included, so the finalizer must not
+        # run first and leave the index unwritten.
+        weakref.finalize(self, self.scheduler.close).atexit = False
         _LIVE.add(self)
 
     # --- SessionSource ---------------------------------------------------------------------------
@@ -362,8 +366,12 @@ class SessionCatalog:
         A source that is simply dropped (the server switched roots) is closed
         when it is collected: its thread holds it only weakly.
         """
-        if self.scheduler.close():
-            self.index.close()
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self.scheduler.close()
+        self.index.close()  # writes the rows the background thread had not written yet
 
     # --- listing ---------------------------------------------------------------------------------
 

@@ -254,7 +254,9 @@ class JsonlSessionStore:
     ) -> None:
         self.root = resolve_root(root)
         self._walks: Walks = _plain_walks if walks is None else walks
-        self._read_title: TitleReader = self.title_of if titles is None else titles
+        self._read_title: TitleReader | None = titles
+        """``None``: this store's own :meth:`title_of` (kept as ``None``, not as the bound method,
+        so a store holds no reference to itself and is freed as soon as it is dropped)."""
         self._report_skips = report
         self._reported: set[tuple[str, str]] = set()
         self._report_lock = threading.Lock()
@@ -297,7 +299,8 @@ class JsonlSessionStore:
             check(stop)
             observation = seen.get(record.id)
             if observation is None:
-                observation = self._read_title(record, stop)
+                read = self._read_title
+                observation = self.title_of(record, stop) if read is None else read(record, stop)
                 seen[record.id] = observation
             observations.append(observation)
         return observations

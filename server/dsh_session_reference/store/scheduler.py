@@ -95,7 +95,8 @@ class Scheduler:
         return max(0.0, min(self.active + self.idle_grace, deadline) - self.clock())
 
     def idle(self, deadline: float) -> None:
-        """Wait until no request is being answered and the editor is idle (see :meth:`until_idle`)."""
+        """Wait until no request is being answered and the editor is idle (see :meth:`until_idle`).
+        The clock measures; the waiting is real time (a test moving its clock does not call this)."""
         while True:
             self._quiet.wait()
             wait = self.until_idle(deadline)

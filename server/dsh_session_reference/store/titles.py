@@ -60,19 +60,22 @@ class TitleBoard:
     def observe(self, location: str, fp: Fingerprint, observation: TitleObservation) -> None:
         """The one way a title enters the board (kept tables then know they are stale)."""
         with self._lock:
-            entry = self.observed.get(location)
-            if entry is not None and entry.fp == fp and entry.observation == observation:
-                return  # a verified title that confirms its hint changes no label
-            self.version += 1
-            self.observed[location] = Observed(fp, observation, self.version)
+            self._observe(location, fp, observation)
 
     def provisional(self, location: str, fp: Fingerprint, hint: TitleObservation) -> None:
-        """Show a hint until the verified title replaces it (a verified one is never replaced)."""
+        """Show a hint until the verified title replaces it (a verified one is never replaced):
+        checked and written under one lock, so a verification landing meanwhile is never undone."""
         with self._lock:
             entry = self.observed.get(location)
-            if entry is not None and entry.fp == fp:
-                return
-        self.observe(location, fp, hint)
+            if entry is None or entry.fp != fp:
+                self._observe(location, fp, hint)
+
+    def _observe(self, location: str, fp: Fingerprint, observation: TitleObservation) -> None:
+        entry = self.observed.get(location)
+        if entry is not None and entry.fp == fp and entry.observation == observation:
+            return  # a verified title that confirms its hint changes no label
+        self.version += 1
+        self.observed[location] = Observed(fp, observation, self.version)
 
     def changed_since(self, version: int) -> tuple[int, list[tuple[str, Observed]]]:
         """The current version and every observation made after ``version``, by log."""

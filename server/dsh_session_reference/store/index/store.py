@@ -12,6 +12,7 @@ import logging
 import os
 import stat
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, wait
 from functools import partial
@@ -83,7 +84,13 @@ class IndexedSessionStore:
         apart_bytes: int | None = None,
         autoflush: bool = True,
     ) -> None:
-        self.reader = JsonlSessionStore(root, walks=partial(index_walk, self), titles=self.read_title)
+        # The reader refers back to this store weakly: no cycle, so a dropped store (the server
+        # switched roots) is freed at once with its rows and its SQLite connection, not at the
+        # next full collection, which the server puts off while the editor is busy.
+        this = weakref.proxy(self)
+        self.reader = JsonlSessionStore(
+            root, walks=partial(index_walk, this), titles=lambda record, stop: this.read_title(record, stop)
+        )
         self.root = self.reader.root
         self.workers = workers
         self.apart_bytes = apart_bytes
