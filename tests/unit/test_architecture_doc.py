@@ -23,8 +23,10 @@ def test_the_map_names_every_module_as_its_docstring_does() -> None:
 
 
 def test_every_module_is_on_the_map() -> None:
+    """Said separately from the whole-map check, so a module added without regenerating the map is
+    named in the failure."""
     architecture = _architecture()
-    shown = architecture.render()  # type: ignore[attr-defined]
+    shown = architecture.current()  # type: ignore[attr-defined]
     package = architecture.PACKAGE  # type: ignore[attr-defined]
     missing = [
         str(path.relative_to(package))

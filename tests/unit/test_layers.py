@@ -175,3 +175,15 @@ def test_a_module_over_500_lines_says_why_at_its_top() -> None:
         if text.count("\n") > 520 and "Over 500 lines because" not in doc:
             unexplained.append(module)
     assert unexplained == []
+
+
+def test_work_stops_on_one_kind_of_token() -> None:
+    """``cancellation.AbortSignal`` is what every layer stops on; a ``threading.Event`` is left only
+    where it is no cancellation (the scheduler's quiet/wake conditions, pygls' own stop event)."""
+    allowed = {"cancellation", "store.scheduler", "lsp.pygls_patches", "lsp.transport"}
+    found = sorted(
+        module
+        for module, path in MODULES.items()
+        if module not in allowed and "threading.Event" in path.read_text(encoding="utf-8")
+    )
+    assert found == []

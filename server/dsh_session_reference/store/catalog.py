@@ -167,6 +167,8 @@ class SessionCatalog:
         """The candidate table of the latest listing, as last labelled."""
         self._bodies = _BodyIndexing()
         self._closed = False
+        self._round = weak_round(self._work)
+        """This catalog's background round, referenced weakly (made once: ``_ask`` runs per keystroke)."""
         # A dropped catalog (the server switched roots) stops its thread and worker when collected;
         # at exit, _close_all closes every live one whole, index included, so the finalizer must not
         # run first and leave the index unwritten.
@@ -510,7 +512,7 @@ class SessionCatalog:
 
     def _ask(self, *, refresh: bool = False) -> None:
         if self.background:
-            self.scheduler.ask(weak_round(self._work), refresh=refresh)
+            self.scheduler.ask(self._round, refresh=refresh)
 
     def _work(self) -> float | None:
         """One round of background work: keep the worker process fed, scan hints, walk the root

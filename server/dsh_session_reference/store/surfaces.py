@@ -7,14 +7,13 @@ bounded conversation is kept (at most :data:`MAX_SURFACES`, none of a whole log 
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from typing import Final, NamedTuple
 
 from ..conversation import ConversationSnapshot
 from ..model import SurfaceSnapshot
-from .index.rows import Fingerprint, fingerprint_of
+from .index.rows import Fingerprint, fingerprint_at
 
 MAX_SURFACES: Final = 16
 MAX_SURFACE_LOG_BYTES: Final = 8 << 20
@@ -38,7 +37,7 @@ class SurfaceCache:
     def lookup(self, key: tuple[object, ...], location: str | None) -> tuple[Fingerprint | None, Kept | None]:
         """``(the log's fingerprint now, the kept value or None)`` for a read keyed ``key`` of the
         log at ``location`` (where the latest listing has it)."""
-        before = _fingerprint(location) if location is not None else None
+        before = fingerprint_at(location) if location is not None else None
         with self._lock:
             entry = self._kept.get(key)
             if entry is not None and before is not None and entry.path == location and entry.fp == before:
@@ -54,17 +53,10 @@ class SurfaceCache:
             return
         if isinstance(value, SurfaceSnapshot) and before.size > MAX_SURFACE_LOG_BYTES:
             return  # a whole surface of a big log is not kept; a bounded conversation is
-        if _fingerprint(path) != before:
+        if fingerprint_at(path) != before:
             return  # written to while it was read
         with self._lock:
             self._kept[key] = _Entry(path, before, value)
             self._kept.move_to_end(key)
             while len(self._kept) > MAX_SURFACES:
                 self._kept.popitem(last=False)
-
-
-def _fingerprint(path: str) -> Fingerprint | None:
-    try:
-        return fingerprint_of(os.lstat(path))
-    except OSError:
-        return None

@@ -43,6 +43,14 @@ def fingerprint_of(info: os.stat_result) -> Fingerprint:
     return Fingerprint(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
+def fingerprint_at(path: str) -> Fingerprint | None:
+    """The fingerprint of what is at ``path`` now (links not followed); ``None`` if it cannot be looked at."""
+    try:
+        return fingerprint_of(os.lstat(path))
+    except OSError:
+        return None
+
+
 def header_text(header: Mapping[str, Any]) -> str:
     """A header as exact JSON (key order, ``-0.0``, big integers and lone surrogates survive the trip).
 
@@ -281,14 +289,9 @@ def stable_read(
     makes (a listing, a title, a worker's answer, message text) is read so.
     """
     if before is None:
-        try:
-            before = fingerprint_of(os.lstat(path))
-        except OSError:
+        before = fingerprint_at(path)
+        if before is None:
             return None
     started = time.time_ns()
     value = read()
-    try:
-        after = fingerprint_of(os.lstat(path))
-    except OSError:
-        return value, None, started
-    return value, before if after == before else None, started
+    return value, before if fingerprint_at(path) == before else None, started

@@ -33,6 +33,7 @@ from .rows import (
     Fingerprint,
     IndexRow,
     TitleEntry,
+    fingerprint_at,
     fingerprint_of,
     fp_text,
     header_text,
@@ -430,11 +431,8 @@ class IndexedSessionStore:
         database.drop_bodies([path for path in known if path not in listed])
         stale: list[str] = []
         for path in listed:
-            try:
-                fp = fingerprint_of(os.lstat(path))
-            except OSError:
-                continue
-            if known.get(path) != fp_text(fp):
+            fp = fingerprint_at(path)
+            if fp is not None and known.get(path) != fp_text(fp):
                 stale.append(path)
         return sorted(stale)
 
