@@ -7,6 +7,7 @@ and reads huge logs for ``prepare`` apart.
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 import os
@@ -14,7 +15,7 @@ import stat
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from functools import partial
 from typing import Final
 
@@ -46,6 +47,11 @@ LOG = logging.getLogger("dsh_session_reference.index")
 
 
 PARALLEL_MIN_BYTES: Final = 32 << 20
+WORKER_BATCH_BYTES: Final = 2 << 20
+"""Bytes of log files (as stored) per batch a cold title read hands a worker: small enough that the
+last batches finish together, big enough that a batch's round trip is noise."""
+WORKER_IN_FLIGHT: Final = 2
+"""Batches queued at each worker, so it starts the next while its last answer travels back."""
 """Below this much of logs to verify, starting worker processes costs more than it saves."""
 
 FLUSH_ROWS: Final = 1000
@@ -240,7 +246,7 @@ class IndexedSessionStore:
 
     def _verify_in_workers(self, records: Sequence[SessionRecord], stop: AbortSignal | None) -> None:
         """Index the titles of the records that miss, in worker processes, when that is worth it."""
-        misses: list[SessionRecord] = []
+        misses: list[tuple[int, SessionRecord]] = []
         seen: set[str] = set()
         total = 0
         for record in records:
@@ -255,26 +261,35 @@ class IndexedSessionStore:
                 stat.S_ISREG(info.st_mode)
                 and self.cached_title(record, fingerprint_of(info), header_text(record.header)) is None
             ):
-                misses.append(record)
+                misses.append((info.st_size, record))
                 total += info.st_size
         if len(misses) < 2 or total < PARALLEL_MIN_BYTES:
             return
-        groups = batches(misses, 16 << 20, 256)
-        workers = [WorkerProcess() for _ in range(min(self.workers, len(groups)))]
-        futures = {
-            workers[number % len(workers)].submit(
-                "verify_titles", self.root, [record_data(record) for record in group]
-            ): group
-            for number, group in enumerate(groups)
-        }
+        # Biggest logs first, in small batches handed to whichever worker is free: a static split
+        # left one core idle for a second or more while the other finished a batch of huge logs.
+        misses.sort(key=lambda miss: -miss[0])
+        queue = collections.deque(batches([record for _, record in misses], WORKER_BATCH_BYTES, 64))
+        workers = [WorkerProcess() for _ in range(min(self.workers, len(queue)))]
+        futures: dict[Future[list[Verified]], tuple[WorkerProcess, list[SessionRecord]]] = {}
+
+        def feed(worker: WorkerProcess) -> None:
+            if queue:
+                group = queue.popleft()
+                task = worker.submit("verify_titles", self.root, [record_data(record) for record in group])
+                futures[task] = (worker, group)
+
         try:
-            pending = set(futures)
-            while pending:
+            for worker in workers:
+                for _ in range(WORKER_IN_FLIGHT):
+                    feed(worker)
+            while futures:
                 check(stop)
-                done, pending = wait(pending, timeout=0.1, return_when=FIRST_COMPLETED)
+                done, _ = wait(list(futures), timeout=0.1, return_when=FIRST_COMPLETED)
                 for future in done:
+                    worker, group = futures.pop(future)
+                    feed(worker)
                     verified: list[Verified] = future.result()
-                    for record, found in zip(futures[future], verified, strict=True):
+                    for record, found in zip(group, verified, strict=True):
                         if found.fp is not None:
                             observation = TitleObservation(record.id, found.title, found.error)
                             key = header_text(record.header)

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import IO, Final
 
 from ...cancellation import AbortSignal, check
-from ..jsvalue import js_parse
+from ..jsvalue import js_parse_line
 from ..layout import Compression
 from ..logbase import LogError, open_artifact
 from ..zstd_frames import zstd_plaintext
@@ -77,7 +77,7 @@ def scan_last_title(
     if last is None:
         return None
     try:
-        event = js_parse(last.decode("utf-8", "replace"))
+        event = js_parse_line(last)
     except ValueError:
         return None
     payload = event.get("data") if isinstance(event, dict) else None
