@@ -212,7 +212,7 @@ def _safe_integers(values: list[Any]) -> bool:
     if not values:
         return True
     if set(map(type, values)) == {int}:
-        return min(values) >= -MAX_SAFE_INTEGER and max(values) <= MAX_SAFE_INTEGER
+        return bool(min(values) >= -MAX_SAFE_INTEGER and max(values) <= MAX_SAFE_INTEGER)
     return all(map(is_safe_integer, values))
 
 
