@@ -621,3 +621,85 @@ def test_a_hint_never_replaces_a_verified_title() -> None:
     assert board.current("log", fp) == TitleObservation("s", error="the log is damaged")
     board.provisional("log", Fingerprint(1, 2, 9, 9, 9), TitleObservation("s", title="Grown"))
     assert board.current("log", Fingerprint(1, 2, 9, 9, 9)) == TitleObservation("s", title="Grown")
+
+
+def test_a_fresh_server_answers_from_the_index_before_it_walks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening the editor again: the first ``@`` is answered from the listing and titles the index
+    holds, before any walk of the root; the walk that revalidates it comes when the editor pauses."""
+    served_as_big(monkeypatch)
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    exact = JsonlSessionStore(root)
+    expected = exact.list_sessions()
+    titles = exact.read_titles(expected)
+    warm = open_source(root, live=True, index_dir=tmp_path / "cache")
+    wait_for(lambda: warm.read_titles(warm.list_sessions()) == titles)
+    warm.close()
+
+    paused = Scheduler(idle_grace=60.0, max_defer=60.0)  # no pause comes: the walk never runs here
+    fresh = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=paused)
+    try:
+        table = fresh.candidate_table()
+        assert fresh.index.walked == {}  # answered without a walk of the root
+        assert [row.record for row in table.rows] == expected
+        assert [row.label for row in table.rows] == ["Good", "bad", "plain"]  # "bad" is damaged
+        assert fresh.titles.queued == {}  # nothing to verify: the titles are the index's
+    finally:
+        fresh.close()
+
+
+def test_a_session_deleted_before_the_editor_opens_goes_at_the_first_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    served_as_big(monkeypatch)
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    warm = open_source(root, live=True, index_dir=tmp_path / "cache")
+    assert len(warm.list_sessions()) == 3
+    warm.close()
+    put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
+    plain = next(record for record in JsonlSessionStore(root).list_sessions() if record.id == "plain")
+    assert plain.location is not None
+    os.unlink(plain.location)
+    os.rmdir(os.path.dirname(plain.location))
+
+    rules = Scheduler(idle_grace=0.0, max_defer=scheduler_module.MAX_DEFER)
+    fresh = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
+    try:
+        first = [row.record.id for row in fresh.candidate_table().rows]
+        assert first == ["good", "bad", "plain"]  # what the index held: served at once
+        wait_for(lambda: fresh.index.walked != {})
+        # The popup after the walk is the walk's listing.
+        assert [row.record.id for row in fresh.candidate_table().rows] == ["new", "good", "bad"]
+    finally:
+        fresh.close()
+
+
+def test_the_stored_listing_ignores_rows_a_walk_of_the_root_would_never_make(tmp_path: Path) -> None:
+    """The index folder is not trusted: a row for a path outside the root, or not at a session
+    directory's log name, lists nothing."""
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    index.list_sessions()
+    outside = put(tmp_path / "elsewhere", "evil", lines(header("evil", createdAt=99)))
+    project = os.path.dirname(os.path.dirname(put(root, "x", b"")))
+    fp = Fingerprint(0, 0, 0, 0, 0)
+    forged = [
+        outside,
+        os.path.join(root, "..", "elsewhere", "session.jsonl"),
+        os.path.join(project, "session.jsonl"),
+        os.path.join(project, "x", "evil.jsonl"),
+    ]
+    for path in forged:
+        listing = json.dumps({"a": [[path, "none", {"id": "evil", "createdAt": 99}]], "b": []})
+        index.keep_listing(path, fp, time.time_ns(), listing)
+    records, walked = index.stored_listing()
+    assert [record.id for record in records] == ["good", "bad", "plain"]
+    assert not set(walked) & set(forged)
+    index.close()

@@ -46,6 +46,7 @@ import atexit
 import dataclasses
 import functools
 import logging
+import math
 import operator
 import os
 import threading
@@ -161,6 +162,8 @@ class SessionCatalog:
         self.surfaces = SurfaceCache()
         self._lock = threading.RLock()
         self._refreshing = threading.Lock()
+        self._loading = threading.Lock()
+        self._stored_taken = False
         self.snapshot: _Snapshot | None = None
         """The latest listing."""
         self.kept_table: _KeptTable | None = None
@@ -254,11 +257,46 @@ class SessionCatalog:
     def _listing(self, stop: AbortSignal | None) -> list[SessionRecord]:
         """The current listing's records (shared: callers must not mutate it)."""
         snapshot = self.snapshot
+        if snapshot is None:
+            snapshot = self._stored()
         if snapshot is None or not self._served(snapshot):
             return self._refresh(stop).records
         if time.monotonic() - snapshot.taken >= REFRESH_AFTER:
             self._ask(refresh=True)
         return snapshot.records
+
+    def _stored(self) -> _Snapshot | None:
+        """The listing the index remembers (:meth:`~.index.store.IndexedSessionStore.stored_listing`),
+        taken once, before the first walk: a root big enough to be served from memory is then
+        answered from it at once (a fresh editor's first ``@`` over a warm index), and the walk
+        that revalidates it runs behind, as every later check does. It counts as older than any
+        walk, so that walk is due at once; titles come from the same rows, and logs that changed
+        meanwhile are corrected by it."""
+        if not self.background:
+            return None
+        with self._loading:
+            if self._stored_taken or self.snapshot is not None:
+                return self.snapshot
+            self._stored_taken = True
+            try:
+                records, walked = self.index.stored_listing()
+            except Exception:  # a damaged index is the walk's to find and report
+                LOG.exception("the index's stored listing could not be read")
+                return None
+            snapshot = _Snapshot(
+                records,
+                walked,
+                -math.inf,
+                len(walked),
+                {record.location: record for record in records if record.location is not None},
+                {record.id: record for record in records},
+            )
+            if not self._served(snapshot):
+                return None  # small roots are walked by every request anyway
+            with self._refreshing:
+                if self.snapshot is None:
+                    self.snapshot = snapshot
+                return self.snapshot
 
     def _served(self, snapshot: _Snapshot) -> bool:
         """Whether requests are answered from ``snapshot`` (revalidated behind them) rather than

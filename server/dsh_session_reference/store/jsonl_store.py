@@ -113,6 +113,10 @@ def _newest_first(records: list[SessionRecord]) -> list[SessionRecord]:
     return records
 
 
+def _listed(scan: Walk) -> list[SessionRecord]:
+    return _newest_first([artifact.record() for artifact in scan.usable().values()])
+
+
 def _same_file(a: str, b: str) -> bool:
     try:
         return os.path.realpath(a, strict=True) == os.path.realpath(b, strict=True)
@@ -274,9 +278,13 @@ class JsonlSessionStore:
         root_real = self.root_real()
         if root_real is None:
             return []
-        scan = self._scan(root_real, None, stop)
-        records = [artifact.record() for artifact in scan.usable().values()]
-        return _newest_first(records)
+        return _listed(self._scan(root_real, None, stop))
+
+    def listing_of(self, scan: Walk) -> list[SessionRecord]:
+        """What a walk that found ``scan``'s artifacts lists: ids found twice blocked, newest first
+        (how the index lists the rows it keeps before it walks: :func:`.index.walk.stored_walk`)."""
+        self._settle(scan)
+        return _listed(scan)
 
     def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
         """The record :meth:`list_sessions` lists for ``session_id``, or ``None``, found by looking
@@ -399,6 +407,11 @@ class JsonlSessionStore:
                 self._scan_project(scan, root_real, project.path, stop, visitor)
             else:
                 self._scan_named(scan, root_real, project.path, only, stop, visitor)
+        self._settle(scan)
+        return scan
+
+    def _settle(self, scan: Walk) -> None:
+        """Block the ids found in more than one directory; note a root of two encodings."""
         counts: dict[str, int] = {}
         for artifact in scan.artifacts:
             counts[artifact.session_id] = counts.get(artifact.session_id, 0) + 1
@@ -417,7 +430,6 @@ class JsonlSessionStore:
                 "the root holds both .jsonl and .jsonl.zstd logs (dsh reads one encoding per root); "
                 "each log is read in its own encoding",
             )
-        return scan
 
     def _scan_project(
         self,

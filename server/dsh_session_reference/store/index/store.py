@@ -41,7 +41,7 @@ from .rows import (
     lstat_or_none,
     stable_read,
 )
-from .walk import index_walk
+from .walk import index_walk, stored_walk
 
 LOG = logging.getLogger("dsh_session_reference.index")
 
@@ -223,6 +223,12 @@ class IndexedSessionStore:
             return self.reader.list_sessions(stop)
         finally:
             self._call_done()
+
+    def stored_listing(self) -> tuple[list[SessionRecord], dict[str, Fingerprint]]:
+        """The listing the index remembers and each listed log's fingerprint, without looking at
+        the disk (:func:`.walk.stored_walk`): possibly stale, so only for answering until a walk
+        has listed the root."""
+        return stored_walk(self, self.reader)
 
     def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
         return self.reader.find_record(session_id, stop)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 from ...cancellation import AbortSignal
+from ...model import SessionRecord
 from ..jsonl_store import Artifact, DirectoryVisitor, JsonlSessionStore, Walk, compression_of, sorted_entries
 from ..layout import LOG_NAMES
 from ..workers import WorkerProcess, drop_spare, take_spare
@@ -132,22 +133,8 @@ class _IndexVisitor:
             return False
         if self._walk is not None:
             self._walk.walked[path] = row.fp  # one tuple for the row and the walk: a big root keeps both
-        self._replay_listing(scan, path, cached)
+        _replay_listing(self._reader, scan, path, cached)
         return True
-
-    def _replay_listing(self, scan: Walk, path: str, outcome: ListingEntry) -> None:
-        for artifact_path, compression, header in outcome.artifacts:
-            # ``record()`` copies the header dict; only nested values would be shared.
-            scan.artifacts.append(
-                Artifact(
-                    path if artifact_path is None else artifact_path,
-                    compression,
-                    header_dict(header) if isinstance(header, tuple) else deep_copy(header),
-                )
-            )
-            scan.encodings.add(compression)
-        for segment, block_path, reason in outcome.blocks:
-            self._reader.block(scan, segment, block_path, reason)
 
     def finish(self, walk: Walk) -> None:
         if self._walk is not None:
@@ -158,6 +145,61 @@ class _IndexVisitor:
             self._readers.close()
         if self._walk is not None:
             drop_spare()  # a first walk that did not need it leaves it unclaimed
+
+
+def _replay_listing(reader: JsonlSessionStore, scan: Walk, path: str, outcome: ListingEntry) -> None:
+    for artifact_path, compression, header in outcome.artifacts:
+        # ``record()`` copies the header dict; only nested values would be shared.
+        scan.artifacts.append(
+            Artifact(
+                path if artifact_path is None else artifact_path,
+                compression,
+                header_dict(header) if isinstance(header, tuple) else deep_copy(header),
+            )
+        )
+        scan.encodings.add(compression)
+    for segment, block_path, reason in outcome.blocks:
+        reader.block(scan, segment, block_path, reason)
+
+
+def stored_walk(rows: Rows, reader: JsonlSessionStore) -> tuple[list[SessionRecord], dict[str, Fingerprint]]:
+    """The listing the index's rows remember, without looking at the disk, and the fingerprint of
+    every log it lists: what a walk of the root would list if no log had changed since each row
+    was written (a fresh language server answers its first ``@`` from it while a walk runs behind).
+
+    Only rows a walk itself makes count: one log at ``<root>/<project>/<session>/<log name>``
+    whose listing entry is fresh at the row's own fingerprint and names no other path. The index
+    folder is not trusted, so a row for any other path is ignored; taken in the walk's order
+    (names by their bytes), the rows list their sessions in the order the walk would.
+    """
+    prefix = os.path.join(rows.root, "")
+    names = set(LOG_NAMES.values())
+    found: dict[tuple[bytes, bytes], tuple[str, IndexRow, ListingEntry] | None] = {}
+    for path, row in rows.table().items():
+        if not path.startswith(prefix):
+            continue
+        parts = path[len(prefix) :].split(os.sep)
+        if (
+            len(parts) != 3
+            or parts[2] not in names
+            or not all(part not in ("", ".", "..") for part in parts[:2])
+        ):
+            continue
+        outcome = row.listing_outcome(row.fp, path)
+        if outcome is None or any(artifact[0] is not None for artifact in outcome.artifacts):
+            continue
+        directory = (os.fsencode(parts[0]), os.fsencode(parts[1]))
+        # Rows for both log names of one directory: the walk would look at it afresh, so none.
+        found[directory] = None if directory in found else (path, row, outcome)
+    scan = Walk()
+    walked: dict[str, Fingerprint] = {}
+    for directory in sorted(found):
+        entry = found[directory]
+        if entry is not None:
+            path, row, outcome = entry
+            walked[path] = row.fp
+            _replay_listing(reader, scan, path, outcome)
+    return reader.listing_of(scan), walked
 
 
 def probe(
