@@ -44,7 +44,7 @@ from ..jsjson import js_normalize, js_stringify
 from ..model import SessionRecord, StoreError, SurfaceSnapshot, TitleObservation
 from .jsvalue import UNDEFINED, js_string, strict_equal
 from .layout import LOG_NAMES, Compression, decode_segment, encode_segment, log_path, resolve_root
-from .logbase import HEADER_BUFFER, LogChanged, LogError, open_artifact
+from .logbase import HEADER_BUFFER, MAX_LINE_BYTES, LogChanged, LogError, open_artifact
 from .logfile import parse_header_meta, read_first_line, read_log
 from .replay import Replay, ReplayFailure, ReplayResult
 from .surface import SurfaceKeeper
@@ -580,7 +580,7 @@ class JsonlSessionStore:
                 artifact = self.locate(session_id, stop)
             else:
                 artifact = Artifact(record.location, compression_of(record.location), dict(record.header))
-            _, result = self.replay(session_id, artifact, False, stop)
+            _, result = self.replay(session_id, artifact, False, stop, discovery=True)
         except StoreError as error:
             return TitleObservation(record.id, error=error.message)
         title = result.title
@@ -601,8 +601,13 @@ class JsonlSessionStore:
         artifact: Artifact,
         keep_surface: bool | SurfaceKeeper,
         stop: AbortSignal | None,
+        *,
+        discovery: bool = False,
     ) -> tuple[dict[str, Any], ReplayResult]:
-        """Upstream's ``inspect``: read, recover, validate; every failure worded as session-query words it."""
+        """Upstream's ``inspect``: read, recover, validate; every failure worded as session-query words it.
+
+        ``discovery`` (a title read): a line too big to hold is skipped where the reader may
+        (:data:`~.logfile.SKIPPABLE_TYPES`), and logged, rather than failing the read."""
         root_real = self.root_real()
         if root_real is None:
             raise StoreError(f'session "{session_id}" not found', NOT_FOUND)
@@ -626,7 +631,16 @@ class JsonlSessionStore:
             replays.clear()
             try:
                 with open_artifact(path, root_real) as handle:
-                    meta = read_log(handle, artifact.compression, start, stop).header
+                    prefix = read_log(handle, artifact.compression, start, stop, discovery=discovery)
+                meta = prefix.header
+                for line in prefix.skipped:
+                    _LOG.warning(
+                        "reading %s for its title: skipped line %d, larger than %d bytes (the most this "
+                        "reader holds); prepare of this session fails",
+                        path,
+                        line,
+                        MAX_LINE_BYTES,
+                    )
                 break
             except LogChanged:
                 continue

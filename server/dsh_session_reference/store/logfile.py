@@ -30,6 +30,11 @@ Two deliberate differences, both about resources rather than results:
   hold it, e.g. a 200 MB line or a bomb without newlines); an oversized torn
   tail is ignored like any torn tail, and after an issue an oversized line
   that cannot contain a ``turn/end`` is skipped unread, as upstream would.
+  A read for discovery only (a title, message text to index) skips an
+  oversized line instead, when its first bytes show upstream's own envelope of
+  a content-carrying event in sequence (:data:`SKIPPABLE_TYPES`): that event is
+  counted and taken as valid, and the read says which lines it skipped, so a
+  session keeps its title while ``prepare`` of it still fails with the error.
 
 Over 500 lines because the event scanner and its crash-tail rule are most of it and the rest (the header
 record, packed chunk rows, whole-log reads) only feeds or drives it; the zstd container
@@ -39,6 +44,7 @@ record, packed chunk rows, whole-log reads) only feeds or drives it; the zstd co
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
@@ -81,6 +87,19 @@ from .zstd_frames import (
 SESSION_FORMAT_VERSION: Final = 0
 _NEWLINE: Final = 10
 _JSON_SPACE: Final = b" \t\r"
+SKIPPABLE_TYPES: Final = frozenset(
+    {"user/message", "assistant/message", "tool/result", "tool/call", "command/done", "hook/result"}
+)
+"""Event types whose oversized line a discovery read skips: the ones that carry what a person
+pasted or a tool produced. Anything else that large (a turn boundary, a title) fails as always."""
+MAX_SKIPPED_LINE_BYTES: Final = (1 << 29) - 24
+"""The longest line a discovery read skips: V8's longest string, so upstream cannot read a longer
+one either (and a decompression bomb's endless line still stops a read at this much output)."""
+_ENVELOPE_HEAD: Final = re.compile(rb'\{"type":"([a-z][a-z/-]{0,63})","seq":(\d{1,15}),"time":(\d{1,15}),')
+"""The start of an event line as upstream's writer spells it (``JSON.stringify`` of the envelope)."""
+_HEAD_BYTES: Final = 128
+_HOLD_LIMIT: Final = "the most this reader holds in memory"
+_SKIP_LIMIT: Final = "the longest line a discovery read skips"
 _ROW_TAGS: Final = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 
 
@@ -97,6 +116,10 @@ class EventSink(Protocol):
         and never on the surface, and building them (three dicts each) was a fifth of the
         work of replaying a big log, most of whose events are chunks.
         """
+
+    def push_unread(self, seq: int, time: int) -> None:
+        """An event whose line a discovery read skipped (see :data:`SKIPPABLE_TYPES`): counted,
+        taken as valid, and not a title."""
 
 
 StartLog = Callable[[dict[str, Any]], EventSink]
@@ -296,8 +319,13 @@ class EventScanner:
     ``events``.
     """
 
-    def __init__(self, header_record: bytes, start: StartLog) -> None:
+    def __init__(self, header_record: bytes, start: StartLog, *, discovery: bool = False) -> None:
         self.header = parse_header_record(header_record)
+        self._discovery = discovery
+        self.skipped: list[int] = []
+        self._head = b""
+        """The first bytes of the line being held once it is oversized (its envelope)."""
+        self._oversized_bytes = 0
         self.input_bytes = len(header_record)
         self.committed_bytes = len(header_record)
         self.event_count = 0
@@ -337,6 +365,10 @@ class EventScanner:
             self._oversized = True
             self._oversized_matters = False
             self._overlap = b""
+            self._head = b"".join(part[:_HEAD_BYTES] for part in [*self._parts[:_HEAD_BYTES], fragment])[
+                :_HEAD_BYTES
+            ]  # the parts hold up to MAX_LINE_BYTES: never join them whole
+            self._oversized_bytes = 0  # counted again below, part by part
             for part in self._parts:
                 self._note_oversized(part)
             self._note_oversized(fragment)
@@ -357,13 +389,18 @@ class EventScanner:
         """
         if self._issue is not None:
             return None
-        run = MAX_LINE_BYTES + 1 if self._oversized else self._part_bytes
+        cap = MAX_SKIPPED_LINE_BYTES if self._discovery else MAX_LINE_BYTES
+        run = self._oversized_bytes if self._oversized else self._part_bytes
         line = self._line + 1
 
         def too_long() -> LimitExceeded:
             return LimitExceeded(
-                f"session log line {line} is larger than {MAX_LINE_BYTES} bytes, "
-                "the most this reader holds in memory"
+                f"session log line {line} is larger than {cap} bytes, "
+                + (
+                    "the longest line a discovery read skips"
+                    if self._discovery
+                    else "the most this reader holds in memory"
+                )
             )
 
         def guard(output: bytes) -> None:
@@ -371,17 +408,18 @@ class EventScanner:
             first = output.find(b"\n")
             if first == -1:
                 run += len(output)
-            elif run + first > MAX_LINE_BYTES:
+            elif run + first > cap:
                 raise too_long()
             else:
                 line += output.count(b"\n")
                 run = len(output) - output.rfind(b"\n") - 1
-            if run > MAX_LINE_BYTES:
+            if run > cap:
                 raise too_long()
 
         return guard
 
     def _note_oversized(self, piece: bytes) -> None:
+        self._oversized_bytes += len(piece)
         window = self._overlap + piece
         if b"turn/end" in window or b"\\" in window:
             self._oversized_matters = True
@@ -392,10 +430,11 @@ class EventScanner:
             self._note_oversized(tail)
             self._oversized = False
             self._line += 1
+            if self._issue is None and self._discovery and self._skip_unread(end_byte):
+                return
             if self._issue is None or self._oversized_matters:
                 raise LimitExceeded(
-                    f"session log line {self._line} is larger than {MAX_LINE_BYTES} bytes, "
-                    "the most this reader holds in memory"
+                    f"session log line {self._line} is larger than {MAX_LINE_BYTES} bytes, {_HOLD_LIMIT}"
                 )
             return
         if self._parts:
@@ -414,6 +453,21 @@ class EventScanner:
                 return
             line = tail
         self._consume(line, end_byte)
+
+    def _skip_unread(self, end_byte: int) -> bool:
+        """Take the oversized line just ended as the one event its envelope names, unread, if a
+        discovery read may (see :data:`SKIPPABLE_TYPES`)."""
+        head = _ENVELOPE_HEAD.match(self._head)
+        if head is None or self._oversized_bytes > MAX_SKIPPED_LINE_BYTES:
+            return False
+        kind, seq, time = head[1].decode(), int(head[2]), int(head[3])
+        if kind not in SKIPPABLE_TYPES or seq != self.event_count:
+            return False
+        self._sink.push_unread(seq, time)
+        self.event_count += 1
+        self.committed_bytes = end_byte
+        self.skipped.append(self._line)
+        return True
 
     def _consume(self, line: bytes, end_byte: int) -> None:
         self._line += 1
@@ -468,6 +522,8 @@ class LogPrefix:
     header: dict[str, Any]
     event_count: int
     torn: bool
+    skipped: tuple[int, ...] = ()
+    """Lines a discovery read skipped for their size (see :data:`SKIPPABLE_TYPES`)."""
 
 
 def read_first_line(handle: IO[bytes], stop: AbortSignal | None = None) -> str | None:
@@ -492,7 +548,9 @@ def read_first_line(handle: IO[bytes], stop: AbortSignal | None = None) -> str |
 # --- whole logs ----------------------------------------------------------------
 
 
-def _read_plain(handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal | None) -> LogPrefix:
+def _read_plain(
+    handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal | None, discovery: bool
+) -> LogPrefix:
     handle.seek(0)
     header_parts: list[bytes] = []
     header_bytes = 0
@@ -513,16 +571,20 @@ def _read_plain(handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal
         header_bytes += len(chunk)
         if header_bytes > MAX_LINE_BYTES:
             raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
-    scanner = EventScanner(b"".join(header_parts), start)
+    scanner = EventScanner(b"".join(header_parts), start, discovery=discovery)
     while chunk:
         scanner.write(chunk)
         check(stop)
         chunk = handle.read(min(READ_CHUNK, remaining)) if remaining > 0 else b""
         remaining -= len(chunk)
-    return LogPrefix(scanner.header, scanner.event_count, scanner.committed_bytes < size)
+    return LogPrefix(
+        scanner.header, scanner.event_count, scanner.committed_bytes < size, tuple(scanner.skipped)
+    )
 
 
-def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal | None) -> LogPrefix:
+def _read_zstd(
+    handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal | None, discovery: bool
+) -> LogPrefix:
     scan = scan_zstd_frames(handle, size, None, stop)  # the whole structure first, as upstream
     first = scan.first
     if first is None or first.end is None:
@@ -538,7 +600,7 @@ def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal 
     if header is None:
         raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
     assert_header_frame(header)
-    scanner = EventScanner(header, start)
+    scanner = EventScanner(header, start, discovery=discovery)
 
     def one(frame: Frame) -> None:
         assert frame.end is not None
@@ -587,15 +649,15 @@ def _read_zstd(handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal 
     if scanner.committed_bytes != scanner.input_bytes:
         raise LogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
     if scan.torn_start is None:
-        return LogPrefix(scanner.header, scanner.event_count, False)
+        return LogPrefix(scanner.header, scanner.event_count, False, tuple(scanner.skipped))
     try:
         # Upstream decodes the torn frame in one call and keeps nothing if it
         # fails, so it is validated before any of it reaches the scanner.
         decode_frame(handle, scan.torn_start, size, None, False, stop)
     except FrameFailed:
-        return LogPrefix(scanner.header, scanner.event_count, True)
+        return LogPrefix(scanner.header, scanner.event_count, True, tuple(scanner.skipped))
     decode_frame(handle, scan.torn_start, size, scanner.write, False, stop)
-    return LogPrefix(scanner.header, scanner.event_count, True)
+    return LogPrefix(scanner.header, scanner.event_count, True, tuple(scanner.skipped))
 
 
 def read_log(
@@ -603,16 +665,19 @@ def read_log(
     compression: Compression,
     start: StartLog,
     stop: AbortSignal | None = None,
+    *,
+    discovery: bool = False,
 ) -> LogPrefix:
     """Stream one log's committed events into the sink ``start(header)`` returns; raise
-    :class:`LogError` where upstream's read fails.
+    :class:`LogError` where upstream's read fails. ``discovery``: the read is for a title or
+    message text only, and skips an oversized line where it may (see :data:`SKIPPABLE_TYPES`).
 
     The log is read as it was when opened (it is append-only); if it shrank
     meanwhile (a repair truncated it) :class:`LogChanged` asks for a new read.
     """
     size = file_size(handle)
     reader = _read_zstd if compression == "zstd" else _read_plain
-    prefix = reader(handle, size, start, stop)
+    prefix = reader(handle, size, start, stop, discovery)
     if file_size(handle) < size:
         raise LogChanged()
     return prefix

@@ -640,6 +640,11 @@ class Replay:
         if self._first_failed > _MIGRATE:
             self._last = (first_seq + len(times) - 1, times[-1])
 
+    def push_unread(self, seq: int, time: int) -> None:
+        """An event a discovery read skipped unread: taken as valid, never a title."""
+        if self._first_failed > _MIGRATE:
+            self._last = (seq, time)
+
     def _legacy_checks(self, event: dict[str, Any], seq: int) -> None:
         kind = event.get("type")
         if kind == "request/header-delta" and _DELTA not in self._errors:

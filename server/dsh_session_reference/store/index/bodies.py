@@ -37,6 +37,9 @@ class _MessageTexts:
     def push_chunks(self, first_seq: int, times: list[Any]) -> None:
         pass  # streamed deltas: the message they make is logged whole
 
+    def push_unread(self, seq: int, time: int) -> None:
+        pass  # a message too big to hold is not searched; the rest of the log still is
+
 
 def message_text(path: str, root_real: str, stop: AbortSignal | None = None) -> str:
     """What a person said or read in a log (the projected messages), newest kept, for body search."""
@@ -44,7 +47,7 @@ def message_text(path: str, root_real: str, stop: AbortSignal | None = None) -> 
     compression: Compression = "zstd" if path.endswith(".zstd") else "none"
     try:
         with open_artifact(path, root_real) as handle:
-            read_log(handle, compression, lambda header: texts, stop)
+            read_log(handle, compression, lambda header: texts, stop, discovery=True)
     except (OSError, LogError, LogChanged):
         pass
     text = "\n".join(texts.kept)
