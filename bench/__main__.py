@@ -20,7 +20,7 @@ import sys
 import time
 
 from .generate import ensure_store
-from .report import markdown, text_table
+from .report import floor_line, markdown, text_table
 from .run import REPO, SETTINGS, Suite, node_of, upstream_dir, verify_bytes
 
 DOC = REPO / "docs" / "benchmarks.md"
@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
         suite.close()
     measures = list(suite.results.values())
     print()
-    print(text_table(measures))
+    print(text_table(measures, suite.floor))
+    print(f"floor: {floor_line(suite.floor)}")
     for check in suite.checks:
         print(check)
     notes = [f"{m.case}: {m.note}" for m in measures if m.note]
@@ -115,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
                 suite.checks,
                 None if install is None else node_of(install),
                 notes,
+                suite.floor,
             ),
         )
         print(f"wrote {DOC.relative_to(REPO)}")

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .generate import Manifest
-from .run import Measure
+from .run import Floor, Measure
 
 
 def _seconds(value: float | None) -> str:
@@ -66,22 +66,30 @@ HEADER = (
     "ours p95",
     "upstream (median)",
     "ours / upstream",
+    "ours / floor",
     "peak RSS ours / upstream",
     "target",
 )
 
 
-def rows(measures: Sequence[Measure]) -> list[tuple[str, ...]]:
+def _ratio(value: float | None) -> str:
+    return "—" if value is None else (f"{value:.3f}" if value < 0.1 else f"{value:.2f}")
+
+
+def rows(measures: Sequence[Measure], floor: Floor | None) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     for m in measures:
         ratio = m.ratio
+        ours = m.median(m.ours)
+        over_floor = ours / floor.seconds if floor and m.reads_every_log and ours is not None else None
         out.append(
             (
                 m.case,
                 _seconds(m.median(m.ours)) + (f" (n={len(m.ours)})" if m.ours else ""),
                 _seconds(m.p95(m.ours)),
                 _seconds(m.median(m.theirs)) + (f" (n={len(m.theirs)})" if m.theirs else ""),
-                "—" if ratio is None else (f"{ratio:.3f}" if ratio < 0.1 else f"{ratio:.2f}"),
+                _ratio(ratio),
+                _ratio(over_floor),
                 f"{_mb(m.ours_rss)} / {_mb(m.theirs_rss)}",
                 m.target or "",
             )
@@ -89,17 +97,29 @@ def rows(measures: Sequence[Measure]) -> list[tuple[str, ...]]:
     return out
 
 
-def text_table(measures: Sequence[Measure]) -> str:
-    table = [HEADER, *rows(measures)]
+def floor_line(floor: Floor | None) -> str:
+    if floor is None:
+        return "not measured"
+    return (
+        f"{_seconds(floor.seconds)} (decompressing every log {_seconds(floor.decompress)}, parsing its "
+        f"{floor.lines:,} lines with the standard library's `json` {_seconds(floor.parse)}; one process, "
+        'one core, nothing validated or kept); "ours / floor" is given for the cases that read every log'
+    )
+
+
+def text_table(measures: Sequence[Measure], floor: Floor | None) -> str:
+    table = [HEADER, *rows(measures, floor)]
     widths = [max(len(row[i]) for row in table) for i in range(len(HEADER))]
     lines = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)) for row in table]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
 
 
-def markdown_table(measures: Sequence[Measure]) -> str:
+def markdown_table(measures: Sequence[Measure], floor: Floor | None) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows(measures)]
+    lines += [
+        "| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows(measures, floor)
+    ]
     return "\n".join(lines)
 
 
@@ -110,6 +130,7 @@ def markdown(
     checks: Sequence[str],
     node: Path | None,
     notes: Sequence[str],
+    floor: Floor | None = None,
 ) -> str:
     spec = manifest.spec
     plain, disk = manifest.plain_bytes / 1e6, manifest.disk_bytes / 1e6
@@ -130,8 +151,9 @@ def markdown(
             "its own `JsonlSessionPersistence` over the same root"
         ),
         f"- Store: {store}",
+        f"- Floor: {floor_line(floor)}",
         "",
-        markdown_table(measures),
+        markdown_table(measures, floor),
         "",
     ]
     if checks:

@@ -57,6 +57,7 @@ def open_source(
     index: bool = True,
     body_search: bool = False,
     index_dir: str | os.PathLike[str] | None = None,
+    every_title: bool = False,
 ) -> SessionSource: ...
 
 
@@ -67,6 +68,7 @@ def open_source(
     index: bool = True,
     body_search: bool = False,
     index_dir: str | os.PathLike[str] | None = None,
+    every_title: bool = False,
 ) -> SessionSource:
     """The store a front end reads ``root`` through.
 
@@ -75,6 +77,8 @@ def open_source(
     index fills on every core and huge logs are replayed in processes of their own when a core is
     spare; the catalog is used only for body search (it indexes message text before searching).
     ``index=False`` (the CLI's ``--no-index``) reads every log afresh; the server always indexes.
+    ``every_title``: the caller will read every session's title (``candidates`` with a query), so
+    over a cold index the worker processes are started now, while the root is listed.
     """
     # The stores are imported where chosen: a CLI run pays only for the one it reads with (the
     # catalog and body search add about 20 ms of imports to every fresh process).
@@ -96,6 +100,8 @@ def open_source(
     store = IndexedSessionStore(
         root, index_dir=index_dir, workers=cores, apart_bytes=APART_READ_BYTES if cores > 1 else None
     )
+    if every_title:
+        store.start_title_workers()
     if not body_search:
         return store
     from .store.catalog import SessionCatalog

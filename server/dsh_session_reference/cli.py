@@ -186,10 +186,14 @@ def _read(path: str) -> str:
     return read_text(path)
 
 
-def _store(args: argparse.Namespace) -> SessionSource:
+def _store(args: argparse.Namespace, *, every_title: bool = False) -> SessionSource:
     """The title index over the root (cold logs are replayed on every core), or the plain store."""
     return open_source(
-        args.root, live=False, index=not args.no_index, body_search=getattr(args, "body_search", False)
+        args.root,
+        live=False,
+        index=not args.no_index,
+        body_search=getattr(args, "body_search", False),
+        every_title=every_title,
     )
 
 
@@ -289,7 +293,7 @@ def _when(created_at: int) -> str:
 async def _candidates(args: argparse.Namespace) -> int:
     from .body_search import BodyCandidate
 
-    store = _store(args)
+    store = _store(args, every_title=args.query != "")  # a query is matched against every title
     resolver = _resolver(args, store)
     with _terminal_progress(args, store):
         agent = await _agent(args, store)

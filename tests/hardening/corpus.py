@@ -332,7 +332,12 @@ CASES: tuple[Case, ...] = (
         Ok(2, ("bad \ufffd\ufffd\ufffd(\ufffd\ufffd\ufffd here",)),
     ),
     Case(
-        "line-200mb", _huge_line, True, Fail(PERSISTENCE, _too_long(8)), label="Past a 200 MB line", heavy=True
+        "line-200mb",
+        _huge_line,
+        True,
+        Fail(PERSISTENCE, _too_long(8)),
+        label="Past a 200 MB line",
+        heavy=True,
     ),
     Case("zstd-truncated-frame", _zstd_truncated, True, Ok(5, (Q, A))),
     Case(

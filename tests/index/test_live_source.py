@@ -432,6 +432,43 @@ def test_cold_titles_verified_in_worker_processes_are_the_same(
     assert found == expected
 
 
+def test_a_query_over_a_cold_index_starts_its_workers_before_it_lists(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``candidates QUERY`` reads every title: over a cold index its worker processes start while
+    the root is listed, and the title read uses them; over a warm index none start."""
+    from dsh_session_reference.store.index import store as index
+
+    started: list[object] = []
+
+    class Counted(index.WorkerProcess):
+        def __init__(self) -> None:
+            super().__init__()
+            started.append(self)
+
+    monkeypatch.setattr(index, "WorkerProcess", Counted)
+    monkeypatch.setattr(index, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    exact = JsonlSessionStore(root)
+    expected = exact.read_titles(exact.list_sessions())
+
+    cold = open_source(str(root), live=False, index_dir=tmp_path / "cache", every_title=True)
+    assert len(started) == 2  # before any listing
+    assert cold.read_titles(cold.list_sessions()) == expected
+    assert len(started) == 2  # the title read took those two
+    assert isinstance(cold, IndexedSessionStore)
+    cold.close()
+
+    warm = open_source(str(root), live=False, index_dir=tmp_path / "cache", every_title=True)
+    assert warm.read_titles(warm.list_sessions()) == expected
+    assert len(started) == 2  # the index file was there: nothing to start
+    assert isinstance(warm, IndexedSessionStore)
+    warm.close()
+
+
 def test_the_cli_uses_the_index_and_searches_bodies_on_request(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1,11 +1,15 @@
 """The Zstandard codec dsh's ``.jsonl.zstd`` logs are read (and, in tests, written) with.
 
 dsh writes zstd logs by default, so a Python that cannot decode them sees an empty store.
-The standard library decodes them from Python 3.14 on (``compression.zstd``, PEP 784), and
-``backports.zstd`` publishes the same module for older Pythons; the compiled ``zstandard``
-binding is the fallback. Preferring the standard library means a Python 3.14 needs no compiled
-wheel at all (the VS Code extension's packages then work on any platform), and one interface
-here keeps the log reader free of the difference.
+The compiled ``zstandard`` binding is used where it is installed (the package depends on it
+below Python 3.14); the standard library decodes them from Python 3.14 on
+(``compression.zstd``, PEP 784), and ``backports.zstd`` publishes the same module for older
+Pythons. So a Python 3.14 needs no compiled wheel at all (the VS Code extension's packages
+then work on any platform), and one interface here keeps the log reader free of the difference.
+``zstandard`` goes first because dsh writes one frame per append: it decodes a run of frames in
+one native call and reuses its context, where the standard library's module makes a decoder per
+frame (a cold title read of every log took 4.5 s per 157 MB of JSONL with it, 3.6 s with
+``zstandard``).
 
 Both backends wrap the same libzstd, and the reader relies on what they share: a one-frame
 decoder with ``decompress``, ``eof`` and ``unused_data``; zstandard also decodes consecutive
@@ -123,7 +127,7 @@ def _load(name: str) -> Codec:
 
 @functools.cache
 def codec() -> Codec:
-    """The backend for this process: the standard library's when importable, else ``zstandard``.
+    """The backend for this process: ``zstandard`` when importable, else the standard library's.
 
     Raises :class:`CodecMissing` (with :data:`MISSING`, or why a forced backend failed) when
     neither can be imported, and ``ValueError`` for an unknown ``DSH_SESSION_REFERENCE_ZSTD``.
@@ -131,7 +135,7 @@ def codec() -> Codec:
     forced = os.environ.get(BACKEND_ENV, "")
     if forced not in ("", "stdlib", "zstandard"):
         raise ValueError(f"{BACKEND_ENV} must be stdlib or zstandard, not {forced!r}")
-    choices = {"": (*STDLIB_MODULES, "zstandard"), "stdlib": STDLIB_MODULES, "zstandard": ("zstandard",)}
+    choices = {"": ("zstandard", *STDLIB_MODULES), "stdlib": STDLIB_MODULES, "zstandard": ("zstandard",)}
     names = choices[forced]
     for name in names:
         try:

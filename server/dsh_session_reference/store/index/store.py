@@ -7,7 +7,6 @@ and reads huge logs for ``prepare`` apart.
 
 from __future__ import annotations
 
-import collections
 import json
 import logging
 import os
@@ -15,7 +14,6 @@ import stat
 import threading
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
 from functools import partial
 from typing import Final
 
@@ -28,7 +26,7 @@ from ..layout import is_within
 from ..workers import WorkerProcess, run_apart
 from .bodies import fts_query, message_text
 from .database import IndexDatabase, default_index_dir, index_file, tidy_once
-from .records import MessageText, Verified, batches, record_data
+from .records import MessageText, Verified
 from .rows import (
     LISTED,
     Fingerprint,
@@ -41,17 +39,13 @@ from .rows import (
     lstat_or_none,
     stable_read,
 )
+from .verify import verify_in_workers
 from .walk import index_walk, stored_walk
 
 LOG = logging.getLogger("dsh_session_reference.index")
 
 
 PARALLEL_MIN_BYTES: Final = 32 << 20
-WORKER_BATCH_BYTES: Final = 2 << 20
-"""Bytes of log files (as stored) per batch a cold title read hands a worker: small enough that the
-last batches finish together, big enough that a batch's round trip is noise."""
-WORKER_IN_FLIGHT: Final = 2
-"""Batches queued at each worker, so it starts the next while its last answer travels back."""
 """Below this much of logs to verify, starting worker processes costs more than it saves."""
 
 FLUSH_ROWS: Final = 1000
@@ -118,6 +112,8 @@ class IndexedSessionStore:
         """Every regular log file the latest full listing looked at, with its fingerprint."""
         self.directories = 0
         """Session directories the latest full listing looked in, with a log or not: what a walk costs."""
+        self._early: list[WorkerProcess] = []
+        """Title workers started ahead of the read that will use them (:meth:`start_title_workers`)."""
 
     def __repr__(self) -> str:
         return f"IndexedSessionStore({self.root!r})"
@@ -132,8 +128,29 @@ class IndexedSessionStore:
         """The index file, ``None`` while the index is kept in memory."""
         return self._database().path
 
+    def start_title_workers(self) -> None:
+        """Start the worker processes a cold title read will use, now, if the index file does not
+        exist yet: a caller about to read every title (a query over a cold index) overlaps their
+        start-up (0.1-0.2 s each) with its own and with the listing. The next title read takes
+        them, or closes them when it has nothing for them to do."""
+        if self.workers < 2 or self._early or not self._persistent:
+            return
+        if os.path.exists(index_file(self._index_dir, os.path.realpath(self.root))):
+            return  # a warm index: most titles are in it
+        try:
+            self._early = [WorkerProcess() for _ in range(self.workers)]
+        except OSError as error:
+            LOG.info("no title workers ahead of time: %s", error)
+
+    def _take_early(self) -> list[WorkerProcess]:
+        with self._lock:
+            early, self._early = self._early, []
+        return early
+
     def close(self) -> None:
         """Write what is pending and close the index file."""
+        for worker in self._take_early():
+            worker.close()
         self.flush()
         with self._lock:
             if self._db is not None:
@@ -236,11 +253,14 @@ class IndexedSessionStore:
     def read_titles(
         self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
     ) -> list[TitleObservation]:
+        early = self._take_early()
         try:
             if self.workers > 1:
-                self._verify_in_workers(records, stop)
+                self._verify_in_workers(records, stop, early)
             return self.reader.read_titles(records, stop)
         finally:
+            for worker in early:
+                worker.close()
             self._call_done()
 
     def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
@@ -250,8 +270,11 @@ class IndexedSessionStore:
         if self.autoflush:
             self.flush()
 
-    def _verify_in_workers(self, records: Sequence[SessionRecord], stop: AbortSignal | None) -> None:
-        """Index the titles of the records that miss, in worker processes, when that is worth it."""
+    def _verify_in_workers(
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None, early: list[WorkerProcess]
+    ) -> None:
+        """Index the titles of the records that miss, in worker processes (``early`` ones first),
+        when that is worth it."""
         misses: list[tuple[int, SessionRecord]] = []
         seen: set[str] = set()
         total = 0
@@ -271,38 +294,17 @@ class IndexedSessionStore:
                 total += info.st_size
         if len(misses) < 2 or total < PARALLEL_MIN_BYTES:
             return
-        # Biggest logs first, in small batches handed to whichever worker is free: a static split
-        # left one core idle for a second or more while the other finished a batch of huge logs.
-        misses.sort(key=lambda miss: -miss[0])
-        queue = collections.deque(batches([record for _, record in misses], WORKER_BATCH_BYTES, 64))
-        workers = [WorkerProcess() for _ in range(min(self.workers, len(queue)))]
-        futures: dict[Future[list[Verified]], tuple[WorkerProcess, list[SessionRecord]]] = {}
+        wanted = min(self.workers, len(misses))
+        workers = early[:wanted] + [WorkerProcess() for _ in range(wanted - len(early))]
 
-        def feed(worker: WorkerProcess) -> None:
-            if queue:
-                group = queue.popleft()
-                task = worker.submit("verify_titles", self.root, [record_data(record) for record in group])
-                futures[task] = (worker, group)
+        def remember(record: SessionRecord, found: Verified) -> None:
+            if found.fp is not None:
+                observation = TitleObservation(record.id, found.title, found.error)
+                self.remember_title(
+                    record, found.fp, header_text(record.header), observation, found.started_ns
+                )
 
-        try:
-            for worker in workers:
-                for _ in range(WORKER_IN_FLIGHT):
-                    feed(worker)
-            while futures:
-                check(stop)
-                done, _ = wait(list(futures), timeout=0.1, return_when=FIRST_COMPLETED)
-                for future in done:
-                    worker, group = futures.pop(future)
-                    feed(worker)
-                    verified: list[Verified] = future.result()
-                    for record, found in zip(group, verified, strict=True):
-                        if found.fp is not None:
-                            observation = TitleObservation(record.id, found.title, found.error)
-                            key = header_text(record.header)
-                            self.remember_title(record, found.fp, key, observation, found.started_ns)
-        finally:
-            for worker in workers:
-                worker.close()
+        verify_in_workers(self.root, misses, workers, remember, stop)
 
     # --- bounded reads ---------------------------------------------------------------------------
 

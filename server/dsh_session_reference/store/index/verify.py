@@ -1,0 +1,61 @@
+"""Titles of a cold index read in worker processes: every core replays logs, biggest first.
+
+A title read replays a whole log (:meth:`~..jsonl_store.JsonlSessionStore.title_of`), so a query
+over a cold index is CPU work proportional to the store. The logs go out in small batches, biggest
+first, to whichever worker is free: a static split left one core idle for a second or more while
+the other finished a batch of huge logs.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from typing import Final
+
+from ...cancellation import AbortSignal, check
+from ...model import SessionRecord
+from ..workers import WorkerProcess
+from .records import Verified, batches, record_data
+
+WORKER_BATCH_BYTES: Final = 2 << 20
+"""Bytes of log files (as stored) per batch: small enough that the last batches finish together,
+big enough that a batch's round trip is noise."""
+WORKER_IN_FLIGHT: Final = 2
+"""Batches queued at each worker, so it starts the next while its last answer travels back."""
+
+
+def verify_in_workers(
+    root: str,
+    misses: list[tuple[int, SessionRecord]],
+    workers: list[WorkerProcess],
+    remember: Callable[[SessionRecord, Verified], None],
+    stop: AbortSignal | None,
+) -> None:
+    """Read the title of each ``(size, record)`` in ``workers`` and ``remember`` each answer as
+    it comes; the workers are closed at the end, finished or not."""
+    misses = sorted(misses, key=lambda miss: -miss[0])
+    queue = collections.deque(batches([record for _, record in misses], WORKER_BATCH_BYTES, 64))
+    futures: dict[Future[list[Verified]], tuple[WorkerProcess, list[SessionRecord]]] = {}
+
+    def feed(worker: WorkerProcess) -> None:
+        if queue:
+            group = queue.popleft()
+            task = worker.submit("verify_titles", root, [record_data(record) for record in group])
+            futures[task] = (worker, group)
+
+    try:
+        for worker in workers:
+            for _ in range(WORKER_IN_FLIGHT):
+                feed(worker)
+        while futures:
+            check(stop)
+            done, _ = wait(list(futures), timeout=0.1, return_when=FIRST_COMPLETED)
+            for future in done:
+                worker, group = futures.pop(future)
+                feed(worker)
+                for record, found in zip(group, future.result(), strict=True):
+                    remember(record, found)
+    finally:
+        for worker in workers:
+            worker.close()
