@@ -438,15 +438,16 @@ def test_a_query_over_a_cold_index_starts_its_workers_before_it_lists(
     """``candidates QUERY`` reads every title: over a cold index its worker processes start while
     the root is listed, and the title read uses them; over a warm index none start."""
     from dsh_session_reference.store.index import store as index
+    from dsh_session_reference.store.index import verify
 
     started: list[object] = []
 
-    class Counted(index.WorkerProcess):
+    class Counted(verify.WorkerProcess):
         def __init__(self) -> None:
             super().__init__()
             started.append(self)
 
-    monkeypatch.setattr(index, "WorkerProcess", Counted)
+    monkeypatch.setattr(verify, "WorkerProcess", Counted)
     monkeypatch.setattr(index, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(os, "cpu_count", lambda: 2)
     root = tmp_path / "sessions"
@@ -736,7 +737,58 @@ def test_the_stored_listing_ignores_rows_a_walk_of_the_root_would_never_make(tmp
     for path in forged:
         listing = json.dumps({"a": [[path, "none", {"id": "evil", "createdAt": 99}]], "b": []})
         index.keep_listing(path, fp, time.time_ns(), listing)
-    records, walked = index.stored_listing()
+    records, walked, _ = index.stored_listing()
     assert [record.id for record in records] == ["good", "bad", "plain"]
     assert not set(walked) & set(forged)
     index.close()
+
+
+def test_a_server_leaves_its_listing_whole_with_its_titles_for_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next server reads the listing and its titles as one document, not row by row."""
+    served_as_big(monkeypatch)
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    exact = JsonlSessionStore(root)
+    expected = exact.list_sessions()
+    titles = exact.read_titles(expected)
+    warm = open_source(root, live=True, index_dir=tmp_path / "cache")
+    wait_for(lambda: warm.read_titles(warm.list_sessions()) == titles)
+    warm.close()  # leaves the listing it served
+
+    index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    records, walked, kept = index.stored_listing()
+    assert records == expected
+    assert [kept[str(record.location)] for record in records] == titles  # the damaged log's error too
+    assert index.walked == {} and walked == {str(r.location): Fingerprint(*_fp(r)) for r in records}
+    index.close()
+
+
+def _fp(record: SessionRecord) -> tuple[int, ...]:
+    info = os.lstat(str(record.location))
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_it(tmp_path: Path) -> None:
+    from dsh_session_reference.store.index.walk import kept_listing, listing_text
+
+    root = tmp_path / "sessions"
+    store(root)
+    exact = JsonlSessionStore(root)
+    records = exact.list_sessions()
+    walked = {str(r.location): Fingerprint(*_fp(r)) for r in records}
+    titles = [TitleObservation(r.id, title=f"T {r.id}") for r in records[:2]] + [None]
+    text = listing_text(records, walked, titles)
+    kept = kept_listing(text, str(root))
+    assert kept is not None
+    assert kept.records == records and kept.walked == walked
+    assert list(kept.titles.values()) == titles[:2]
+    outside = json.loads(text)
+    outside["l"][0][0] = str(tmp_path / "elsewhere" / "-w" / "good" / "session.jsonl")
+    climbing = json.loads(text)
+    climbing["l"][0][0] = os.path.join(str(root), "..", "x", "session.jsonl")
+    for forged in (outside, climbing, {"l": [["not", "an", "entry"]]}, {"l": 5}, []):
+        assert kept_listing(json.dumps(forged), str(root)) is None
+    assert kept_listing("not json", str(root)) is None

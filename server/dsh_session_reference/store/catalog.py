@@ -88,6 +88,9 @@ REFRESH_AFTER: Final = 1.0
 SYNC_VERIFY_BYTES: Final = 8 << 20
 """Bytes of changed logs whose titles a request reads itself; more are verified in the background."""
 VERIFY_BATCH_BYTES: Final = 8 << 20
+KEEP_LISTING_EVERY: Final = 30.0
+"""Seconds at least between two writes of the whole listing to the index
+(:meth:`SessionCatalog._keep_listing`): at 50,000 sessions one costs the background half a second."""
 
 
 _Read = TypeVar("_Read", SurfaceSnapshot, ConversationSnapshot)
@@ -164,6 +167,9 @@ class SessionCatalog:
         self._refreshing = threading.Lock()
         self._loading = threading.Lock()
         self._stored_taken = False
+        self._listing_kept: tuple[list[SessionRecord], int] | None = None
+        """The listing and titles version last left in the index (:meth:`_keep_listing`)."""
+        self._listing_kept_at = -math.inf
         self.snapshot: _Snapshot | None = None
         """The latest listing."""
         self.kept_table: _KeptTable | None = None
@@ -195,6 +201,8 @@ class SessionCatalog:
         (same cwd, no cwd, other cwds), so the first popup's top rows are the right ones.
         """
         with self.scheduler.serving():
+            if self.snapshot is None:
+                self._stored()  # its titles are observed now, not under the table being built
             version = self.titles.version  # read first: a change while building makes the table stale
             records = self._listing(stop)
             kept = self.kept_table
@@ -279,7 +287,7 @@ class SessionCatalog:
                 return self.snapshot
             self._stored_taken = True
             try:
-                records, walked = self.index.stored_listing()
+                records, walked, titles = self.index.stored_listing()
             except Exception:  # a damaged index is the walk's to find and report
                 LOG.exception("the index's stored listing could not be read")
                 return None
@@ -293,6 +301,8 @@ class SessionCatalog:
             )
             if not self._served(snapshot):
                 return None  # small roots are walked by every request anyway
+            for location, observation in titles.items():
+                self.titles.observe(location, walked[location], observation)
             with self._refreshing:
                 if self.snapshot is None:
                     self.snapshot = snapshot
@@ -411,6 +421,10 @@ class SessionCatalog:
                 return
             self._closed = True
         self.scheduler.close()
+        try:
+            self._keep_listing(final=True)
+        except Exception:  # the rows still answer the next server
+            LOG.exception("the listing could not be left in the index")
         self.index.close()  # writes the rows the background thread had not written yet
 
     # --- listing ---------------------------------------------------------------------------------
@@ -573,6 +587,7 @@ class SessionCatalog:
             self.index.flush(scheduler.wait_quiet)
             self._feed()
             self._scan_hints()
+            self._keep_listing()
             if deadline is not None:
                 wait = scheduler.until_idle(deadline)
                 if wait > 0:
@@ -585,6 +600,26 @@ class SessionCatalog:
         except Exception:  # the next request still works from the snapshot; say why here
             LOG.exception("background index work failed")
         return IDLE_ROUND
+
+    def _keep_listing(self, *, final: bool = False) -> None:
+        """Leave the latest walked listing in the index, with its titles, for the next server to
+        answer its first ``@`` from (:meth:`_stored`): once per listing and titles version, when
+        no title is waiting to be verified (or at ``final``, the catalog closing), and at most
+        every :data:`KEEP_LISTING_EVERY` seconds."""
+        snapshot = self.snapshot
+        if not self.background or snapshot is None or snapshot.taken == -math.inf:
+            return  # nothing walked yet: the index holds what the stored listing came from
+        if not final and self.titles.pending():
+            return
+        version = self.titles.version
+        kept = self._listing_kept
+        if kept is not None and kept[0] is snapshot.records and kept[1] == version:
+            return
+        now = time.monotonic()
+        if not final and now - self._listing_kept_at < KEEP_LISTING_EVERY:
+            return
+        self._listing_kept, self._listing_kept_at = (snapshot.records, version), now
+        self.index.keep_whole_listing(snapshot.records, snapshot.walked)
 
     def _scan_hints(self) -> None:
         """Hints a request had no time for (the scan is mostly decompression, outside the GIL)."""

@@ -23,7 +23,7 @@ from ...jsjson import js_normalize
 from ...model import BodyMatch, SessionRecord, SurfaceSnapshot, TitleObservation
 from ..jsonl_store import Artifact, JsonlSessionStore
 from ..layout import is_within
-from ..workers import WorkerProcess, run_apart
+from ..workers import run_apart
 from .bodies import fts_query, message_text
 from .database import IndexDatabase, default_index_dir, index_file, tidy_once
 from .records import MessageText, Verified
@@ -39,8 +39,8 @@ from .rows import (
     lstat_or_none,
     stable_read,
 )
-from .verify import verify_in_workers
-from .walk import index_walk, stored_walk
+from .verify import TitleWorkers
+from .walk import StoredListing, index_walk, kept_listing, listing_text, stored_walk
 
 LOG = logging.getLogger("dsh_session_reference.index")
 
@@ -112,8 +112,7 @@ class IndexedSessionStore:
         """Every regular log file the latest full listing looked at, with its fingerprint."""
         self.directories = 0
         """Session directories the latest full listing looked in, with a log or not: what a walk costs."""
-        self._early: list[WorkerProcess] = []
-        """Title workers started ahead of the read that will use them (:meth:`start_title_workers`)."""
+        self._title_workers = TitleWorkers(workers)
 
     def __repr__(self) -> str:
         return f"IndexedSessionStore({self.root!r})"
@@ -133,24 +132,12 @@ class IndexedSessionStore:
         exist yet: a caller about to read every title (a query over a cold index) overlaps their
         start-up (0.1-0.2 s each) with its own and with the listing. The next title read takes
         them, or closes them when it has nothing for them to do."""
-        if self.workers < 2 or self._early or not self._persistent:
-            return
-        if os.path.exists(index_file(self._index_dir, os.path.realpath(self.root))):
-            return  # a warm index: most titles are in it
-        try:
-            self._early = [WorkerProcess() for _ in range(self.workers)]
-        except OSError as error:
-            LOG.info("no title workers ahead of time: %s", error)
-
-    def _take_early(self) -> list[WorkerProcess]:
-        with self._lock:
-            early, self._early = self._early, []
-        return early
+        if self._persistent and not os.path.exists(index_file(self._index_dir, os.path.realpath(self.root))):
+            self._title_workers.start()  # a cold index (a warm one holds most titles)
 
     def close(self) -> None:
         """Write what is pending and close the index file."""
-        for worker in self._take_early():
-            worker.close()
+        self._title_workers.close()
         self.flush()
         with self._lock:
             if self._db is not None:
@@ -241,11 +228,30 @@ class IndexedSessionStore:
         finally:
             self._call_done()
 
-    def stored_listing(self) -> tuple[list[SessionRecord], dict[str, Fingerprint]]:
-        """The listing the index remembers and each listed log's fingerprint, without looking at
-        the disk (:func:`.walk.stored_walk`): possibly stale, so only for answering until a walk
-        has listed the root."""
-        return stored_walk(self, self.reader)
+    def stored_listing(self) -> StoredListing:
+        """The listing the index remembers, without looking at the disk: possibly stale, so only
+        for answering until a walk has listed the root. The one a language server left
+        (:meth:`keep_whole_listing`) is one document with its titles; without it, the rows'
+        (:func:`.walk.stored_walk`)."""
+        text = self._database().load_listing()
+        kept = None if text is None else kept_listing(text, self.root)
+        return kept if kept is not None else stored_walk(self, self.reader)
+
+    def keep_whole_listing(self, records: list[SessionRecord], walked: dict[str, Fingerprint]) -> None:
+        """Keep ``records``, a walk's listing (its logs at ``walked``), with every title the index
+        holds for them, as one document: what the next language server answers its first ``@``
+        from (:meth:`stored_listing`), in one query and one parse."""
+        titles = [
+            self.cached_title(record, walked[record.location], None)
+            if record.location is not None and record.location in walked
+            else None
+            for record in records
+        ]
+        try:
+            text = listing_text(records, walked, titles)
+        except ValueError:
+            return  # a header number JSON cannot spell: the rows still answer
+        self._database().write_listing(text)
 
     def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
         return self.reader.find_record(session_id, stop)
@@ -253,14 +259,12 @@ class IndexedSessionStore:
     def read_titles(
         self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
     ) -> list[TitleObservation]:
-        early = self._take_early()
         try:
             if self.workers > 1:
-                self._verify_in_workers(records, stop, early)
+                self._verify_in_workers(records, stop)
             return self.reader.read_titles(records, stop)
         finally:
-            for worker in early:
-                worker.close()
+            self._title_workers.close()  # those started ahead and not needed
             self._call_done()
 
     def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
@@ -270,11 +274,8 @@ class IndexedSessionStore:
         if self.autoflush:
             self.flush()
 
-    def _verify_in_workers(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None, early: list[WorkerProcess]
-    ) -> None:
-        """Index the titles of the records that miss, in worker processes (``early`` ones first),
-        when that is worth it."""
+    def _verify_in_workers(self, records: Sequence[SessionRecord], stop: AbortSignal | None) -> None:
+        """Index the titles of the records that miss, in worker processes, when that is worth it."""
         misses: list[tuple[int, SessionRecord]] = []
         seen: set[str] = set()
         total = 0
@@ -294,8 +295,6 @@ class IndexedSessionStore:
                 total += info.st_size
         if len(misses) < 2 or total < PARALLEL_MIN_BYTES:
             return
-        wanted = min(self.workers, len(misses))
-        workers = early[:wanted] + [WorkerProcess() for _ in range(wanted - len(early))]
 
         def remember(record: SessionRecord, found: Verified) -> None:
             if found.fp is not None:
@@ -304,7 +303,7 @@ class IndexedSessionStore:
                     record, found.fp, header_text(record.header), observation, found.started_ns
                 )
 
-        verify_in_workers(self.root, misses, workers, remember, stop)
+        self._title_workers.verify(self.root, misses, remember, stop)
 
     # --- bounded reads ---------------------------------------------------------------------------
 

@@ -14,10 +14,10 @@ import os
 import stat
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Final, NamedTuple, Protocol
 
 from ...cancellation import AbortSignal
-from ...model import SessionRecord
+from ...model import SessionRecord, TitleObservation
 from ..jsonl_store import Artifact, DirectoryVisitor, JsonlSessionStore, Walk, compression_of, sorted_entries
 from ..layout import LOG_NAMES
 from ..workers import WorkerProcess, drop_spare, take_spare
@@ -162,7 +162,88 @@ def _replay_listing(reader: JsonlSessionStore, scan: Walk, path: str, outcome: L
         reader.block(scan, segment, block_path, reason)
 
 
-def stored_walk(rows: Rows, reader: JsonlSessionStore) -> tuple[list[SessionRecord], dict[str, Fingerprint]]:
+class StoredListing(NamedTuple):
+    """A listing the index remembers: its records, each listed log's fingerprint, and the titles it
+    knew for them (by log path; the others are looked up in the rows as usual)."""
+
+    records: list[SessionRecord]
+    walked: dict[str, Fingerprint]
+    titles: dict[str, TitleObservation]
+
+
+_LOG_FILE_NAMES: Final = frozenset(LOG_NAMES.values())
+
+
+def _walk_path(path: str, prefix: str) -> bool:
+    """Whether ``path`` is one a walk of the root at ``prefix`` makes: ``<project>/<session>/<log>``."""
+    if not path.startswith(prefix):
+        return False
+    parts = path[len(prefix) :].split(os.sep)
+    return len(parts) == 3 and parts[2] in _LOG_FILE_NAMES and not {parts[0], parts[1]} & {"", ".", ".."}
+
+
+def listing_text(
+    records: list[SessionRecord], walked: dict[str, Fingerprint], titles: list[TitleObservation | None]
+) -> str:
+    """``records`` (a walk's listing, its logs at ``walked``) with the titles known for them
+    (``None`` where unknown) as one document, for :func:`kept_listing`. ``ValueError`` for a
+    header JSON cannot spell (Infinity)."""
+    entries = [
+        [
+            record.location,
+            walked[record.location],
+            record.header,
+            None if title is None else [title.title, title.error],
+        ]
+        for record, title in zip(records, titles, strict=True)
+        if record.location is not None and record.location in walked
+    ]
+    return json.dumps({"l": entries}, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+
+
+def kept_listing(text: str, root: str) -> StoredListing | None:
+    """The listing :func:`listing_text` wrote, or ``None`` if it is not one a walk of ``root`` could
+    have made (the index folder is not trusted: every path must be a walk's own)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    entries = value.get("l") if isinstance(value, dict) else None
+    if not isinstance(entries, list):
+        return None
+    prefix = os.path.join(root, "")
+    records: list[SessionRecord] = []
+    walked: dict[str, Fingerprint] = {}
+    titles: dict[str, TitleObservation] = {}
+    for entry in entries:
+        if not (isinstance(entry, list) and len(entry) == 4):
+            return None
+        path, fp, header, title = entry
+        if not (isinstance(path, str) and _walk_path(path, prefix)) or path in walked:
+            return None
+        if not (
+            isinstance(header, dict)
+            and isinstance(header.get("id"), str)
+            and type(header.get("createdAt")) is int
+        ):
+            return None
+        if not (isinstance(fp, list) and len(fp) == 5 and set(map(type, fp)) == {int}):
+            return None
+        walked[path] = Fingerprint(*fp)
+        record = Artifact(path, compression_of(path), header).record()
+        records.append(record)
+        if title is not None:
+            if not (
+                isinstance(title, list)
+                and len(title) == 2
+                and all(part is None or isinstance(part, str) for part in title)
+            ):
+                return None
+            titles[path] = TitleObservation(record.id, title=title[0], error=title[1])
+    return StoredListing(records, walked, titles)
+
+
+def stored_walk(rows: Rows, reader: JsonlSessionStore) -> StoredListing:
     """The listing the index's rows remember, without looking at the disk, and the fingerprint of
     every log it lists: what a walk of the root would list if no log had changed since each row
     was written (a fresh language server answers its first ``@`` from it while a walk runs behind).
@@ -173,18 +254,11 @@ def stored_walk(rows: Rows, reader: JsonlSessionStore) -> tuple[list[SessionReco
     (names by their bytes), the rows list their sessions in the order the walk would.
     """
     prefix = os.path.join(rows.root, "")
-    names = set(LOG_NAMES.values())
     found: dict[tuple[bytes, bytes], tuple[str, IndexRow, ListingEntry] | None] = {}
     for path, row in rows.table().items():
-        if not path.startswith(prefix):
+        if not _walk_path(path, prefix):
             continue
         parts = path[len(prefix) :].split(os.sep)
-        if (
-            len(parts) != 3
-            or parts[2] not in names
-            or not all(part not in ("", ".", "..") for part in parts[:2])
-        ):
-            continue
         outcome = row.listing_outcome(row.fp, path)
         if outcome is None or any(artifact[0] is not None for artifact in outcome.artifacts):
             continue
@@ -199,7 +273,7 @@ def stored_walk(rows: Rows, reader: JsonlSessionStore) -> tuple[list[SessionReco
             path, row, outcome = entry
             walked[path] = row.fp
             _replay_listing(reader, scan, path, outcome)
-    return reader.listing_of(scan), walked
+    return StoredListing(reader.listing_of(scan), walked, {})
 
 
 def probe(
