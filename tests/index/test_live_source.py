@@ -792,3 +792,29 @@ def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_
     for forged in (outside, climbing, {"l": [["not", "an", "entry"]]}, {"l": 5}, []):
         assert kept_listing(json.dumps(forged), str(root)) is None
     assert kept_listing("not json", str(root)) is None
+
+
+def test_the_listing_is_left_in_the_background_once_its_titles_are_verified(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not only at exit (an editor may kill its server): once the titles are verified and the
+    editor pauses, the background leaves the listing for the next server."""
+    served_as_big(monkeypatch)
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    rules = Scheduler(idle_grace=0.0, max_defer=scheduler_module.MAX_DEFER)
+    live = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
+    try:
+        live.candidate_table()
+
+        def left() -> bool:
+            reader = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+            try:
+                return len(reader.stored_listing().titles) == 3
+            finally:
+                reader.close()
+
+        wait_for(left)
+    finally:
+        live.close()

@@ -604,13 +604,14 @@ class SessionCatalog:
     def _keep_listing(self, *, final: bool = False) -> None:
         """Leave the latest walked listing in the index, with its titles, for the next server to
         answer its first ``@`` from (:meth:`_stored`): once per listing and titles version, when
-        no title is waiting to be verified (or at ``final``, the catalog closing), and at most
-        every :data:`KEEP_LISTING_EVERY` seconds."""
+        no title is waiting to be verified and the editor has paused (or at ``final``, the catalog
+        closing), and at most every :data:`KEEP_LISTING_EVERY` seconds."""
         snapshot = self.snapshot
         if not self.background or snapshot is None or snapshot.taken == -math.inf:
             return  # nothing walked yet: the index holds what the stored listing came from
-        if not final and self.titles.pending():
-            return
+        scheduler = self.scheduler
+        if not final and (self.titles.pending() or scheduler.until_idle(math.inf) > 0 or not scheduler.quiet):
+            return  # titles still coming, or the editor busy: 10,000 entries take the GIL 0.1 s
         version = self.titles.version
         kept = self._listing_kept
         if kept is not None and kept[0] is snapshot.records and kept[1] == version:
