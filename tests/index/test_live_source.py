@@ -780,7 +780,7 @@ def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_
     records = exact.list_sessions()
     walked = {str(r.location): Fingerprint(*_fp(r)) for r in records}
     titles = [TitleObservation(r.id, title=f"T {r.id}") for r in records[:2]] + [None]
-    text = listing_text(records, walked, titles)
+    text = listing_text(str(root), records, walked, titles)
     kept = kept_listing(text, str(root))
     assert kept is not None
     assert kept.records == records and kept.walked == walked
@@ -788,8 +788,15 @@ def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_
     outside = json.loads(text)
     outside["l"][0][0] = str(tmp_path / "elsewhere" / "-w" / "good" / "session.jsonl")
     climbing = json.loads(text)
-    climbing["l"][0][0] = os.path.join(str(root), "..", "x", "session.jsonl")
-    for forged in (outside, climbing, {"l": [["not", "an", "entry"]]}, {"l": 5}, []):
+    climbing["l"][0][0] = os.path.join("..", "x", "session.jsonl")
+    deeper = json.loads(text)
+    deeper["l"][0][0] = os.path.join("-w", "good", "x", "session.jsonl")
+    twice = json.loads(text)
+    twice["l"][1][0] = twice["l"][0][0]
+    bad_fp = json.loads(text)
+    bad_fp["l"][0][1] = [1, 2, 3, 4, "5"]
+    forgeries = (outside, climbing, deeper, twice, bad_fp, {"l": [["not", "an", "entry"]]}, {"l": 5}, [])
+    for forged in forgeries:
         assert kept_listing(json.dumps(forged), str(root)) is None
     assert kept_listing("not json", str(root)) is None
 

@@ -248,7 +248,7 @@ class IndexedSessionStore:
             for record in records
         ]
         try:
-            text = listing_text(records, walked, titles)
+            text = listing_text(self.root, records, walked, titles)
         except ValueError:
             return  # a header number JSON cannot spell: the rows still answer
         self._database().write_listing(text)

@@ -176,27 +176,36 @@ _LOG_FILE_NAMES: Final = frozenset(LOG_NAMES.values())
 
 def _walk_path(path: str, prefix: str) -> bool:
     """Whether ``path`` is one a walk of the root at ``prefix`` makes: ``<project>/<session>/<log>``."""
-    if not path.startswith(prefix):
-        return False
-    parts = path[len(prefix) :].split(os.sep)
+    return path.startswith(prefix) and _walk_parts(path[len(prefix) :])
+
+
+def _walk_parts(relative: str) -> bool:
+    parts = relative.split(os.sep)
     return len(parts) == 3 and parts[2] in _LOG_FILE_NAMES and not {parts[0], parts[1]} & {"", ".", ".."}
 
 
+_FIVE_INTS: Final = [int] * 5
+
+
 def listing_text(
-    records: list[SessionRecord], walked: dict[str, Fingerprint], titles: list[TitleObservation | None]
+    root: str,
+    records: list[SessionRecord],
+    walked: dict[str, Fingerprint],
+    titles: list[TitleObservation | None],
 ) -> str:
-    """``records`` (a walk's listing, its logs at ``walked``) with the titles known for them
-    (``None`` where unknown) as one document, for :func:`kept_listing`. ``ValueError`` for a
-    header JSON cannot spell (Infinity)."""
+    """``records`` (a walk's listing of ``root``, its logs at ``walked``) with the titles known for
+    them (``None`` where unknown) as one document, for :func:`kept_listing`; paths are kept
+    relative to the root. ``ValueError`` for a header JSON cannot spell (Infinity)."""
+    prefix = os.path.join(root, "")
     entries = [
         [
-            record.location,
+            record.location[len(prefix) :],
             walked[record.location],
             record.header,
             None if title is None else [title.title, title.error],
         ]
         for record, title in zip(records, titles, strict=True)
-        if record.location is not None and record.location in walked
+        if record.location is not None and record.location in walked and record.location.startswith(prefix)
     ]
     return json.dumps({"l": entries}, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
 
@@ -216,18 +225,19 @@ def kept_listing(text: str, root: str) -> StoredListing | None:
     walked: dict[str, Fingerprint] = {}
     titles: dict[str, TitleObservation] = {}
     for entry in entries:
-        if not (isinstance(entry, list) and len(entry) == 4):
+        if not (type(entry) is list and len(entry) == 4):
             return None
-        path, fp, header, title = entry
-        if not (isinstance(path, str) and _walk_path(path, prefix)) or path in walked:
+        relative, fp, header, title = entry
+        if not (type(relative) is str and _walk_parts(relative)):
+            return None
+        path = prefix + relative
+        if path in walked:
             return None
         if not (
-            isinstance(header, dict)
-            and isinstance(header.get("id"), str)
-            and type(header.get("createdAt")) is int
+            type(header) is dict and type(header.get("id")) is str and type(header.get("createdAt")) is int
         ):
             return None
-        if not (isinstance(fp, list) and len(fp) == 5 and set(map(type, fp)) == {int}):
+        if not (type(fp) is list and list(map(type, fp)) == _FIVE_INTS):
             return None
         walked[path] = Fingerprint(*fp)
         record = Artifact(path, compression_of(path), header).record()
