@@ -435,8 +435,10 @@ def _assert_request_header(event: Mapping[str, Any], index: int) -> None:
         raise ReplayFailure(f"seed request/header at index {index} has invalid adapterDefaults")
 
 
-def _assert_envelope(event: Mapping[str, Any], index: int) -> None:
-    """Upstream's ``assertSessionEventEnvelope`` (legacy request headers were refused earlier)."""
+def _assert_envelope(event: Mapping[str, Any], index: int, shape_checked: bool = False) -> None:
+    """Upstream's ``assertSessionEventEnvelope`` (legacy request headers were refused earlier);
+    ``shape_checked``: ``event`` is a message event whose shape already passed (migration checks
+    it), so it is not checked twice."""
     seq, time = event.get("seq", UNDEFINED), event.get("time", UNDEFINED)
     ignorable = event.get("ignorable", UNDEFINED)
     if (
@@ -452,7 +454,7 @@ def _assert_envelope(event: Mapping[str, Any], index: int) -> None:
     kind = event["type"]
     if kind == "request/header":
         _assert_request_header(event, index)
-    elif kind in _MESSAGE_TYPES:
+    elif kind in _MESSAGE_TYPES and not shape_checked:
         problem = message_shape_problem(event)
         if problem is not None:
             raise ReplayFailure(f"seed {kind} at index {index} {problem}")
@@ -591,7 +593,8 @@ class Replay:
         if self._first_failed <= _MIGRATE:
             return
         current = event
-        if kind in _MIGRATED_TYPES:
+        migrated = kind in _MIGRATED_TYPES
+        if migrated:
             try:
                 upgraded = _migrate_steering(
                     _migrate_turn_end(_migrate_turn_start(event, self._id), self._id), self._id
@@ -633,7 +636,7 @@ class Replay:
             except JsTypeError as error:
                 self._fail(_CLOSERS, ReplayFailure(str(error), "TypeError"))
         if self._first_failed > _EVENTS:
-            self._validate(current, seq)
+            self._validate(current, seq, shape_checked=migrated)
 
     def push_chunks(self, first_seq: int, times: list[Any]) -> None:
         """A packed row's chunk events: what :meth:`push` does with each of them."""
@@ -706,9 +709,9 @@ class Replay:
         elif kind == "tool/result":
             self._pending.pop(_map_key(data["message"]["source"]["callId"]), None)
 
-    def _validate(self, event: Mapping[str, Any], index: int) -> None:
+    def _validate(self, event: Mapping[str, Any], index: int, shape_checked: bool = False) -> None:
         try:
-            _assert_envelope(event, index)
+            _assert_envelope(event, index, shape_checked)
         except ReplayFailure as failure:
             self._fail(_EVENTS, failure)
             return
