@@ -17,6 +17,10 @@ how much of that work an ``@`` keystroke may wait for:
   ``isIncomplete``, so the editor asks again as the user types and sees it).
   Background work only runs while no request is being answered, and its walk
   pauses when one arrives: a request never shares the interpreter with it.
+* **A fresh server answers from the index.** Before its first walk, a big root is served from the
+  listing the index remembers (the last server left it whole, titles and all:
+  :meth:`SessionCatalog._keep_listing`; without it, the one its rows make), and the walk that
+  revalidates it comes at the editor's first pause.
 * **A cold index never blocks a popup.** Titles the index does not know yet,
   when there are more than :data:`SYNC_VERIFY_BYTES` of them to read, are shown
   from a byte scan for the last ``session/title`` line
