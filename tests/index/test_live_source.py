@@ -661,11 +661,11 @@ def test_a_hint_never_replaces_a_verified_title() -> None:
     assert board.current("log", Fingerprint(1, 2, 9, 9, 9)) == TitleObservation("s", title="Grown")
 
 
-def test_a_fresh_server_answers_from_the_index_before_it_walks(
+def left_by_a_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Opening the editor again: the first ``@`` is answered from the listing and titles the index
-    holds, before any walk of the root; the walk that revalidates it comes when the editor pauses."""
+) -> tuple[Path, list[SessionRecord], list[TitleObservation]]:
+    """A big root whose index a server filled and closed (leaving its listing): the root, and the
+    exact listing and titles."""
     served_as_big(monkeypatch)
     root = tmp_path / "sessions"
     store(root)
@@ -676,6 +676,15 @@ def test_a_fresh_server_answers_from_the_index_before_it_walks(
     warm = open_source(root, live=True, index_dir=tmp_path / "cache")
     wait_for(lambda: warm.read_titles(warm.list_sessions()) == titles)
     warm.close()
+    return root, expected, titles
+
+
+def test_a_fresh_server_answers_from_the_index_before_it_walks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Opening the editor again: the first ``@`` is answered from the listing and titles the index
+    holds, before any walk of the root; the walk that revalidates it comes when the editor pauses."""
+    root, expected, _ = left_by_a_server(tmp_path, monkeypatch)
 
     paused = Scheduler(idle_grace=60.0, max_defer=60.0)  # no pause comes: the walk never runs here
     fresh = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=paused)
@@ -692,13 +701,7 @@ def test_a_fresh_server_answers_from_the_index_before_it_walks(
 def test_a_session_deleted_before_the_editor_opens_goes_at_the_first_walk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    served_as_big(monkeypatch)
-    root = tmp_path / "sessions"
-    store(root)
-    age(root)
-    warm = open_source(root, live=True, index_dir=tmp_path / "cache")
-    assert len(warm.list_sessions()) == 3
-    warm.close()
+    root, _, _ = left_by_a_server(tmp_path, monkeypatch)
     put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
     plain = next(record for record in JsonlSessionStore(root).list_sessions() if record.id == "plain")
     assert plain.location is not None
@@ -747,16 +750,7 @@ def test_a_server_leaves_its_listing_whole_with_its_titles_for_the_next(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The next server reads the listing and its titles as one document, not row by row."""
-    served_as_big(monkeypatch)
-    root = tmp_path / "sessions"
-    store(root)
-    age(root)
-    exact = JsonlSessionStore(root)
-    expected = exact.list_sessions()
-    titles = exact.read_titles(expected)
-    warm = open_source(root, live=True, index_dir=tmp_path / "cache")
-    wait_for(lambda: warm.read_titles(warm.list_sessions()) == titles)
-    warm.close()  # leaves the listing it served
+    root, expected, titles = left_by_a_server(tmp_path, monkeypatch)
 
     index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
     records, walked, kept = index.stored_listing()
