@@ -166,14 +166,19 @@ class Artifact:
         return session_id
 
     def record(self) -> SessionRecord:
-        cwd = self.header.get("cwd")
-        return SessionRecord(
-            id=self.session_id,
-            created_at=int(self.header["createdAt"]),
-            cwd=cwd if isinstance(cwd, str) else None,
-            header=dict(self.header),
-            location=self.path,
-        )
+        return record_at(self.path, dict(self.header))
+
+
+def record_at(path: str, header: dict[str, Any]) -> SessionRecord:
+    """The record of the log at ``path`` with ``header`` (a validated header, owned by the record)."""
+    cwd = header.get("cwd")
+    return SessionRecord(
+        id=header["id"],
+        created_at=int(header["createdAt"]),
+        cwd=cwd if isinstance(cwd, str) else None,
+        header=header,
+        location=path,
+    )
 
 
 @dataclass

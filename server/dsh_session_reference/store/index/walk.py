@@ -18,7 +18,15 @@ from typing import Final, NamedTuple, Protocol
 
 from ...cancellation import AbortSignal
 from ...model import SessionRecord, TitleObservation
-from ..jsonl_store import Artifact, DirectoryVisitor, JsonlSessionStore, Walk, compression_of, sorted_entries
+from ..jsonl_store import (
+    Artifact,
+    DirectoryVisitor,
+    JsonlSessionStore,
+    Walk,
+    compression_of,
+    record_at,
+    sorted_entries,
+)
 from ..layout import LOG_NAMES
 from ..workers import WorkerProcess, drop_spare, take_spare
 from .records import ListedEntry
@@ -240,7 +248,7 @@ def kept_listing(text: str, root: str) -> StoredListing | None:
         if not (type(fp) is list and list(map(type, fp)) == _FIVE_INTS):
             return None
         walked[path] = Fingerprint(*fp)
-        record = Artifact(path, compression_of(path), header).record()
+        record = record_at(path, header)  # a header of its own, fresh from this parse
         records.append(record)
         if title is not None:
             if not (
