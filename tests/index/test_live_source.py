@@ -740,7 +740,8 @@ def test_the_stored_listing_ignores_rows_a_walk_of_the_root_would_never_make(tmp
     for path in forged:
         listing = json.dumps({"a": [[path, "none", {"id": "evil", "createdAt": 99}]], "b": []})
         index.keep_listing(path, fp, time.time_ns(), listing)
-    records, walked, _ = index.stored_listing()
+    records, walked, _, whole = index.stored_listing()
+    assert not whole
     assert [record.id for record in records] == ["good", "bad", "plain"]
     assert not set(walked) & set(forged)
     index.close()
@@ -753,7 +754,8 @@ def test_a_server_leaves_its_listing_whole_with_its_titles_for_the_next(
     root, expected, titles = left_by_a_server(tmp_path, monkeypatch)
 
     index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
-    records, walked, kept = index.stored_listing()
+    records, walked, kept, whole = index.stored_listing()
+    assert whole
     assert records == expected
     assert [kept[str(record.location)] for record in records] == titles  # the damaged log's error too
     assert index.walked == {} and walked == {str(r.location): Fingerprint(*_fp(r)) for r in records}
@@ -819,3 +821,26 @@ def test_the_listing_is_left_in_the_background_once_its_titles_are_verified(
         wait_for(left)
     finally:
         live.close()
+
+
+def test_a_server_that_never_walked_still_leaves_its_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A short-lived server over an index the CLI filled answers from the rows and closes before its
+    walk comes: the listing it served is left whole for the next (it is what the rows say)."""
+    served_as_big(monkeypatch)
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    filled = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    titles = filled.read_titles(filled.list_sessions())
+    filled.close()
+    paused = Scheduler(idle_grace=60.0, max_defer=60.0)
+    short = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=paused)
+    short.candidate_table()
+    assert short.index.walked == {}
+    short.close()
+    after = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    records, _, kept, whole = after.stored_listing()
+    assert whole and [kept[str(record.location)] for record in records] == titles
+    after.close()

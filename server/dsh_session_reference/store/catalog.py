@@ -291,7 +291,7 @@ class SessionCatalog:
                 return self.snapshot
             self._stored_taken = True
             try:
-                records, walked, titles = self.index.stored_listing()
+                records, walked, titles, whole = self.index.stored_listing()
             except Exception:  # a damaged index is the walk's to find and report
                 LOG.exception("the index's stored listing could not be read")
                 return None
@@ -305,8 +305,9 @@ class SessionCatalog:
             )
             if not self._served(snapshot):
                 return None  # small roots are walked by every request anyway
-            for location, observation in titles.items():
-                self.titles.observe(location, walked[location], observation)
+            self.titles.observe_all({location: (walked[location], seen) for location, seen in titles.items()})
+            if whole:  # already the document _keep_listing would write
+                self._listing_kept = (records, self.titles.version)
             with self._refreshing:
                 if self.snapshot is None:
                     self.snapshot = snapshot
@@ -606,13 +607,15 @@ class SessionCatalog:
         return IDLE_ROUND
 
     def _keep_listing(self, *, final: bool = False) -> None:
-        """Leave the latest walked listing in the index, with its titles, for the next server to
-        answer its first ``@`` from (:meth:`_stored`): once per listing and titles version, when
+        """Leave the latest listing in the index, with its titles, for the next server to answer
+        its first ``@`` from (:meth:`_stored`). One not walked yet (the rows' listing, served
+        until the first walk) is left too: it is what the next server would read from the rows,
+        one document instead of ten thousand. Once per listing and titles version, when
         no title is waiting to be verified and the editor has paused (or at ``final``, the catalog
         closing), and at most every :data:`KEEP_LISTING_EVERY` seconds."""
         snapshot = self.snapshot
-        if not self.background or snapshot is None or snapshot.taken == -math.inf:
-            return  # nothing walked yet: the index holds what the stored listing came from
+        if not self.background or snapshot is None:
+            return
         scheduler = self.scheduler
         if not final and (self.titles.pending() or scheduler.until_idle(math.inf) > 0 or not scheduler.quiet):
             return  # titles still coming, or the editor busy: 10,000 entries take the GIL 0.1 s

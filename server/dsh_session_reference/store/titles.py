@@ -62,6 +62,16 @@ class TitleBoard:
         with self._lock:
             self._observe(location, fp, observation)
 
+    def observe_all(self, observations: dict[str, tuple[Fingerprint, TitleObservation]]) -> None:
+        """Many observations at once (the titles a stored listing holds), as one change."""
+        with self._lock:
+            self.version += 1
+            version = self.version
+            self.observed.update(
+                (location, Observed(fp, observation, version))
+                for location, (fp, observation) in observations.items()
+            )
+
     def provisional(self, location: str, fp: Fingerprint, hint: TitleObservation) -> None:
         """Show a hint until the verified title replaces it (a verified one is never replaced):
         checked and written under one lock, so a verification landing meanwhile is never undone."""
