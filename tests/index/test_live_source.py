@@ -791,7 +791,22 @@ def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_
     twice["l"][1][0] = twice["l"][0][0]
     bad_fp = json.loads(text)
     bad_fp["l"][0][1] = [1, 2, 3, 4, "5"]
-    forgeries = (outside, climbing, deeper, twice, bad_fp, {"l": [["not", "an", "entry"]]}, {"l": 5}, [])
+    nul = json.loads(text)
+    nul["l"][0][0] = os.path.join("-w\0", "good", "session.jsonl")
+    surrogate = json.loads(text)
+    surrogate["l"][0][0] = os.path.join("-w\ud800", "good", "session.jsonl")
+    forgeries = (
+        outside,
+        climbing,
+        deeper,
+        twice,
+        bad_fp,
+        nul,
+        surrogate,
+        {"l": [["not", "an", "entry"]]},
+        {"l": 5},
+        [],
+    )
     for forged in forgeries:
         assert kept_listing(json.dumps(forged), str(root)) is None
     assert kept_listing("not json", str(root)) is None
@@ -844,3 +859,55 @@ def test_a_server_that_never_walked_still_leaves_its_listing(
     records, _, kept, whole = after.stored_listing()
     assert whole and [kept[str(record.location)] for record in records] == titles
     after.close()
+
+
+def test_the_first_walk_replaces_what_a_forged_stored_listing_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored listing is the index's word only until the first walk: a record whose header the
+    walk read differently is the walk's, even where the log itself did not change."""
+    from dsh_session_reference.store.index.walk import kept_listing, listing_text
+
+    root, expected, titles = left_by_a_server(tmp_path, monkeypatch)
+    index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    stored = index.stored_listing()
+    forged = [
+        SessionRecord(r.id, 999, "/evil", {**r.header, "createdAt": 999, "cwd": "/evil"}, r.location)
+        if r.id == "good"
+        else r
+        for r in stored.records
+    ]
+    index._database().write_listing(listing_text(str(root), forged, stored.walked, list(titles)))
+    assert kept_listing(index._database().load_listing() or "", str(root)) is not None
+    index.close()
+
+    rules = Scheduler(idle_grace=0.0, max_defer=scheduler_module.MAX_DEFER)
+    fresh = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
+    try:
+        assert fresh.candidate_table().rows[0].record.cwd == "/evil"  # the stored word, at first
+        wait_for(lambda: fresh.index.walked != {})
+        assert [row.record for row in fresh.candidate_table().rows] == expected
+    finally:
+        fresh.close()
+
+
+def test_title_workers_started_ahead_are_all_stopped_when_one_cannot_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from dsh_session_reference.store.index import verify
+
+    started: list[Any] = []
+
+    class Failing(verify.WorkerProcess):
+        def __init__(self) -> None:
+            if len(started) == 2:
+                raise OSError("no more processes")
+            super().__init__()
+            started.append(self)
+
+    monkeypatch.setattr(verify, "WorkerProcess", Failing)
+    workers = verify.TitleWorkers(4)
+    workers.start()
+    assert len(started) == 2
+    assert all(worker._process.poll() is not None for worker in started)  # none left running
+    workers.close()

@@ -40,7 +40,8 @@ def test_a_title_past_an_oversized_message_is_read_and_the_skip_logged(
     with caplog.at_level(logging.WARNING):
         [observation] = store.read_titles([record])
     assert (observation.title, observation.error) == ("Past it", None)
-    assert any("skipped line 8" in message and str(record.location) in message for message in caplog.messages)
+    skipped = f"skipped: session log line 8 is larger than {CAP} bytes"
+    assert any(skipped in message and str(record.location) in message for message in caplog.messages)
     with pytest.raises(StoreError) as caught:
         store.read_surface("big")  # prepare reads the session whole: the line still fails it
     assert caught.value.message == (
@@ -71,3 +72,39 @@ def test_message_text_for_body_search_keeps_the_rest_of_the_log(tmp_path: Path) 
     path = put(tmp_path, "big", data)
     text = message_text(path, str(tmp_path.resolve()))
     assert text.split("\n") == ["later", "reply"]
+
+
+def test_a_failure_after_a_skipped_line_is_the_size_error_not_a_corrupt_log(tmp_path: Path) -> None:
+    """A skipped event is taken as valid without being read: a later replace of it (a compaction of
+    the huge message) cannot be checked, so the read fails as it did before skipping, by size."""
+    replace = event(
+        "user/message",
+        3,
+        user(3, "compacted")["data"],
+        sourceEventSeqs=[1],
+        surfaceOp={"op": "replace", "start": 1, "end": 1},
+    )
+    put(
+        tmp_path,
+        "big",
+        lines(header("big"), turn_start(0), user(1, BIG), turn_end(2), replace, title(4, "T")),
+    )
+    store = JsonlSessionStore(tmp_path)
+    [observation] = store.read_titles(store.list_sessions())
+    assert observation.title is None
+    assert observation.error == (
+        f'failed to inspect session "big": session log line 2 is larger than {CAP} bytes, '
+        "the most this reader holds in memory"
+    )
+
+
+def test_an_envelope_json_would_refuse_is_never_skipped(tmp_path: Path) -> None:
+    """``"seq":07`` is not JSON: upstream cannot parse the line, so it is not an event to skip."""
+    head = b'{"type":"user/message","seq":07,"time":1,"data":"'
+    data = lines(header("big"), *one_turn(0, "q", "a"), turn_start(6))
+    data += head + BIG.encode() + b'"}\n' + lines(turn_end(8), title(9, "Past it"))
+    put(tmp_path, "big", data)
+    store = JsonlSessionStore(tmp_path)
+    [observation] = store.read_titles(store.list_sessions())
+    assert observation.title is None
+    assert observation.error is not None and f"line 8 is larger than {CAP} bytes" in observation.error

@@ -473,7 +473,10 @@ class SessionCatalog:
             records = self.index.list_sessions(stop)
             walked = dict(self.index.walked)
             if previous is not None:
-                records = [_same_record(record, previous, walked) for record in records]
+                # A stored listing's records are the index's word until this walk: kept only where
+                # the walk read the very same header.
+                exact = previous.taken == -math.inf
+                records = [_same_record(record, previous, walked, exact) for record in records]
             snapshot = _Snapshot(
                 records,
                 walked,
@@ -714,13 +717,18 @@ def _same_list(kept: list[SessionRecord], records: list[SessionRecord]) -> bool:
     return kept is records or (len(kept) == len(records) and all(map(operator.is_, kept, records)))
 
 
-def _same_record(record: SessionRecord, previous: _Snapshot, walked: dict[str, Fingerprint]) -> SessionRecord:
-    """The previous listing's record for an unchanged log (same file at the same fingerprint)."""
+def _same_record(
+    record: SessionRecord, previous: _Snapshot, walked: dict[str, Fingerprint], exact: bool = False
+) -> SessionRecord:
+    """The previous listing's record for an unchanged log (same file at the same fingerprint);
+    ``exact``: only if its header is also the one just read, to the byte."""
     location = record.location
     if location is None:
         return record
     old = previous.by_location.get(location)
     fp = walked.get(location)
-    if old is not None and fp is not None and previous.walked.get(location) == fp and old.id == record.id:
-        return old
-    return record
+    if old is None or fp is None or previous.walked.get(location) != fp or old.id != record.id:
+        return record
+    if exact and header_text(old.header) != header_text(record.header):
+        return record
+    return old

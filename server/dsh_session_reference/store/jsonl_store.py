@@ -44,8 +44,8 @@ from ..jsjson import js_normalize, js_stringify
 from ..model import SessionRecord, StoreError, SurfaceSnapshot, TitleObservation
 from .jsvalue import UNDEFINED, js_string, strict_equal
 from .layout import LOG_NAMES, Compression, decode_segment, encode_segment, log_path, resolve_root
-from .logbase import HEADER_BUFFER, MAX_LINE_BYTES, LogChanged, LogError, open_artifact
-from .logfile import parse_header_meta, read_first_line, read_log
+from .logbase import HEADER_BUFFER, LogChanged, LogError, open_artifact
+from .logfile import line_too_long, parse_header_meta, read_first_line, read_log
 from .replay import Replay, ReplayFailure, ReplayResult
 from .surface import SurfaceKeeper
 from .zstd_frames import read_first_zstd_line
@@ -632,19 +632,16 @@ class JsonlSessionStore:
             return replays[-1]
 
         meta: dict[str, Any] | None = None
+        skipped: tuple[int, ...] = ()
         for _ in range(_READ_ATTEMPTS):
             replays.clear()
             try:
                 with open_artifact(path, root_real) as handle:
                     prefix = read_log(handle, artifact.compression, start, stop, discovery=discovery)
-                meta = prefix.header
-                for line in prefix.skipped:
+                meta, skipped = prefix.header, prefix.skipped
+                for line in skipped:
                     _LOG.warning(
-                        "reading %s for its title: skipped line %d, larger than %d bytes (the most this "
-                        "reader holds); prepare of this session fails",
-                        path,
-                        line,
-                        MAX_LINE_BYTES,
+                        "reading %s for its title, skipped: %s; prepare fails", path, line_too_long(line)
                     )
                 break
             except LogChanged:
@@ -669,6 +666,10 @@ class JsonlSessionStore:
         try:
             result = replays[0].finish()
         except ReplayFailure as failure:
+            if skipped:
+                # A skipped line is taken as valid; what fails after one may hinge on what it held
+                # (a replace of its event, say), so the read fails as it did before the skip.
+                raise failed(line_too_long(skipped[0])) from failure
             if failure.unsupported:
                 raise failed(failure.message) from failure
             raise StoreError(

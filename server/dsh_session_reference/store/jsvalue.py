@@ -126,10 +126,9 @@ def js_parse_line(line: bytes) -> Any:
     read as ``0`` here anyway) takes the scanner's native integers.
     """
     text = line.decode("utf-8", "replace")
-    if _SIXTEEN_DIGITS in line.translate(_DIGITS_AS_ZERO):
-        return js_parse(text)
+    decoder = _DECODERS[False] if _SIXTEEN_DIGITS in line.translate(_DIGITS_AS_ZERO) else _SHORT_INTS
     try:
-        return _SHORT_INTS.decode(text)
+        return decoder.decode(text)
     except RecursionError as error:
         raise ValueError("JSON nesting is too deep") from error
 

@@ -95,7 +95,9 @@ pasted or a tool produced. Anything else that large (a turn boundary, a title) f
 MAX_SKIPPED_LINE_BYTES: Final = (1 << 29) - 24
 """The longest line a discovery read skips: V8's longest string, so upstream cannot read a longer
 one either (and a decompression bomb's endless line still stops a read at this much output)."""
-_ENVELOPE_HEAD: Final = re.compile(rb'\{"type":"([a-z][a-z/-]{0,63})","seq":(\d{1,15}),"time":(\d{1,15}),')
+_ENVELOPE_HEAD: Final = re.compile(
+    rb'\{"type":"([a-z][a-z/-]{0,63})","seq":(0|[1-9]\d{0,14}),"time":(0|[1-9]\d{0,14}),'
+)
 """The start of an event line as upstream's writer spells it (``JSON.stringify`` of the envelope)."""
 _HEAD_BYTES: Final = 128
 _HOLD_LIMIT: Final = "the most this reader holds in memory"
@@ -294,6 +296,11 @@ def packed_row(value: Any) -> tuple[int, list[Any]] | None:
     return seq0, times
 
 
+def line_too_long(line: int) -> str:
+    """The error of a read that meets committed line ``line`` over :data:`MAX_LINE_BYTES`."""
+    return f"session log line {line} is larger than {MAX_LINE_BYTES} bytes, {_HOLD_LIMIT}"
+
+
 # --- the event scanner ----------------------------------------------------
 
 
@@ -433,9 +440,7 @@ class EventScanner:
             if self._issue is None and self._discovery and self._skip_unread(end_byte):
                 return
             if self._issue is None or self._oversized_matters:
-                raise LimitExceeded(
-                    f"session log line {self._line} is larger than {MAX_LINE_BYTES} bytes, {_HOLD_LIMIT}"
-                )
+                raise LimitExceeded(line_too_long(self._line))
             return
         if self._parts:
             if self._part_bytes + len(tail) > MAX_LINE_BYTES:

@@ -44,9 +44,13 @@ class TitleWorkers:
             if self.count < 2 or self._early:
                 return
             try:
-                self._early = [WorkerProcess() for _ in range(self.count)]
+                for _ in range(self.count):
+                    self._early.append(WorkerProcess())
             except OSError as error:
                 LOG.info("no title workers ahead of time: %s", error)
+                for worker in self._early:
+                    worker.close()
+                self._early = []
 
     def close(self) -> None:
         """Stop the workers started ahead and not used (idempotent)."""

@@ -192,12 +192,19 @@ def _walk_path(path: str, prefix: str) -> bool:
 
 def _walk_parts(relative: str) -> bool:
     parts = relative.split(os.sep)
-    return (
+    if not (
         len(parts) == 3
         and parts[2] in _LOG_FILE_NAMES
         and parts[0] not in _NOT_NAMES
         and parts[1] not in _NOT_NAMES
-    )
+        and "\0" not in relative
+    ):
+        return False
+    try:
+        os.fsencode(relative)  # a name the file system could have given (no stray surrogate)
+    except UnicodeError:
+        return False
+    return True
 
 
 _NOT_NAMES: Final = frozenset({"", ".", ".."})
