@@ -911,3 +911,19 @@ def test_title_workers_started_ahead_are_all_stopped_when_one_cannot_start(
     assert len(started) == 2
     assert all(worker._process.poll() is not None for worker in started)  # none left running
     workers.close()
+
+
+def test_a_kept_listing_too_big_to_be_ours_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache folder is not trusted: a document past the bound is never read into memory."""
+    from dsh_session_reference.store.index import database
+
+    root, _, _ = left_by_a_server(tmp_path, monkeypatch)
+    index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    text = index._database().load_listing()
+    assert text is not None
+    monkeypatch.setattr(database, "MAX_LISTING_BYTES", len(text.encode()) - 1)
+    assert index._database().load_listing() is None
+    assert not index.stored_listing().whole  # the rows answer instead
+    index.close()

@@ -34,6 +34,9 @@ SCHEMA_VERSION: Final = 3
 """2: log paths and the root are stored as BLOBs of their UTF-8 bytes (any name survives);
 3: the listing a language server last served, whole (:meth:`IndexDatabase.load_listing`)."""
 APPLICATION_ID: Final = 0x64736872  # "dshr"
+MAX_LISTING_BYTES: Final = 256 << 20
+"""The largest kept listing read back (50,000 sessions make 15 MB): the cache folder is not
+trusted, and a bigger document is not read into memory at all (the rows answer instead)."""
 
 
 def default_index_dir(environ: Mapping[str, str] | None = None) -> str:
@@ -233,12 +236,15 @@ class IndexDatabase:
         document, so a fresh server reads it in one query and one parse rather than row by row."""
         with self._lock:
             try:
-                found = self._conn.execute("SELECT body, crc FROM listing WHERE id = 0").fetchone()
+                found = self._conn.execute(
+                    "SELECT body, crc FROM listing WHERE id = 0 AND length(CAST(body AS BLOB)) <= ?",
+                    (MAX_LISTING_BYTES,),
+                ).fetchone()
             except sqlite3.Error as error:
                 self.rebuild(str(error))
                 return None
         if found is None or not isinstance(found[0], str) or found[1] != _crc(found[0]):
-            return None  # none yet, or damaged: the rows answer instead
+            return None  # none yet, damaged or too big to be ours: the rows answer instead
         body: str = found[0]
         return body
 
