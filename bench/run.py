@@ -222,7 +222,7 @@ class Floor:
 
 
 def measure_floor(root: str) -> Floor:
-    """The floor for ``root``, measured now (the median of two runs: the page cache is warm by then)."""
+    """The floor for ``root``, measured now (the faster of two runs: the page cache is warm by the second)."""
     samples = []
     for _ in range(2):
         done = subprocess.run([PYTHON, "-c", FLOOR_SCRIPT, root], capture_output=True, text=True, check=True)

@@ -290,9 +290,15 @@ def _when(created_at: int) -> str:
     return datetime.fromtimestamp(created_at / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-async def _candidates(args: argparse.Namespace) -> int:
+def _print_body_match(candidate: object) -> None:
+    """The matched snippet of a body match (imported only when body search is asked for)."""
     from .body_search import BodyCandidate
 
+    if isinstance(candidate, BodyCandidate):
+        print(f"    matched in messages: “{display_inline_text(candidate.snippet)}”")
+
+
+async def _candidates(args: argparse.Namespace) -> int:
     store = _store(args, every_title=args.query != "")  # a query is matched against every title
     resolver = _resolver(args, store)
     with _terminal_progress(args, store):
@@ -307,8 +313,8 @@ async def _candidates(args: argparse.Namespace) -> int:
         shown_id = display_inline_text(candidate.session_id)
         print(f"{label}\n    {shown_id} · {where} · {_when(candidate.created_at)}")
         print(f"    {format_session_reference_mention(candidate.session_id, label)}")
-        if isinstance(candidate, BodyCandidate):
-            print(f"    matched in messages: “{display_inline_text(candidate.snippet)}”")
+        if getattr(args, "body_search", False):
+            _print_body_match(candidate)
     if not found:
         print("no sessions match", file=sys.stderr)
     return 0

@@ -125,6 +125,18 @@ class _Snapshot:
     state: int | None = None
     """:func:`root_state` just before this listing (background refreshes only)."""
 
+    @classmethod
+    def of(
+        cls,
+        records: list[SessionRecord],
+        walked: dict[str, Fingerprint],
+        taken: float,
+        directories: int,
+        state: int | None = None,
+    ) -> _Snapshot:
+        by_location = {record.location: record for record in records if record.location is not None}
+        return cls(records, walked, taken, directories, by_location, {r.id: r for r in records}, state)
+
 
 @dataclass
 class _BodyIndexing:
@@ -295,14 +307,7 @@ class SessionCatalog:
             except Exception:  # a damaged index is the walk's to find and report
                 LOG.exception("the index's stored listing could not be read")
                 return None
-            snapshot = _Snapshot(
-                records,
-                walked,
-                -math.inf,
-                len(walked),
-                {record.location: record for record in records if record.location is not None},
-                {record.id: record for record in records},
-            )
+            snapshot = _Snapshot.of(records, walked, -math.inf, len(walked))
             if not self._served(snapshot):
                 return None  # small roots are walked by every request anyway
             self.titles.observe_all({location: (walked[location], seen) for location, seen in titles.items()})
@@ -477,15 +482,7 @@ class SessionCatalog:
                 # the walk read the very same header.
                 exact = previous.taken == -math.inf
                 records = [_same_record(record, previous, walked, exact) for record in records]
-            snapshot = _Snapshot(
-                records,
-                walked,
-                began,
-                self.index.directories,
-                {record.location: record for record in records if record.location is not None},
-                {record.id: record for record in records},
-                state,
-            )
+            snapshot = _Snapshot.of(records, walked, began, self.index.directories, state)
             self.snapshot = snapshot
         self._write_behind()
         return snapshot
@@ -692,11 +689,8 @@ class SessionCatalog:
             LOG.info("title verification stopped: %r", failure)
             results = []
         for record, found in zip(batch, results, strict=False):
-            if found.fp is not None:
-                observation = TitleObservation(record.id, found.title, found.error)
-                key = header_text(record.header)
-                self.index.remember_title(record, found.fp, key, observation, found.started_ns)
-                assert record.location is not None
+            observation = self.index.remember_verified(record, found)
+            if observation is not None and found.fp is not None and record.location is not None:
                 self.titles.observe(record.location, found.fp, observation)
         self.index.flush()
         self.titles.done(batch)

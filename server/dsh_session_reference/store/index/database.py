@@ -80,10 +80,6 @@ def _checked_row(
     return path, IndexRow(fp_parse(fp), listing, listing_ns, title, title_ns)
 
 
-def _crc(text: str) -> int:
-    return zlib.crc32(text.encode("utf-8", "surrogatepass"))
-
-
 # --- the SQLite file ------------------------------------------------------------------------------
 
 
@@ -166,7 +162,7 @@ class IndexDatabase:
                 crc INTEGER NOT NULL
             );
             CREATE TABLE listing(
-                id INTEGER PRIMARY KEY CHECK (id = 0), body TEXT NOT NULL, crc INTEGER NOT NULL
+                id INTEGER PRIMARY KEY CHECK (id = 0), body BLOB NOT NULL, crc INTEGER NOT NULL
             );
             CREATE TABLE body_docs(path BLOB PRIMARY KEY, docid INTEGER UNIQUE NOT NULL, fp TEXT NOT NULL);
             CREATE VIRTUAL TABLE body USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
@@ -236,21 +232,28 @@ class IndexDatabase:
         document, so a fresh server reads it in one query and one parse rather than row by row."""
         with self._lock:
             try:
+                # Kept as a BLOB: SQLite knows its length without reading it (a TEXT's it must read).
                 found = self._conn.execute(
-                    "SELECT body, crc FROM listing WHERE id = 0 AND length(CAST(body AS BLOB)) <= ?",
+                    "SELECT body, crc FROM listing "
+                    "WHERE id = 0 AND typeof(body) = 'blob' AND length(body) <= ?",
                     (MAX_LISTING_BYTES,),
                 ).fetchone()
             except sqlite3.Error as error:
                 self.rebuild(str(error))
                 return None
-        if found is None or not isinstance(found[0], str) or found[1] != _crc(found[0]):
+        if found is None or not isinstance(found[0], bytes) or found[1] != zlib.crc32(found[0]):
             return None  # none yet, damaged or too big to be ours: the rows answer instead
-        body: str = found[0]
-        return body
+        try:
+            return found[0].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
 
     def write_listing(self, body: str) -> None:
         with self._transaction("write the listing") as conn:
-            conn.execute("INSERT OR REPLACE INTO listing(id, body, crc) VALUES (0, ?, ?)", (body, _crc(body)))
+            data = body.encode("utf-8")  # ASCII JSON (ensure_ascii)
+            conn.execute(
+                "INSERT OR REPLACE INTO listing(id, body, crc) VALUES (0, ?, ?)", (data, zlib.crc32(data))
+            )
 
     @contextlib.contextmanager
     def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:

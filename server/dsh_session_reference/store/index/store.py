@@ -296,14 +296,7 @@ class IndexedSessionStore:
         if len(misses) < 2 or total < PARALLEL_MIN_BYTES:
             return
 
-        def remember(record: SessionRecord, found: Verified) -> None:
-            if found.fp is not None:
-                observation = TitleObservation(record.id, found.title, found.error)
-                self.remember_title(
-                    record, found.fp, header_text(record.header), observation, found.started_ns
-                )
-
-        self._title_workers.verify(self.root, misses, remember, stop)
+        self._title_workers.verify(self.root, misses, self.remember_verified, stop)
 
     # --- bounded reads ---------------------------------------------------------------------------
 
@@ -412,6 +405,15 @@ class IndexedSessionStore:
         if value.error is not None:
             return TitleObservation(record.id, error=value.error)
         return TitleObservation(record.id, title=value.title)
+
+    def remember_verified(self, record: SessionRecord, found: Verified) -> TitleObservation | None:
+        """Keep what a worker's title read of ``record`` found; the observation, or ``None`` when
+        the log changed under the read (nothing to keep)."""
+        if found.fp is None:
+            return None
+        observation = TitleObservation(record.id, found.title, found.error)
+        self.remember_title(record, found.fp, header_text(record.header), observation, found.started_ns)
+        return observation
 
     def remember_title(
         self, record: SessionRecord, fp: Fingerprint, key: str, observation: TitleObservation, started_ns: int

@@ -63,7 +63,7 @@ class TitleWorkers:
         self,
         root: str,
         misses: list[tuple[int, SessionRecord]],
-        remember: Callable[[SessionRecord, Verified], None],
+        remember: Callable[[SessionRecord, Verified], object],
         stop: AbortSignal | None,
     ) -> None:
         """Read the title of each ``(size, record)`` and ``remember`` each answer as it comes; the
@@ -79,7 +79,7 @@ def _verify(
     root: str,
     misses: list[tuple[int, SessionRecord]],
     workers: list[WorkerProcess],
-    remember: Callable[[SessionRecord, Verified], None],
+    remember: Callable[[SessionRecord, Verified], object],
     stop: AbortSignal | None,
 ) -> None:
     misses = sorted(misses, key=lambda miss: -miss[0])
