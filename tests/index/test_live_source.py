@@ -29,7 +29,7 @@ from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.store import JsonlSessionStore, catalog
 from dsh_session_reference.store import scheduler as scheduler_module
 from dsh_session_reference.store.catalog import SessionCatalog
-from dsh_session_reference.store.index.rows import Fingerprint
+from dsh_session_reference.store.index.rows import Fingerprint, fingerprint_at
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.root_state import root_state
 from dsh_session_reference.store.scheduler import Scheduler
@@ -442,10 +442,16 @@ def test_a_query_over_a_cold_index_starts_its_workers_before_it_lists(
 
     started: list[object] = []
 
+    asked: set[int] = set()
+
     class Counted(verify.WorkerProcess):
         def __init__(self) -> None:
             super().__init__()
             started.append(self)
+
+        def submit(self, task: str, *args: Any) -> Any:
+            asked.add(id(self))
+            return super().submit(task, *args)
 
     monkeypatch.setattr(verify, "WorkerProcess", Counted)
     monkeypatch.setattr(index, "PARALLEL_MIN_BYTES", 0)
@@ -459,7 +465,8 @@ def test_a_query_over_a_cold_index_starts_its_workers_before_it_lists(
     cold = open_source(str(root), live=False, index_dir=tmp_path / "cache", every_title=True)
     assert len(started) == 2  # before any listing
     assert cold.read_titles(cold.list_sessions()) == expected
-    assert len(started) == 2  # the title read took those two
+    # The title read used those started ahead (one batch here: tiny logs), none of its own.
+    assert len(started) == 2 and asked and asked <= {id(worker) for worker in started}
     assert isinstance(cold, IndexedSessionStore)
     cold.close()
 
@@ -713,9 +720,9 @@ def test_a_session_deleted_before_the_editor_opens_goes_at_the_first_walk(
     try:
         first = [row.record.id for row in fresh.candidate_table().rows]
         assert first == ["good", "bad", "plain"]  # what the index held: served at once
-        wait_for(lambda: fresh.index.walked != {})
-        # The popup after the walk is the walk's listing.
-        assert [row.record.id for row in fresh.candidate_table().rows] == ["new", "good", "bad"]
+        # The popup after the walk is the walk's listing (waited for as the listing requests see).
+        wait_for(lambda: [row.record.id for row in fresh.candidate_table().rows] == ["new", "good", "bad"])
+        assert fresh.index.walked != {}
     finally:
         fresh.close()
 
@@ -758,13 +765,10 @@ def test_a_server_leaves_its_listing_whole_with_its_titles_for_the_next(
     assert whole
     assert records == expected
     assert [kept[str(record.location)] for record in records] == titles  # the damaged log's error too
-    assert index.walked == {} and walked == {str(r.location): Fingerprint(*_fp(r)) for r in records}
+    assert index.walked == {} and walked == {
+        str(r.location): fingerprint_at(str(r.location)) for r in records
+    }
     index.close()
-
-
-def _fp(record: SessionRecord) -> tuple[int, ...]:
-    info = os.lstat(str(record.location))
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
 def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_it(tmp_path: Path) -> None:
@@ -774,7 +778,7 @@ def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_
     store(root)
     exact = JsonlSessionStore(root)
     records = exact.list_sessions()
-    walked = {str(r.location): Fingerprint(*_fp(r)) for r in records}
+    walked = {str(r.location): fingerprint_at(str(r.location)) for r in records}
     titles = [TitleObservation(r.id, title=f"T {r.id}") for r in records[:2]] + [None]
     text = listing_text(str(root), records, walked, titles)
     kept = kept_listing(text, str(root))
@@ -885,8 +889,8 @@ def test_the_first_walk_replaces_what_a_forged_stored_listing_said(
     fresh = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
     try:
         assert fresh.candidate_table().rows[0].record.cwd == "/evil"  # the stored word, at first
-        wait_for(lambda: fresh.index.walked != {})
-        assert [row.record for row in fresh.candidate_table().rows] == expected
+        wait_for(lambda: [row.record for row in fresh.candidate_table().rows] == expected)
+        assert fresh.index.walked != {}
     finally:
         fresh.close()
 

@@ -98,9 +98,16 @@ def test_a_failure_after_a_skipped_line_is_the_size_error_not_a_corrupt_log(tmp_
     )
 
 
-def test_an_envelope_json_would_refuse_is_never_skipped(tmp_path: Path) -> None:
-    """``"seq":07`` is not JSON: upstream cannot parse the line, so it is not an event to skip."""
-    head = b'{"type":"user/message","seq":07,"time":1,"data":"'
+@pytest.mark.parametrize(
+    "head",
+    [
+        b'{"type":"user/message","seq":07,"time":1,"data":"',
+        b'{"type":"user/message","seq":7,"time":01,"data":"',
+    ],
+    ids=["seq", "time"],
+)
+def test_an_envelope_json_would_refuse_is_never_skipped(tmp_path: Path, head: bytes) -> None:
+    """A leading zero is not JSON: upstream cannot parse the line, so it is not an event to skip."""
     data = lines(header("big"), *one_turn(0, "q", "a"), turn_start(6))
     data += head + BIG.encode() + b'"}\n' + lines(turn_end(8), title(9, "Past it"))
     put(tmp_path, "big", data)
