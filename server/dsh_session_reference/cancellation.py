@@ -34,6 +34,11 @@ class AbortSignal:
     def aborted(self) -> bool:
         return self._event.is_set()
 
+    def is_set(self) -> bool:
+        """:attr:`aborted` under ``threading.Event``'s name, for code that stops on one
+        (``watchfiles.watch``'s ``stop_event``)."""
+        return self._event.is_set()
+
     def abort(self, reason: object = None) -> None:
         with self._lock:
             if self._event.is_set():

@@ -47,12 +47,22 @@ class ConversationKeeper:
 
     ``wanted``: keep texts of exactly these seqs (a second read); ``evict=False``
     keeps every text (the last resort when a log keeps changing between reads).
+    ``head_bytes``: also keep the texts of the first messages up to that many bytes, which
+    retention never uses but a transcript shows (how a session began).
     """
 
-    def __init__(self, max_bytes: int, wanted: frozenset[int] | None = None, *, evict: bool = True) -> None:
+    def __init__(
+        self,
+        max_bytes: int,
+        wanted: frozenset[int] | None = None,
+        *,
+        evict: bool = True,
+        head_bytes: int = 0,
+    ) -> None:
         self.max_bytes = max_bytes
         self.wanted = wanted
         self.evict = evict
+        self.head_bytes = head_bytes
         self.start()
 
     def start(self) -> None:
@@ -61,6 +71,8 @@ class ConversationKeeper:
         self._sizes: dict[int, int] = {}
         self._window: list[int] = []  # non-checkpoint items whose text is kept, in surface order
         self._window_bytes = 0
+        self._head: set[int] = set()
+        self._head_room = self.head_bytes
         self._ordered = True
         self.nodes: list[int] | None = None
         self.needed: frozenset[int] = frozenset()
@@ -77,11 +89,14 @@ class ConversationKeeper:
         kept = bounded_text(role, text, self.max_bytes)
         size = kept.item_bytes if isinstance(kept, LongText) else item_json_bytes(role, text)
         self._sizes[seq] = size
-        if self.wanted is not None and seq not in self.wanted:
+        if appended and self._ordered and self._head_room > 0:
+            self._head_room -= size
+            self._head.add(seq)
+        if self.wanted is not None and seq not in self.wanted and seq not in self._head:
             self.items[seq] = _evicted(role, checkpoint, kept, size)
             return
         self.items[seq] = ConversationItem(role, kept, checkpoint, kept)
-        if checkpoint or self.wanted is not None or not self.evict:
+        if checkpoint or self.wanted is not None or not self.evict or seq in self._head:
             return
         if not appended:
             self._ordered = False  # a message inserted mid-surface: stop evicting, check at close

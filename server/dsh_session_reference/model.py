@@ -9,7 +9,7 @@ blocking on purpose; the resolver runs them in worker threads and passes a
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
@@ -110,7 +110,7 @@ class ReadsConversations(Protocol):
     """Reads what ``prepare`` needs of a session for a byte budget, without holding the log."""
 
     def read_conversation(
-        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None
+        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0
     ) -> ConversationSnapshot: ...
 
 
@@ -143,6 +143,16 @@ INDEXING_BODIES: Final = "Indexing message text for search"
 """The kinds of background work a :class:`LiveSource` reports (progress titles)."""
 
 
+@dataclass(frozen=True)
+class StoreChange:
+    """What a watched root saw change (:meth:`LiveSource.watch`): logs of listed sessions, and
+    whether the listing itself may have changed (a session directory came or went, a log of a
+    session not listed yet was written)."""
+
+    sessions: frozenset[str]
+    listing: bool
+
+
 class LiveSource(
     SessionSource, ReadsConversations, KeepsCandidateTable, SearchesBodies, CountsWalk, Protocol
 ):
@@ -160,6 +170,10 @@ class LiveSource(
 
     def resume_bodies(self) -> None:
         """Index message text again (body search was turned on again)."""
+
+    def watch(self, listener: Callable[[StoreChange], None]) -> str | None:
+        """Watch the root and call ``listener`` (from another thread) once the listing has caught
+        up with a change; ``None`` once watching, else why the root cannot be watched."""
 
     def close(self) -> None:
         """Stop every thread and process the source started and write what is pending."""

@@ -255,3 +255,38 @@ def test_a_zstd_log_counts_as_the_json_it_holds_when_choosing_to_read_it_apart(
     store.read_conversation("packed", 1000)
     store.read_conversation("plain", 1000)
     assert apart == ["packed", "plain"]  # both hold more JSON than the limit, though one is smaller on disk
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_head_kept_for_a_transcript_changes_no_retention(tmp_path: Path, seed: int) -> None:
+    """``head_bytes`` keeps the first messages' texts as well (a transcript shows how a session
+    began), and retention over that read is still byte-identical to retention over the surface."""
+    rng = random.Random(seed)
+    events = random_log(rng, rng.randint(10, 60))
+    write(tmp_path, "h", events, "none")
+    surface = JsonlSessionStore(tmp_path).read_surface("h")
+    for max_bytes in (150, 1200, 65536):
+        headed = IndexedSessionStore(tmp_path, persistent=False).read_conversation(
+            "h", max_bytes, head_bytes=2000
+        )
+        expected = retain_referenced_session(surface, "L", max_bytes)
+        got = retain_conversation(headed, "L", max_bytes)
+        assert (got is None) == (expected is None)
+        if got is not None and expected is not None:
+            assert js_stringify(got.data) == js_stringify(expected.data)
+            assert got.stats == expected.stats
+
+
+def test_a_head_keeps_the_first_messages_whole(tmp_path: Path) -> None:
+    events = [user_event(seq, f"message {seq} " + "m" * 400) for seq in range(40)]
+    write(tmp_path, "long", events, "none")
+    store = IndexedSessionStore(tmp_path, persistent=False)
+    plain = store.read_conversation("long", 1000)
+    headed = store.read_conversation("long", 1000, head_bytes=1000)
+    evicted = [
+        isinstance(item.original_text, LongText) and item.original_text.evicted for item in plain.items
+    ]
+    assert evicted[:3] == [True, True, True]  # without a head, the oldest are let go
+    kept = [item.original_text for item in headed.items[:3]]
+    assert kept == [f"message {seq} " + "m" * 400 for seq in range(3)]
+    assert isinstance(headed.items[10].original_text, LongText)  # between head and tail: sizes only

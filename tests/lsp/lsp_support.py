@@ -93,6 +93,26 @@ def append_title(root: Path, session_id: str, title: str) -> None:
         handle.write((json.dumps(event) + "\n").encode())
 
 
+def append_turn(root: Path, session_id: str, question: str, answer: str) -> None:
+    """Append one more turn (a question and its answer) to a plain log, as dsh appends a batch."""
+    path = next(root.glob(f"*/{encode_segment(session_id)}/session.jsonl"))
+    lines = path.read_bytes().splitlines()
+    header = json.loads(lines[0])
+    log = SessionLog(session_id, header["createdAt"], header.get("cwd"))
+    log.events = [json.loads(line) for line in lines[1:]]
+    log.turn = sum(1 for event in log.events if event["type"] == "turn/start")
+    first = log.next_seq
+    log.start_turn()
+    log.user(question)
+    log.start_step()
+    log.assistant(answer)
+    log.end_step()
+    log.end_turn()
+    appended = "".join(json.dumps(event) + "\n" for event in log.events[first:])
+    with path.open("ab") as handle:
+        handle.write(appended.encode())
+
+
 def default_specs(workspace: str) -> list[Spec]:
     return [
         Spec(TARGET_ID, workspace, "The prompt being written", [("user", "hello")], age_minutes=1),

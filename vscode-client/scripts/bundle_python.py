@@ -6,7 +6,7 @@ Python-tools extension template, so the server and its dependencies travel insid
 - bundled/libs: the server package (copied from server/) and its pure-Python dependencies,
   taken from pyproject.toml (one list of dependencies for pip users and extension users alike)
   and installed with `pip install --target` as pure wheels only.
-- bundled/binary: the dependencies that need compiled code (zstandard, pyicu-wheels), for one
+- bundled/binary: the dependencies that need compiled code (zstandard, pyicu-wheels, watchfiles), for one
   VS Code target (`--target linux-x64`, ...; default: this machine's) and each supported CPython
   minor version its markers apply to (their extension modules carry the version in the file
   name, so several coexist in one folder). `--target universal` bundles none. Where no wheel
@@ -41,7 +41,7 @@ CLIENT = Path(__file__).resolve().parent.parent
 REPO = CLIENT.parent
 BUNDLED = CLIENT / "bundled"
 LOCK = REPO / "requirements" / "dev.lock"
-BINARY_DISTRIBUTIONS = {"zstandard", "pyicu-wheels"}
+BINARY_DISTRIBUTIONS = {"zstandard", "pyicu-wheels", "watchfiles"}
 CPYTHON_MINORS = ("3.11", "3.12", "3.13", "3.14")
 PACKAGE = "dsh_session_reference"
 

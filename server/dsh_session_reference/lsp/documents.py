@@ -1,4 +1,4 @@
-"""Open documents, kept by the server itself with LSP's line rules.
+"""Open documents, kept by the server itself with LSP's line rules, and the text of one that is not open.
 
 pygls' own workspace applies incremental edits through ``str.splitlines``,
 which breaks lines where editors do not (U+2028, ``\\x0b``, ...), and re-splits
@@ -10,14 +10,21 @@ parser index that form; UTF-16 positions are the same either way.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Final
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.uris import to_fs_path
 
-from ..jsjson import js_normalize
+from ..jsjson import js_normalize, read_text
 from ..lines import Encoding
 from .positions import LineIndex
+
+UNOPENED_READ_TIMEOUT: Final = 10.0
+"""Seconds a command may wait for a file that is not open (a stalled network mount, say)."""
 
 
 @dataclass
@@ -80,3 +87,26 @@ class DocumentStore:
 
     def __iter__(self) -> Iterator[Document]:
         return iter(list(self._documents.values()))
+
+
+async def text_of(documents: DocumentStore, uri: str) -> str | None:
+    """An open document's text, else a ``file:`` document read from disk (off the loop, only a
+    regular file under a size cap, within :data:`UNOPENED_READ_TIMEOUT`); ``None`` for another
+    scheme. A file that cannot be read is ``InvalidParams`` naming why."""
+    document = documents.get(uri)
+    if document is not None:
+        return document.text
+    path = to_fs_path(uri) if uri.startswith("file:") else None
+    if path is None:
+        return None
+    try:
+        reading = asyncio.to_thread(read_text, path, untrusted=True)
+        return await asyncio.wait_for(reading, UNOPENED_READ_TIMEOUT)
+    except TimeoutError:
+        raise JsonRpcInvalidParams(
+            f"{uri} is not open and took over {UNOPENED_READ_TIMEOUT:g} s to read"
+        ) from None
+    except OSError as error:
+        raise JsonRpcInvalidParams(
+            f"{uri} is not open and cannot be read: {error.strerror or error}"
+        ) from None

@@ -18,21 +18,36 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from ..display import display_inline_text
 from ..errors import CANCELLED, SessionReferenceError
+from ..transcript import NoSuchSession, Transcript, read_transcript
 from . import transport
 from .actions import code_actions
 from .completion import candidate_json, completion_items, find_trigger, item_data
 from .hover import documentation, hover_text, read_session_facts, session_summary
+from .inline import code_lenses, inlay_hints
 from .positions import encoding_of
 from .preview import PREVIEW_SCHEME, Preview, document_of_preview, document_summary
 from .progress import CLIENT_REQUEST_TIMEOUT, follow_background
 from .server import NAME, DshLanguageServer
+from .sessions import (
+    TRANSCRIPT_SCHEME,
+    definition,
+    document_links,
+    listed_candidate,
+    location_of,
+    mention_edit,
+    session_of_transcript,
+    workspace_symbols,
+)
 
 LOG = logging.getLogger(__name__)
 
 PREVIEW_COMMAND: Final = "dshSessionReference.preview"
 CANDIDATES_COMMAND: Final = "dshSessionReference.candidates"
 SUMMARY_COMMAND: Final = "dshSessionReference.documentSummary"
+TRANSCRIPT_COMMAND: Final = "dshSessionReference.transcript"
+INSERT_MENTION_COMMAND: Final = "dshSessionReference.insertMention"
 DIAGNOSTIC_DELAY: Final = 0.12
 """Seconds of quiet after a change before pushed diagnostics are recomputed."""
 
@@ -55,6 +70,7 @@ def _uri_argument(args: Sequence[Any], command: str) -> str:
 
 
 def _initialize(ls: DshLanguageServer, params: types.InitializeParams) -> None:
+    ls.live.started(asyncio.get_running_loop())
     ls.idle_gc.start(asyncio.get_running_loop())
     ls.encoding = encoding_of(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
     ls.apply(params.initialization_options)
@@ -65,7 +81,9 @@ async def _initialized(ls: DshLanguageServer, params: types.InitializedParams) -
         registration = types.Registration(
             id=str(uuid.uuid4()),
             method=types.WORKSPACE_TEXT_DOCUMENT_CONTENT,
-            register_options=types.TextDocumentContentRegistrationOptions(schemes=[PREVIEW_SCHEME]),
+            register_options=types.TextDocumentContentRegistrationOptions(
+                schemes=[PREVIEW_SCHEME, TRANSCRIPT_SCHEME]
+            ),
         )
         try:
             await asyncio.wait_for(
@@ -213,6 +231,9 @@ async def _code_action(
 async def _text_document_content(
     ls: DshLanguageServer, params: types.TextDocumentContentParams
 ) -> types.TextDocumentContentResult:
+    session_id = session_of_transcript(params.uri)
+    if session_id is not None:
+        return types.TextDocumentContentResult(text=(await _transcript(ls, session_id)).text)
     document_uri = document_of_preview(params.uri)
     if document_uri is not None:
         preview = await ls.preview(document_uri)
@@ -279,6 +300,118 @@ async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
         return {**summary, "target": await ls.target_json()}
 
 
+async def _definition(ls: DshLanguageServer, params: types.DefinitionParams) -> types.Location | None:
+    result = await ls.analysis(params.text_document.uri)
+    if result is None:
+        return None
+    uri = definition(result.analysis, result.index.offset_at(params.position, ls.encoding))
+    return None if uri is None else types.Location(uri=uri, range=location_of("", None).range)
+
+
+async def _document_link(ls: DshLanguageServer, params: types.DocumentLinkParams) -> list[types.DocumentLink]:
+    result = await ls.analysis(params.text_document.uri)
+    return [] if result is None else document_links(result.analysis, result.index, ls.encoding)
+
+
+async def _workspace_symbol(
+    ls: DshLanguageServer, params: types.WorkspaceSymbolParams
+) -> list[types.SymbolInformation]:
+    agent = await ls.agent_for(None)
+    candidates = await ls.engine.resolver.list_candidates(agent, params.query)
+    return workspace_symbols(candidates)
+
+
+async def _inlay_hint(ls: DshLanguageServer, params: types.InlayHintParams) -> list[types.InlayHint]:
+    if not ls.settings.inlay_hints:
+        return []
+    result = await ls.analysis(params.text_document.uri)
+    if result is None or not result.current:
+        return []
+    start = result.index.offset_at(params.range.start, ls.encoding)
+    end = result.index.offset_at(params.range.end, ls.encoding)
+    return inlay_hints(result.analysis, result.index, ls.encoding, start, end)
+
+
+async def _code_lens(ls: DshLanguageServer, params: types.CodeLensParams) -> list[types.CodeLens]:
+    if not ls.settings.code_lens:
+        return []
+    uri = params.text_document.uri
+    result = await ls.analysis(uri)
+    if result is None or not result.current:
+        return []
+    summary = await asyncio.to_thread(document_summary, result.analysis)
+    preview = types.Command("Preview", ls.preview_command or PREVIEW_COMMAND, arguments=[uri])
+    return code_lenses(result.analysis, result.index, ls.encoding, summary, preview)
+
+
+def _no_session(session_id: str) -> JsonRpcInvalidParams:
+    return _invalid(f"the sessions root lists no session {display_inline_text(session_id)!r}")
+
+
+async def _transcript(ls: DshLanguageServer, session_id: str) -> Transcript:
+    """A session's transcript, remembered as served so that a change to its log tells the client."""
+    try:
+        transcript = await read_transcript(ls.engine.resolver, session_id)
+    except NoSuchSession:
+        raise _no_session(session_id) from None
+    ls.live.served(location_of(transcript.session_id, transcript.title).uri, transcript.session_id)
+    return transcript
+
+
+async def _transcript_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+    if not args or not isinstance(args[0], str):
+        raise _invalid(f"{TRANSCRIPT_COMMAND} expects [sessionId or {TRANSCRIPT_SCHEME}: URI]")
+    session_id = session_of_transcript(args[0])
+    with ls.tracked_command():
+        transcript = await _transcript(ls, args[0] if session_id is None else session_id)
+    uri = location_of(transcript.session_id, transcript.title).uri
+    return {
+        "uri": uri,
+        "text": transcript.text,
+        "title": transcript.title,
+        "sessionId": transcript.session_id,
+    }
+
+
+async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+    shape = f"{INSERT_MENTION_COMMAND} expects [{{documentUri, position: {{line, character}}, sessionId}}]"
+    options = args[0] if args else None
+    if not isinstance(options, dict):
+        raise _invalid(shape)
+    uri, position, session_id = options.get("documentUri"), options.get("position"), options.get("sessionId")
+    if not isinstance(uri, str) or not isinstance(session_id, str) or not isinstance(position, dict):
+        raise _invalid(shape)
+    line, character = position.get("line"), position.get("character")
+    if not isinstance(line, int) or not isinstance(character, int) or line < 0 or character < 0:
+        raise _invalid(shape)
+    document = ls.documents.get(uri)
+    if document is None:
+        raise _invalid(f"{INSERT_MENTION_COMMAND}: {uri} is not open")
+    with ls.tracked_command():
+        candidate = await listed_candidate(ls.engine.source, session_id)
+        if candidate is None:
+            raise _no_session(session_id)
+        mention, edit = mention_edit(
+            uri,
+            document.version,
+            types.Position(line=line, character=character),
+            candidate,
+            document_changes=bool(ls.capability("workspace.workspace_edit.document_changes", False)),
+        )
+        try:
+            applied = await asyncio.wait_for(
+                ls.workspace_apply_edit_async(
+                    types.ApplyWorkspaceEditParams(edit=edit, label="Insert mention")
+                ),
+                CLIENT_REQUEST_TIMEOUT,
+            )
+        except (JsonRpcException, TimeoutError) as error:
+            raise JsonRpcInvalidParams(
+                f"{INSERT_MENTION_COMMAND}: the editor did not apply it: {error}"
+            ) from None
+        return {"mention": mention, "applied": applied.applied}
+
+
 def _shutdown(ls: DshLanguageServer, params: None) -> None:
     ls.idle_gc.stop()
     ls.stop_everything()
@@ -311,10 +444,19 @@ def create_server(sessions: str | None = None) -> DshLanguageServer:
         ),
     )(_code_action)
     feature(types.WORKSPACE_TEXT_DOCUMENT_CONTENT)(_text_document_content)
+    feature(types.TEXT_DOCUMENT_DEFINITION)(_definition)
+    feature(types.TEXT_DOCUMENT_DOCUMENT_LINK, types.DocumentLinkOptions(resolve_provider=False))(
+        _document_link
+    )
+    feature(types.WORKSPACE_SYMBOL)(_workspace_symbol)
+    feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))(_inlay_hint)
+    feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))(_code_lens)
     feature(types.SHUTDOWN)(_shutdown)
     server.command(PREVIEW_COMMAND)(_preview_command)
     server.command(CANDIDATES_COMMAND)(_candidates_command)
     server.command(SUMMARY_COMMAND)(_summary_command)
+    server.command(TRANSCRIPT_COMMAND)(_transcript_command)
+    server.command(INSERT_MENTION_COMMAND)(_insert_mention_command)
     return server
 
 

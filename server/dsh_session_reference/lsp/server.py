@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -30,13 +30,13 @@ from ..analysis import Analysis, analyze
 from ..assembly import make_resolver, open_source, root_origin, root_problem, sessions_root, target_session
 from ..cancellation import AbortSignal, Cancelled
 from ..candidates import label_for
-from ..jsjson import read_text
 from ..lines import Encoding
 from ..model import LiveSource
 from ..resolver import AgentRef, find_session
 from .diagnostics import to_diagnostics
-from .documents import Document, DocumentStore
+from .documents import Document, DocumentStore, text_of
 from .idle_gc import IdleCollector
+from .live import Live
 from .positions import LineIndex
 from .preview import Preview, build_preview
 from .progress import CLIENT_REQUEST_TIMEOUT, with_progress
@@ -46,8 +46,6 @@ from .settings import SECTION, Settings, apply_settings
 LOG = logging.getLogger(__name__)
 
 NAME: Final = "dsh-session-reference"
-UNOPENED_READ_TIMEOUT: Final = 10.0
-"""Seconds a command may wait for a file that is not open (a stalled network mount, say)."""
 
 
 class Engine:
@@ -114,6 +112,7 @@ class DshLanguageServer(LanguageServer):
         self._completions: dict[str, AbortSignal] = {}
         self._commands: dict[int | str, asyncio.Task[Any]] = {}
         self._previews: dict[str, str] = {}
+        self.live = Live(self)
         self._background: set[asyncio.Task[Any]] = set()
         self._warnings: list[str] = []
         self._root_reported: tuple[str, str] | None = None
@@ -140,9 +139,19 @@ class DshLanguageServer(LanguageServer):
     def suggest_command(self) -> str | None:
         """The client-side command that opens completion, if the client declared one in
         ``experimental.dshSessionReference.triggerSuggestCommand`` (LSP has no request for it)."""
+        return self._client_command("triggerSuggestCommand")
+
+    @property
+    def preview_command(self) -> str | None:
+        """The client-side command that shows a document's preview (taking ``[documentUri]``), if
+        the client declared one in ``experimental.dshSessionReference.previewCommand``: a code
+        lens then runs it, rather than the server's command, which can only ask to show a document."""
+        return self._client_command("previewCommand")
+
+    def _client_command(self, key: str) -> str | None:
         experimental = self.capability("experimental")
         ours = experimental.get("dshSessionReference") if isinstance(experimental, dict) else None
-        command = ours.get("triggerSuggestCommand") if isinstance(ours, dict) else None
+        command = ours.get(key) if isinstance(ours, dict) else None
         return command if isinstance(command, str) and command else None
 
     def markdown(self, path: str) -> bool:
@@ -161,6 +170,7 @@ class DshLanguageServer(LanguageServer):
         engine = self._engine
         if engine is None or engine.root != root:
             engine = self._engine = Engine(root, self.settings)
+        self.live.follow(engine.source)
         return engine
 
     def apply(self, raw: object) -> bool:
@@ -173,6 +183,7 @@ class DshLanguageServer(LanguageServer):
         self._engine = Engine(
             sessions_root(updated.sessions_root, self.sessions_fallback), updated, self._engine
         )
+        self.live.follow(self._engine.source)
         self._generation += 1
         return True
 
@@ -254,8 +265,12 @@ class DshLanguageServer(LanguageServer):
             self.schedule_publish(document.uri, 0)
 
     async def _refresh_diagnostics(self) -> None:
+        await self.ask_client(self.workspace_diagnostic_refresh_async)
+
+    async def ask_client(self, request: Any) -> None:
+        """A refresh request to the client, whose answer (or silence) changes nothing here."""
         with contextlib.suppress(JsonRpcException, TimeoutError):
-            await asyncio.wait_for(self.workspace_diagnostic_refresh_async(None), CLIENT_REQUEST_TIMEOUT)
+            await asyncio.wait_for(request(None), CLIENT_REQUEST_TIMEOUT)
 
     # --- the session a document is written for ------------------------------------------------------
 
@@ -466,30 +481,8 @@ class DshLanguageServer(LanguageServer):
 
     # --- documents for commands ---------------------------------------------------------------------
 
-    async def text_of(self, uri: str) -> str | None:
-        """An open document's text, else a ``file:`` document read from disk (off the loop, only a
-        regular file under a size cap, within :data:`UNOPENED_READ_TIMEOUT`); ``None`` for another
-        scheme. A file that cannot be read is ``InvalidParams`` naming why."""
-        document = self.documents.get(uri)
-        if document is not None:
-            return document.text
-        path = to_fs_path(uri) if uri.startswith("file:") else None
-        if path is None:
-            return None
-        try:
-            reading = asyncio.to_thread(read_text, path, untrusted=True)
-            return await asyncio.wait_for(reading, UNOPENED_READ_TIMEOUT)
-        except TimeoutError:
-            raise JsonRpcInvalidParams(
-                f"{uri} is not open and took over {UNOPENED_READ_TIMEOUT:g} s to read"
-            ) from None
-        except OSError as error:
-            raise JsonRpcInvalidParams(
-                f"{uri} is not open and cannot be read: {error.strerror or error}"
-            ) from None
-
     async def preview(self, uri: str) -> Preview | None:
-        text = await self.text_of(uri)
+        text = await text_of(self.documents, uri)
         if text is None:
             return None
         agent = await self.agent_for(uri)
@@ -501,3 +494,15 @@ class DshLanguageServer(LanguageServer):
 
     def stored_preview(self, uri: str) -> str | None:
         return self._previews.get(uri)
+
+    @property
+    def preview_uris(self) -> list[str]:
+        """The previews this server has served (a change to the store may change them)."""
+        return list(self._previews)
+
+    def analysis_done(self, uri: str) -> Analysis | None:
+        """The document's finished analysis, if it has one (``None`` while one runs or failed)."""
+        run = self._analyses.get(uri)
+        if run is None or not run.task.done() or run.task.cancelled() or run.task.exception() is not None:
+            return None
+        return run.task.result()

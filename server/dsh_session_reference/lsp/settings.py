@@ -37,6 +37,10 @@ class Settings:
     max_reference_bytes: int = DEFAULT_MAX_REFERENCE_BYTES
     body_search: bool = False
     """Beyond upstream: ``@`` queries also match message text (off: ids, cwds and titles only)."""
+    inlay_hints: bool = True
+    """Each mention's cost after it (``textDocument/inlayHint``)."""
+    code_lens: bool = True
+    """The message's total and "Preview" over the first mention (``textDocument/codeLens``)."""
 
     @property
     def limits(self) -> ResolverConfig:
@@ -83,7 +87,14 @@ _MUST_BE_STRING: Final = "{key} must be a string; keeping {current!r}"
 _KEYS: Final = {
     "sessionsRoot": _Key("sessions_root", _of_type(str), _MUST_BE_STRING),
     "targetSessionId": _Key("target_session_id", _of_type(str), _MUST_BE_STRING),
-    "bodySearch": _Key("body_search", _of_type(bool), "{key} must be true or false; keeping {current}"),
+    **{
+        key: _Key(attribute, _of_type(bool), "{key} must be true or false; keeping {current}")
+        for key, attribute in (
+            ("bodySearch", "body_search"),
+            ("inlayHints", "inlay_hints"),
+            ("codeLens", "code_lens"),
+        )
+    },
     **{
         key: _Key(attribute, _limit, "{key}: {reason}; keeping {current}")
         for key, attribute in (

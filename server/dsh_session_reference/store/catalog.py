@@ -69,6 +69,7 @@ from ..model import (
     VERIFYING_TITLES,
     BodyMatch,
     SessionRecord,
+    StoreChange,
     SurfaceSnapshot,
     TitleObservation,
 )
@@ -79,6 +80,7 @@ from .root_state import root_state
 from .scheduler import IDLE_ROUND, Scheduler, weak_round
 from .surfaces import SurfaceCache
 from .titles import TitleBoard
+from .watch import RootWatcher, depth_below
 
 LOG = logging.getLogger(__name__)
 
@@ -192,6 +194,11 @@ class SessionCatalog:
         """The candidate table of the latest listing, as last labelled."""
         self._bodies = _BodyIndexing()
         self._closed = False
+        self._watcher: RootWatcher | None = None
+        self._listeners: list[Callable[[StoreChange], None]] = []
+        self._seen: tuple[set[str], bool] | None = None
+        """Changes the watcher saw that listeners have not been told of (after the next walk)."""
+        self._directories: tuple[_Snapshot, dict[str, SessionRecord]] | None = None
         self._round = weak_round(self._work)
         """This catalog's background round, referenced weakly (made once: ``_ask`` runs per keystroke)."""
         # A dropped catalog (the server switched roots) stops its thread and worker when collected;
@@ -361,14 +368,14 @@ class SessionCatalog:
         )
 
     def read_conversation(
-        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None
+        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0
     ) -> ConversationSnapshot:
         """``prepare``'s bounded read (see ``conversation.py``); a log of more JSONL than
         :data:`~.index.store.APART_READ_BYTES` is read in a process of its own."""
         return self._kept(
-            ("conversation", session_id, max_bytes),
+            ("conversation", session_id, max_bytes, head_bytes),
             ConversationSnapshot,
-            lambda: self.index.read_conversation(session_id, max_bytes, stop),
+            lambda: self.index.read_conversation(session_id, max_bytes, stop, head_bytes),
         )
 
     def _kept(self, key: tuple[object, ...], kind: type[_Read], read: Callable[[], _Read]) -> _Read:
@@ -430,12 +437,78 @@ class SessionCatalog:
             if self._closed:
                 return
             self._closed = True
+            watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.close()
         self.scheduler.close()
         try:
             self._keep_listing(final=True)
         except Exception:  # the rows still answer the next server
             LOG.exception("the listing could not be left in the index")
         self.index.close()  # writes the rows the background thread had not written yet
+
+    # --- watching --------------------------------------------------------------------------------
+
+    def watch(self, listener: Callable[[StoreChange], None]) -> str | None:
+        """Watch the root (:class:`.watch.RootWatcher`) and tell ``listener`` what changed once
+        the listing has caught up: at once on a small root (every request walks it), after a
+        walk the change asks for on a big one (it runs as soon as no request is being answered,
+        without waiting for the editor to pause). ``None`` once watching, else why not."""
+        with self._lock:
+            if self._closed:
+                return "the catalog is closed"
+            self._listeners.append(listener)
+            if self._watcher is not None:
+                return None
+            watcher = RootWatcher(self.root, self._watched)
+            reason = watcher.start()
+            if reason is None:
+                self._watcher = watcher
+            return reason
+
+    def _watched(self, paths: frozenset[str]) -> None:
+        """The watcher's thread: which listed sessions the changed paths belong to."""
+        snapshot = self.snapshot
+        by_directory = {} if snapshot is None else self._by_directory(snapshot)
+        sessions: set[str] = set()
+        listing = snapshot is None
+        for path in paths:
+            depth = depth_below(self.root, path)
+            record = None
+            if depth is not None and depth >= 2:
+                record = by_directory.get(path if depth == 2 else os.path.dirname(path))
+            if record is None or depth == 2:
+                listing = True
+            if record is not None:
+                sessions.add(record.id)
+        if snapshot is not None and self._served(snapshot):
+            with self._lock:
+                seen = self._seen or (set(), False)
+                self._seen = (seen[0] | sessions, seen[1] or listing)
+            self._ask(refresh=True, urgent=True)
+            return
+        self._tell(StoreChange(frozenset(sessions), listing))
+
+    def _by_directory(self, snapshot: _Snapshot) -> dict[str, SessionRecord]:
+        cached = self._directories
+        if cached is None or cached[0] is not snapshot:
+            mapping = {os.path.dirname(location): record for location, record in snapshot.by_location.items()}
+            cached = self._directories = (snapshot, mapping)
+        return cached[1]
+
+    def _tell(self, change: StoreChange) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener(change)
+            except Exception:  # one listener's failure must not keep the change from the others
+                LOG.exception("a listener for changes under the sessions root failed")
+
+    def _tell_seen(self) -> None:
+        """After a walk: tell listeners what the watcher saw before it."""
+        with self._lock:
+            seen, self._seen = self._seen, None
+        if seen is not None:
+            self._tell(StoreChange(frozenset(seen[0]), seen[1]))
 
     # --- listing ---------------------------------------------------------------------------------
 
@@ -567,9 +640,9 @@ class SessionCatalog:
         if not self.index.autoflush:
             self._ask()
 
-    def _ask(self, *, refresh: bool = False) -> None:
+    def _ask(self, *, refresh: bool = False, urgent: bool = False) -> None:
         if self.background:
-            self.scheduler.ask(self._round, refresh=refresh)
+            self.scheduler.ask(self._round, refresh=refresh, urgent=urgent)
 
     def _work(self) -> float | None:
         """One round of background work: keep the worker process fed, scan hints, walk the root
@@ -599,9 +672,12 @@ class SessionCatalog:
                     return wait
                 scheduler.refresh_taken()
                 snapshot = self.snapshot
-                if snapshot is None or time.monotonic() - snapshot.taken >= REFRESH_AFTER:
+                watched = self._seen is not None
+                if watched or snapshot is None or time.monotonic() - snapshot.taken >= REFRESH_AFTER:
                     self._refresh(None, quick=True, pause=functools.partial(scheduler.idle, deadline))
                     self._feed()
+                if watched:
+                    self._tell_seen()
         except Exception:  # the next request still works from the snapshot; say why here
             LOG.exception("background index work failed")
         return IDLE_ROUND

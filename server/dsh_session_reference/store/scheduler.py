@@ -106,14 +106,18 @@ class Scheduler:
 
     # --- the background thread --------------------------------------------------------------------
 
-    def ask(self, work: Callable[[], Round | None], *, refresh: bool = False) -> None:
+    def ask(self, work: Callable[[], Round | None], *, refresh: bool = False, urgent: bool = False) -> None:
         """Wake the background thread (starting it on first use) to run a round of ``work()``,
         a weak reference to the owner's round (a dropped owner ends the thread). ``refresh``:
-        the owner wants its listing walked again once the editor pauses."""
+        the owner wants its listing walked again once the editor pauses; ``urgent``: as soon as
+        no request is being answered (the root was seen to change), without waiting for a pause."""
         with self._lock:
             if self.closed:
                 return
-            if refresh:
+            if refresh and urgent:
+                self._refresh_wanted = True
+                self._refresh_asked = self.clock() - self.max_defer
+            elif refresh:
                 if self._refresh_wanted and self.thread is not None:
                     # Already asked and waiting for a pause: waking the thread on every keystroke
                     # would only take the interpreter from the keystrokes to say so again.

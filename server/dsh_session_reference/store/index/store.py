@@ -301,23 +301,24 @@ class IndexedSessionStore:
     # --- bounded reads ---------------------------------------------------------------------------
 
     def read_conversation(
-        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None
+        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0
     ) -> ConversationSnapshot:
         """What ``prepare`` needs of a session for a ``max_bytes`` budget, without holding the log.
 
         The same header, ``capturedThroughSeq`` and errors as :meth:`read_surface`;
         the conversation keeps only what retention can use (see ``conversation.py``),
         so retention over it is byte-identical to retention over the surface. A log
-        over ``apart_bytes`` is read in a process of its own (see ``__init__``).
+        over ``apart_bytes`` is read in a process of its own (see ``__init__``). ``head_bytes``:
+        the first messages' texts kept as well (a transcript's head, see :class:`ConversationKeeper`).
         """
         session_id = js_normalize(session_id)
         artifact = self.reader.locate(session_id, stop)
         if self.apart_bytes is not None and _replay_bytes(artifact) > self.apart_bytes:
             conversation: ConversationSnapshot = run_apart(
-                "read_conversation", self.root, session_id, max_bytes, stop=stop
+                "read_conversation", self.root, session_id, max_bytes, head_bytes, stop=stop
             )
             return conversation
-        keeper = ConversationKeeper(max_bytes)
+        keeper = ConversationKeeper(max_bytes, head_bytes=head_bytes)
         header, result = self.reader.replay(session_id, artifact, keeper, stop)
         for attempt in range(3):
             if not keeper.missing:
@@ -325,7 +326,7 @@ class IndexedSessionStore:
             # A replacement brought back messages whose text was let go: read again for exactly those
             # (and, should the log keep changing under the reads, finally for every text).
             keeper = (
-                ConversationKeeper(max_bytes, keeper.needed)
+                ConversationKeeper(max_bytes, keeper.needed, head_bytes=head_bytes)
                 if attempt < 2
                 else ConversationKeeper(max_bytes, evict=False)
             )

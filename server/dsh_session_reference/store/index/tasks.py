@@ -47,10 +47,14 @@ def message_texts(root: str, paths: Sequence[str]) -> list[MessageText]:
     return found
 
 
-def read_conversation(root: str, session_id: str, max_bytes: int) -> ConversationSnapshot:
+def read_conversation(
+    root: str, session_id: str, max_bytes: int, head_bytes: int = 0
+) -> ConversationSnapshot:
     """:meth:`IndexedSessionStore.read_conversation` without an index (runs in a worker process:
     locating one session and replaying its log never touch the index)."""
-    return IndexedSessionStore(root, persistent=False).read_conversation(session_id, max_bytes)
+    return IndexedSessionStore(root, persistent=False).read_conversation(
+        session_id, max_bytes, head_bytes=head_bytes
+    )
 
 
 def read_headers(root: str, directories: Sequence[tuple[str, str]]) -> list[ListedEntry]:

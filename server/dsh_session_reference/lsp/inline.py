@@ -1,0 +1,87 @@
+"""Each mention's cost in the text: inlay hints after mentions, a code lens over the first.
+
+Both read the document's one :class:`~..analysis.Analysis`, whose retention is ``prepare``'s own
+(:func:`~..resolver.SessionReferenceResolver.render_sources`), so a hint never disagrees with the
+preview or the diagnostics: no second rule decides what a mention costs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lsprotocol import types
+
+from ..analysis import Analysis
+from ..display import display_inline_text
+from ..lines import Encoding
+from ..transcript import cost_label, kilobytes
+from .hover import cost_line
+from .positions import LineIndex
+
+
+def inlay_hints(
+    analysis: Analysis, index: LineIndex, encoding: Encoding, start: int, end: int
+) -> list[types.InlayHint]:
+    """After each mention of a session ``prepare`` would include, in ``[start, end]``: what that
+    session costs (``12 msgs · 5.8 / 64 KB``, ``· truncated`` when retention cut it); after a
+    repeated mention, that it is counted once."""
+    hints: list[tuple[int, types.InlayHint]] = []
+    for reference in analysis.references:
+        retained = reference.retained
+        if retained is None or reference.self_reference:
+            continue
+        title = display_inline_text(reference.title if reference.title is not None else reference.label)
+        for number, span in enumerate(reference.spans):
+            if not start <= span.end <= end:
+                continue
+            if number == 0:
+                label = cost_label(retained, analysis.max_reference_bytes)
+                tooltip = f"{title}: {cost_line(retained, analysis.max_reference_bytes)}"
+            else:
+                label = "counted once"
+                tooltip = f"{title} is mentioned above: prepare includes it once"
+            hint = types.InlayHint(
+                position=index.position_at(span.end, encoding),
+                label=label,
+                padding_left=True,
+                tooltip=tooltip,
+            )
+            hints.append((span.end, hint))
+    return [hint for _, hint in sorted(hints, key=lambda pair: pair[0])]
+
+
+def code_lenses(
+    analysis: Analysis,
+    index: LineIndex,
+    encoding: Encoding,
+    summary: dict[str, Any],
+    preview: types.Command,
+) -> list[types.CodeLens]:
+    """On the first mention's line: the message's total (or that ``prepare`` would fail) and
+    "Preview", both opening the preview (``preview``: the command a client runs for it)."""
+    if not analysis.spans:
+        return []
+    first = min(span.start for span in analysis.spans)
+    line = index.position_at(first, encoding).line
+    where = types.Range(
+        start=types.Position(line=line, character=0), end=types.Position(line=line, character=0)
+    )
+    command, arguments = preview.command, preview.arguments
+    return [
+        types.CodeLens(range=where, command=types.Command(title, command, arguments=arguments))
+        for title in (_total(summary), "Preview")
+    ]
+
+
+def _total(summary: dict[str, Any]) -> str:
+    """``3 sessions · 18.2 KB in all (~4.6k tokens, estimated)``, or the errors that stop it."""
+    errors = summary["errors"]
+    if summary["bytes"] is None:
+        return f"dsh would not send this: {errors} error{'' if errors == 1 else 's'}"
+    sessions = summary["sessions"]
+    tokens = summary["tokens"]
+    shown_tokens = f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+    return (
+        f"{sessions} session{'' if sessions == 1 else 's'} · {kilobytes(summary['bytes'])} KB in all "
+        f"(~{shown_tokens} tokens, estimated)"
+    )

@@ -1,0 +1,114 @@
+"""Following the sessions root as dsh writes it: what the server refreshes when a change arrives.
+
+The root's source watches it (:meth:`~..model.LiveSource.watch`) and says which listed sessions'
+logs changed, after its listing has caught up. Documents whose analysis read one of them (or, when
+sessions came or went, any that mentions a session the root did not list) are analysed again;
+the client is asked to refresh diagnostics, inlay hints and code lenses, and told which served
+virtual documents (transcripts, previews) may read differently. Changes that arrive while one
+refresh is under way are merged into the next, so a reply dsh streams in many appends costs a
+handful of refreshes, not one per chunk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Final
+
+from ..model import LiveSource, StoreChange
+from .preview import document_of_preview
+
+if TYPE_CHECKING:
+    from .server import DshLanguageServer
+
+LOG = logging.getLogger(__name__)
+
+CONTENT_CHANGED: Final = "dshSessionReference/contentChanged"
+"""Notification ``{uris}``: virtual documents this server served (previews, transcripts) that may
+read differently now; a client showing one asks for it again."""
+MAX_TRACKED_TRANSCRIPTS: Final = 64
+
+
+class Live:
+    """The server's side of watching: which source it follows, and what a change refreshes."""
+
+    def __init__(self, server: DshLanguageServer) -> None:
+        self.server = server
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._followed: LiveSource | None = None
+        self._changes: list[StoreChange] = []
+        self._transcripts: dict[str, str] = {}
+        """Transcript URIs served, with their session (the newest :data:`MAX_TRACKED_TRANSCRIPTS`)."""
+
+    def started(self, loop: asyncio.AbstractEventLoop) -> None:
+        """The server's event loop, which the source's watcher hands its changes to."""
+        self.loop = loop
+
+    def follow(self, source: LiveSource) -> None:
+        """Have ``source`` tell this server of changes (once per source; a source that cannot
+        watch keeps checking the root when a request asks, as before)."""
+        if self._followed is source or self.loop is None:
+            return
+        self._followed = source
+        loop = self.loop
+
+        def changed(change: StoreChange) -> None:  # the source's thread
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(self.changed, source, change)
+
+        reason = source.watch(changed)
+        if reason is not None:
+            LOG.info("not watching the sessions root: %s", reason)
+
+    def served(self, uri: str, session_id: str) -> None:
+        """A transcript was served: a change to its session's log tells the client."""
+        self._transcripts.pop(uri, None)
+        self._transcripts[uri] = session_id
+        while len(self._transcripts) > MAX_TRACKED_TRANSCRIPTS:
+            del self._transcripts[next(iter(self._transcripts))]
+
+    def changed(self, source: LiveSource, change: StoreChange) -> None:
+        """On the loop: a burst of changes under the root of ``source``."""
+        server = self.server
+        if server.is_closing or source is not self._followed:
+            return
+        self._changes.append(change)
+        if len(self._changes) == 1:
+            server.spawn(self._refresh())
+
+    def affected(self, uri: str, change: StoreChange) -> bool:
+        """Whether the document's analysis may read differently after ``change``."""
+        analysis = self.server.analysis_done(uri)
+        if analysis is None:
+            return True
+        if change.listing and (analysis.intended or any(r.record is None for r in analysis.references)):
+            return True
+        return any(reference.session_id in change.sessions for reference in analysis.references)
+
+    async def _refresh(self) -> None:
+        await asyncio.sleep(0)  # let the rest of a burst in
+        changes, self._changes = self._changes, []
+        merged = StoreChange(
+            frozenset().union(*(change.sessions for change in changes)),
+            any(change.listing for change in changes),
+        )
+        server = self.server
+        documents = [document.uri for document in server.documents if self.affected(document.uri, merged)]
+        for uri in documents:
+            server.drop_analysis(uri)
+        content = [uri for uri, session in self._transcripts.items() if session in merged.sessions]
+        content += [uri for uri in server.preview_uris if document_of_preview(uri) in documents]
+        if documents:
+            if not server.pull_diagnostics:
+                for uri in documents:
+                    server.schedule_publish(uri, 0)
+            elif server.capability("workspace.diagnostics.refresh_support", False):
+                server.spawn(server.ask_client(server.workspace_diagnostic_refresh_async))
+            if server.settings.inlay_hints and server.capability(
+                "workspace.inlay_hint.refresh_support", False
+            ):
+                server.spawn(server.ask_client(server.workspace_inlay_hint_refresh_async))
+            if server.settings.code_lens and server.capability("workspace.code_lens.refresh_support", False):
+                server.spawn(server.ask_client(server.workspace_code_lens_refresh_async))
+        if content:
+            server.protocol.notify(CONTENT_CHANGED, {"uris": content})

@@ -1,0 +1,121 @@
+"""Sessions as places: a mention's transcript (go to definition, document links), sessions as
+workspace symbols, and the mention a picker inserts.
+
+A transcript lives at a ``dsh-transcript:`` URI whose query is the session id, so any client can
+ask for it again (``workspace/textDocumentContent``, or the ``dshSessionReference.transcript``
+command where the client has no virtual documents); its path is only a readable tab name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Final
+from urllib.parse import quote, unquote, urlsplit
+
+from lsprotocol import types
+
+from ..analysis import Analysis
+from ..candidates import label_for
+from ..display import display_inline_text
+from ..lines import Encoding
+from ..model import SessionSource
+from ..resolver import Candidate, find_session
+from .completion import mention_for
+from .positions import LineIndex
+
+TRANSCRIPT_SCHEME: Final = "dsh-transcript"
+NAME_CHARS: Final = 60
+"""A tab name's length at most (the session's title, shortened)."""
+_TOP: Final = types.Position(line=0, character=0)
+_START: Final = types.Range(start=_TOP, end=_TOP)
+
+
+def transcript_uri(session_id: str, title: str | None) -> str:
+    """``dsh-transcript:/<title>.txt?<session id>``: the tab reads as the title, the query says
+    which session (the only part read back)."""
+    name = display_inline_text(title if title else session_id).replace("/", "∕").strip() or "session"
+    if len(name) > NAME_CHARS:
+        name = name[: NAME_CHARS - 1] + "…"
+    return f"{TRANSCRIPT_SCHEME}:/{quote(name + '.txt')}?{quote(session_id, safe='')}"
+
+
+def session_of_transcript(uri: str) -> str | None:
+    """The session a transcript URI is of (``None`` for any other URI)."""
+    parts = urlsplit(uri)
+    if parts.scheme != TRANSCRIPT_SCHEME or "?" not in uri:
+        return None
+    return unquote(uri.split("?", 1)[1])
+
+
+def _linked(analysis: Analysis) -> list[tuple[int, int, str, str | None]]:
+    """``(start, end, session id, title)`` of each mention whose session the root lists."""
+    found = []
+    for reference in analysis.references:
+        if reference.record is None:
+            continue
+        for span in reference.spans:
+            found.append((span.start, span.end, reference.session_id, reference.title))
+    return sorted(found)
+
+
+def definition(analysis: Analysis, offset: int) -> str | None:
+    """The transcript URI of the listed session mentioned at ``offset``."""
+    for start, end, session_id, title in _linked(analysis):
+        if start <= offset <= end:
+            return transcript_uri(session_id, title)
+    return None
+
+
+def document_links(analysis: Analysis, index: LineIndex, encoding: Encoding) -> list[types.DocumentLink]:
+    """A link over each mention of a listed session, to its transcript."""
+    return [
+        types.DocumentLink(
+            range=index.range_of(start, end, encoding),
+            target=transcript_uri(session_id, title),
+            tooltip=f"Open the transcript of {display_inline_text(title or session_id)}",
+        )
+        for start, end, session_id, title in _linked(analysis)
+    ]
+
+
+def location_of(session_id: str, title: str | None) -> types.Location:
+    return types.Location(uri=transcript_uri(session_id, title), range=_START)
+
+
+def workspace_symbols(candidates: Sequence[Candidate]) -> list[types.SymbolInformation]:
+    """``listCandidates``' answer as symbols, in its order (the client may re-sort by its own
+    fuzzy score): each named by its label, in its working directory, at its transcript."""
+    return [
+        types.SymbolInformation(
+            name=display_inline_text(candidate.label),
+            kind=types.SymbolKind.Event,
+            location=location_of(candidate.session_id, candidate.label),
+            container_name=None if candidate.cwd is None else display_inline_text(candidate.cwd),
+        )
+        for candidate in candidates
+    ]
+
+
+async def listed_candidate(source: SessionSource, session_id: str) -> Candidate | None:
+    """The listed session ``session_id`` as ``listCandidates`` shows it (its label and cwd)."""
+    record = await find_session(source, session_id)
+    if record is None:
+        return None
+    [seen] = await asyncio.to_thread(source.read_titles, [record])
+    return Candidate(record.id, label_for(record, seen), record.cwd, record.created_at)
+
+
+def mention_edit(
+    uri: str, version: int | None, position: types.Position, candidate: Candidate, *, document_changes: bool
+) -> tuple[str, types.WorkspaceEdit]:
+    """The mention a pick inserts at ``position`` (the same text an ``@`` completion inserts),
+    checked against the document's version where the client takes versioned edits."""
+    mention = mention_for(candidate)
+    edit = types.TextEdit(range=types.Range(start=position, end=position), new_text=mention)
+    if not document_changes:
+        return mention, types.WorkspaceEdit(changes={uri: [edit]})
+    document = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
+    return mention, types.WorkspaceEdit(
+        document_changes=[types.TextDocumentEdit(text_document=document, edits=[edit])]
+    )

@@ -1,0 +1,242 @@
+"""A referenced session as a person reads it: a read-only transcript of what ``prepare`` sees.
+
+The transcript is the projection ``prepare`` retains from (direct user messages, assistant
+text, compaction checkpoints), in surface order, newest last, with the messages the byte
+budget would omit fenced where they begin and end, so a reader sees what the model will not.
+It is rendered from one bounded read (:meth:`~.model.ReadsConversations.read_conversation`
+with a head): a long session shows its first :data:`HEAD_BYTES` and its newest
+:data:`TAIL_BYTES` (or the budget, if larger), and says how much lies between.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .conversation import ConversationSnapshot, retain_conversation
+from .display import display_block_text, display_inline_text, readable_time
+from .jsjson import js_byte_length
+from .model import ReadsConversations
+from .projection import ConversationItem, LongText
+from .resolver import SessionReferenceResolver, find_session
+from .retention import RetainedSource
+
+HEAD_BYTES: Final = 64 << 10
+"""The first messages' bytes a transcript shows (how the session began)."""
+TAIL_BYTES: Final = 256 << 10
+"""The newest messages' bytes a transcript shows at least (the budget's worth if that is more)."""
+
+
+def read_bytes(budget: int) -> int:
+    """The ``max_bytes`` a transcript's read uses: retention for ``budget`` must be exact over it."""
+    return max(budget, TAIL_BYTES)
+
+
+def kilobytes(count: int) -> str:
+    """``5.8`` for 5,939 bytes, ``64`` for 65,536: KB (1,024 bytes) with one decimal when it helps."""
+    value = count / 1024
+    return f"{value:.0f}" if value >= 100 or value == int(value) else f"{value:.1f}"
+
+
+def cost_label(retained: RetainedSource, budget: int) -> str:
+    """One mention's cost as an inlay hint says it: ``12 msgs · 5.8 / 64 KB`` (``· truncated``)."""
+    stats = retained.stats
+    label = (
+        f"{stats.retained_messages} msg{'' if stats.retained_messages == 1 else 's'} · "
+        f"{kilobytes(retained.serialized_bytes)} / {kilobytes(budget)} KB"
+    )
+    return label + " · truncated" if stats.truncated else label
+
+
+@dataclass(frozen=True)
+class TranscriptFacts:
+    """What the transcript's header says beside the conversation."""
+
+    session_id: str
+    title: str | None
+    retained: RetainedSource | None
+    """Retention of this session for ``budget`` (``None``: it cannot fit at all)."""
+    budget: int
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """A rendered transcript and the session it is of."""
+
+    session_id: str
+    title: str | None
+    text: str
+
+
+class NoSuchSession(LookupError):
+    """The root lists no session with this id."""
+
+
+async def read_transcript(resolver: SessionReferenceResolver, session_id: str) -> Transcript:
+    """One session's transcript from one bounded read, with retention for the resolver's budget
+    (the label is the session's title, as a mention picked from the list has it). A log that
+    cannot be read gives a transcript that says why. Raises :class:`NoSuchSession`."""
+    source = resolver.query
+    record = await find_session(source, session_id)
+    if record is None:
+        raise NoSuchSession(session_id)
+    [seen] = await asyncio.to_thread(source.read_titles, [record])
+    title = seen.title if seen.error is None else None
+    if not isinstance(source, ReadsConversations):
+        raise TypeError("a transcript needs a source that reads bounded conversations")
+    budget = resolver.config.max_reference_bytes
+    try:
+        snapshot = await asyncio.to_thread(
+            source.read_conversation, record.id, read_bytes(budget), None, HEAD_BYTES
+        )
+    except Exception as error:  # a damaged log: the transcript says so rather than failing
+        message = getattr(error, "message", None)
+        reason = message if isinstance(message, str) else str(error)
+        text = (
+            f"dsh session transcript (read-only)\ntitle:     {display_inline_text(title or '(untitled)')}\n"
+            f"session:   {display_inline_text(record.id)}\n\n"
+            f"This session's log cannot be read, so a mention of it fails: {display_inline_text(reason)}\n"
+        )
+        return Transcript(record.id, title, text)
+    label = display_inline_text(title) if title is not None else record.id
+    retained = await asyncio.to_thread(retain_conversation, snapshot, label, budget)
+    text = await asyncio.to_thread(
+        render_transcript, snapshot, TranscriptFacts(record.id, title, retained, budget)
+    )
+    return Transcript(record.id, title, text)
+
+
+def render_transcript(snapshot: ConversationSnapshot, facts: TranscriptFacts) -> str:
+    """The transcript's text (see the module docstring). Pure: the same read gives the same text."""
+    session = snapshot.session
+    items = list(snapshot.items)
+    title = display_inline_text(facts.title) if facts.title is not None else "(untitled)"
+    seq = snapshot.captured_through_seq
+    lines = [
+        "dsh session transcript (read-only): what a mention of this session gives the model",
+        f"title:     {title}",
+        f"session:   {display_inline_text(session.id)}",
+        f"cwd:       {'(none)' if session.cwd is None else display_inline_text(session.cwd)}",
+        f"created:   {readable_time(session.created_at)}",
+        f"events:    {'none' if seq is None else f'through seq {seq}'}",
+        f"messages:  {_counts(items)}",
+        f"mention:   {_mention_line(facts)}",
+        "",
+    ]
+    omitted = _omitted(items, facts.retained)
+    cut = _cut(items, omitted, facts.retained)
+    first, last = (min(omitted), max(omitted)) if omitted else (-1, -1)
+    gap: list[ConversationItem] = []
+    for index, item in enumerate(items):
+        if index == first:
+            _flush_gap(lines, gap)
+            count = len(omitted)
+            lines += [
+                f"════ the {kilobytes(facts.budget)} KB budget omits {count} message"
+                f"{'' if count == 1 else 's'} from here to the end mark ════",
+                "",
+            ]
+        if isinstance(item.text, LongText) and item.text.evicted:
+            gap.append(item)
+        else:
+            _flush_gap(lines, gap)
+            lines += _entry(index, item, cut.get(index), kept=first < index < last)
+        if index == last:
+            _flush_gap(lines, gap)
+            lines += ["════ end of what the budget omits ════", ""]
+    _flush_gap(lines, gap)
+    if not items:
+        lines.append("(no messages yet)")
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _counts(items: Sequence[ConversationItem]) -> str:
+    users = sum(1 for item in items if item.role == "user" and not item.checkpoint)
+    replies = sum(1 for item in items if item.role == "assistant" and not item.checkpoint)
+    checkpoints = sum(1 for item in items if item.checkpoint)
+    text = f"{users} from the user, {replies} {'reply' if replies == 1 else 'replies'}"
+    if checkpoints:
+        text += f", {checkpoints} compaction checkpoint{'' if checkpoints == 1 else 's'}"
+    return text
+
+
+def _mention_line(facts: TranscriptFacts) -> str:
+    if facts.retained is None:
+        return f"cannot fit in the {kilobytes(facts.budget)} KB budget (prepare fails: BUDGET_EXCEEDED)"
+    stats = facts.retained.stats
+    line = (
+        f"keeps {stats.retained_messages} of {stats.original_messages} messages, "
+        f"{facts.retained.serialized_bytes:,} of {facts.budget:,} bytes (mentioned by its title)"
+    )
+    if stats.truncated:
+        line += f"; omits {stats.omitted_bytes:,} bytes of text"
+    return line
+
+
+def _omitted(items: Sequence[ConversationItem], retained: RetainedSource | None) -> set[int]:
+    """Indexes of the messages retention drops: it drops the oldest that are neither a
+    checkpoint nor the newest, one at a time (:func:`~.retention.retain_items`)."""
+    if retained is None:
+        return set()
+    droppable = [i for i, item in enumerate(items) if not item.checkpoint and i != len(items) - 1]
+    return set(droppable[: retained.stats.omitted_messages])
+
+
+def _cut(
+    items: Sequence[ConversationItem], omitted: set[int], retained: RetainedSource | None
+) -> dict[int, int]:
+    """For each kept message retention shortened: the UTF-8 bytes of text the model gets of it."""
+    if retained is None:
+        return {}
+    kept = [i for i in range(len(items)) if i not in omitted]
+    conversation: list[dict[str, Any]] = retained.data["conversation"]
+    cut: dict[int, int] = {}
+    for index, entry in zip(kept, conversation, strict=True):
+        text = items[index].text
+        if isinstance(text, LongText) or entry["text"] != text:
+            cut[index] = js_byte_length(entry["text"])
+    return cut
+
+
+def _entry(index: int, item: ConversationItem, kept_bytes: int | None, *, kept: bool) -> list[str]:
+    """One message; ``kept``: inside the omitted stretch but kept (a checkpoint always is)."""
+    kind = f"checkpoint ({item.role})" if item.checkpoint else item.role
+    heading = f"── {index + 1} · {kind}"
+    if kept and item.checkpoint:
+        heading += " · kept: the budget never omits a checkpoint"
+    if kept_bytes is not None:
+        heading += f" · the budget keeps {kept_bytes:,} of {_text_bytes(item.text):,} bytes of it"
+    lines = [heading + " ──"]
+    text = item.text
+    if isinstance(text, LongText):
+        head = text.head.decode("utf-8", "ignore")
+        tail = text.tail.decode("utf-8", "ignore")
+        hidden = text.utf8_bytes - len(text.head) - len(text.tail)
+        lines += [
+            display_block_text(head),
+            f"[… {hidden:,} bytes of this message not shown …]",
+            display_block_text(tail),
+        ]
+    else:
+        lines.append(display_block_text(text))
+    return [*lines, ""]
+
+
+def _text_bytes(text: str | LongText) -> int:
+    return text.utf8_bytes if isinstance(text, LongText) else js_byte_length(text)
+
+
+def _flush_gap(lines: list[str], gap: list[ConversationItem]) -> None:
+    """One honest notice for a run of messages the bounded read did not keep."""
+    if not gap:
+        return
+    size = sum(item.text.utf8_bytes for item in gap if isinstance(item.text, LongText))
+    count = len(gap)
+    lines += [
+        f"[… {count} message{'' if count == 1 else 's'} ({size:,} bytes) not shown: a transcript shows "
+        f"a session's first {kilobytes(HEAD_BYTES)} KB and its newest messages …]",
+        "",
+    ]
+    gap.clear()

@@ -1,0 +1,198 @@
+"""Issue 19 over real LSP: transcripts (definition, links, ``textDocumentContent``, the command),
+sessions as workspace symbols, the insert-mention command, inlay hints and code lenses, and the
+server following a root that dsh writes to while the editor is open.
+
+Expected values come from the library (``retain_items`` via the analysis, ``mention_for``), and
+every store is written in the real on-disk format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsp_support import (
+    Session,
+    append_title,
+    append_turn,
+    default_specs,
+    initialize_params,
+    server_config,
+    serving,
+    wait_until,
+    write_store,
+)
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from dsh_session_reference.lsp.sessions import session_of_transcript, transcript_uri
+from dsh_session_reference.uri import format_session_reference_mention
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+CLIENT = "visual-studio-code@1.139"
+
+
+@pytest_lsp.fixture(config=server_config({"DSH_SESSION_ID": ""}), scope="module")
+async def lsp(lsp_client: LanguageClient, workspace: Path, tmp_path_factory: pytest.TempPathFactory):
+    store = write_store(tmp_path_factory.mktemp("sessions-store"), default_specs(str(workspace)), "none")
+    lsp_client.refreshes = []  # type: ignore[attr-defined]
+    lsp_client.contents = []  # type: ignore[attr-defined]
+    lsp_client.edits = []  # type: ignore[attr-defined]
+
+    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def inlay_refresh(params: None) -> None:
+        lsp_client.refreshes.append(("inlay", time.monotonic()))  # type: ignore[attr-defined]
+
+    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def lens_refresh(params: None) -> None:
+        lsp_client.refreshes.append(("lens", time.monotonic()))  # type: ignore[attr-defined]
+
+    @lsp_client.feature("dshSessionReference/contentChanged")
+    def content_changed(*args: object) -> None:  # pygls passes the client first for this one
+        lsp_client.contents.append(args[-1])  # type: ignore[attr-defined]
+
+    @lsp_client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        lsp_client.edits.append(params.edit)  # type: ignore[attr-defined]
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    async with serving(lsp_client, CLIENT, initialize_params(CLIENT, workspace, store), store):
+        yield
+
+
+def mention(session_id: str, label: str) -> str:
+    return format_session_reference_mention(session_id, label)
+
+
+async def test_definition_and_links_open_the_transcript(s: Session, workspace: Path) -> None:
+    text = f"See {mention('s-alpha', 'Refactor the parser')} and {mention('nope', 'gone')}.\n"
+    uri = s.open(workspace, text)
+    at = s.position(uri, text.index("Refactor"))
+    location = await s.client.text_document_definition_async(
+        types.DefinitionParams(text_document=types.TextDocumentIdentifier(uri=uri), position=at)
+    )
+    assert isinstance(location, types.Location)
+    assert location.uri == transcript_uri("s-alpha", "Refactor the parser")
+    assert session_of_transcript(location.uri) == "s-alpha"
+    unknown = await s.client.text_document_definition_async(
+        types.DefinitionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=s.position(uri, text.index("gone"))
+        )
+    )
+    assert unknown is None
+    links = await s.client.text_document_document_link_async(
+        types.DocumentLinkParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert [link.target for link in links] == [location.uri]  # the unknown session has no link
+    content = await s.client.workspace_text_document_content_async(
+        types.TextDocumentContentParams(uri=location.uri)
+    )
+    lines = content.text.splitlines()
+    assert "title:     Refactor the parser" in lines
+    assert "session:   s-alpha" in lines
+    assert lines.index("── 1 · user ──") < lines.index("How should we split uri.py?")
+    assert lines[-1] == "Done: uri.py now has a lenient scanner."  # newest last
+    assert "mention:   keeps 4 of 4 messages" in content.text
+
+
+async def test_the_transcript_command_serves_editors_without_virtual_documents(s: Session) -> None:
+    by_id = await s.command("dshSessionReference.transcript", "s-beta")
+    by_uri = await s.command("dshSessionReference.transcript", by_id["uri"])
+    assert by_id == by_uri
+    assert by_id["sessionId"] == "s-beta"
+    assert "remember the deploy steps" in by_id["text"]
+    # The title's control characters are shown escaped, never raw.
+    assert "\x1b" not in by_id["text"] and "\\x1b" in by_id["text"]
+    with pytest.raises(Exception, match="lists no session"):
+        await s.command("dshSessionReference.transcript", "../../etc/passwd")
+
+
+async def test_workspace_symbols_find_sessions_by_title(s: Session) -> None:
+    symbols = await s.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="deploy"))
+    assert symbols is not None
+    names = [symbol.name for symbol in symbols]
+    assert "Deploy checklist" in names
+    found = next(symbol for symbol in symbols if symbol.name == "Deploy checklist")
+    assert isinstance(found, types.SymbolInformation)
+    assert session_of_transcript(found.location.uri) == "s-delta"
+    assert found.container_name == "/elsewhere"
+
+
+async def test_insert_mention_applies_the_completion_text(s: Session, workspace: Path) -> None:
+    uri = s.open(workspace, "Compare with \n")
+    result = await s.command(
+        "dshSessionReference.insertMention",
+        {"documentUri": uri, "position": {"line": 0, "character": 13}, "sessionId": "s-delta"},
+    )
+    expected = mention("s-delta", "Deploy checklist")
+    assert result == {"mention": expected, "applied": True}
+    edit = s.client.edits[-1]  # type: ignore[attr-defined]
+    [change] = edit.document_changes
+    assert change.edits[0].new_text == expected
+    assert change.text_document.version == 1
+
+
+async def test_inlay_hints_and_code_lens_show_each_mention_cost(s: Session, workspace: Path) -> None:
+    text = (
+        "intro\n"
+        f"{mention('s-alpha', 'Refactor the parser')} {mention('s-gamma', 's-gamma')} "
+        f"{mention('s-alpha', 'again')}\n"
+    )
+    uri = s.open(workspace, text)
+    hints = await inlay(s, uri)
+    labels = [hint.label for hint in hints]
+    assert labels[0].startswith("4 msgs · ") and labels[0].endswith(" / 64 KB")
+    assert labels[1].startswith("2 msgs · ")
+    assert labels[2] == "counted once"
+    assert hints[0].position == s.position(uri, text.index(" @[s-gamma]"))
+    lenses = await s.client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
+    assert [lens.range.start.line for lens in lenses] == [1, 1]
+    assert lenses[0].command.title.startswith("2 sessions · ")
+    assert "tokens, estimated" in lenses[0].command.title
+    assert lenses[1].command.title == "Preview"
+    assert lenses[1].command.command == "dshSessionReference.preview"
+    assert list(lenses[1].command.arguments) == [uri]
+
+
+async def inlay(s: Session, uri: str) -> list[types.InlayHint]:
+    whole = types.Range(start=types.Position(line=0, character=0), end=s.end(uri))
+    hints = await s.client.text_document_inlay_hint_async(
+        types.InlayHintParams(text_document=types.TextDocumentIdentifier(uri=uri), range=whole)
+    )
+    return list(hints or [])
+
+
+async def test_hints_follow_a_log_dsh_appends_to(
+    s: Session, store: Path, workspace: Path, lsp: LanguageClient
+) -> None:
+    """The watcher sees the log grow: the server asks the editor to refresh its hints within a
+    second, with no request from the editor in between, and the hints then count the new message."""
+    text = f"{mention('s-delta', 'Deploy checklist')}\n"
+    uri = s.open(workspace, text)
+    before = await inlay(s, uri)
+    assert before[0].label.startswith("1 msg · ")
+    await asyncio.sleep(0.5)  # the watcher is up well before this
+    lsp.refreshes.clear()  # type: ignore[attr-defined]
+    written = time.monotonic()
+    append_turn(store, "s-delta", "and then?", "1. build 2. ship")
+    await wait_until(lambda: any(kind == "inlay" for kind, _ in lsp.refreshes), within=5)  # type: ignore[attr-defined]
+    asked = next(at for kind, at in lsp.refreshes if kind == "inlay")  # type: ignore[attr-defined]
+    assert asked - written < 1.0
+    after = await inlay(s, uri)
+    assert after[0].label.startswith("3 msgs · ")
+
+
+async def test_a_retitle_reaches_an_open_transcript(s: Session, store: Path, lsp: LanguageClient) -> None:
+    transcript = await s.command("dshSessionReference.transcript", "s-alpha")
+    lsp.contents.clear()  # type: ignore[attr-defined]
+    append_title(store, "s-alpha", "Refactor the parser, done")
+    await wait_until(lambda: lsp.contents, within=5)  # type: ignore[attr-defined]
+    assert transcript["uri"] in lsp.contents[-1].uris  # type: ignore[attr-defined]
+    again = await s.command("dshSessionReference.transcript", "s-alpha")
+    assert "title:     Refactor the parser, done" in again["text"]

@@ -1,0 +1,86 @@
+"""The transcript's text, a pure function of one bounded read: the budget's omissions fenced where
+they begin and end, checkpoints marked, what the read did not keep named with its size."""
+
+from __future__ import annotations
+
+from dsh_session_reference.conversation import ConversationSnapshot, retain_conversation
+from dsh_session_reference.model import SessionRecord
+from dsh_session_reference.projection import ConversationItem, LongText
+from dsh_session_reference.retention import bounded_text, item_json_bytes
+from dsh_session_reference.transcript import TranscriptFacts, cost_label, kilobytes, render_transcript
+
+RECORD = SessionRecord("s-1", 1_780_000_000_000, "/home/dev/shop", {"version": 0, "id": "s-1"})
+
+
+def item(role: str, text: str, checkpoint: bool = False) -> ConversationItem:
+    return ConversationItem(role, text, checkpoint, text)  # type: ignore[arg-type]
+
+
+def render(items: list[ConversationItem], budget: int, max_bytes: int = 1 << 20) -> str:
+    snapshot = ConversationSnapshot(RECORD, 12, items, max_bytes)
+    retained = retain_conversation(snapshot, "Shop", budget)
+    return render_transcript(snapshot, TranscriptFacts("s-1", "Shop\x1b[1m", retained, budget))
+
+
+def test_kilobytes_and_the_hint_label() -> None:
+    assert kilobytes(65_536) == "64"
+    assert kilobytes(5_939) == "5.8"
+    assert kilobytes(250_000) == "244"
+    snapshot = ConversationSnapshot(RECORD, 3, [item("user", "hi"), item("assistant", "hello")], 65_536)
+    retained = retain_conversation(snapshot, "Shop", 65_536)
+    assert retained is not None
+    assert cost_label(retained, 65_536) == f"2 msgs · {kilobytes(retained.serialized_bytes)} / 64 KB"
+
+
+def test_the_header_and_the_messages_newest_last() -> None:
+    text = render([item("user", "first question"), item("assistant", "first answer")], 65_536)
+    lines = text.splitlines()
+    assert lines[1] == "title:     Shop\\x1b[1m"  # controls shown escaped, as everywhere
+    assert "cwd:       /home/dev/shop" in lines
+    assert "events:    through seq 12" in lines
+    assert "messages:  1 from the user, 1 reply" in lines
+    assert lines[-2:] == ["── 2 · assistant ──", "first answer"]
+    assert "budget omits" not in text
+
+
+def test_what_the_budget_omits_is_fenced_and_a_checkpoint_inside_is_kept() -> None:
+    items = [
+        item("user", "old " * 100),
+        item("user", "summary so far", checkpoint=True),
+        item("assistant", "older reply " * 30),
+        item("user", "recent question"),
+        item("assistant", "recent answer"),
+    ]
+    budget = 600
+    text = render(items, budget)
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if "budget omits" in line)
+    end = lines.index("════ end of what the budget omits ════")
+    assert start < lines.index("── 1 · user ──") < end
+    assert (
+        start < lines.index("── 2 · checkpoint (user) · kept: the budget never omits a checkpoint ──") < end
+    )
+    assert lines.index("── 3 · assistant ──") < end < lines.index("── 4 · user ──")
+    assert "omits 2 messages" in lines[start]
+
+
+def test_a_message_the_read_did_not_keep_is_a_gap_with_its_size() -> None:
+    gone = LongText(b"", b"", 5000, item_json_bytes("user", "x" * 5000), evicted=True)
+    long = LongText(b"head", b"tail", 90_000, item_json_bytes("user", "x" * 90_000))
+    items = [
+        ConversationItem("user", gone, False, gone),
+        ConversationItem("assistant", gone, False, gone),
+        ConversationItem("user", long, False, long),
+        item("assistant", "done"),
+    ]
+    text = render(items, 65_536, max_bytes=65_536)
+    assert "[… 2 messages (10,000 bytes) not shown: a transcript shows a session's first 64 KB" in text
+    assert "head\n[… 89,992 bytes of this message not shown …]\ntail" in text
+    assert text.index("budget omits 3 messages") < text.index("head\n[…")  # all but the newest go
+
+
+def test_a_message_retention_cuts_says_how_much_of_it_the_model_gets() -> None:
+    long = bounded_text("assistant", "x" * 90_000, 4096)
+    text = render([item("user", "q"), ConversationItem("assistant", long, False, long)], 4096, 4096)
+    heading = next(line for line in text.splitlines() if line.startswith("── 2 · assistant"))
+    assert "· the budget keeps " in heading and "of 90,000 bytes of it ──" in heading
