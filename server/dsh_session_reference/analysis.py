@@ -25,10 +25,11 @@ from .cancellation import AbortSignal, Cancelled
 from .conversation import ConversationSnapshot
 from .display import display_inline_text
 from .errors import BUDGET_EXCEEDED, SessionReferenceError
-from .jsjson import js_normalize, js_stringify
+from .jsjson import js_normalize, js_stringify, stringify_tag_safe_json
 from .model import SessionRecord, SurfaceSnapshot
 from .resolver import AgentRef, SessionReferenceResolver, listed_records
 from .retention import RetainedSource
+from .tokens import COUNTER, TokenCount
 from .uri import SESSION_REFERENCE_SCHEME, MentionSpan, SessionReference, iter_session_references
 
 Severity = Literal["error", "warning", "information", "hint"]
@@ -79,6 +80,8 @@ class Reference:
     error: SessionReferenceError | None = None
     retained: RetainedSource | None = None
     snapshot: SurfaceSnapshot | ConversationSnapshot | None = None
+    tokens: TokenCount | None = None
+    """The tokens of this source's data as the snapshot serializes it (exact where it can be)."""
 
 
 @dataclass(frozen=True)
@@ -279,7 +282,9 @@ async def _read_and_render(reference: Reference, resolver: SessionReferenceResol
     try:
         snapshots = await resolver.read_sources(inputs)
         reference.snapshot = snapshots[0]
-        reference.retained = (await asyncio.to_thread(resolver.render_sources, inputs, snapshots))[0]
+        retained = (await asyncio.to_thread(resolver.render_sources, inputs, snapshots))[0]
+        reference.retained = retained
+        reference.tokens = await asyncio.to_thread(COUNTER.count, stringify_tag_safe_json(retained.data))
     except SessionReferenceError as error:
         reference.error = error
 

@@ -7,19 +7,15 @@ document, so a terminal and an editor show the same figures.
 from __future__ import annotations
 
 import json
-import math
 
 from .config import ResolverConfig
 from .jsjson import js_byte_length
 from .resolver import PreparedMessage
 from .snapshot import PROMPT_PREFIX, PROMPT_SUFFIX
+from .tokens import BYTES_PER_TOKEN, COUNTER
 
-BYTES_PER_TOKEN = 4
-
-
-def estimate_tokens(byte_count: int) -> int:
-    """A rough count (UTF-8 bytes / 4); real tokenizers differ, most of all for CJK text."""
-    return math.ceil(byte_count / BYTES_PER_TOKEN)
+TOKENIZER_WAIT = 5.0
+"""Seconds a report waits for DeepSeek's tokenizer to load (once per process) before it estimates."""
 
 
 def _yes(flag: bool) -> str:
@@ -33,7 +29,7 @@ def render_accounting(prepared: PreparedMessage, config: ResolverConfig, readabl
     message_bytes = js_byte_length(readable_text)
     if context is None:
         lines.append("No sessions referenced: the message is sent as it is.")
-        lines.append(f"Message: {message_bytes} bytes (~{estimate_tokens(message_bytes)} tokens)")
+        lines.append(f"Message: {message_bytes} bytes ({COUNTER.count(readable_text).describe()})")
         return lines
     budget = config.max_reference_bytes
     for index, source in enumerate(context.sources):
@@ -55,13 +51,19 @@ def render_accounting(prepared: PreparedMessage, config: ResolverConfig, readabl
         ]
     snapshot_bytes = context.text_bytes
     total = snapshot_bytes + message_bytes
+    snapshot_tokens = COUNTER.count(context.text)
+    message_tokens = COUNTER.count(readable_text)
+    both = snapshot_tokens + message_tokens
     lines += [
         "",
         "Totals",
-        f"    snapshot message  {snapshot_bytes} bytes (~{estimate_tokens(snapshot_bytes)} tokens)",
-        f"    readable message  {message_bytes} bytes (~{estimate_tokens(message_bytes)} tokens)",
-        f"    both              {total} bytes (~{estimate_tokens(total)} tokens)",
-        f"    (token counts are estimates: UTF-8 bytes / {BYTES_PER_TOKEN})",
+        f"    snapshot message  {snapshot_bytes} bytes ({snapshot_tokens.describe()})",
+        f"    readable message  {message_bytes} bytes ({message_tokens.describe()})",
+        f"    both              {total} bytes ({both.describe()})",
+        "    (tokens counted by DeepSeek-V4's tokenizer, without dsh's chat framing and system prompt)"
+        if both.exact
+        else f"    (token counts are estimates: UTF-8 bytes / {BYTES_PER_TOKEN}; "
+        "the `tokens` extra counts exactly)",
     ]
     return lines
 
@@ -76,7 +78,11 @@ def render_prepared_report(
     ``for_reading`` (the editor's preview) shows the snapshot's data pretty-printed and says
     so, with the size of the compact form the model receives; without it (the CLI) the
     snapshot is shown exactly, byte for byte.
+
+    Blocking: it waits for the tokenizer's load (both callers are one-off, not per keystroke,
+    and the language server calls it in a thread), so its counts are exact where they can be.
     """
+    COUNTER.wait(TOKENIZER_WAIT)
     context = prepared.additional_context
     rule = "-" * 72
     parts = render_accounting(prepared, config, readable_text)

@@ -162,6 +162,8 @@ class Session:
         self.preset = preset
         self.result = result
         self.registrations: list[types.Registration] = []
+        self.refreshes: list[tuple[str, float]] = []
+        """Refresh requests the server sent (inlay hints, code lenses), with when they arrived."""
         self.texts: dict[str, str] = {}
         self.versions: dict[str, int] = {}
 
@@ -329,6 +331,15 @@ async def start(client: LanguageClient, preset: str, params: types.InitializePar
     @client.feature(types.CLIENT_REGISTER_CAPABILITY)
     def register(params: types.RegistrationParams) -> None:
         session_ref[0].registrations.extend(params.registrations)
+
+    # The presets declare refresh support: a server following its root asks for these on its own.
+    @client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
+    def inlay_refresh(params: None) -> None:
+        session_ref[0].refreshes.append(("inlay", time.monotonic()))
+
+    @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def lens_refresh(params: None) -> None:
+        session_ref[0].refreshes.append(("lens", time.monotonic()))
 
     result_future = client.initialize_session(params)
     session = Session(client, preset, types.InitializeResult(capabilities=types.ServerCapabilities()))

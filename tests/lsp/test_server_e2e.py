@@ -53,11 +53,16 @@ async def test_server_advertises_what_editors_need(s: Session) -> None:
         "dshSessionReference.preview",
         "dshSessionReference.candidates",
         "dshSessionReference.documentSummary",
+        "dshSessionReference.transcript",
+        "dshSessionReference.insertMention",
     }
+    assert capabilities.definition_provider and capabilities.document_link_provider
+    assert capabilities.workspace_symbol_provider and capabilities.inlay_hint_provider
+    assert capabilities.code_lens_provider
     if s.preset == "visual-studio-code@1.139":
         await wait_until(lambda: s.registrations)
         assert [r.method for r in s.registrations] == [types.WORKSPACE_TEXT_DOCUMENT_CONTENT]
-        assert s.registrations[0].register_options == {"schemes": ["dsh-preview"]}
+        assert s.registrations[0].register_options == {"schemes": ["dsh-preview", "dsh-transcript"]}
     else:
         assert s.registrations == []  # neither declares workspace.textDocumentContent
 
@@ -282,7 +287,11 @@ async def test_summary_and_candidates_commands(s: Session, workspace: Path) -> N
     assert summary["mentions"] == 3 and summary["sessions"] == 2 and summary["errors"] == 0
     # The target comes from $DSH_SESSION_ID here; the status bar shows its title.
     assert summary["target"] == {"sessionId": TARGET_ID, "label": "The prompt being written", "found": True}
-    assert summary["bytes"] > 500 and summary["tokens"] == -(-summary["bytes"] // 4)
+    # An estimate until the tokenizer has loaded in the background (the `tokens` extra is a dev
+    # dependency), DeepSeek's own count after: within a few bytes per token either way.
+    assert summary["bytes"] > 500 and summary["bytes"] / 8 < summary["tokens"] < summary["bytes"] / 2
+    if not summary["tokensExact"]:
+        assert summary["tokens"] == -(-summary["bytes"] // 4)
     rows = await s.command("dshSessionReference.candidates", {"documentUri": uri, "query": "deploy"})
     assert rows == [
         {

@@ -9,6 +9,7 @@ every store is written in the real on-disk format.
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from pathlib import Path
 
@@ -39,17 +40,8 @@ CLIENT = "visual-studio-code@1.139"
 @pytest_lsp.fixture(config=server_config({"DSH_SESSION_ID": ""}), scope="module")
 async def lsp(lsp_client: LanguageClient, workspace: Path, tmp_path_factory: pytest.TempPathFactory):
     store = write_store(tmp_path_factory.mktemp("sessions-store"), default_specs(str(workspace)), "none")
-    lsp_client.refreshes = []  # type: ignore[attr-defined]
     lsp_client.contents = []  # type: ignore[attr-defined]
     lsp_client.edits = []  # type: ignore[attr-defined]
-
-    @lsp_client.feature(types.WORKSPACE_INLAY_HINT_REFRESH)
-    def inlay_refresh(params: None) -> None:
-        lsp_client.refreshes.append(("inlay", time.monotonic()))  # type: ignore[attr-defined]
-
-    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
-    def lens_refresh(params: None) -> None:
-        lsp_client.refreshes.append(("lens", time.monotonic()))  # type: ignore[attr-defined]
 
     @lsp_client.feature("dshSessionReference/contentChanged")
     def content_changed(*args: object) -> None:  # pygls passes the client first for this one
@@ -153,8 +145,11 @@ async def test_inlay_hints_and_code_lens_show_each_mention_cost(s: Session, work
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
     )
     assert [lens.range.start.line for lens in lenses] == [1, 1]
-    assert lenses[0].command.title.startswith("2 sessions · ")
-    assert "tokens, estimated" in lenses[0].command.title
+    # DeepSeek's count once its tokenizer has loaded (in the background), an estimate saying so before.
+    assert re.fullmatch(
+        r"2 sessions · [\d.]+ KB in all \((~[\d.]+k? tokens, estimated|[\d.]+k? tokens)\)",
+        lenses[0].command.title,
+    )
     assert lenses[1].command.title == "Preview"
     assert lenses[1].command.command == "dshSessionReference.preview"
     assert list(lenses[1].command.arguments) == [uri]
@@ -178,11 +173,11 @@ async def test_hints_follow_a_log_dsh_appends_to(
     before = await inlay(s, uri)
     assert before[0].label.startswith("1 msg · ")
     await asyncio.sleep(0.5)  # the watcher is up well before this
-    lsp.refreshes.clear()  # type: ignore[attr-defined]
+    s.refreshes.clear()
     written = time.monotonic()
     append_turn(store, "s-delta", "and then?", "1. build 2. ship")
-    await wait_until(lambda: any(kind == "inlay" for kind, _ in lsp.refreshes), within=5)  # type: ignore[attr-defined]
-    asked = next(at for kind, at in lsp.refreshes if kind == "inlay")  # type: ignore[attr-defined]
+    await wait_until(lambda: any(kind == "inlay" for kind, _ in s.refreshes), within=5)
+    asked = next(at for kind, at in s.refreshes if kind == "inlay")
     assert asked - written < 1.0
     after = await inlay(s, uri)
     assert after[0].label.startswith("3 msgs · ")

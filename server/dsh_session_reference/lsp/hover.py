@@ -22,6 +22,7 @@ from ..errors import SessionReferenceError
 from ..model import SurfaceSnapshot
 from ..resolver import SessionReferenceResolver
 from ..retention import RetainedSource
+from ..tokens import TokenCount
 from ..uri import MentionSpan, SessionReference, encode_session_reference_uri
 
 RECENT_MESSAGES: Final = 3
@@ -49,6 +50,7 @@ class SessionFacts:
     retained: RetainedSource | None = None
     error: str | None = None
     budget: int = 0
+    tokens: TokenCount | None = None
 
 
 def session_summary(
@@ -94,7 +96,7 @@ def session_summary(
             lines.append("last asked:")
             lines.extend(_quoted(message, markdown) for message in direct)
     if facts.retained is not None:
-        lines.append(cost_line(facts.retained, facts.budget))
+        lines.append(cost_line(facts.retained, facts.budget, facts.tokens))
     return _join(lines + id_line if id_last else lines, markdown)
 
 
@@ -119,13 +121,16 @@ def _code_span(value: str) -> str:
     return escape_markdown(value) if "`" in value else f"`{value}`"
 
 
-def cost_line(retained: RetainedSource, budget: int) -> str:
-    """What the reference would cost: its serialized bytes against ``maxReferenceBytes``."""
+def cost_line(retained: RetainedSource, budget: int, tokens: TokenCount | None = None) -> str:
+    """What the reference would cost: its serialized bytes against ``maxReferenceBytes`` (and its
+    tokens, where they were counted)."""
     stats = retained.stats
     used = retained.serialized_bytes
     line = (
         f"mentioning it costs {used:,} of {budget:,} bytes ({100 * used / budget:.1f}% of maxReferenceBytes)"
     )
+    if tokens is not None:
+        line += f", {tokens.describe()}"
     if stats.truncated:
         line += (
             f"; keeps {stats.retained_messages} of {stats.original_messages} messages, "
@@ -179,6 +184,7 @@ def reference_facts(reference: Reference, budget: int) -> SessionFacts:
         retained=reference.retained,
         error=error,
         budget=budget,
+        tokens=reference.tokens,
     )
 
 

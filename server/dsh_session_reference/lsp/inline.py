@@ -14,6 +14,7 @@ from lsprotocol import types
 from ..analysis import Analysis
 from ..display import display_inline_text
 from ..lines import Encoding
+from ..tokens import TokenCount
 from ..transcript import cost_label, kilobytes
 from .hover import cost_line
 from .positions import LineIndex
@@ -36,7 +37,7 @@ def inlay_hints(
                 continue
             if number == 0:
                 label = cost_label(retained, analysis.max_reference_bytes)
-                tooltip = f"{title}: {cost_line(retained, analysis.max_reference_bytes)}"
+                tooltip = f"{title}: {cost_line(retained, analysis.max_reference_bytes, reference.tokens)}"
             else:
                 label = "counted once"
                 tooltip = f"{title} is mentioned above: prepare includes it once"
@@ -74,14 +75,14 @@ def code_lenses(
 
 
 def _total(summary: dict[str, Any]) -> str:
-    """``3 sessions · 18.2 KB in all (~4.6k tokens, estimated)``, or the errors that stop it."""
+    """``3 sessions · 18.2 KB in all (4.6k tokens)`` (``~4.6k tokens, estimated`` without DeepSeek's
+    tokenizer), or the errors that stop it."""
     errors = summary["errors"]
     if summary["bytes"] is None:
         return f"dsh would not send this: {errors} error{'' if errors == 1 else 's'}"
     sessions = summary["sessions"]
-    tokens = summary["tokens"]
-    shown_tokens = f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+    tokens = TokenCount(summary["tokens"], summary["tokensExact"])
     return (
         f"{sessions} session{'' if sessions == 1 else 's'} · {kilobytes(summary['bytes'])} KB in all "
-        f"(~{shown_tokens} tokens, estimated)"
+        f"({tokens.describe(short=True)})"
     )

@@ -17,9 +17,10 @@ from ..analysis import Analysis
 from ..display import display_inline_text
 from ..errors import SessionReferenceError
 from ..jsjson import js_byte_length
-from ..report import estimate_tokens, render_prepared_report
+from ..report import render_prepared_report
 from ..resolver import AgentRef, PreparedMessage, SessionReferenceResolver
 from ..snapshot import build_additional_context
+from ..tokens import COUNTER, TokenCount
 from ..uri import parse_session_reference_text
 
 PREVIEW_SCHEME: Final = "dsh-preview"
@@ -88,18 +89,21 @@ async def build_preview(
             "dsh would not send this message; fix the mentions flagged in the document and preview again.",
         ]
         return Preview(preview_uri(document_uri), "\n".join(header + body) + "\n", summary, False)
-    report = render_prepared_report(parsed.text, prepared, resolver.config, for_reading=True)
+    report = await asyncio.to_thread(
+        render_prepared_report, parsed.text, prepared, resolver.config, for_reading=True
+    )
     context = prepared.additional_context
     message_bytes = js_byte_length(parsed.text)
+    message_tokens = COUNTER.count(parsed.text)
     if context is None:
-        tokens = estimate_tokens(message_bytes)
-        summary = f"no sessions referenced; message {message_bytes} bytes (~{tokens} tokens)"
+        summary = f"no sessions referenced; message {message_bytes} bytes ({message_tokens.describe()})"
     else:
         total = message_bytes + context.text_bytes
         count = len(context.sources)
+        tokens = message_tokens + COUNTER.count(context.text)
         summary = (
             f"{count} session{'s' if count != 1 else ''} referenced; "
-            f"{total} bytes in all (~{estimate_tokens(total)} tokens), snapshot {context.text_bytes} bytes"
+            f"{total} bytes in all ({tokens.describe()}), snapshot {context.text_bytes} bytes"
         )
     return Preview(preview_uri(document_uri), "\n".join(header) + report + "\n", summary, True)
 
@@ -111,22 +115,31 @@ def _document_name(document_uri: str) -> str:
 
 
 def document_summary(analysis: Analysis) -> dict[str, Any]:
-    """``dshSessionReference.documentSummary``: ``{mentions, sessions, errors, bytes, tokens}``.
+    """``dshSessionReference.documentSummary``:
+    ``{mentions, sessions, errors, bytes, tokens, tokensExact}``.
 
     ``bytes`` is what both user messages would weigh (readable text plus the
-    snapshot), ``None`` while the document has errors and prepare would fail.
+    snapshot), ``None`` while the document has errors and prepare would fail;
+    ``tokens`` their tokens, DeepSeek's own count when ``tokensExact``, else an estimate.
+    Blocking (a first count of a big snapshot takes tens of milliseconds).
     """
     errors = analysis.error_count
     total: int | None = None
+    tokens: TokenCount | None = None
     if errors == 0:
-        total = js_byte_length(parse_session_reference_text(analysis.text).text)
+        readable = parse_session_reference_text(analysis.text).text
+        total = js_byte_length(readable)
+        tokens = COUNTER.count(readable)
         rendered = [reference.retained for reference in analysis.references if reference.retained is not None]
         if rendered:
-            total += build_additional_context(rendered).text_bytes
+            context = build_additional_context(rendered)
+            total += context.text_bytes
+            tokens += COUNTER.count(context.text)
     return {
         "mentions": analysis.mention_count,
         "sessions": len(analysis.references),
         "errors": errors,
         "bytes": total,
-        "tokens": None if total is None else estimate_tokens(total),
+        "tokens": None if tokens is None else tokens.tokens,
+        "tokensExact": tokens is not None and tokens.exact,
     }
