@@ -4,7 +4,8 @@ One root (the realistic sample store plus the light corrupt-corpus cases and
 symlinks) is put through everything that reads a store: the store and the
 resolver, every CLI command, and a language-server session with completion,
 resolve, diagnostics, hover, code actions, the preview (command and virtual
-document), candidates, the summary and edits. Afterwards:
+document), candidates, the summary, inlay hints, code lenses, document links, a transcript,
+workspace symbols and edits, with the root watched all along. Afterwards:
 
 * the tree is identical: same entries, and for each its content digest (or
   link target), mode, size, inode, mtime *and ctime* (which no process can set
@@ -237,6 +238,22 @@ async def test_nothing_changes_under_a_root_that_everything_reads(
         assert await s.command("dshSessionReference.preview", good.as_uri())  # a file that is not open
         assert await s.command("dshSessionReference.candidates", {"query": "e", "documentUri": uri})
         assert (await s.command("dshSessionReference.documentSummary", good_uri))["errors"] == 0
+        # Issue 19: transcripts, symbols, hints and lenses read the store too (and the root is watched).
+        whole = types.Range(start=types.Position(0, 0), end=s.end(good_uri))
+        document = types.TextDocumentIdentifier(uri=good_uri)
+        await s.client.text_document_inlay_hint_async(
+            types.InlayHintParams(text_document=document, range=whole)
+        )
+        await s.client.text_document_code_lens_async(types.CodeLensParams(text_document=document))
+        links = await s.client.text_document_document_link_async(
+            types.DocumentLinkParams(text_document=document)
+        )
+        assert links
+        transcript = await s.client.workspace_text_document_content_async(
+            types.TextDocumentContentParams(uri=links[0].target)
+        )
+        assert transcript.text.startswith("dsh session transcript")
+        assert await s.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="e"))
         s.replace(uri, 0, 0, "edited ")
         await s.diagnostics(uri)
         s.client.text_document_did_close(
