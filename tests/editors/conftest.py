@@ -112,7 +112,8 @@ def installed_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where ``dsh-session-reference`` is installed as a user gets it: the wheel built from this
     tree, installed the way ``pipx install`` does (an environment of its own, dependencies
     resolved from the package index). The editors find the command on ``PATH``, exactly as the
-    documented configurations name it, not a path into the clone."""
+    documented configurations name it, not a path into the clone. With the ``tokens`` extra, as
+    the README offers it: the editors' previews then count tokens as the tests' own report does."""
     base = tmp_path_factory.mktemp("installed")
     built = subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--outdir", str(base / "dist"), str(REPO)],
@@ -126,7 +127,7 @@ def installed_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     environment = base / "env"
     subprocess.run([sys.executable, "-m", "venv", str(environment)], check=True, timeout=300)
     installed = subprocess.run(
-        [str(environment / "bin" / "python"), "-m", "pip", "install", "--quiet", str(wheel)],
+        [str(environment / "bin" / "python"), "-m", "pip", "install", "--quiet", f"{wheel}[tokens]"],
         capture_output=True,
         text=True,
         timeout=600,

@@ -6,4 +6,8 @@ return {
   filetypes = { "markdown", "text" },
   root_markers = { ".git" },
   settings = { dshSessionReference = {} },
+  -- Have the server say when a shown transcript changes (docs/editors.md handles the notification).
+  capabilities = vim.tbl_deep_extend("force", vim.lsp.protocol.make_client_capabilities(), {
+    experimental = { dshSessionReference = { contentChanged = true } },
+  }),
 }

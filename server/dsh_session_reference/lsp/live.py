@@ -37,6 +37,7 @@ class Live:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._followed: LiveSource | None = None
         self._changes: list[StoreChange] = []
+        self._refreshing = False
         self._transcripts: dict[str, str] = {}
         """Transcript URIs served, with their session (the newest :data:`MAX_TRACKED_TRANSCRIPTS`)."""
 
@@ -73,7 +74,8 @@ class Live:
         if server.is_closing or source is not self._followed:
             return
         self._changes.append(change)
-        if len(self._changes) == 1:
+        if not self._refreshing:
+            self._refreshing = True
             server.spawn(self._refresh())
 
     def affected(self, uri: str, change: StoreChange) -> bool:
@@ -86,12 +88,24 @@ class Live:
         return any(reference.session_id in change.sessions for reference in analysis.references)
 
     async def _refresh(self) -> None:
-        await asyncio.sleep(0)  # let the rest of a burst in
-        changes, self._changes = self._changes, []
-        merged = StoreChange(
-            frozenset().union(*(change.sessions for change in changes)),
-            any(change.listing for change in changes),
-        )
+        """Rounds of refreshing until no change is left. A round waits for the analyses it asked
+        for before the next one starts: dsh appending every few milliseconds to a log a document
+        mentions must not cancel each analysis before it ends (a request waiting for it would wait
+        for ever), so the document is analysed at most once per round, each round on the newest log."""
+        try:
+            while self._changes:
+                await asyncio.sleep(0)  # let the rest of a burst in
+                changes, self._changes = self._changes, []
+                await self._round(
+                    StoreChange(
+                        frozenset().union(*(change.sessions for change in changes)),
+                        any(change.listing for change in changes),
+                    )
+                )
+        finally:
+            self._refreshing = False
+
+    async def _round(self, merged: StoreChange) -> None:
         server = self.server
         documents = [document.uri for document in server.documents if self.affected(document.uri, merged)]
         for uri in documents:
@@ -104,11 +118,10 @@ class Live:
                     server.schedule_publish(uri, 0)
             elif server.capability("workspace.diagnostics.refresh_support", False):
                 server.spawn(server.ask_client(server.workspace_diagnostic_refresh_async))
-            if server.settings.inlay_hints and server.capability(
-                "workspace.inlay_hint.refresh_support", False
-            ):
+            if server.settings.inlay_hints and server.capability("workspace.inlay_hint.refresh_support"):
                 server.spawn(server.ask_client(server.workspace_inlay_hint_refresh_async))
             if server.settings.code_lens and server.capability("workspace.code_lens.refresh_support", False):
                 server.spawn(server.ask_client(server.workspace_code_lens_refresh_async))
-        if content:
+        if content and server.takes_content_changes:
             server.protocol.notify(CONTENT_CHANGED, {"uris": content})
+        await asyncio.gather(*(server.analysis(uri) for uri in documents), return_exceptions=True)

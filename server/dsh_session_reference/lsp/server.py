@@ -148,11 +148,22 @@ class DshLanguageServer(LanguageServer):
         lens then runs it, rather than the server's command, which can only ask to show a document."""
         return self._client_command("previewCommand")
 
+    @property
+    def takes_content_changes(self) -> bool:
+        """Whether the client asked for ``dshSessionReference/contentChanged`` (declaring
+        ``experimental.dshSessionReference.contentChanged: true``), or shows our virtual documents
+        through ``workspace/textDocumentContent``; other clients would only log an unknown method."""
+        return self.content_registered or self._ours().get("contentChanged") is True
+
     def _client_command(self, key: str) -> str | None:
+        command = self._ours().get(key)
+        return command if isinstance(command, str) and command else None
+
+    def _ours(self) -> dict[str, Any]:
+        """The client's ``experimental.dshSessionReference`` capabilities (empty when none)."""
         experimental = self.capability("experimental")
         ours = experimental.get("dshSessionReference") if isinstance(experimental, dict) else None
-        command = ours.get(key) if isinstance(ours, dict) else None
-        return command if isinstance(command, str) and command else None
+        return ours if isinstance(ours, dict) else {}
 
     def markdown(self, path: str) -> bool:
         return types.MarkupKind.Markdown in (self.capability(path) or [])

