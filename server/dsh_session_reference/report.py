@@ -12,7 +12,7 @@ from .config import ResolverConfig
 from .jsjson import js_byte_length
 from .resolver import PreparedMessage
 from .snapshot import PROMPT_PREFIX, PROMPT_SUFFIX
-from .tokens import BYTES_PER_TOKEN, COUNTER
+from .tokens import BYTES_PER_TOKEN, COUNTER, TokenCounter
 
 TOKENIZER_WAIT = 5.0
 """Seconds a report waits for DeepSeek's tokenizer to load (once per process) before it estimates."""
@@ -22,14 +22,16 @@ def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
 
 
-def render_accounting(prepared: PreparedMessage, config: ResolverConfig, readable_text: str) -> list[str]:
+def render_accounting(
+    prepared: PreparedMessage, config: ResolverConfig, readable_text: str, counter: TokenCounter = COUNTER
+) -> list[str]:
     """The byte-accounting table and totals, one line per list item."""
     context = prepared.additional_context
     lines = ["Byte accounting", "==============="]
     message_bytes = js_byte_length(readable_text)
     if context is None:
         lines.append("No sessions referenced: the message is sent as it is.")
-        lines.append(f"Message: {message_bytes} bytes ({COUNTER.count(readable_text).describe()})")
+        lines.append(f"Message: {message_bytes} bytes ({counter.count(readable_text).describe()})")
         return lines
     budget = config.max_reference_bytes
     for index, source in enumerate(context.sources):
@@ -51,8 +53,8 @@ def render_accounting(prepared: PreparedMessage, config: ResolverConfig, readabl
         ]
     snapshot_bytes = context.text_bytes
     total = snapshot_bytes + message_bytes
-    snapshot_tokens = COUNTER.count(context.text)
-    message_tokens = COUNTER.count(readable_text)
+    snapshot_tokens = counter.count(context.text)
+    message_tokens = counter.count(readable_text)
     both = snapshot_tokens + message_tokens
     lines += [
         "",
@@ -69,7 +71,12 @@ def render_accounting(prepared: PreparedMessage, config: ResolverConfig, readabl
 
 
 def render_prepared_report(
-    readable_text: str, prepared: PreparedMessage, config: ResolverConfig, *, for_reading: bool = False
+    readable_text: str,
+    prepared: PreparedMessage,
+    config: ResolverConfig,
+    *,
+    for_reading: bool = False,
+    counter: TokenCounter = COUNTER,
 ) -> str:
     """The accounting first (a snapshot can be 64 KB of one JSON line, and the cost is
     what a reader looks for), then the two user-role messages as the model sees them, in
@@ -81,11 +88,12 @@ def render_prepared_report(
 
     Blocking: it waits for the tokenizer's load (both callers are one-off, not per keystroke,
     and the language server calls it in a thread), so its counts are exact where they can be.
+    ``counter``: the process's, or one that estimates (a test's view of a server without the extra).
     """
-    COUNTER.wait(TOKENIZER_WAIT)
+    counter.wait(TOKENIZER_WAIT)
     context = prepared.additional_context
     rule = "-" * 72
-    parts = render_accounting(prepared, config, readable_text)
+    parts = render_accounting(prepared, config, readable_text, counter)
     parts += ["", "What the model receives", "======================", ""]
     if context is not None:
         parts += ["Message 1 of 2 (user): your message, with @labels", rule, readable_text, rule, ""]

@@ -59,6 +59,8 @@ class TranscriptFacts:
     retained: RetainedSource | None
     """Retention of this session for ``budget`` (``None``: it cannot fit at all)."""
     budget: int
+    label: str | None = None
+    """The mention's label retention was computed for (``None``: the session's title)."""
 
 
 @dataclass(frozen=True)
@@ -74,10 +76,12 @@ class NoSuchSession(LookupError):
     """The root lists no session with this id."""
 
 
-async def read_transcript(resolver: SessionReferenceResolver, session_id: str) -> Transcript:
+async def read_transcript(
+    resolver: SessionReferenceResolver, session_id: str, label: str | None = None
+) -> Transcript:
     """One session's transcript from one bounded read, with retention for the resolver's budget
-    (the label is the session's title, as a mention picked from the list has it). A log that
-    cannot be read gives a transcript that says why. Raises :class:`NoSuchSession`."""
+    and ``label`` (a mention's; by default the session's title, as a mention picked from the list
+    has it). A log that cannot be read gives a transcript that says why. Raises :class:`NoSuchSession`."""
     source = resolver.query
     record = await find_session(source, session_id)
     if record is None:
@@ -100,10 +104,10 @@ async def read_transcript(resolver: SessionReferenceResolver, session_id: str) -
             f"This session's log cannot be read, so a mention of it fails: {display_inline_text(reason)}\n"
         )
         return Transcript(record.id, title, text)
-    label = display_inline_text(title) if title is not None else record.id
-    retained = await asyncio.to_thread(retain_conversation, snapshot, label, budget)
+    shown = label if label is not None else display_inline_text(title) if title is not None else record.id
+    retained = await asyncio.to_thread(retain_conversation, snapshot, shown, budget)
     text = await asyncio.to_thread(
-        render_transcript, snapshot, TranscriptFacts(record.id, title, retained, budget)
+        render_transcript, snapshot, TranscriptFacts(record.id, title, retained, budget, label)
     )
     return Transcript(record.id, title, text)
 
@@ -168,7 +172,12 @@ def _mention_line(facts: TranscriptFacts) -> str:
     stats = facts.retained.stats
     line = (
         f"keeps {stats.retained_messages} of {stats.original_messages} messages, "
-        f"{facts.retained.serialized_bytes:,} of {facts.budget:,} bytes (mentioned by its title)"
+        f"{facts.retained.serialized_bytes:,} of {facts.budget:,} bytes "
+        + (
+            "(mentioned by its title)"
+            if facts.label is None
+            else f"(mentioned as {display_inline_text(facts.label)!r})"
+        )
     )
     if stats.truncated:
         line += f"; omits {stats.omitted_bytes:,} bytes of text"

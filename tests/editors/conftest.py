@@ -31,6 +31,7 @@ from dsh_session_reference.report import render_prepared_report
 from dsh_session_reference.resolver import Candidate, SessionReferenceResolver, agent_for_target
 from dsh_session_reference.sample import write_sample_store
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
+from dsh_session_reference.tokens import COUNTER, TokenCounter
 from dsh_session_reference.uri import (
     SESSION_REFERENCE_SCHEME,
     parse_session_reference_text,
@@ -91,8 +92,11 @@ class Scenario:
         """The fixed session as diagnostics and quick fixes name it: its title, as a row shows it."""
         return display_inline_text(self.candidates[0].label)
 
-    def prepared_report(self, document_text: str) -> str:
-        """What the preview must show for ``document_text``: dsh's own parse + prepare, rendered."""
+    def prepared_report(self, document_text: str, *, exact_tokens: bool = True) -> str:
+        """What the preview must show for ``document_text``: dsh's own parse + prepare, rendered.
+        ``exact_tokens=False``: as a server without the ``tokens`` extra counts (the VS Code
+        package does not carry it)."""
+        counter = COUNTER if exact_tokens else TokenCounter(find=False)
         store = JsonlSessionStore(str(self.sessions_root))
 
         async def prepare() -> str:
@@ -102,7 +106,9 @@ class Scenario:
             prepared = await resolver.prepare(
                 agent, [{"type": "text", "text": parsed.text}], parsed.references
             )
-            return render_prepared_report(parsed.text, prepared, resolver.config, for_reading=True)
+            return render_prepared_report(
+                parsed.text, prepared, resolver.config, for_reading=True, counter=counter
+            )
 
         return asyncio.run(prepare())
 

@@ -34,7 +34,7 @@ def ranking_sessions(root: Path, target_cwd: str) -> None:
         titled_session(root, f"0198aaaa-0000-7000-8000-{number:012d}", days, cwd, title)
 
 
-def titled_session(root: Path, session_id: str, days_old: int, cwd: str | None, title: str) -> None:
+def titled_log(session_id: str, days_old: int, cwd: str | None, title: str) -> SessionLog:
     """One real-format session, ``days_old`` days before :data:`RANKING_BASE`, asked about ``title``."""
     log = SessionLog(session_id, RANKING_BASE - days_old * 86_400_000, cwd=cwd)
     log.commit()
@@ -43,7 +43,12 @@ def titled_session(root: Path, session_id: str, days_old: int, cwd: str | None, 
     log.title(title, message_seqs=[first])
     log.end_turn()
     log.commit()
-    write_session_log(root, log)
+    return log
+
+
+def titled_session(root: Path, session_id: str, days_old: int, cwd: str | None, title: str) -> None:
+    """:func:`titled_log`, written under ``root``."""
+    write_session_log(root, titled_log(session_id, days_old, cwd, title))
 
 
 RANKING_BASE = 1_753_900_000_000

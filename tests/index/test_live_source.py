@@ -24,7 +24,7 @@ from dsh_session_reference.body_search import BodyCandidate, BodySearchResolver
 from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.lsp.completion import BODY_MARK, candidate_json, completion_items
 from dsh_session_reference.lsp.settings import Settings, apply_settings
-from dsh_session_reference.model import SessionRecord, TitleObservation
+from dsh_session_reference.model import SessionRecord, StoreChange, TitleObservation
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.store import JsonlSessionStore, catalog
 from dsh_session_reference.store import scheduler as scheduler_module
@@ -931,3 +931,33 @@ def test_a_kept_listing_too_big_to_be_ours_is_not_read(
     assert index._database().load_listing() is None
     assert not index.stored_listing().whole  # the rows answer instead
     index.close()
+
+
+def test_a_watched_big_root_says_what_changed_and_walks_for_new_sessions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a root served from memory, a log that changed is said at once (readers check each log's
+    fingerprint); a new session is said after the walk it asks for, which runs without waiting
+    for the editor to pause."""
+    monkeypatch.setattr(catalog, "SYNC_MAX_SESSIONS", 1)
+    log = Path(put(tmp_path, "s-a", lines(header("s-a"), *one_turn(), title(6, "A"))))
+    put(tmp_path, "s-b", lines(header("s-b"), *one_turn()))
+    source = open_source(str(tmp_path), live=True)
+    try:
+        source.list_sessions()
+        told: list[StoreChange] = []
+        source._listeners.append(told.append)  # type: ignore[attr-defined]
+        with log.open("ab") as handle:
+            handle.write(lines(title(7, "A, renamed")))
+        source._watched(frozenset({str(log)}))  # type: ignore[attr-defined]
+        assert told[0] == StoreChange(frozenset({"s-a"}), False)
+        new = Path(put(tmp_path, "s-c", lines(header("s-c"), *one_turn()))).parent
+        source._watched(frozenset({str(new)}))  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 5
+        while len(told) < 2:
+            assert time.monotonic() < deadline, told
+            time.sleep(0.02)
+        assert told[1].listing is True and "s-a" in told[1].sessions
+        assert "s-c" in {record.id for record in source.list_sessions()}
+    finally:
+        source.close()

@@ -191,3 +191,29 @@ async def test_a_retitle_reaches_an_open_transcript(s: Session, store: Path, lsp
     assert transcript["uri"] in lsp.contents[-1].uris  # type: ignore[attr-defined]
     again = await s.command("dshSessionReference.transcript", "s-alpha")
     assert "title:     Refactor the parser, done" in again["text"]
+
+
+async def test_a_transcript_counts_as_the_mention_it_was_opened_from(s: Session, workspace: Path) -> None:
+    """Retention's sizes depend on the label: a transcript opened from a mention labelled otherwise
+    than the title counts with that label, so it agrees with the hint to the byte."""
+    text = f"{mention('s-gamma', 'the x and y session')}\n"
+    uri = s.open(workspace, text)
+    location = await s.client.text_document_definition_async(
+        types.DefinitionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=s.position(uri, 3)
+        )
+    )
+    assert isinstance(location, types.Location)
+    assert location.uri == transcript_uri("s-gamma", None, "the x and y session")
+    assert location.uri.endswith("#the%20x%20and%20y%20session")
+    content = await s.client.workspace_text_document_content_async(
+        types.TextDocumentContentParams(uri=location.uri)
+    )
+    [hint] = await inlay(s, uri)
+    served = re.search(r"mention:   keeps (\d+) of \d+ messages, ([\d,]+) of", content.text)
+    assert served is not None and "(mentioned as 'the x and y session')" in content.text
+    assert hint.label.startswith(f"{served.group(1)} msgs · ")
+    assert f"mentioning it costs {served.group(2)} of 65,536 bytes" in str(hint.tooltip)
+    by_title = await s.command("dshSessionReference.transcript", "s-gamma")
+    titled = re.search(r"keeps \d+ of \d+ messages, ([\d,]+) of", by_title["text"])
+    assert titled is not None and titled.group(1) != served.group(2)  # another label, another size

@@ -160,12 +160,41 @@ def test_each_platform_package_holds_only_its_own_binaries(packages: Path, targe
     assert icu == (list(CPYTHON) if target == "linux-x64" else []), icu
 
 
+def test_this_machines_package_imports_every_library_it_bundles(packages: Path, tmp_path: Path) -> None:
+    """The server runs on the libraries inside the package and nothing else: each bundled binary
+    must import with only what the package carries (watchfiles needs anyio, which pip installs
+    only as a dependency, and binaries are bundled without theirs)."""
+    target = _bundler().host_target()
+    files = _read(packages / f"dsh-session-reference-{target}-{VERSION}.vsix")
+    for name, data in files.items():
+        if name.startswith("extension/bundled/"):
+            path = tmp_path / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+    bundled = tmp_path / "extension" / "bundled"
+    code = (
+        "import sys; sys.path[:0] = sys.argv[1:]; "
+        "import watchfiles, zstandard, icu, pygls, lsprotocol; "
+        "from dsh_session_reference.store.watch import RootWatcher; "
+        "import dsh_session_reference.lsp.features"
+    )
+    run = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, str(bundled / "libs"), str(bundled / "binary")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+
+
 def test_the_universal_package_is_pure_python(packages: Path) -> None:
     files = _read(packages / f"dsh-session-reference-{VERSION}.vsix")
     assert "TargetPlatform" not in files["extension.vsixmanifest"].decode()
     assert [name for name, data in files.items() if binary_kind(data) is not None] == []
     manifest = json.loads(files["extension/bundled/manifest.json"])
-    assert manifest["target"] == "universal" and manifest["binary"] == {"zstandard": [], "pyicu-wheels": []}
+    assert manifest["target"] == "universal"
+    assert manifest["binary"] == {"zstandard": [], "pyicu-wheels": [], "watchfiles": []}
     assert any(name.startswith("extension/bundled/libs/pygls/") for name in files)
     assert "extension/bundled/libs/dsh_session_reference/store/zstd_codec.py" in files
 

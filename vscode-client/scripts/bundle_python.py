@@ -10,8 +10,8 @@ Python-tools extension template, so the server and its dependencies travel insid
   VS Code target (`--target linux-x64`, ...; default: this machine's) and each supported CPython
   minor version its markers apply to (their extension modules carry the version in the file
   name, so several coexist in one folder). `--target universal` bundles none. Where no wheel
-  exists the server degrades (zstd logs unreadable before Python 3.14, collation approximated)
-  and the extension says so.
+  exists the server degrades (zstd logs unreadable before Python 3.14, collation approximated,
+  the root checked instead of watched) and the extension says so.
 - bundled/manifest.json: what was bundled, for the extension's messages and for people.
 
 Run from vscode-client/ by `npm run package` (this machine) or scripts/package (every target);
@@ -42,6 +42,10 @@ REPO = CLIENT.parent
 BUNDLED = CLIENT / "bundled"
 LOCK = REPO / "requirements" / "dev.lock"
 BINARY_DISTRIBUTIONS = {"zstandard", "pyicu-wheels", "watchfiles"}
+PURE_DEPENDENCIES = {"watchfiles": ("anyio",)}
+"""What a binary distribution imports that is pure Python: binaries are installed one wheel per
+CPython with ``--no-deps``, so their dependencies go into bundled/libs with the pure ones (without
+anyio, ``import watchfiles`` fails and the server cannot watch the sessions root)."""
 CPYTHON_MINORS = ("3.11", "3.12", "3.13", "3.14")
 PACKAGE = "dsh_session_reference"
 
@@ -243,6 +247,7 @@ def main() -> None:
     requirements = project_requirements()
     pure = [req for req in requirements if req.name not in BINARY_DISTRIBUTIONS]
     compiled = [req for req in requirements if req.name in BINARY_DISTRIBUTIONS]
+    pure += [Requirement(name) for req in compiled for name in PURE_DEPENDENCIES.get(req.name, ())]
 
     copy_server(libs)
     with tempfile.TemporaryDirectory() as scratch:

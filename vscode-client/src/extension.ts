@@ -3,12 +3,14 @@
 
 import * as vscode from 'vscode';
 
-import { asPreviewResult, SERVER_COMMANDS } from './protocol';
+import { insertSessionMention } from './mentionPicker';
+import { asPreviewResult, changedContent, CLIENT_COMMANDS, PREVIEW_SCHEME, SERVER_COMMANDS, TRANSCRIPT_SCHEME } from './protocol';
 import { PreviewDocuments } from './preview';
 import { CLIENT_NAME, ServerController } from './serverController';
 import { SECTION } from './settings';
 import { MentionStatus } from './statusBar';
 import { selectTargetSession, TargetStore } from './targetPicker';
+import { TranscriptDocuments } from './transcript';
 
 let controller: ServerController | undefined;
 
@@ -23,7 +25,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const output = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });
   let server: ServerController | undefined;
   const previews = new PreviewDocuments(async (uri) => server?.textDocumentContent(uri));
-  server = new ServerController(context, output, (uri) => previews.show(uri));
+  const transcripts = new TranscriptDocuments(async (uri, token) => server?.transcriptText(uri, token));
+  const providers = new Map<string, vscode.TextDocumentContentProvider>([
+    [PREVIEW_SCHEME, previews],
+    [TRANSCRIPT_SCHEME, transcripts],
+  ]);
+  server = new ServerController(context, output, (uri) => previews.show(uri), providers);
   controller = server;
   const targets = new TargetStore(context.workspaceState);
   const status = new MentionStatus(server, targets);
@@ -83,10 +90,30 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   };
 
-  const previewContext = async (resource?: vscode.Uri): Promise<void> => {
+  // The server's session logs changed under open virtual documents: fetch the transcripts again,
+  // and prepare the previews again from their prompts (a preview VS Code reopened after a reload,
+  // with no prompt known here, is fetched again like a transcript).
+  const contentChanged = (params: unknown): void => {
+    const changed = changedContent(params);
+    transcripts.refresh(changed.transcripts.map((uri) => vscode.Uri.parse(uri)));
+    const byPreview = new Map([...previewed].map(([documentUri, previewUri]) => [previewUri.toString(), documentUri]));
+    for (const uri of changed.previews.map((text) => vscode.Uri.parse(text))) {
+      const documentUri = byPreview.get(uri.toString());
+      if (documentUri !== undefined) {
+        scheduleRefresh(documentUri);
+      } else {
+        previews.refetch(uri);
+      }
+    }
+  };
+
+  // Run by the menus and the status bar with no argument (the active editor), by the explorer
+  // with a Uri, and by the server's "Preview" code lens with [documentUri] as a string.
+  const previewContext = async (resource?: vscode.Uri | string): Promise<void> => {
+    const uri = typeof resource === 'string' ? vscode.Uri.parse(resource) : resource;
     const document =
-      resource instanceof vscode.Uri
-        ? vscode.workspace.textDocuments.find((doc) => doc.uri.toString() === resource.toString())
+      uri instanceof vscode.Uri
+        ? vscode.workspace.textDocuments.find((doc) => doc.uri.toString() === uri.toString())
         : vscode.window.activeTextEditor?.document;
     if (document === undefined || !server.selects(document)) {
       void vscode.window.showInformationMessage(
@@ -113,7 +140,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     output,
     previews,
     previews.register(),
+    transcripts,
+    transcripts.register(),
     server,
+    server.onDidChangeContent(contentChanged),
+    vscode.workspace.onDidCloseTextDocument((document) => {
+      if (document.uri.scheme === TRANSCRIPT_SCHEME) {
+        transcripts.forget(document.uri);
+      }
+    }),
     status,
     server.onDidChangeState(updateContext),
     vscode.window.onDidChangeActiveTextEditor(updateContext),
@@ -126,6 +161,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     server.onDidChangeState((state) => {
       if (state === 'running') {
         scheduleRefresh();
+        transcripts.refresh();
         reopenCompletion();
       } else {
         for (const previewUri of previewed.values()) {
@@ -134,13 +170,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
     { dispose: () => clearTimeout(refreshTimer) },
-    vscode.commands.registerCommand('dshSessionReference.previewContext', previewContext),
-    vscode.commands.registerCommand('dshSessionReference.selectTarget', () => selectTargetSession(server, targets)),
-    vscode.commands.registerCommand('dshSessionReference.restartServer', async () => {
+    vscode.commands.registerCommand(CLIENT_COMMANDS.previewContext, previewContext),
+    vscode.commands.registerCommand(CLIENT_COMMANDS.selectTarget, () => selectTargetSession(server, targets)),
+    vscode.commands.registerCommand(CLIENT_COMMANDS.insertMention, () => insertSessionMention(server)),
+    vscode.commands.registerCommand(CLIENT_COMMANDS.restartServer, async () => {
       output.info('restart requested');
       await server.restart();
     }),
-    vscode.commands.registerCommand('dshSessionReference.showOutput', () => output.show(true)),
+    vscode.commands.registerCommand(CLIENT_COMMANDS.showOutput, () => output.show(true)),
   );
   updateContext();
   await server.start();

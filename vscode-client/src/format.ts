@@ -115,7 +115,7 @@ export function formatStatus(target: StatusTarget | undefined, summary: Document
       parts.push(`${plural(summary.mentions, 'mention')} · ${formatBytes(summary.bytes)}`);
       tooltip.push(
         `${plural(summary.mentions, 'mention')} of ${plural(summary.sessions, 'session')}: the message and its ` +
-          `context weigh about ${formatBytes(summary.bytes)} (~${summary.tokens.toLocaleString('en-US')} tokens).`,
+          `context weigh about ${formatBytes(summary.bytes)} (${formatTokens(summary.tokens, summary.tokensExact === true)}).`,
       );
     }
     if (summary.errors > 0) {
@@ -160,4 +160,10 @@ export function staleNotice(reason: string, preparedAt: Date): string {
 /** The tooltip's last line: which Python runs the server, and why that one. */
 export function interpreterLine(choice: InterpreterChoice, version: string): string {
   return `Server: Python ${version}, ${choice.executable}, from ${choice.origin}.`;
+}
+
+/** `3,086 tokens` when DeepSeek's tokenizer counted them, `~3,086 tokens, estimated` otherwise. */
+export function formatTokens(tokens: number, exact: boolean): string {
+  const shown = tokens.toLocaleString('en-US');
+  return exact ? `${shown} tokens` : `~${shown} tokens, estimated`;
 }

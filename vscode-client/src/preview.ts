@@ -39,6 +39,10 @@ export class PreviewDocuments implements vscode.TextDocumentContentProvider, vsc
       this.texts.set(key, fetched);
       return fetched;
     }
+    const last = this.prepared.get(key);
+    if (last !== undefined) {
+      return staleNotice('preparing it again failed', last.at) + last.text;
+    }
     return 'This preview is out of date. Run "DSH: Preview referenced-session context" on the prompt again.\n';
   }
 
@@ -47,6 +51,12 @@ export class PreviewDocuments implements vscode.TextDocumentContentProvider, vsc
     const key = uri.toString();
     this.prepared.set(key, { text, at: new Date() });
     this.display(key, uri, text);
+  }
+
+  /** Fetches a preview whose prompt this window does not know from the server again. */
+  refetch(uri: vscode.Uri): void {
+    this.texts.delete(uri.toString());
+    this.changeEmitter.fire(uri);
   }
 
   /** Keeps the last prepared text, under a notice that says why it may no longer be current. */

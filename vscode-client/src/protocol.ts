@@ -6,9 +6,28 @@ export const SERVER_COMMANDS = {
   preview: 'dshSessionReference.preview',
   candidates: 'dshSessionReference.candidates',
   documentSummary: 'dshSessionReference.documentSummary',
+  transcript: 'dshSessionReference.transcript',
+  insertMention: 'dshSessionReference.insertMention',
 } as const;
 
 export const PREVIEW_SCHEME = 'dsh-preview';
+/** Read-only transcripts of sessions: `dsh-transcript:/<title>.txt?<percent-encoded id>`. */
+export const TRANSCRIPT_SCHEME = 'dsh-transcript';
+
+/** The server's notification that virtual documents it served may read differently now. */
+export const CONTENT_CHANGED_NOTIFICATION = 'dshSessionReference/contentChanged';
+
+/**
+ * The extension's own command ids. vscode-languageclient registers every id the server lists in
+ * `executeCommandProvider` as a VS Code command, so none of these may equal a SERVER_COMMANDS id.
+ */
+export const CLIENT_COMMANDS = {
+  previewContext: 'dshSessionReference.previewContext',
+  selectTarget: 'dshSessionReference.selectTarget',
+  insertMention: 'dshSessionReference.insertMentionFromPicker',
+  restartServer: 'dshSessionReference.restartServer',
+  showOutput: 'dshSessionReference.showOutput',
+} as const;
 
 export interface PreviewResult {
   readonly uri: string;
@@ -32,6 +51,8 @@ export interface DocumentSummary {
   /** null while the document has errors: dsh would not send it, so it has no size. */
   readonly bytes: number | null;
   readonly tokens: number | null;
+  /** true when `tokens` is DeepSeek's own count (the server has the `tokens` extra); else an estimate. */
+  readonly tokensExact?: boolean;
   /**
    * The session the document is written for, as the server resolved it (setting, else
    * $DSH_SESSION_ID), with its title; null for none; undefined from servers that do not say.
@@ -45,6 +66,19 @@ export interface Target {
   readonly label: string;
   /** false when the sessions root does not list the target (a typo, another root). */
   readonly found: boolean;
+}
+
+export interface TranscriptResult {
+  readonly uri: string;
+  readonly text: string;
+  readonly title: string;
+}
+
+export interface InsertMentionResult {
+  /** The canonical mention the server inserted (or would have). */
+  readonly mention: string;
+  /** Whether the client applied the server's `workspace/applyEdit`. */
+  readonly applied: boolean;
 }
 
 export class ProtocolError extends Error {
@@ -104,6 +138,7 @@ export function asDocumentSummary(value: unknown): DocumentSummary {
     errors: value.errors as number,
     bytes: value.bytes as number | null,
     tokens: value.tokens as number | null,
+    ...(value.tokensExact === true ? { tokensExact: true } : {}),
     ...('target' in value ? { target: asTarget(value.target) } : {}),
   };
 }
@@ -117,5 +152,38 @@ function asTarget(value: unknown): DocumentSummary['target'] {
     label: typeof value.label === 'string' && value.label !== '' ? value.label : value.sessionId,
     // Servers that do not say whether they found it only ever named listed sessions.
     found: value.found !== false,
+  };
+}
+
+export function asTranscriptResult(value: unknown): TranscriptResult {
+  if (!isRecord(value) || typeof value.text !== 'string') {
+    throw new ProtocolError(SERVER_COMMANDS.transcript, 'expected {uri, text, title}');
+  }
+  return {
+    uri: typeof value.uri === 'string' ? value.uri : '',
+    text: value.text,
+    title: typeof value.title === 'string' ? value.title : '',
+  };
+}
+
+export function asInsertMentionResult(value: unknown): InsertMentionResult {
+  if (!isRecord(value) || typeof value.mention !== 'string' || typeof value.applied !== 'boolean') {
+    throw new ProtocolError(SERVER_COMMANDS.insertMention, 'expected {mention, applied}');
+  }
+  return { mention: value.mention, applied: value.applied };
+}
+
+/**
+ * The URIs a `dshSessionReference/contentChanged` notification names, split by what the client
+ * does with them: transcripts are fetched again, previews prepared again. Anything else (a
+ * malformed notification, a scheme this client does not serve) is ignored: the notification is
+ * a hint, never an error.
+ */
+export function changedContent(params: unknown): { transcripts: string[]; previews: string[] } {
+  const uris = isRecord(params) && Array.isArray(params.uris) ? params.uris.filter((uri): uri is string => typeof uri === 'string') : [];
+  const unique = [...new Set(uris)];
+  return {
+    transcripts: unique.filter((uri) => uri.startsWith(`${TRANSCRIPT_SCHEME}:`)),
+    previews: unique.filter((uri) => uri.startsWith(`${PREVIEW_SCHEME}:`)),
   };
 }

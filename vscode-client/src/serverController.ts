@@ -35,7 +35,13 @@ import {
   ProbeResult,
 } from './interpreter';
 import { PathContext } from './paths';
-import { PREVIEW_SCHEME } from './protocol';
+import {
+  asTranscriptResult,
+  CLIENT_COMMANDS,
+  CONTENT_CHANGED_NOTIFICATION,
+  PREVIEW_SCHEME,
+  SERVER_COMMANDS,
+} from './protocol';
 import { RestartPolicy } from './restartPolicy';
 import { TraceChannel } from './traceChannel';
 import {
@@ -58,6 +64,14 @@ export type ServerState = 'starting' | 'running' | 'stopped';
 
 /** Opens `dsh-preview:` documents the server asks to show; returns false to let VS Code do it. */
 export type PreviewOpener = (uri: vscode.Uri) => Promise<boolean>;
+
+/**
+ * The extension's own providers of the server's virtual documents, by scheme. When the server
+ * registers a scheme (`client/registerCapability` for `workspace/textDocumentContent`),
+ * vscode-languageclient registers a second provider for it; its middleware hands every request
+ * to these, so both providers give the same text (cache, stale notice, command fallback).
+ */
+export type ContentProviders = ReadonlyMap<string, vscode.TextDocumentContentProvider>;
 
 export function pathContext(folder?: vscode.WorkspaceFolder): PathContext {
   const workspaceFolder = folder ?? vscode.workspace.workspaceFolders?.[0];
@@ -85,14 +99,19 @@ function exited(child: ChildProcess | undefined, timeoutMs: number): Promise<voi
 }
 
 /**
- * Tells the server which command opens the completion popup (LSP has no request for it), so a
- * quick fix for a mention no session answers can leave an `@` and open the list to pick from.
+ * Tells the server which client commands it may name where LSP has no request: the one that
+ * opens the completion popup (a quick fix for a mention no session answers leaves an `@` and
+ * opens the list to pick from), and the extension's own preview (the code lens "Preview" runs
+ * it with [documentUri], so the preview opens beside the prompt and follows it).
  */
 export class SuggestCommandFeature implements StaticFeature {
   fillClientCapabilities(capabilities: ClientCapabilities): void {
     capabilities.experimental = {
       ...(capabilities.experimental as object | undefined),
-      dshSessionReference: { triggerSuggestCommand: 'editor.action.triggerSuggest' },
+      dshSessionReference: {
+        triggerSuggestCommand: 'editor.action.triggerSuggest',
+        previewCommand: CLIENT_COMMANDS.previewContext,
+      },
     };
   }
 
@@ -111,6 +130,7 @@ export class ServerController implements vscode.Disposable {
   private readonly policy = new RestartPolicy(MAX_RESTARTS, RESTART_WINDOW_MS);
   private readonly notified = new Set<string>();
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
+  private readonly contentChangedEmitter = new vscode.EventEmitter<unknown>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly traceChannel = new TraceChannel();
   private selector: LanguageFilter[] = toDocumentSelector(undefined);
@@ -122,14 +142,18 @@ export class ServerController implements vscode.Disposable {
   interpreter: { choice: InterpreterChoice; version: string } | undefined;
 
   readonly onDidChangeState = this.stateEmitter.event;
+  /** The raw params of each `dshSessionReference/contentChanged` notification (see `changedContent`). */
+  readonly onDidChangeContent = this.contentChangedEmitter.event;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
     readonly output: vscode.LogOutputChannel,
     private readonly openPreview: PreviewOpener,
+    private readonly contentProviders: ContentProviders = new Map(),
   ) {
     this.disposables.push(
       this.stateEmitter,
+      this.contentChangedEmitter,
       this.traceChannel,
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
@@ -166,8 +190,11 @@ export class ServerController implements vscode.Disposable {
     return this.enqueue(() => this.doStop());
   }
 
-  /** Runs a server command, making sure pending edits have reached the server first. */
-  async executeCommand(command: string, args: unknown[]): Promise<unknown> {
+  /**
+   * Runs a server command, making sure pending edits have reached the server first. A cancelled
+   * `token` sends `$/cancelRequest` and rejects the promise.
+   */
+  async executeCommand(command: string, args: unknown[], token?: vscode.CancellationToken): Promise<unknown> {
     await this.transition;
     const client = this.client;
     if (client === undefined || !client.isRunning()) {
@@ -178,7 +205,10 @@ export class ServerController implements vscode.Disposable {
       this.previewCommandsInFlight += 1;
     }
     try {
-      return await client.sendRequest('workspace/executeCommand', { command, arguments: args });
+      const params = { command, arguments: args };
+      return await (token === undefined
+        ? client.sendRequest('workspace/executeCommand', params)
+        : client.sendRequest('workspace/executeCommand', params, token));
     } finally {
       if (isPreview) {
         this.previewCommandsInFlight -= 1;
@@ -196,16 +226,40 @@ export class ServerController implements vscode.Disposable {
   }
 
   /** Asks the server for a virtual document's text (LSP 3.18 `workspace/textDocumentContent`). */
-  async textDocumentContent(uri: vscode.Uri): Promise<string | undefined> {
+  async textDocumentContent(uri: vscode.Uri, token?: vscode.CancellationToken): Promise<string | undefined> {
     const client = this.client;
     if (client === undefined || !client.isRunning()) {
       return undefined;
     }
     try {
-      const result = await client.sendRequest<{ text?: unknown } | null>('workspace/textDocumentContent', { uri: uri.toString() });
+      const params = { uri: uri.toString() };
+      const result = await (token === undefined
+        ? client.sendRequest<{ text?: unknown } | null>('workspace/textDocumentContent', params)
+        : client.sendRequest<{ text?: unknown } | null>('workspace/textDocumentContent', params, token));
       return typeof result?.text === 'string' ? result.text : undefined;
     } catch (error) {
-      this.output.warn(`workspace/textDocumentContent ${uri.toString()}: ${String(error)}`);
+      if (!token?.isCancellationRequested) {
+        this.output.warn(`workspace/textDocumentContent ${uri.toString()}: ${String(error)}`);
+      }
+      return undefined;
+    }
+  }
+
+  /**
+   * A session transcript's text: `workspace/textDocumentContent` first, else the server's
+   * `transcript` command (a server that did not register the scheme still answers that).
+   */
+  async transcriptText(uri: vscode.Uri, token?: vscode.CancellationToken): Promise<string | undefined> {
+    const text = await this.textDocumentContent(uri, token);
+    if (text !== undefined || token?.isCancellationRequested || this.client === undefined || !this.client.isRunning()) {
+      return text;
+    }
+    try {
+      return asTranscriptResult(await this.executeCommand(SERVER_COMMANDS.transcript, [uri.toString()], token)).text;
+    } catch (error) {
+      if (!token?.isCancellationRequested) {
+        this.output.warn(`${SERVER_COMMANDS.transcript} ${uri.toString()}: ${error instanceof Error ? error.message : String(error)}`);
+      }
       return undefined;
     }
   }
@@ -393,6 +447,11 @@ export class ServerController implements vscode.Disposable {
     const isCurrent = (): boolean => this.client === client;
     const client: LanguageClient = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, this.clientOptions(isCurrent));
     client.registerFeature(new SuggestCommandFeature());
+    client.onNotification(CONTENT_CHANGED_NOTIFICATION, (params: unknown) => {
+      if (isCurrent()) {
+        this.contentChangedEmitter.fire(params);
+      }
+    });
     this.client = client;
     client.onDidChangeState((event) => {
       if (!isCurrent()) {
@@ -469,6 +528,10 @@ export class ServerController implements vscode.Disposable {
         },
       },
       middleware: {
+        provideTextDocumentContent: (uri, token, next) => {
+          const own = this.contentProviders.get(uri.scheme);
+          return own === undefined ? next(uri, token) : own.provideTextDocumentContent(uri, token);
+        },
         workspace: {
           configuration: (params: ConfigurationParams, token, next) => {
             if (params.items.every((item) => item.section === SECTION)) {

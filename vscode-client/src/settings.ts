@@ -1,6 +1,6 @@
 // The mapping from VS Code settings to the server's `dshSessionReference` settings object (the
 // language-server contract in docs/architecture.md). Kept free of `vscode` so it is unit tested.
-// Only the six server settings are sent; the rest (interpreter, documentSelector, trace) are the
+// Only the eight server settings are sent; the rest (interpreter, documentSelector, trace) are the
 // client's own business.
 
 import { PathContext, resolveUserPath } from './paths';
@@ -17,6 +17,10 @@ export interface ServerSettings {
   readonly maxReferenceBytes: number;
   /** Opt-in: `@` queries also match message text (rows marked "matched in messages"). */
   readonly bodySearch: boolean;
+  /** Each mention's cost as an inlay hint after it ("12 msgs · 5.8 / 64 KB"). */
+  readonly inlayHints: boolean;
+  /** The code lens above the first mention: the prompt's total and "Preview". */
+  readonly codeLens: boolean;
 }
 
 export const SERVER_DEFAULTS: ServerSettings = {
@@ -26,6 +30,8 @@ export const SERVER_DEFAULTS: ServerSettings = {
   candidateLimit: 50,
   maxReferenceBytes: 65536,
   bodySearch: false,
+  inlayHints: true,
+  codeLens: true,
 };
 
 export const SERVER_KEYS: readonly (keyof ServerSettings)[] = [
@@ -35,6 +41,8 @@ export const SERVER_KEYS: readonly (keyof ServerSettings)[] = [
   'candidateLimit',
   'maxReferenceBytes',
   'bodySearch',
+  'inlayHints',
+  'codeLens',
 ];
 
 /** Reads one setting below the section, as `WorkspaceConfiguration.get` does. */
@@ -66,6 +74,8 @@ export function toServerSettings(read: SettingReader, paths: PathContext): Serve
     candidateLimit: integerSetting(read, 'candidateLimit'),
     maxReferenceBytes: integerSetting(read, 'maxReferenceBytes'),
     bodySearch: booleanSetting(read, 'bodySearch'),
+    inlayHints: booleanSetting(read, 'inlayHints'),
+    codeLens: booleanSetting(read, 'codeLens'),
   };
 }
 

@@ -57,7 +57,9 @@ describe('formatStatus', () => {
   test('target label, mention count and estimated size', () => {
     const status = formatStatus({ id: 'sess-1', label: 'Fix the parser' }, summary);
     assert.equal(status.text, '$(references) Fix the parser  2 mentions · 12 KB');
-    assert.match(status.tooltip, /2 mentions of 2 sessions: the message and its context weigh about 12 KB \(~3,086 tokens\)/);
+    assert.match(status.tooltip, /2 mentions of 2 sessions: the message and its context weigh about 12 KB \(~3,086 tokens, estimated\)/);
+    const exact = formatStatus({ id: '0123456789abcdef0123' }, { ...summary, tokensExact: true });
+    assert.match(exact.tooltip, /weigh about 12 KB \(3,086 tokens\)/);
   });
 
   test('singular forms and long ids shortened', () => {

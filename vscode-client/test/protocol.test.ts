@@ -4,7 +4,20 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { asCandidates, asDocumentSummary, asPreviewResult, ProtocolError } from '../src/protocol';
+import { readFileSync } from 'node:fs';
+import * as path from 'node:path';
+
+import {
+  asCandidates,
+  asDocumentSummary,
+  asInsertMentionResult,
+  asPreviewResult,
+  asTranscriptResult,
+  changedContent,
+  CLIENT_COMMANDS,
+  ProtocolError,
+  SERVER_COMMANDS,
+} from '../src/protocol';
 
 describe('server replies', () => {
   test('candidates: a missing label falls back to the id; a wrong shape is a protocol error', () => {
@@ -25,6 +38,7 @@ describe('server replies', () => {
     });
     assert.throws(() => asDocumentSummary({ mentions: 1 }), /documentSummary/);
     assert.throws(() => asDocumentSummary({ mentions: 1, sessions: 1, errors: 0, bytes: '10', tokens: 3 }), /documentSummary/);
+    assert.equal(asDocumentSummary({ mentions: 1, sessions: 1, errors: 0, bytes: 10, tokens: 3, tokensExact: true }).tokensExact, true);
   });
 
   test('document summary may name the target the server resolved', () => {
@@ -55,5 +69,60 @@ describe('server replies', () => {
     assert.deepEqual(asPreviewResult({ uri: 'dsh-preview:/x', text: 't' }), { uri: 'dsh-preview:/x', text: 't', summary: '', ok: true });
     assert.equal(asPreviewResult({ uri: 'dsh-preview:/x', text: 't', ok: false, summary: 's' }).ok, false);
     assert.throws(() => asPreviewResult({ uri: 'dsh-preview:/x' }), /preview/);
+  });
+
+  test('transcript needs a text; uri and title default to empty', () => {
+    assert.deepEqual(asTranscriptResult({ uri: 'dsh-transcript:/Fix%20it.txt?s1', text: 'title: Fix it\n', title: 'Fix it' }), {
+      uri: 'dsh-transcript:/Fix%20it.txt?s1',
+      text: 'title: Fix it\n',
+      title: 'Fix it',
+    });
+    assert.deepEqual(asTranscriptResult({ text: '' }), { uri: '', text: '', title: '' });
+    assert.throws(() => asTranscriptResult({ uri: 'dsh-transcript:/x.txt?x' }), /dshSessionReference\.transcript/);
+    assert.throws(() => asTranscriptResult(null), ProtocolError);
+  });
+
+  test('insertMention says what it inserted and whether the edit was applied', () => {
+    assert.deepEqual(asInsertMentionResult({ mention: '@[Fix it](dsh-session:InMxIg)', applied: true, extra: 1 }), {
+      mention: '@[Fix it](dsh-session:InMxIg)',
+      applied: true,
+    });
+    assert.throws(() => asInsertMentionResult({ mention: '@[x](dsh-session:InMxIg)' }), /dshSessionReference\.insertMention/);
+    assert.throws(() => asInsertMentionResult({ applied: 'yes', mention: '' }), ProtocolError);
+  });
+});
+
+describe('contentChanged notification', () => {
+  test('splits transcripts from previews, drops duplicates and other schemes', () => {
+    const changed = changedContent({
+      uris: ['dsh-transcript:/A.txt?a', 'dsh-preview:/prompt.md%20(context)?x', 'dsh-transcript:/A.txt?a', 'file:///x.md', 7],
+    });
+    assert.deepEqual(changed, { transcripts: ['dsh-transcript:/A.txt?a'], previews: ['dsh-preview:/prompt.md%20(context)?x'] });
+  });
+
+  test('a malformed notification changes nothing', () => {
+    for (const params of [undefined, null, [], { uris: 'dsh-transcript:/A.txt?a' }, { other: [] }]) {
+      assert.deepEqual(changedContent(params), { transcripts: [], previews: [] }, JSON.stringify(params));
+    }
+  });
+});
+
+describe('command ids', () => {
+  const manifest = JSON.parse(readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+    contributes: { commands: { command: string }[] };
+  };
+
+  test("no client command shares an id with a server command (vscode-languageclient registers the server's)", () => {
+    const server = new Set<string>(Object.values(SERVER_COMMANDS));
+    for (const id of Object.values(CLIENT_COMMANDS)) {
+      assert.equal(server.has(id), false, id);
+    }
+    for (const { command } of manifest.contributes.commands) {
+      assert.equal(server.has(command), false, command);
+    }
+  });
+
+  test('package.json contributes exactly the client commands', () => {
+    assert.deepEqual(manifest.contributes.commands.map((item) => item.command).sort(), Object.values(CLIENT_COMMANDS).sort());
   });
 });

@@ -24,7 +24,7 @@ describe('toServerSettings', () => {
     assert.deepEqual(toServerSettings(reader({}), paths), SERVER_DEFAULTS);
   });
 
-  test('sends exactly the six server settings', () => {
+  test('sends exactly the eight server settings', () => {
     const settings = toServerSettings(reader({ interpreter: '/usr/bin/python3', documentSelector: ['markdown'] }), paths);
     assert.deepEqual(Object.keys(settings).sort(), [...SERVER_KEYS].sort());
   });
@@ -57,7 +57,7 @@ describe('toServerSettings', () => {
 
   test('values of the wrong type fall back to the defaults', () => {
     const settings = toServerSettings(
-      reader({ sessionsRoot: 42, targetSessionId: null, maxReferences: '2', candidateLimit: Number.NaN, maxReferenceBytes: {}, bodySearch: 'yes' }),
+      reader({ sessionsRoot: 42, targetSessionId: null, maxReferences: '2', candidateLimit: Number.NaN, maxReferenceBytes: {}, bodySearch: 'yes', inlayHints: 0, codeLens: 'off' }),
       paths,
     );
     assert.deepEqual(settings, SERVER_DEFAULTS);
@@ -71,6 +71,18 @@ describe('toServerSettings', () => {
     const property = manifest.contributes.configuration.properties['dshSessionReference.bodySearch'];
     assert.equal((property as { type?: string }).type, 'boolean');
     assert.match(property.markdownDescription ?? '', /matched in messages/);
+  });
+
+  test('inlayHints and codeLens are on unless turned off, and reach the server under those names', () => {
+    assert.equal(toServerSettings(reader({}), paths).inlayHints, true);
+    assert.equal(toServerSettings(reader({}), paths).codeLens, true);
+    const off = didChangeConfigurationParams(toServerSettings(reader({ inlayHints: false, codeLens: false }), paths));
+    assert.equal(off.settings.dshSessionReference.inlayHints, false);
+    assert.equal(off.settings.dshSessionReference.codeLens, false);
+    const properties = manifest.contributes.configuration.properties;
+    assert.equal((properties['dshSessionReference.inlayHints'] as { type?: string }).type, 'boolean');
+    assert.equal((properties['dshSessionReference.codeLens'] as { type?: string }).type, 'boolean');
+    assert.match(properties['dshSessionReference.inlayHints'].markdownDescription ?? '', /messages kept and bytes against the budget/);
   });
 
   test('the target session id is sent verbatim (ids may hold any characters)', () => {

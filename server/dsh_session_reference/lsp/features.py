@@ -34,10 +34,12 @@ from .sessions import (
     TRANSCRIPT_SCHEME,
     definition,
     document_links,
+    label_of_transcript,
     listed_candidate,
     location_of,
     mention_edit,
     session_of_transcript,
+    transcript_uri,
     workspace_symbols,
 )
 
@@ -231,9 +233,8 @@ async def _code_action(
 async def _text_document_content(
     ls: DshLanguageServer, params: types.TextDocumentContentParams
 ) -> types.TextDocumentContentResult:
-    session_id = session_of_transcript(params.uri)
-    if session_id is not None:
-        return types.TextDocumentContentResult(text=(await _transcript(ls, session_id)).text)
+    if session_of_transcript(params.uri) is not None:
+        return types.TextDocumentContentResult(text=(await _transcript(ls, params.uri))[1].text)
     document_uri = document_of_preview(params.uri)
     if document_uri is not None:
         preview = await ls.preview(document_uri)
@@ -348,23 +349,27 @@ def _no_session(session_id: str) -> JsonRpcInvalidParams:
     return _invalid(f"the sessions root lists no session {display_inline_text(session_id)!r}")
 
 
-async def _transcript(ls: DshLanguageServer, session_id: str) -> Transcript:
-    """A session's transcript, remembered as served so that a change to its log tells the client."""
+async def _transcript(ls: DshLanguageServer, asked: str) -> tuple[str, Transcript]:
+    """The transcript a ``dsh-transcript:`` URI (or a bare session id) names, and its URI, remembered
+    as served (the URI asked for) so that a change to its log tells the client."""
+    session_id = session_of_transcript(asked)
+    label = label_of_transcript(asked)
+    if session_id is None:
+        session_id = asked
     try:
-        transcript = await read_transcript(ls.engine.resolver, session_id)
+        transcript = await read_transcript(ls.engine.resolver, session_id, label)
     except NoSuchSession:
         raise _no_session(session_id) from None
-    ls.live.served(location_of(transcript.session_id, transcript.title).uri, transcript.session_id)
-    return transcript
+    uri = asked if session_of_transcript(asked) is not None else transcript_uri(session_id, transcript.title)
+    ls.live.served(uri, transcript.session_id)
+    return uri, transcript
 
 
 async def _transcript_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
     if not args or not isinstance(args[0], str):
         raise _invalid(f"{TRANSCRIPT_COMMAND} expects [sessionId or {TRANSCRIPT_SCHEME}: URI]")
-    session_id = session_of_transcript(args[0])
     with ls.tracked_command():
-        transcript = await _transcript(ls, args[0] if session_id is None else session_id)
-    uri = location_of(transcript.session_id, transcript.title).uri
+        uri, transcript = await _transcript(ls, args[0])
     return {
         "uri": uri,
         "text": transcript.text,

@@ -59,7 +59,7 @@ class Live:
 
         reason = source.watch(changed)
         if reason is not None:
-            LOG.info("not watching the sessions root: %s", reason)
+            LOG.warning("not watching the sessions root (it is checked when asked instead): %s", reason)
 
     def served(self, uri: str, session_id: str) -> None:
         """A transcript was served: a change to its session's log tells the client."""

@@ -31,13 +31,17 @@ _TOP: Final = types.Position(line=0, character=0)
 _START: Final = types.Range(start=_TOP, end=_TOP)
 
 
-def transcript_uri(session_id: str, title: str | None) -> str:
+def transcript_uri(session_id: str, title: str | None, label: str | None = None) -> str:
     """``dsh-transcript:/<title>.txt?<session id>``: the tab reads as the title, the query says
-    which session (the only part read back)."""
+    which session. ``label``: the label a mention gives it, when not its title, as the fragment
+    (retention's sizes depend on the label, so the transcript counts as that mention does)."""
     name = display_inline_text(title if title else session_id).replace("/", "∕").strip() or "session"
     if len(name) > NAME_CHARS:
         name = name[: NAME_CHARS - 1] + "…"
-    return f"{TRANSCRIPT_SCHEME}:/{quote(name + '.txt')}?{quote(session_id, safe='')}"
+    uri = f"{TRANSCRIPT_SCHEME}:/{quote(name + '.txt')}?{quote(session_id, safe='')}"
+    if label is not None and label != (display_inline_text(title) if title is not None else session_id):
+        uri += "#" + quote(label, safe="")
+    return uri
 
 
 def session_of_transcript(uri: str) -> str | None:
@@ -45,25 +49,34 @@ def session_of_transcript(uri: str) -> str | None:
     parts = urlsplit(uri)
     if parts.scheme != TRANSCRIPT_SCHEME or "?" not in uri:
         return None
-    return unquote(uri.split("?", 1)[1])
+    return unquote(uri.split("?", 1)[1].split("#", 1)[0])
 
 
-def _linked(analysis: Analysis) -> list[tuple[int, int, str, str | None]]:
-    """``(start, end, session id, title)`` of each mention whose session the root lists."""
+def label_of_transcript(uri: str) -> str | None:
+    """The mention's label a transcript URI carries (``None``: the session's title)."""
+    if session_of_transcript(uri) is None or "#" not in uri.split("?", 1)[1]:
+        return None
+    return unquote(uri.split("?", 1)[1].split("#", 1)[1])
+
+
+def _linked(analysis: Analysis) -> list[tuple[int, int, str]]:
+    """``(start, end, transcript URI)`` of each mention whose session the root lists, with the
+    label ``prepare`` uses for it (its first mention's)."""
     found = []
     for reference in analysis.references:
         if reference.record is None:
             continue
+        uri = transcript_uri(reference.session_id, reference.title, reference.label)
         for span in reference.spans:
-            found.append((span.start, span.end, reference.session_id, reference.title))
+            found.append((span.start, span.end, uri))
     return sorted(found)
 
 
 def definition(analysis: Analysis, offset: int) -> str | None:
     """The transcript URI of the listed session mentioned at ``offset``."""
-    for start, end, session_id, title in _linked(analysis):
+    for start, end, uri in _linked(analysis):
         if start <= offset <= end:
-            return transcript_uri(session_id, title)
+            return uri
     return None
 
 
@@ -72,10 +85,10 @@ def document_links(analysis: Analysis, index: LineIndex, encoding: Encoding) -> 
     return [
         types.DocumentLink(
             range=index.range_of(start, end, encoding),
-            target=transcript_uri(session_id, title),
-            tooltip=f"Open the transcript of {display_inline_text(title or session_id)}",
+            target=uri,
+            tooltip="Open the transcript of this session (read-only)",
         )
-        for start, end, session_id, title in _linked(analysis)
+        for start, end, uri in _linked(analysis)
     ]
 
 

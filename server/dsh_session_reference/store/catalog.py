@@ -450,10 +450,11 @@ class SessionCatalog:
     # --- watching --------------------------------------------------------------------------------
 
     def watch(self, listener: Callable[[StoreChange], None]) -> str | None:
-        """Watch the root (:class:`.watch.RootWatcher`) and tell ``listener`` what changed once
-        the listing has caught up: at once on a small root (every request walks it), after a
-        walk the change asks for on a big one (it runs as soon as no request is being answered,
-        without waiting for the editor to pause). ``None`` once watching, else why not."""
+        """Watch the root (:class:`.watch.RootWatcher`) and tell ``listener`` what changed: at once
+        on a small root (every request walks it); on a big one, changed logs at once and again
+        after the walk the change asks for, which runs as soon as no request is being answered
+        when sessions came or went, else at the editor's next pause. ``None`` once watching,
+        else why not."""
         with self._lock:
             if self._closed:
                 return "the catalog is closed"
@@ -482,11 +483,17 @@ class SessionCatalog:
             if record is not None:
                 sessions.add(record.id)
         if snapshot is not None and self._served(snapshot):
+            # Logs that changed are read afresh by whoever asks (reads check each log's
+            # fingerprint): say so now. Their titles, and sessions that came or went, wait for a
+            # walk: at once when sessions came or went, else at the editor's next pause (a walk
+            # of a big root per chunk dsh streams would take the interpreter from the keystrokes).
             with self._lock:
                 seen = self._seen or (set(), False)
                 self._seen = (seen[0] | sessions, seen[1] or listing)
-            self._ask(refresh=True, urgent=True)
-            return
+            self._ask(refresh=True, urgent=listing)
+            if not sessions:
+                return
+            listing = False  # said after the walk
         self._tell(StoreChange(frozenset(sessions), listing))
 
     def _by_directory(self, snapshot: _Snapshot) -> dict[str, SessionRecord]:

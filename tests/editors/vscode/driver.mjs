@@ -5,10 +5,12 @@
 // in time": pytest compares the recorded texts with what the library computes.
 //
 // Usage: node driver.mjs SPEC.json
-//   spec: {playwrightDir, chromium, url, prompt, artifacts, result, timeoutMs, mode, pick?, quickFixPattern?}
+//   spec: {playwrightDir, chromium, url, prompt, artifacts, result, timeoutMs, mode, pick?, quickFixPattern?,
+//          hintCount?, symbolQuery?, symbolLabel?, mentionQuery?, mentionLabel?,
+//          growLog?, growBytes?, growText?, growMention?}
 //   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives.
 
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 
@@ -47,30 +49,77 @@ async function screenshot(page, name) {
 }
 
 /**
- * The editor's rendered logical lines, top to bottom (VS Code renders only the visible ones).
- * A wrapped line is rendered as several view lines; only the first has a line number, so the
- * others are joined to it.
+ * The editor's rendered logical lines, top to bottom (VS Code renders only the visible ones),
+ * each with the inlay hints shown in it. A wrapped line is rendered as several view lines; only
+ * the first has a line number, so the others are joined to it. Inlay hints are injected text
+ * inside the view line, in spans with a generated `dyn-rule-*` class: they are not the
+ * document's text, so they are taken out of `text` and listed in `hints`.
  */
-async function visibleLines(editor) {
+async function renderedLines(editor) {
   return editor.evaluate((root) => {
     const numbered = new Set(
       [...root.querySelectorAll('.margin-view-overlays > div')]
         .filter((row) => (row.querySelector('.line-numbers')?.textContent ?? '').trim() !== '')
         .map((row) => Math.round(parseFloat(row.style.top || '0'))),
     );
+    const clean = (text) => text.replace(/\u00a0/g, ' ');
     const rows = [...root.querySelectorAll('.view-lines .view-line')]
-      .map((line) => ({ top: Math.round(parseFloat(line.style.top || '0')), text: line.textContent.replace(/\u00a0/g, ' ') }))
+      .map((line) => {
+        const injected = [...line.querySelectorAll('[class*="dyn-rule-"]')];
+        const hints = injected.map((span) => clean(span.textContent).trim()).filter((text) => text !== '');
+        const copy = line.cloneNode(true);
+        for (const span of copy.querySelectorAll('[class*="dyn-rule-"]')) {
+          span.remove();
+        }
+        return { top: Math.round(parseFloat(line.style.top || '0')), text: clean(copy.textContent), hints };
+      })
       .sort((a, b) => a.top - b.top);
     const lines = [];
     for (const row of rows) {
       if (lines.length === 0 || numbered.has(row.top) || numbered.size === 0) {
-        lines.push(row.text);
+        lines.push({ text: row.text, hints: row.hints });
       } else {
-        lines[lines.length - 1] += row.text;
+        lines[lines.length - 1].text += row.text;
+        lines[lines.length - 1].hints.push(...row.hints);
       }
     }
     return lines;
   });
+}
+
+/** The editor's rendered logical lines as the document has them (inlay hints left out). */
+async function visibleLines(editor) {
+  return (await renderedLines(editor)).map((line) => line.text);
+}
+
+/** Polls `read` until `predicate` holds of its value; the error says what was seen last. */
+async function waitFor(read, predicate, what, timeout = STEP_TIMEOUT) {
+  const started = Date.now();
+  let value;
+  while (Date.now() - started < timeout) {
+    value = await read();
+    if (predicate(value)) {
+      return value;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`${what}; last seen: ${JSON.stringify(value)}`);
+}
+
+/** The quick input's rows once they stop changing (the server answers as the user types). */
+async function settledQuickInputRows(page) {
+  let rows = [];
+  let stableSince = Date.now();
+  const started = Date.now();
+  while (Date.now() - stableSince < 800 && Date.now() - started < STEP_TIMEOUT) {
+    await page.waitForTimeout(100);
+    const now = (await page.locator('.quick-input-widget .monaco-list-row').allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim());
+    if (JSON.stringify(now) !== JSON.stringify(rows)) {
+      rows = now;
+      stableSince = Date.now();
+    }
+  }
+  return rows;
 }
 
 /** Where to point at an element without letting Playwright scroll the editor around it. */
@@ -337,18 +386,7 @@ async function main() {
       const input = page.locator('.quick-input-widget input');
       await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'No target' }).first().waitFor({ timeout: STEP_TIMEOUT });
       await input.type(query, { delay: 30 });
-      let rows = [];
-      let stableSince = Date.now();
-      const started = Date.now();
-      while (Date.now() - stableSince < 800 && Date.now() - started < STEP_TIMEOUT) {
-        await page.waitForTimeout(100);
-        const now = (await page.locator('.quick-input-widget .monaco-list-row').allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim());
-        if (JSON.stringify(now) !== JSON.stringify(rows)) {
-          rows = now;
-          stableSince = Date.now();
-        }
-      }
-      found[query] = rows;
+      found[query] = await settledQuickInputRows(page);
       if (query === spec.pickerQueries[0]) {
         await screenshot(page, 'select-target-searching');
       }
@@ -443,6 +481,166 @@ async function main() {
     const status = await waitForStatus(page, /KB$/, 'the status bar did not come back after the restart');
     const fresh = await waitForLines(previewEditor, (l) => !l.some((line) => line.startsWith('OUT OF DATE')) && l.some((line) => line.includes('Byte accounting')), 'the preview was not prepared again after the restart');
     return { status, popup, stale, fresh };
+  });
+
+  // Issue 19: what each mention costs, the transcript behind a mention, sessions as workspace
+  // symbols, and the mention picker. A transcript opens as a tab in the prompt's group: the
+  // prompt tab is clicked again before the prompt is used.
+  const promptTab = page.locator(`.tab[aria-label^="${promptName}"]`).first();
+  const backToPrompt = async () => {
+    await promptTab.click();
+    await promptEditor.locator('.view-lines').waitFor({ timeout: STEP_TIMEOUT });
+    await promptEditor.locator('.view-lines').click();
+  };
+  /** The active `.txt` tab (a transcript) and its rendered text, once the server's text is in. */
+  const activeTranscript = async () => {
+    const tab = page.locator('.tab.active', { hasText: '.txt' }).first();
+    await tab.waitFor({ timeout: STEP_TIMEOUT });
+    const editor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '.txt' }) }).locator('.monaco-editor').first();
+    await editor.waitFor({ timeout: STEP_TIMEOUT });
+    const lines = await waitForLines(editor, (l) => l.some((line) => line.startsWith('title:')), 'the transcript shows no title line');
+    // The tab shows the name and its extension in separate elements.
+    const tabTitle = (await tab.innerText()).replace(/\s*\n\s*/g, '').trim();
+    const tabLabel = (await tab.getAttribute('aria-label')) ?? '';
+    return { tabTitle, tabLabel, lines, groups: await page.locator('.editor-group-container').count() };
+  };
+
+  await step('inlay-hints', page, async () => {
+    await backToPrompt();
+    await page.keyboard.press('Control+Home');
+    // One hint after each valid mention, once the server has measured them.
+    const lines = await waitFor(
+      () => renderedLines(promptEditor),
+      (rendered) => rendered.filter((line) => line.hints.some((hint) => /\bmsgs?\b/.test(hint))).length >= spec.hintCount,
+      `fewer than ${spec.hintCount} mentions show their cost`,
+    );
+    return { lines };
+  });
+
+  await step('code-lens', page, async () => {
+    const lens = promptEditor.locator('.codelens-decoration').first();
+    const text = await waitFor(
+      async () => ((await lens.count()) > 0 ? (await lens.innerText()).replace(/\s+/g, ' ').trim() : ''),
+      (value) => value.includes('Preview'),
+      'no code lens with "Preview" above the first mention',
+    );
+    const lenses = await promptEditor.locator('.codelens-decoration').count();
+    // "Preview" runs the extension's own preview command with the prompt's URI (a string): close
+    // the open preview first, so the click has to open it again beside the prompt.
+    const previewTab = page.locator('.tab', { hasText: '(context)' }).first();
+    await previewTab.click({ button: 'middle' }); // a middle click closes a tab
+    await previewTab.waitFor({ state: 'detached', timeout: STEP_TIMEOUT });
+    await promptEditor.locator('.view-lines').click();
+    await lens.locator('a', { hasText: 'Preview' }).click();
+    await page.locator('.tab', { hasText: '(context)' }).first().waitFor({ timeout: STEP_TIMEOUT });
+    const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab', { hasText: '(context)' }) }).locator('.monaco-editor').first();
+    const preview = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Byte accounting')), 'the code lens did not open the preview');
+    await page.waitForTimeout(300);
+    const errors = await page.locator('.notifications-toasts .notification-toast').allInnerTexts();
+    return { text, lenses, preview: preview.slice(0, 3), groups: await page.locator('.editor-group-container').count(), toasts: errors };
+  });
+
+  await step('transcript', page, async () => {
+    // F12 with the cursor inside the first mention (the quick-fixed one).
+    await backToPrompt();
+    await page.keyboard.press('Control+Home');
+    const lines = await visibleLines(promptEditor);
+    const index = lines.findIndex((line) => line.includes('@['));
+    if (index < 0) {
+      throw new Error(`no mention in ${JSON.stringify(lines)}`);
+    }
+    for (let i = 0; i < index; i++) {
+      await page.keyboard.press('ArrowDown');
+    }
+    await page.keyboard.press('Home');
+    for (let i = 0; i < lines[index].indexOf('@[') + 4; i++) {
+      await page.keyboard.press('ArrowRight');
+    }
+    await page.keyboard.press('F12');
+    return { mentionLine: lines[index], ...(await activeTranscript()) };
+  });
+
+  await step('workspace-symbol', page, async () => {
+    await backToPrompt();
+    await page.keyboard.press('Control+t');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    await waitFor(() => input.inputValue(), (value) => value.startsWith('#'), 'Ctrl+T did not open Go to Symbol in Workspace');
+    await input.press('End');
+    await input.type(spec.symbolQuery, { delay: 40 });
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: spec.symbolLabel }).first().waitFor({ timeout: STEP_TIMEOUT });
+    const rows = await settledQuickInputRows(page);
+    return { value: await input.inputValue(), rows };
+  });
+
+  await step('workspace-symbol-open', page, async () => {
+    // Enter on the session's row (moved to with the arrow keys, as a person would).
+    const rows = result.steps['workspace-symbol'].rows;
+    const index = rows.findIndex((row) => row.includes(spec.symbolLabel));
+    for (let i = 0; i < index; i++) {
+      await page.keyboard.press('ArrowDown');
+    }
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: STEP_TIMEOUT });
+    return await activeTranscript();
+  });
+
+  await step('insert-mention', page, async () => {
+    await backToPrompt();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('See ', { delay: 40 });
+    await runCommand(page, 'DSH: Insert session mention');
+    // The picker, not the command palette it replaces: typing before it has focus would go to the prompt.
+    const input = page.locator('.quick-input-widget input[placeholder^="Type a title, id or folder"]');
+    await input.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    await page.locator('.quick-input-widget .monaco-list-row').first().waitFor({ timeout: STEP_TIMEOUT });
+    await input.focus();
+    await input.type(spec.mentionQuery, { delay: 40 });
+    const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: spec.mentionLabel }).first();
+    await row.waitFor({ timeout: STEP_TIMEOUT });
+    const rows = await settledQuickInputRows(page);
+    await screenshot(page, 'insert-mention-picker');
+    const index = rows.findIndex((text) => text.includes(spec.mentionLabel));
+    for (let i = 0; i < index; i++) {
+      await page.keyboard.press('ArrowDown');
+    }
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: STEP_TIMEOUT });
+    const lines = await waitForLines(promptEditor, (l) => l.some((line) => line.startsWith('See @[')), 'the picked mention was not inserted');
+    // The cursor is left after the mention: typing goes on the same line.
+    await page.keyboard.type(' too', { delay: 40 });
+    const after = await waitForLines(promptEditor, (l) => l.some((line) => line.startsWith('See @[') && line.endsWith(' too')), 'typing after the insertion did not continue the line');
+    const status = await waitForStatus(page, /3 mentions/, 'the status bar does not count the inserted mention');
+    const rendered = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) => all.some((line) => line.text.startsWith('See @[') && line.hints.some((hint) => /\bmsgs?\b/.test(hint))),
+      'the inserted mention shows no cost',
+    );
+    const hints = rendered.find((line) => line.text.startsWith('See @['))?.hints ?? [];
+    return { rows, lines, after, status, hints };
+  });
+
+  await step('live-refresh', page, async () => {
+    // dsh appends a turn to a mentioned session whose transcript is open (the bytes pytest
+    // prepared with the library): the prompt's hint for it and the transcript follow on their own.
+    const hintOf = (lines) => lines.find((line) => line.text.includes(spec.growMention))?.hints ?? [];
+    const hintBefore = hintOf(result.steps['inlay-hints'].lines);
+    appendFileSync(spec.growLog, readFileSync(spec.growBytes));
+    await page.keyboard.press('Control+Home');
+    const lines = await waitFor(
+      () => renderedLines(promptEditor),
+      (rendered) => {
+        const hints = hintOf(rendered);
+        return hints.length > 0 && JSON.stringify(hints) !== JSON.stringify(hintBefore);
+      },
+      "the mention's hint did not follow the session's new turn",
+    );
+    await screenshot(page, 'live-refresh-hint');
+    await page.locator('.tab', { hasText: spec.symbolLabel }).first().click();
+    const editor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '.txt' }) }).locator('.monaco-editor').first();
+    const transcript = await waitForLines(editor, (l) => l.includes(spec.growText), 'the open transcript did not show the new turn');
+    return { transcript, hintBefore, hints: hintOf(lines), lines };
   });
 }
 

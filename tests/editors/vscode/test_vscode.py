@@ -6,8 +6,10 @@ the VS Code test runners that download builds cannot work offline), open a works
 `.vscode/settings.json` points at a generated sample store, and let driver.mjs walk the user's
 path in Debian's Chromium through Playwright: the error squiggle on a noncanonical URI, its quick
 fix, `@` completion in ranked order, accepting a candidate, the preview with its byte accounting,
-a setting changed while the server runs, the target picker, and "Restart server". Then the server
-is killed as a crash would, and must come back. The workspace has a `.venv` with nothing
+a setting changed while the server runs, the target picker, "Restart server", then each mention's
+cost as an inlay hint, the code lens and its "Preview", Go to Definition on a mention (the
+session's transcript), sessions in Go to Symbol in Workspace, and the insert-mention picker. Then
+the server is killed as a crash would, and must come back. The workspace has a `.venv` with nothing
 installed, so the run also proves that the extension picks that interpreter and that the server
 runs from the libraries inside the .vsix. A second run gives the extension a Python that is too
 old and reads the one notification it must show.
@@ -34,14 +36,25 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
 from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.jsjson import js_stringify
-from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
+from dsh_session_reference.lsp.sessions import transcript_uri
+from dsh_session_reference.resolver import SessionReferenceResolver, agent_for_target
+from dsh_session_reference.store.jsonl_store import JsonlSessionStore
+from dsh_session_reference.store.layout import log_path
+from dsh_session_reference.store.writer import encode_log
+from dsh_session_reference.transcript import cost_label
+from dsh_session_reference.uri import (
+    encode_session_reference_uri,
+    format_session_reference_mention,
+    parse_session_reference_text,
+)
 from editors.environment import isolated_env
-from editors.ranking import RANKING_QUERIES, archive_sessions, ranked_for
+from editors.ranking import RANKING_QUERIES, archive_sessions, ranked_for, titled_log
 
 if TYPE_CHECKING:
     from conftest import Scenario
@@ -52,7 +65,7 @@ DRIVER = Path(__file__).resolve().parent / "driver.mjs"
 ARTIFACTS = REPO / "test-artifacts" / "vscode"
 CHROMIUM = "/usr/bin/chromium"
 
-DRIVER_TIMEOUT_MS = 150_000
+DRIVER_TIMEOUT_MS = 240_000
 """The driver's own limit; its result then names the step it was waiting for."""
 DRIVER_KILL_S = DRIVER_TIMEOUT_MS / 1000 + 30
 """pytest's backstop: the driver's whole process group (Chromium included) is killed."""
@@ -325,6 +338,54 @@ def _run_driver(
     return result, output
 
 
+def _mention_costs(scenario: Scenario, document_text: str) -> dict[str, str]:
+    """Each referenced session's inlay hint for ``document_text`` (by session id): what dsh's own
+    ``prepare`` keeps of it, in the hint's words (:func:`~dsh_session_reference.transcript.cost_label`)."""
+    store = JsonlSessionStore(str(scenario.sessions_root))
+
+    async def prepare() -> dict[str, str]:
+        agent = await agent_for_target(store, scenario.target_id, str(scenario.workspace))
+        resolver = SessionReferenceResolver(store)
+        parsed = parse_session_reference_text(document_text)
+        prepared = await resolver.prepare(agent, [{"type": "text", "text": parsed.text}], parsed.references)
+        assert prepared.additional_context is not None
+        budget = resolver.config.max_reference_bytes
+        return {
+            source.data["sessionId"]: cost_label(source, budget)
+            for source in prepared.additional_context.sources
+        }
+
+    return asyncio.run(prepare())
+
+
+FOLLOW_UP = "Follow-up: the zeta migration needs a dry run first."
+REPLY = "Agreed: run it against a copy of the orders table, then compare the row counts."
+
+
+def _grown_log(
+    sessions_root: Path, session_id: str, days_old: int, cwd: str | None, title: str
+) -> tuple[Path, bytes]:
+    """A ranking session (:func:`editors.ranking.titled_session`) as dsh would leave it after one
+    more turn: its log's path, and the bytes that turn appends (one more zstd frame)."""
+    log = titled_log(session_id, days_old, cwd, title)
+    path = Path(log_path(str(sessions_root), cwd, session_id, "zstd"))
+    written = path.read_bytes()
+    assert encode_log(log) == written, "the ranking session is no longer written as titled_session writes it"
+    log.start_turn()
+    log.user(FOLLOW_UP)
+    log.assistant(REPLY)
+    log.end_turn()
+    log.commit()
+    grown = encode_log(log)
+    assert grown.startswith(written) and len(grown) > len(written)
+    return path, grown[len(written) :]
+
+
+def _tab_name(uri: str) -> str:
+    """What VS Code's tab says for a virtual document: the last path segment, decoded."""
+    return unquote(urlsplit(uri).path).rsplit("/", 1)[-1]
+
+
 def _line_with(lines: list[str], needle: str) -> str:
     matches = [line for line in lines if needle in line]
     assert matches, f"no line with {needle!r} in {lines}"
@@ -424,9 +485,40 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         },
     )
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(workspace / ".venv")], check=True)
+    # The prompt as written: VS Code may save the edited one before the run ends.
+    original_prompt = scenario.prompt.read_text(encoding="utf-8")
     # Oldest of all, in one more project: the 50 rows a first answer holds never reach the last.
     archived = archive_sessions(scenario.sessions_root, 60)
     oldest_id = "0198bbbb-0000-7000-8000-000000000060"
+    # Go to Symbol in Workspace finds a session by part of its title, in dsh's rank order: the
+    # session the accepted completion mentions (ranking row 0, "Notes: zeta mig follow-up").
+    symbol_query = "zeta mig"
+    symbol_label = asyncio.run(
+        ranked_for(scenario.sessions_root, scenario.target_id, str(workspace), symbol_query)
+    )[0]
+    picked = scenario.picked
+    assert symbol_label == display_inline_text(picked.label), (symbol_label, picked)
+    # While its transcript is open, that session gets one more turn, as dsh appends it: the
+    # transcript and the prompt's hint must follow without a command.
+    target_cwd = next(
+        r.cwd
+        for r in JsonlSessionStore(str(scenario.sessions_root)).list_sessions()
+        if r.id == scenario.target_id
+    )
+    grown_log, appended = _grown_log(scenario.sessions_root, picked.session_id, 1, target_cwd, picked.label)
+    (tmp_path / "appended.bin").write_bytes(appended)
+    # What each mention costs before that turn (after it is computed once the run is over).
+    canonical = encode_session_reference_uri(scenario.fixed_id)
+    fixed_line = scenario.bad_line.replace(scenario.bad_uri, canonical)
+    mention = format_session_reference_mention(picked.session_id, display_inline_text(picked.label))
+    accepted_line = f"{scenario.last_line} {mention}"
+    document_text = original_prompt.replace(scenario.bad_uri, canonical).replace(
+        f"{scenario.last_line}\n", f"{accepted_line}\n"
+    )
+    costs = _mention_costs(scenario, document_text)
+    # The preview as dsh would prepare it before that turn; the .vsix carries no `tokens` extra
+    # (and the workspace's .venv has nothing installed), so its token counts are estimates.
+    report_lines = scenario.prepared_report(document_text, exact_tokens=False).splitlines()
 
     artifacts = _artifacts("user-path")
     spec = _driver_spec(
@@ -439,6 +531,16 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         quickFixPattern="^Use session",
         rankingQueries=list(RANKING_QUERIES),
         pickerQueries=[archived[-1], oldest_id[:-1]],
+        hintCount=2,  # the quick-fixed mention and the accepted completion
+        symbolQuery=symbol_query,
+        symbolLabel=symbol_label,
+        # The mention picker searches too: the oldest session, past the first answer's 50 rows.
+        mentionQuery=archived[-1],
+        mentionLabel=archived[-1],
+        growLog=str(grown_log),
+        growBytes=str(tmp_path / "appended.bin"),
+        growText=FOLLOW_UP,
+        growMention=mention,
     )
     with _code_server(
         tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
@@ -468,8 +570,6 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert scenario.fixed_label in diagnostic["hover"], diagnostic
 
     # 2. The quick fix rewrites exactly the URI to the canonical one, and the squiggle goes.
-    canonical = encode_session_reference_uri(scenario.fixed_id)
-    fixed_line = scenario.bad_line.replace(scenario.bad_uri, canonical)
     expected_title = f"Use session {js_stringify(scenario.fixed_label)}"
     assert expected_title in steps["quick-fix-menu"]["titles"], steps["quick-fix-menu"]
     assert steps["quick-fix-applied"]["chosen"] == expected_title
@@ -489,9 +589,6 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert "{" not in completion["details"], completion["details"]  # a person reads it: no raw JSON
 
     # 4. Accepting the pick-th row inserts that session's canonical mention in place of the `@`.
-    picked = scenario.picked
-    mention = format_session_reference_mention(picked.session_id, display_inline_text(picked.label))
-    accepted_line = f"{scenario.last_line} {mention}"
     assert accepted_line in steps["completion-accepted"]["lines"], steps["completion-accepted"]
     assert "2 mentions" in steps["completion-accepted"]["status"], steps["completion-accepted"]
 
@@ -502,12 +599,6 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert preview["tabTitle"].startswith(f"{scenario.prompt.name} (context)"), preview
     assert preview["top"][0] == "Referenced-session context preview", preview["top"]
     assert "2 mentions" in preview["status"], preview  # looking at the preview keeps the prompt's figures
-    document_text = (
-        scenario.prompt.read_text(encoding="utf-8")
-        .replace(scenario.bad_uri, canonical)
-        .replace(f"{scenario.last_line}\n", f"{accepted_line}\n")
-    )
-    report_lines = scenario.prepared_report(document_text).splitlines()
     totals = report_lines[report_lines.index("Totals") : report_lines.index("What the model receives") - 1]
     shown = [line.rstrip() for line in preview["bottom"]]
     for line in totals:
@@ -561,7 +652,67 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert "Sending request 'textDocument/completion" in trace, trace[-2000:]
     assert "Received response 'workspace/executeCommand" in trace, trace[-2000:]
 
-    # 10. A crashed server is restarted by the extension, counted against the bound.
+    # 10. After each valid mention, an inlay hint says what it costs: the messages dsh keeps of
+    # the session and its bytes against the budget, as dsh's own prepare counts them.
+    assert len(costs) == 2, costs
+    hinted = steps["inlay-hints"]["lines"]
+    for session_id, line_text in ((scenario.fixed_id, fixed_line), (picked.session_id, accepted_line)):
+        (row,) = [row for row in hinted if row["text"] == line_text] or [None]
+        assert row is not None, (line_text, hinted)
+        assert any(costs[session_id] in hint for hint in row["hints"]), (costs[session_id], row)
+    assert not any(row["hints"] for row in hinted if "@[" not in row["text"]), hinted
+
+    # 11. A code lens above the first mention totals the prompt's sessions and offers "Preview",
+    # which runs the extension's own preview command with the prompt's URI (it opened again).
+    lens = steps["code-lens"]
+    assert "2 sessions" in lens["text"] and "Preview" in lens["text"], lens
+    assert lens["lenses"] >= 1, lens
+    assert lens["preview"][0] == "Referenced-session context preview", lens
+    assert lens["groups"] == 2, lens
+    assert not [toast for toast in lens["toasts"] if "DSH" in toast or "preview" in toast.lower()], lens
+
+    # 12. Go to Definition on a mention opens the session's transcript, read-only, titled by it.
+    transcript = steps["transcript"]
+    assert "@[earlier work]" in transcript["mentionLine"], transcript
+    assert transcript["tabTitle"] == _tab_name(
+        transcript_uri(scenario.fixed_id, scenario.candidates[0].label)
+    ), transcript
+    assert transcript["lines"][0].startswith("dsh session transcript (read-only)"), transcript
+    assert f"title:     {scenario.fixed_label}" in transcript["lines"], transcript
+    assert f"session:   {scenario.fixed_id}" in transcript["lines"], transcript
+
+    # 13. Ctrl+T lists sessions by title; Enter opens that session's transcript.
+    symbols = steps["workspace-symbol"]
+    assert symbols["value"] == f"#{symbol_query}", symbols
+    assert any(symbol_label in row for row in symbols["rows"]), symbols
+    opened = steps["workspace-symbol-open"]
+    assert f"title:     {symbol_label}" in opened["lines"], opened
+    assert f"session:   {picked.session_id}" in opened["lines"], opened
+    assert opened["tabTitle"] == _tab_name(transcript_uri(picked.session_id, picked.label)), opened
+    assert FOLLOW_UP not in opened["lines"], opened
+
+    # 13a. dsh appends a turn to that session: the open transcript shows it, and the prompt's hint
+    # for its mention counts it, with no command run (the server watches the sessions folder).
+    live = steps["live-refresh"]
+    assert FOLLOW_UP in live["transcript"] and REPLY in live["transcript"], live
+    assert "messages:  2 from the user, 1 reply" in live["transcript"], live
+    grown_costs = _mention_costs(scenario, document_text)
+    assert grown_costs[picked.session_id] != costs[picked.session_id], (costs, grown_costs)
+    assert grown_costs[picked.session_id] in live["hints"], (grown_costs, live)
+
+    # 14. "DSH: Insert session mention" finds the oldest session by title and inserts its canonical
+    # mention at the cursor, which stays after it.
+    inserted = steps["insert-mention"]
+    assert any(archived[-1] in row for row in inserted["rows"]), inserted
+    oldest_mention = format_session_reference_mention(oldest_id, display_inline_text(archived[-1]))
+    assert f"See {oldest_mention}" in inserted["lines"], inserted
+    assert f"See {oldest_mention} too" in inserted["after"], inserted
+    assert "3 mentions" in inserted["status"], inserted
+    # ... and its cost shows after it like the others'.
+    final_costs = _mention_costs(scenario, f"{document_text}\nSee {oldest_mention} too\n")
+    assert any(final_costs[oldest_id] in hint for hint in inserted["hints"]), (final_costs, inserted)
+
+    # 15. A crashed server is restarted by the extension, counted against the bound.
     assert recovered_after is not None and recovered_after < 20
 
     print(output)
