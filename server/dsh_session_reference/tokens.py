@@ -9,8 +9,11 @@ Counts are of plain text, without special tokens: the readable message and the s
 sends them (its chat framing adds a few tokens more, and its system prompt many).
 
 Loading takes about 0.3 s and 60 MB, and a 64 KB snapshot about 30 ms, so the tokenizer is
-loaded once, in the background, on first use, and counts are kept per text (by digest): an
-editor feature never waits for either; it shows the estimate until the count is there.
+loaded once, in the background, when the first count is asked for (the first analysis of a
+document that mentions a session: a server that only completes ``@`` never holds it), and
+counts are kept per text (by digest): an editor feature never waits for either; it shows the
+estimate until the count is there (a preview, asked for once, waits for the load). A text over
+:data:`EXACT_MAX_BYTES` is always estimated.
 """
 
 from __future__ import annotations
@@ -34,6 +37,10 @@ V4_TOKENIZER_SHA256: Final = "8f9f37ca37fdc4f5fd36d5cf4d3b0e8392edb4e894fd10cc0d
 MAX_TOKENIZER_BYTES: Final = 32 << 20
 """The tokenizer file is read only up to this size (the official one is 7.6 MB)."""
 MAX_KEPT_COUNTS: Final = 512
+EXACT_MAX_BYTES: Final = 128 << 10
+"""Texts up to this size are counted exactly (about 60 ms); a longer one is estimated, and says
+so: a 1 MB prompt took 0.7 s per count and its status-bar summary is asked for at each edit,
+and the tokenizer's buffers for it held hundreds of megabytes."""
 
 
 def estimate_tokens(byte_count: int) -> int:
@@ -136,11 +143,13 @@ class TokenCounter:
                 self._path = None  # unusable: estimate from now on
 
     def count(self, text: str) -> TokenCount:
-        """Exact when the tokenizer is loaded (a count kept from before costs nothing), else the
-        estimate. Blocking: call it off the event loop for big texts."""
-        if not self.ready():
+        """Exact when the tokenizer is loaded and the text is at most :data:`EXACT_MAX_BYTES` (a count
+        kept from before costs nothing), else the estimate. Blocking: call it off the event loop."""
+        if len(text) > EXACT_MAX_BYTES or not self.ready():
             return TokenCount(estimate_tokens(js_byte_length(text)), False)
         encoded = text.encode("utf-8", "surrogatepass")
+        if len(encoded) > EXACT_MAX_BYTES:
+            return TokenCount(estimate_tokens(js_byte_length(text)), False)
         key = hashlib.blake2b(encoded, digest_size=16).digest()
         with self._lock:
             kept = self._counts.get(key)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from dsh_session_reference.tokens import (
+    EXACT_MAX_BYTES,
     TokenCount,
     TokenCounter,
     estimate_tokens,
@@ -69,6 +70,15 @@ def test_only_deepseeks_file_is_taken(tmp_path: Path) -> None:
     assert counter.available and not counter.wait(30)
     assert not counter.available  # unusable: estimates from now on, and no second load
     assert counter.count("hello") == TokenCount(2, False)
+
+
+def test_a_text_over_the_exact_limit_is_estimated(counter: TokenCounter) -> None:
+    """A 1 MB prompt took 0.7 s per count (its summary is asked for at each edit): estimated."""
+    assert counter.count("a " * (EXACT_MAX_BYTES // 2)).exact
+    assert counter.count("é" * (EXACT_MAX_BYTES // 2 + 1)) == TokenCount(
+        estimate_tokens(EXACT_MAX_BYTES + 2), False
+    )  # the limit is in UTF-8 bytes, not characters
+    assert not counter.count("a" * (EXACT_MAX_BYTES + 1)).exact
 
 
 def test_a_lone_surrogate_is_counted_not_an_error(counter: TokenCounter) -> None:
