@@ -59,7 +59,8 @@ class TokenCount:
         return TokenCount(self.tokens + other.tokens, self.exact and other.exact)
 
     def describe(self, *, short: bool = False) -> str:
-        """``4,612 tokens`` or ``~4,600 tokens, estimated``; ``short``: ``4.6k tokens`` / ``~4.6k``."""
+        """``4,612 tokens`` or ``~4,612 tokens, estimated``; ``short``: ``4.6k tokens`` or
+        ``~4.6k tokens, estimated``."""
         amount = _short(self.tokens) if short else f"{self.tokens:,}"
         if self.exact:
             return f"{amount} tokens"
@@ -159,7 +160,9 @@ class TokenCounter:
         tokenizer = self._tokenizer
         assert tokenizer is not None
         clean = encoded.decode("utf-8", "replace")  # a lone surrogate counts as U+FFFD
-        tokens = len(tokenizer.encode(clean, add_special_tokens=False).ids)
+        # encode_batch lets go of the interpreter while it works (encode holds it: 50-100 ms of a
+        # server's event loop per 64-128 KB text, even from a worker thread).
+        tokens = len(tokenizer.encode_batch([clean], add_special_tokens=False)[0].ids)
         with self._lock:
             self._counts[key] = tokens
             while len(self._counts) > MAX_KEPT_COUNTS:

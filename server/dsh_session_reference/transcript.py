@@ -27,6 +27,9 @@ HEAD_BYTES: Final = 64 << 10
 """The first messages' bytes a transcript shows (how the session began)."""
 TAIL_BYTES: Final = 256 << 10
 """The newest messages' bytes a transcript shows at least (the budget's worth if that is more)."""
+MAX_CHARS: Final = 2 << 20
+"""A transcript's length at most: checkpoints are all kept (as ``prepare`` keeps them), so hundreds
+of them could otherwise make tens of megabytes; past this its middle is cut, and says so."""
 
 
 def read_bytes(budget: int) -> int:
@@ -104,7 +107,8 @@ async def read_transcript(
             f"This session's log cannot be read, so a mention of it fails: {display_inline_text(reason)}\n"
         )
         return Transcript(record.id, title, text)
-    shown = label if label is not None else display_inline_text(title) if title is not None else record.id
+    # The label a mention picked from the list would carry: the title (else the id), escaped as shown.
+    shown = label if label is not None else display_inline_text(title if title is not None else record.id)
     retained = await asyncio.to_thread(retain_conversation, snapshot, shown, budget)
     text = await asyncio.to_thread(
         render_transcript, snapshot, TranscriptFacts(record.id, title, retained, budget, label)
@@ -153,7 +157,22 @@ def render_transcript(snapshot: ConversationSnapshot, facts: TranscriptFacts) ->
     _flush_gap(lines, gap)
     if not items:
         lines.append("(no messages yet)")
-    return "\n".join(lines).rstrip("\n") + "\n"
+    return _bounded("\n".join(lines).rstrip("\n") + "\n")
+
+
+def _bounded(text: str) -> str:
+    """``text``, or its first quarter and last three quarters of :data:`MAX_CHARS`, cut at line
+    breaks, with a notice of what lies between."""
+    if len(text) <= MAX_CHARS:
+        return text
+    head_end = text.rfind("\n", 0, MAX_CHARS // 4) + 1
+    tail_start = text.find("\n", len(text) - MAX_CHARS * 3 // 4) + 1
+    hidden = text[head_end:tail_start]
+    notice = (
+        f"[… {hidden.count(chr(10)):,} lines ({js_byte_length(hidden):,} bytes) of this transcript "
+        f"not shown: a transcript is at most {MAX_CHARS >> 20} MB long …]\n\n"
+    )
+    return text[:head_end] + notice + text[tail_start:]
 
 
 def _counts(items: Sequence[ConversationItem]) -> str:
@@ -176,7 +195,7 @@ def _mention_line(facts: TranscriptFacts) -> str:
         + (
             "(mentioned by its title)"
             if facts.label is None
-            else f"(mentioned as {display_inline_text(facts.label)!r})"
+            else f'(mentioned as "{display_inline_text(facts.label)}")'
         )
     )
     if stats.truncated:

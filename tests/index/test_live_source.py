@@ -961,3 +961,76 @@ def test_a_watched_big_root_says_what_changed_and_walks_for_new_sessions(
         assert "s-c" in {record.id for record in source.list_sessions()}
     finally:
         source.close()
+
+
+def test_a_session_seen_during_a_walk_is_walked_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new session the watcher sees while the walk it asked for runs is not told as listed by
+    that walk (which did not see it): it asks for a walk of its own, which lists it."""
+    monkeypatch.setattr(catalog, "SYNC_MAX_SESSIONS", 1)
+    put(tmp_path, "s-a", lines(header("s-a"), *one_turn()))
+    put(tmp_path, "s-b", lines(header("s-b"), *one_turn()))
+    source = open_source(str(tmp_path), live=True)
+    try:
+        source.list_sessions()
+        real = source._refresh  # type: ignore[attr-defined]
+        walks: list[int] = []
+
+        def walk(*args: Any, **kwargs: Any) -> Any:
+            result = real(*args, **kwargs)
+            walks.append(1)
+            if len(walks) == 1:  # s-d appears once this walk has listed the root
+                new = Path(put(tmp_path, "s-d", lines(header("s-d"), *one_turn()))).parent
+                source._watched(frozenset({str(new)}))  # type: ignore[attr-defined]
+            return result
+
+        monkeypatch.setattr(source, "_refresh", walk)
+        new = Path(put(tmp_path, "s-c", lines(header("s-c"), *one_turn()))).parent
+        source._watched(frozenset({str(new)}))  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 0.9  # under REFRESH_AFTER: no request-driven walk helps
+        while "s-d" not in {record.id for record in source.snapshot.records}:  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, f"s-d never listed after {len(walks)} walks"
+            time.sleep(0.02)
+    finally:
+        source.close()
+
+
+def test_a_dropped_watched_catalog_is_collected_and_stops_watching(tmp_path: Path) -> None:
+    """The server drops a root's catalog when the root setting changes: watching must not keep it
+    (or its threads) alive."""
+    put(tmp_path, "s-a", lines(header("s-a"), *one_turn()))
+    source = open_source(str(tmp_path), live=True)
+    source.list_sessions()
+    assert source.watch(lambda change: None) is None
+    dropped = weakref.ref(source)
+    del source
+    gc.collect()
+    deadline = time.monotonic() + 5
+    while dropped() is not None or any(t.name == "dsh-session-watch" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, [t.name for t in threading.enumerate()]
+        gc.collect()
+        time.sleep(0.05)
+
+
+def test_a_new_session_is_walked_for_while_the_editor_is_busy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sessions that came or went are walked for as soon as no request is being answered, not at
+    the editor's next pause: here the editor never pauses (it is touched every 20 ms, and a pause
+    would have to last 30 s), yet the new session is listed."""
+    monkeypatch.setattr(catalog, "SYNC_MAX_SESSIONS", 1)
+    put(tmp_path, "s-a", lines(header("s-a"), *one_turn()))
+    put(tmp_path, "s-b", lines(header("s-b"), *one_turn()))
+    scheduler = Scheduler(idle_grace=30.0, max_defer=30.0)
+    source = SessionCatalog(IndexedSessionStore(str(tmp_path), persistent=False), scheduler=scheduler)
+    try:
+        source.list_sessions()
+        new = Path(put(tmp_path, "s-c", lines(header("s-c"), *one_turn()))).parent
+        source.touch()
+        source._watched(frozenset({str(new)}))  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 5
+        while "s-c" not in {record.id for record in source.snapshot.records}:  # type: ignore[union-attr]
+            assert time.monotonic() < deadline, "the walk waited for a pause"
+            source.touch()
+            time.sleep(0.02)
+    finally:
+        source.close()

@@ -211,9 +211,32 @@ async def test_a_transcript_counts_as_the_mention_it_was_opened_from(s: Session,
     )
     [hint] = await inlay(s, uri)
     served = re.search(r"mention:   keeps (\d+) of \d+ messages, ([\d,]+) of", content.text)
-    assert served is not None and "(mentioned as 'the x and y session')" in content.text
+    assert served is not None and '(mentioned as "the x and y session")' in content.text
     assert hint.label.startswith(f"{served.group(1)} msgs · ")
     assert f"mentioning it costs {served.group(2)} of 65,536 bytes" in str(hint.tooltip)
     by_title = await s.command("dshSessionReference.transcript", "s-gamma")
     titled = re.search(r"keeps \d+ of \d+ messages, ([\d,]+) of", by_title["text"])
     assert titled is not None and titled.group(1) != served.group(2)  # another label, another size
+
+
+async def test_hints_and_lenses_follow_the_settings(s: Session, workspace: Path) -> None:
+    """Turned off, neither is sent; a budget change asks the editor for new hints, which show it."""
+    uri = s.open(workspace, f"{mention('s-delta', 'Deploy checklist')}\n")
+    assert (await inlay(s, uri))[0].label.endswith(" / 64 KB")
+    document = types.TextDocumentIdentifier(uri=uri)
+
+    async def configure(**settings: object) -> None:
+        s.refreshes.clear()
+        s.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"dshSessionReference": settings})
+        )
+        await wait_until(lambda: {kind for kind, _ in s.refreshes} == {"inlay", "lens"}, within=5)
+
+    await configure(maxReferenceBytes=4096)
+    assert (await inlay(s, uri))[0].label.endswith(" / 4 KB")
+    await configure(inlayHints=False, codeLens=False, maxReferenceBytes=65536)
+    assert not await inlay(s, uri)
+    assert not await s.client.text_document_code_lens_async(types.CodeLensParams(text_document=document))
+    await configure(inlayHints=True, codeLens=True)
+    assert (await inlay(s, uri))[0].label.endswith(" / 64 KB")
+    assert await s.client.text_document_code_lens_async(types.CodeLensParams(text_document=document))

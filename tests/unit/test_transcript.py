@@ -7,7 +7,13 @@ from dsh_session_reference.conversation import ConversationSnapshot, retain_conv
 from dsh_session_reference.model import SessionRecord
 from dsh_session_reference.projection import ConversationItem, LongText
 from dsh_session_reference.retention import bounded_text, item_json_bytes
-from dsh_session_reference.transcript import TranscriptFacts, cost_label, kilobytes, render_transcript
+from dsh_session_reference.transcript import (
+    MAX_CHARS,
+    TranscriptFacts,
+    cost_label,
+    kilobytes,
+    render_transcript,
+)
 
 RECORD = SessionRecord("s-1", 1_780_000_000_000, "/home/dev/shop", {"version": 0, "id": "s-1"})
 
@@ -84,3 +90,14 @@ def test_a_message_retention_cuts_says_how_much_of_it_the_model_gets() -> None:
     text = render([item("user", "q"), ConversationItem("assistant", long, False, long)], 4096, 4096)
     heading = next(line for line in text.splitlines() if line.startswith("── 2 · assistant"))
     assert "· the budget keeps " in heading and "of 90,000 bytes of it ──" in heading
+
+
+def test_a_transcript_of_many_checkpoints_is_bounded() -> None:
+    """Checkpoints are all kept, as prepare keeps them: 400 of 60 KB made a 24 MB transcript. Past
+    MAX_CHARS its middle is cut at line breaks, and a notice says how much."""
+    items = [item("user", f"checkpoint {n}\n" + "c" * 60_000, checkpoint=True) for n in range(400)]
+    text = render([*items, item("assistant", "the last reply")], 65_536, max_bytes=1 << 20)
+    assert len(text) <= MAX_CHARS + 200
+    assert text.startswith("dsh session transcript") and text.endswith("the last reply\n")
+    notice = next(line for line in text.splitlines() if "of this transcript not shown" in line)
+    assert notice.startswith("[… ") and "a transcript is at most 2 MB long" in notice

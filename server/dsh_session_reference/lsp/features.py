@@ -31,12 +31,12 @@ from .preview import PREVIEW_SCHEME, Preview, document_of_preview, document_summ
 from .progress import CLIENT_REQUEST_TIMEOUT, follow_background
 from .server import NAME, DshLanguageServer
 from .sessions import (
+    TOP,
     TRANSCRIPT_SCHEME,
     definition,
     document_links,
     label_of_transcript,
     listed_candidate,
-    location_of,
     mention_edit,
     session_of_transcript,
     transcript_uri,
@@ -306,7 +306,7 @@ async def _definition(ls: DshLanguageServer, params: types.DefinitionParams) -> 
     if result is None:
         return None
     uri = definition(result.analysis, result.index.offset_at(params.position, ls.encoding))
-    return None if uri is None else types.Location(uri=uri, range=location_of("", None).range)
+    return None if uri is None else types.Location(uri=uri, range=TOP)
 
 
 async def _document_link(ls: DshLanguageServer, params: types.DocumentLinkParams) -> list[types.DocumentLink]:

@@ -12,11 +12,17 @@ handful of refreshes, not one per chunk.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import weakref
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Final
+
+from pygls.exceptions import JsonRpcException
 
 from ..model import LiveSource, StoreChange
 from .preview import document_of_preview
+from .progress import CLIENT_REQUEST_TIMEOUT
 
 if TYPE_CHECKING:
     from .server import DshLanguageServer
@@ -35,7 +41,8 @@ class Live:
     def __init__(self, server: DshLanguageServer) -> None:
         self.server = server
         self.loop: asyncio.AbstractEventLoop | None = None
-        self._followed: LiveSource | None = None
+        self._followed: weakref.ref[LiveSource] | None = None
+        """Weakly: a source dropped for another root must be collected (that stops its threads)."""
         self._changes: list[StoreChange] = []
         self._refreshing = False
         self._transcripts: dict[str, str] = {}
@@ -48,18 +55,31 @@ class Live:
     def follow(self, source: LiveSource) -> None:
         """Have ``source`` tell this server of changes (once per source; a source that cannot
         watch keeps checking the root when a request asks, as before)."""
-        if self._followed is source or self.loop is None:
+        if self.loop is None or (self._followed is not None and self._followed() is source):
             return
-        self._followed = source
+        self._followed = followed = weakref.ref(source)
         loop = self.loop
 
         def changed(change: StoreChange) -> None:  # the source's thread
             if not loop.is_closed():
-                loop.call_soon_threadsafe(self.changed, source, change)
+                loop.call_soon_threadsafe(self.changed, followed, change)
 
         reason = source.watch(changed)
         if reason is not None:
             LOG.warning("not watching the sessions root (it is checked when asked instead): %s", reason)
+
+    def refresh_inline(self) -> None:
+        """Ask the client for inlay hints and code lenses again, where it takes such requests."""
+        server = self.server
+        if server.capability("workspace.inlay_hint.refresh_support", False):
+            server.spawn(self.ask_client(server.workspace_inlay_hint_refresh_async))
+        if server.capability("workspace.code_lens.refresh_support", False):
+            server.spawn(self.ask_client(server.workspace_code_lens_refresh_async))
+
+    async def ask_client(self, request: Callable[[None], Awaitable[object]]) -> None:
+        """A refresh request to the client, whose answer (or silence) changes nothing here."""
+        with contextlib.suppress(JsonRpcException, TimeoutError):
+            await asyncio.wait_for(request(None), CLIENT_REQUEST_TIMEOUT)
 
     def served(self, uri: str, session_id: str) -> None:
         """A transcript was served: a change to its session's log tells the client."""
@@ -68,7 +88,7 @@ class Live:
         while len(self._transcripts) > MAX_TRACKED_TRANSCRIPTS:
             del self._transcripts[next(iter(self._transcripts))]
 
-    def changed(self, source: LiveSource, change: StoreChange) -> None:
+    def changed(self, source: weakref.ref[LiveSource], change: StoreChange) -> None:
         """On the loop: a burst of changes under the root of ``source``."""
         server = self.server
         if server.is_closing or source is not self._followed:
@@ -117,11 +137,8 @@ class Live:
                 for uri in documents:
                     server.schedule_publish(uri, 0)
             elif server.capability("workspace.diagnostics.refresh_support", False):
-                server.spawn(server.ask_client(server.workspace_diagnostic_refresh_async))
-            if server.settings.inlay_hints and server.capability("workspace.inlay_hint.refresh_support"):
-                server.spawn(server.ask_client(server.workspace_inlay_hint_refresh_async))
-            if server.settings.code_lens and server.capability("workspace.code_lens.refresh_support", False):
-                server.spawn(server.ask_client(server.workspace_code_lens_refresh_async))
+                server.spawn(self.ask_client(server.workspace_diagnostic_refresh_async))
+            self.refresh_inline()
         if content and server.takes_content_changes:
             server.protocol.notify(CONTENT_CHANGED, {"uris": content})
         await asyncio.gather(*(server.analysis(uri) for uri in documents), return_exceptions=True)

@@ -94,13 +94,13 @@ async def build_preview(
     )
     context = prepared.additional_context
     message_bytes = js_byte_length(parsed.text)
-    message_tokens = COUNTER.count(parsed.text)
+    message_tokens = await asyncio.to_thread(COUNTER.count, parsed.text)  # kept from the report: at once
     if context is None:
         summary = f"no sessions referenced; message {message_bytes} bytes ({message_tokens.describe()})"
     else:
         total = message_bytes + context.text_bytes
         count = len(context.sources)
-        tokens = message_tokens + COUNTER.count(context.text)
+        tokens = message_tokens + await asyncio.to_thread(COUNTER.count, context.text)
         summary = (
             f"{count} session{'s' if count != 1 else ''} referenced; "
             f"{total} bytes in all ({tokens.describe()}), snapshot {context.text_bytes} bytes"

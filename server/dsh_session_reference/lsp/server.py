@@ -264,10 +264,12 @@ class DshLanguageServer(LanguageServer):
             LOG.info("listing the sessions root ahead of requests failed: %s", error)
 
     async def settings_changed(self) -> None:
-        """Re-check every open document under the new settings (a new root is listed ahead)."""
+        """Re-check every open document under the new settings (a new root is listed ahead); hints
+        and lenses show figures for the budget and root, or are turned on or off."""
         self.spawn(self.warm_up())
         self.flush_warnings()
         self.report_root()
+        self.live.refresh_inline()
         if self.pull_diagnostics:
             if self.capability("workspace.diagnostics.refresh_support", False):
                 self.spawn(self._refresh_diagnostics())
@@ -276,12 +278,7 @@ class DshLanguageServer(LanguageServer):
             self.schedule_publish(document.uri, 0)
 
     async def _refresh_diagnostics(self) -> None:
-        await self.ask_client(self.workspace_diagnostic_refresh_async)
-
-    async def ask_client(self, request: Any) -> None:
-        """A refresh request to the client, whose answer (or silence) changes nothing here."""
-        with contextlib.suppress(JsonRpcException, TimeoutError):
-            await asyncio.wait_for(request(None), CLIENT_REQUEST_TIMEOUT)
+        await self.live.ask_client(self.workspace_diagnostic_refresh_async)
 
     # --- the session a document is written for ------------------------------------------------------
 

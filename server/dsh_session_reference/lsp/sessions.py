@@ -28,7 +28,8 @@ TRANSCRIPT_SCHEME: Final = "dsh-transcript"
 NAME_CHARS: Final = 60
 """A tab name's length at most (the session's title, shortened)."""
 _TOP: Final = types.Position(line=0, character=0)
-_START: Final = types.Range(start=_TOP, end=_TOP)
+TOP: Final = types.Range(start=_TOP, end=_TOP)
+"""Where a transcript is opened: its first line."""
 
 
 def transcript_uri(session_id: str, title: str | None, label: str | None = None) -> str:
@@ -93,7 +94,7 @@ def document_links(analysis: Analysis, index: LineIndex, encoding: Encoding) -> 
 
 
 def location_of(session_id: str, title: str | None) -> types.Location:
-    return types.Location(uri=transcript_uri(session_id, title), range=_START)
+    return types.Location(uri=transcript_uri(session_id, title), range=TOP)
 
 
 def workspace_symbols(candidates: Sequence[Candidate]) -> list[types.SymbolInformation]:

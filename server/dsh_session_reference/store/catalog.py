@@ -461,10 +461,13 @@ class SessionCatalog:
             self._listeners.append(listener)
             if self._watcher is not None:
                 return None
-            watcher = RootWatcher(self.root, self._watched)
+            # The watcher's thread holds this catalog only weakly (as the background thread does):
+            # a catalog dropped for another root is collected, and its finalizer stops the watcher.
+            watcher = RootWatcher(self.root, _weakly(self._watched))
             reason = watcher.start()
             if reason is None:
                 self._watcher = watcher
+                weakref.finalize(self, watcher.close, wait=False)
             return reason
 
     def _watched(self, paths: frozenset[str]) -> None:
@@ -510,12 +513,12 @@ class SessionCatalog:
             except Exception:  # one listener's failure must not keep the change from the others
                 LOG.exception("a listener for changes under the sessions root failed")
 
-    def _tell_seen(self) -> None:
-        """After a walk: tell listeners what the watcher saw before it."""
+    def _take_seen(self) -> StoreChange | None:
+        """What the watcher saw that listeners have not been told of, taken before a walk: what it
+        sees during the walk stays for the next one (which it has asked for)."""
         with self._lock:
             seen, self._seen = self._seen, None
-        if seen is not None:
-            self._tell(StoreChange(frozenset(seen[0]), seen[1]))
+        return None if seen is None else StoreChange(frozenset(seen[0]), seen[1])
 
     # --- listing ---------------------------------------------------------------------------------
 
@@ -679,12 +682,12 @@ class SessionCatalog:
                     return wait
                 scheduler.refresh_taken()
                 snapshot = self.snapshot
-                watched = self._seen is not None
-                if watched or snapshot is None or time.monotonic() - snapshot.taken >= REFRESH_AFTER:
+                seen = self._take_seen()
+                if seen or snapshot is None or time.monotonic() - snapshot.taken >= REFRESH_AFTER:
                     self._refresh(None, quick=True, pause=functools.partial(scheduler.idle, deadline))
                     self._feed()
-                if watched:
-                    self._tell_seen()
+                if seen is not None:
+                    self._tell(seen)
         except Exception:  # the next request still works from the snapshot; say why here
             LOG.exception("background index work failed")
         return IDLE_ROUND
@@ -786,6 +789,18 @@ class SessionCatalog:
             LOG.info("body indexing stopped: %r", error)
         self._bodies.busy = False
         self.scheduler.wake()
+
+
+def _weakly(method: Callable[[frozenset[str]], None]) -> Callable[[frozenset[str]], None]:
+    """``method``, called only while its object lives (a thread holding this keeps it no longer)."""
+    reference = weakref.WeakMethod(method)
+
+    def call(paths: frozenset[str]) -> None:
+        bound = reference()
+        if bound is not None:
+            bound(paths)
+
+    return call
 
 
 def _same_list(kept: list[SessionRecord], records: list[SessionRecord]) -> bool:

@@ -9,9 +9,11 @@ watch the whole file system), so the directories are listed here with ``lstat`` 
 the list is taken again when one is added or removed. Watching opens no file and creates
 nothing; a burst of changes is coalesced into one call of ``on_change``.
 
-Where watching is not available (no ``watchfiles``, a file system without notifications, a
-root too big to watch) :meth:`RootWatcher.start` says so and the catalog keeps checking the
-root as it always has, when a request asks and at the editor's pauses.
+Where watching is not available (no ``watchfiles``, a root that is no directory) :meth:`RootWatcher.start`
+says so; where it fails later (a file system without notifications, the user's inotify watches
+used up) the thread logs why and ends. Either way the catalog keeps checking the root as it always
+has, when a request asks and at the editor's pauses. On Windows each watched directory is held
+open, which can keep it from being renamed while the editor runs.
 """
 
 from __future__ import annotations
@@ -30,20 +32,25 @@ DEBOUNCE_MS: Final = 150
 """Changes are gathered this long at most before ``on_change`` (dsh streams a reply in chunks)."""
 STEP_MS: Final = 30
 """A quiet spell this long ends a burst early."""
-MAX_WATCHED: Final = 250_000
-"""Directories watched at most: past this, the root is checked as before instead."""
+MAX_SESSION_DIRECTORIES: Final = 10_000
+"""Session directories watched at most. Watching a list of directories is built anew when one comes
+or goes (dsh starts a session), holding the interpreter for about 20 ms per thousand; past this,
+only the root and its project directories are watched (new sessions are still seen at once) and
+logs are checked as before, when a request asks and at the editor's pauses."""
+RETRY_AFTER: Final = 1.0
+"""Seconds between looks for a root that went away (it is watched again once it is back)."""
 
 
-def watched_directories(root: str, limit: int = MAX_WATCHED) -> list[str] | None:
+def watched_directories(root: str, limit: int = MAX_SESSION_DIRECTORIES) -> list[str]:
     """The root, its project directories and their session directories: real directories only
-    (a link is never followed), at most ``limit`` (``None`` past it)."""
-    found = [root]
-    for project in _subdirectories(root):
-        found.append(project)
-        found.extend(_subdirectories(project))
-        if len(found) > limit:
-            return None
-    return found
+    (a link is never followed); without the session directories past ``limit`` of them."""
+    projects = list(_subdirectories(root))
+    sessions: list[str] = []
+    for project in projects:
+        sessions.extend(_subdirectories(project))
+        if len(sessions) > limit:
+            return [root, *projects]
+    return [root, *projects, *sessions]
 
 
 def _subdirectories(path: str) -> Iterable[str]:
@@ -56,7 +63,10 @@ def _subdirectories(path: str) -> Iterable[str]:
 
 def depth_below(root: str, path: str) -> int | None:
     """How many names ``path`` has below ``root`` (``None``: not under it)."""
-    relative = os.path.relpath(path, root)
+    try:
+        relative = os.path.relpath(path, root)
+    except ValueError:  # another drive (Windows)
+        return None
     if relative == os.curdir:
         return 0
     if relative.startswith(os.pardir):
@@ -88,21 +98,27 @@ class RootWatcher:
         self._thread.start()
         return None
 
-    def close(self) -> None:
+    def close(self, *, wait: bool = True) -> None:
+        """Stop watching; ``wait``: until the thread has ended (not from a finalizer)."""
         self._stop.abort()
         thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
+        if wait and thread is not None and thread is not threading.current_thread():
             thread.join(timeout=2)
 
     def _run(self) -> None:
         from watchfiles import watch
 
-        limit = MAX_WATCHED
+        real = os.path.realpath(self.root)
+        gone = False
         while not self._stop.aborted:
-            directories = watched_directories(self.root, limit)
-            if directories is None:
-                LOG.warning("not watching %s: over %d directories; checking it instead", self.root, limit)
-                return
+            if not os.path.isdir(self.root):  # removed (a restore, a move): watched again once back
+                gone = True
+                self._stop.wait(RETRY_AFTER)
+                continue
+            directories = watched_directories(self.root)
+            if gone:  # back: all of it may be new
+                gone = False
+                self._tell(frozenset({self.root}))
             relist = False
             try:
                 for changes in watch(
@@ -119,16 +135,29 @@ class RootWatcher:
                     self.watching = True
                     if not changes:
                         continue
-                    paths = frozenset(path for _, path in changes)
-                    relist = any((depth_below(self.root, path) or 0) <= 2 for path in paths)
-                    try:
-                        self.on_change(paths)
-                    except Exception:  # a listener's failure must not end watching
-                        LOG.exception("handling a change under the sessions root failed")
+                    paths = frozenset(self._under_root(path, real) for _, path in changes)
+                    depths = [depth_below(self.root, path) for path in paths]
+                    relist = any(depth is not None and depth <= 2 for depth in depths)
+                    self._tell(paths)
                     if relist:
                         break  # a directory came or went: watch the new list
             except Exception as error:  # a file system without notifications, a watch limit
-                LOG.warning("not watching %s (%s); checking it instead", self.root, error)
-                return
+                if os.path.isdir(self.root):
+                    LOG.warning("not watching %s (%s); checking it instead", self.root, error)
+                    return
+                relist = True  # the root went away while being watched
             if not relist:
                 return
+
+    def _tell(self, paths: frozenset[str]) -> None:
+        try:
+            self.on_change(paths)
+        except Exception:  # a listener's failure must not end watching
+            LOG.exception("handling a change under the sessions root failed")
+
+    def _under_root(self, path: str, real: str) -> str:
+        """``path`` spelled under the root as it was given: FSEvents reports canonical paths
+        (``/private/var/...`` for ``/var/...``), which the catalog would not recognise."""
+        if real != self.root and (path == real or path.startswith(real + os.sep)):
+            return self.root + path[len(real) :]
+        return path
