@@ -25,7 +25,7 @@ from .cancellation import AbortSignal, Cancelled
 from .conversation import ConversationSnapshot
 from .display import display_inline_text
 from .errors import BUDGET_EXCEEDED, SessionReferenceError
-from .jsjson import js_normalize, js_stringify, stringify_tag_safe_json
+from .jsjson import js_normalize, js_stringify
 from .model import SessionRecord, SurfaceSnapshot
 from .resolver import AgentRef, SessionReferenceResolver, listed_records
 from .retention import RetainedSource
@@ -284,7 +284,8 @@ async def _read_and_render(reference: Reference, resolver: SessionReferenceResol
         reference.snapshot = snapshots[0]
         retained = (await asyncio.to_thread(resolver.render_sources, inputs, snapshots))[0]
         reference.retained = retained
-        reference.tokens = await asyncio.to_thread(COUNTER.count, stringify_tag_safe_json(retained.data))
+        # In the thread: the source's JSON is made there once, kept for the hints and hovers after.
+        reference.tokens = await asyncio.to_thread(lambda: COUNTER.count(retained.serialized))
     except SessionReferenceError as error:
         reference.error = error
 

@@ -36,6 +36,7 @@ from .model import (
     SessionRecord,
     SessionSource,
     SurfaceSnapshot,
+    TitleObservation,
 )
 from .retention import RetainedSource, retain_referenced_session
 from .snapshot import AdditionalContext, build_additional_context
@@ -361,6 +362,16 @@ async def find_session(query: SessionSource, session_id: str) -> SessionRecord |
     """The listed record for ``session_id`` (compared as JS strings), or ``None``."""
     wanted = js_normalize(session_id)
     return (await asyncio.to_thread(listed_records, query, {wanted})).get(wanted)
+
+
+async def find_titled(query: SessionSource, session_id: str) -> tuple[SessionRecord, TitleObservation] | None:
+    """The listed record for ``session_id`` with its title as the store last read it, or ``None``
+    (what a label, a status bar or a transcript shows of one session)."""
+    record = await find_session(query, session_id)
+    if record is None:
+        return None
+    [seen] = await asyncio.to_thread(query.read_titles, [record])
+    return record, seen
 
 
 async def agent_for_target(

@@ -10,6 +10,7 @@ UTF-8 length because the conversation array is the only part that changes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -148,9 +149,15 @@ class RetainedSource:
     data: dict[str, Any]
     stats: RetentionStats
 
-    @property
+    @functools.cached_property
+    def serialized(self) -> str:
+        """The data as the snapshot serializes it; made once (hints, hovers and token counts all
+        ask, and a source is up to ``maxReferenceBytes`` of JSON)."""
+        return stringify_tag_safe_json(self.data)
+
+    @functools.cached_property
     def serialized_bytes(self) -> int:
-        return js_byte_length(stringify_tag_safe_json(self.data))
+        return js_byte_length(self.serialized)
 
 
 def item_json_bytes(role: str, text: str) -> int:

@@ -23,6 +23,7 @@ import importlib.util
 import logging
 import math
 import os
+import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -92,7 +93,12 @@ def load_tokenizer(path: str | None) -> Any | None:
     except ImportError:
         return None
     try:
-        with open(path, "rb") as handle:
+        # Non-blocking and checked regular: a FIFO planted as the file must not hang the loader.
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                LOG.warning("%s is not a regular file; tokens are estimated", path)
+                return None
             data = handle.read(MAX_TOKENIZER_BYTES + 1)
     except OSError as error:
         LOG.info("the tokenizer file %s cannot be read: %s", path, error)

@@ -20,7 +20,7 @@ from .display import display_block_text, display_inline_text, readable_time
 from .jsjson import js_byte_length
 from .model import ReadsConversations
 from .projection import ConversationItem, LongText
-from .resolver import SessionReferenceResolver, find_session
+from .resolver import SessionReferenceResolver, find_titled
 from .retention import RetainedSource
 
 HEAD_BYTES: Final = 64 << 10
@@ -86,10 +86,10 @@ async def read_transcript(
     and ``label`` (a mention's; by default the session's title, as a mention picked from the list
     has it). A log that cannot be read gives a transcript that says why. Raises :class:`NoSuchSession`."""
     source = resolver.query
-    record = await find_session(source, session_id)
-    if record is None:
+    titled = await find_titled(source, session_id)
+    if titled is None:
         raise NoSuchSession(session_id)
-    [seen] = await asyncio.to_thread(source.read_titles, [record])
+    record, seen = titled
     title = seen.title if seen.error is None else None
     if not isinstance(source, ReadsConversations):
         raise TypeError("a transcript needs a source that reads bounded conversations")

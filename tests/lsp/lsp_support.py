@@ -164,6 +164,10 @@ class Session:
         self.registrations: list[types.Registration] = []
         self.refreshes: list[tuple[str, float]] = []
         """Refresh requests the server sent (inlay hints, code lenses), with when they arrived."""
+        self.contents: list[list[str]] = []
+        """The URIs of each ``dshSessionReference/contentChanged`` the server sent."""
+        self.edits: list[types.WorkspaceEdit] = []
+        """Edits the server asked the client to apply (all applied)."""
         self.texts: dict[str, str] = {}
         self.versions: dict[str, int] = {}
 
@@ -340,6 +344,15 @@ async def start(client: LanguageClient, preset: str, params: types.InitializePar
     @client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
     def lens_refresh(params: None) -> None:
         session_ref[0].refreshes.append(("lens", time.monotonic()))
+
+    @client.feature("dshSessionReference/contentChanged")
+    def content_changed(*args: Any) -> None:  # pygls passes the client first for this one
+        session_ref[0].contents.append(list(args[-1].uris))
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        session_ref[0].edits.append(params.edit)
+        return types.ApplyWorkspaceEditResult(applied=True)
 
     result_future = client.initialize_session(params)
     session = Session(client, preset, types.InitializeResult(capabilities=types.ServerCapabilities()))

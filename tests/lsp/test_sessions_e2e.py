@@ -40,18 +40,6 @@ CLIENT = "visual-studio-code@1.139"
 @pytest_lsp.fixture(config=server_config({"DSH_SESSION_ID": ""}), scope="module")
 async def lsp(lsp_client: LanguageClient, workspace: Path, tmp_path_factory: pytest.TempPathFactory):
     store = write_store(tmp_path_factory.mktemp("sessions-store"), default_specs(str(workspace)), "none")
-    lsp_client.contents = []  # type: ignore[attr-defined]
-    lsp_client.edits = []  # type: ignore[attr-defined]
-
-    @lsp_client.feature("dshSessionReference/contentChanged")
-    def content_changed(*args: object) -> None:  # pygls passes the client first for this one
-        lsp_client.contents.append(args[-1])  # type: ignore[attr-defined]
-
-    @lsp_client.feature(types.WORKSPACE_APPLY_EDIT)
-    def apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
-        lsp_client.edits.append(params.edit)  # type: ignore[attr-defined]
-        return types.ApplyWorkspaceEditResult(applied=True)
-
     async with serving(lsp_client, CLIENT, initialize_params(CLIENT, workspace, store), store):
         yield
 
@@ -122,7 +110,7 @@ async def test_insert_mention_applies_the_completion_text(s: Session, workspace:
     )
     expected = mention("s-delta", "Deploy checklist")
     assert result == {"mention": expected, "applied": True}
-    edit = s.client.edits[-1]  # type: ignore[attr-defined]
+    edit = s.edits[-1]
     [change] = edit.document_changes
     assert change.edits[0].new_text == expected
     assert change.text_document.version == 1
@@ -163,9 +151,7 @@ async def inlay(s: Session, uri: str) -> list[types.InlayHint]:
     return list(hints or [])
 
 
-async def test_hints_follow_a_log_dsh_appends_to(
-    s: Session, store: Path, workspace: Path, lsp: LanguageClient
-) -> None:
+async def test_hints_follow_a_log_dsh_appends_to(s: Session, store: Path, workspace: Path) -> None:
     """The watcher sees the log grow: the server asks the editor to refresh its hints within a
     second, with no request from the editor in between, and the hints then count the new message."""
     text = f"{mention('s-delta', 'Deploy checklist')}\n"
@@ -183,12 +169,12 @@ async def test_hints_follow_a_log_dsh_appends_to(
     assert after[0].label.startswith("3 msgs · ")
 
 
-async def test_a_retitle_reaches_an_open_transcript(s: Session, store: Path, lsp: LanguageClient) -> None:
+async def test_a_retitle_reaches_an_open_transcript(s: Session, store: Path) -> None:
     transcript = await s.command("dshSessionReference.transcript", "s-alpha")
-    lsp.contents.clear()  # type: ignore[attr-defined]
+    s.contents.clear()
     append_title(store, "s-alpha", "Refactor the parser, done")
-    await wait_until(lambda: lsp.contents, within=5)  # type: ignore[attr-defined]
-    assert transcript["uri"] in lsp.contents[-1].uris  # type: ignore[attr-defined]
+    await wait_until(lambda: s.contents, within=5)
+    assert transcript["uri"] in s.contents[-1]
     again = await s.command("dshSessionReference.transcript", "s-alpha")
     assert "title:     Refactor the parser, done" in again["text"]
 
@@ -240,3 +226,19 @@ async def test_hints_and_lenses_follow_the_settings(s: Session, workspace: Path)
     await configure(inlayHints=True, codeLens=True)
     assert (await inlay(s, uri))[0].label.endswith(" / 64 KB")
     assert await s.client.text_document_code_lens_async(types.CodeLensParams(text_document=document))
+
+
+async def test_an_open_preview_is_told_when_a_mentioned_log_grows(
+    s: Session, store: Path, workspace: Path
+) -> None:
+    """The preview of a document mentioning a session is among the documents the client is told
+    to fetch again when dsh appends to that session's log, and it then shows the new turn."""
+    uri = s.open(workspace, f"{mention('s-beta', 'notes')}\n")
+    preview = await s.command("dshSessionReference.preview", uri)
+    s.contents.clear()
+    append_turn(store, "s-beta", "and the rollback?", "noted as well")
+    await wait_until(lambda: any(preview["uri"] in uris for uris in s.contents), within=5)
+    again = await s.client.workspace_text_document_content_async(
+        types.TextDocumentContentParams(uri=preview["uri"])
+    )
+    assert "noted as well" in again.text and "noted as well" not in preview["text"]

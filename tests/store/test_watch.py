@@ -136,6 +136,32 @@ def test_a_root_removed_and_made_again_is_watched_again(watching: tuple[Path, Re
         assert time.monotonic() < deadline, recorder.calls
 
 
+def test_a_name_that_is_not_utf8_is_left_out_and_the_rest_watched(tmp_path: Path) -> None:
+    """watchfiles refuses such a path: one project named ``bad\\xff`` stopped all watching."""
+    root = tmp_path / "root"
+    make(root)
+    odd = os.path.join(os.fsencode(root), b"bad\xff", b"s1")
+    os.makedirs(odd)
+    assert all("\udcff" not in path for path in watched_directories(str(root)))
+    recorder = Recorder()
+    watcher = RootWatcher(str(root), recorder)
+    assert watcher.start() is None
+    try:
+        deadline = time.monotonic() + 5
+        while not watcher.watching:
+            assert time.monotonic() < deadline, "the watcher stopped"
+            time.sleep(0.02)
+        log = root / "proj" / "s1" / "session.jsonl"
+        with log.open("a") as handle:
+            handle.write("{}\n")
+        assert str(log) in recorder.wait()
+    finally:
+        watcher.close()
+    latin = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
+    os.makedirs(latin)
+    assert RootWatcher(os.fsdecode(latin), Recorder()).start() == "the sessions root's path is not UTF-8"
+
+
 def test_a_root_that_is_no_directory_is_not_watched(tmp_path: Path) -> None:
     assert (
         RootWatcher(str(tmp_path / "missing"), Recorder()).start() == "the sessions root is not a directory"

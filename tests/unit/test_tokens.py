@@ -8,6 +8,7 @@ The exact vectors were counted by an independent implementation, transformers.js
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -66,6 +67,9 @@ def test_only_deepseeks_file_is_taken(tmp_path: Path) -> None:
     forged.write_bytes(Path(real).read_bytes().replace(b'"<think>"', b'"<thinK>"'))
     assert load_tokenizer(str(forged)) is None
     assert load_tokenizer(str(tmp_path / "missing.json")) is None
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    assert load_tokenizer(str(fifo)) is None  # at once: never waits for a writer
     counter = TokenCounter(str(forged))
     assert counter.available and not counter.wait(30)
     assert not counter.available  # unusable: estimates from now on, and no second load

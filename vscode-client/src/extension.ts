@@ -3,6 +3,7 @@
 
 import * as vscode from 'vscode';
 
+import { errorText } from './format';
 import { insertSessionMention } from './mentionPicker';
 import { asPreviewResult, changedContent, CLIENT_COMMANDS, PREVIEW_SCHEME, SERVER_COMMANDS, TRANSCRIPT_SCHEME } from './protocol';
 import { PreviewDocuments } from './preview';
@@ -17,9 +18,6 @@ let controller: ServerController | undefined;
 /** Quiet time after the last edit before an open preview is rendered again. */
 const PREVIEW_REFRESH_MS = 400;
 
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });

@@ -167,3 +167,8 @@ export function formatTokens(tokens: number, exact: boolean): string {
   const shown = tokens.toLocaleString('en-US');
   return exact ? `${shown} tokens` : `~${shown} tokens, estimated`;
 }
+
+/** An error's message for a person (an Error's message, anything else as text). */
+export function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

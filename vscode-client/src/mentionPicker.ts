@@ -6,7 +6,7 @@
 
 import * as vscode from 'vscode';
 
-import { formatCandidate } from './format';
+import { errorText, formatCandidate } from './format';
 import { asCandidates, asInsertMentionResult, Candidate, SERVER_COMMANDS } from './protocol';
 import { LatestSearch } from './search';
 import { ServerController } from './serverController';
@@ -16,9 +16,6 @@ interface SessionItem extends vscode.QuickPickItem {
   readonly candidate: Candidate;
 }
 
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
 
 function pickSession(controller: ServerController, documentUri: string): Promise<Candidate | undefined> {
   const pick = vscode.window.createQuickPick<SessionItem>();

@@ -25,6 +25,7 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 
+import { errorText } from './format';
 import {
   findInterpreter,
   formatVersion,
@@ -258,7 +259,7 @@ export class ServerController implements vscode.Disposable {
       return asTranscriptResult(await this.executeCommand(SERVER_COMMANDS.transcript, [uri.toString()], token)).text;
     } catch (error) {
       if (!token?.isCancellationRequested) {
-        this.output.warn(`${SERVER_COMMANDS.transcript} ${uri.toString()}: ${error instanceof Error ? error.message : String(error)}`);
+        this.output.warn(`${SERVER_COMMANDS.transcript} ${uri.toString()}: ${errorText(error)}`);
       }
       return undefined;
     }
@@ -354,7 +355,7 @@ export class ServerController implements vscode.Disposable {
       const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
       return (await api.environments.resolveEnvironment(api.environments.getActiveEnvironmentPath(folder))) ?? 'none';
     } catch (error) {
-      this.output.warn(`the Python extension's environment API failed: ${error instanceof Error ? error.message : String(error)}`);
+      this.output.warn(`the Python extension's environment API failed: ${errorText(error)}`);
       return 'none';
     }
   }
@@ -394,7 +395,7 @@ export class ServerController implements vscode.Disposable {
       void this.notifyOnce(
         'interpreter',
         'error',
-        `DSH Session Reference could not use ${choice.origin}: ${error instanceof Error ? error.message : String(error)}`,
+        `DSH Session Reference could not use ${choice.origin}: ${errorText(error)}`,
         ['Open Settings', 'Show Output'],
       );
       return undefined;

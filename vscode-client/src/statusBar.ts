@@ -4,7 +4,7 @@
 
 import * as vscode from 'vscode';
 
-import { formatStatus, interpreterLine, statusTarget } from './format';
+import { errorText, formatStatus, interpreterLine, statusTarget } from './format';
 import { asDocumentSummary, DocumentSummary, PREVIEW_SCHEME, SERVER_COMMANDS } from './protocol';
 import { ServerController } from './serverController';
 import { TargetStore } from './targetPicker';
@@ -78,7 +78,7 @@ export class MentionStatus implements vscode.Disposable {
     try {
       summary = asDocumentSummary(await this.controller.executeCommand(SERVER_COMMANDS.documentSummary, [document.uri.toString()]));
     } catch (error) {
-      this.controller.output.warn(`status bar: ${error instanceof Error ? error.message : String(error)}`);
+      this.controller.output.warn(`status bar: ${errorText(error)}`);
     }
     if (generation !== this.generation) {
       return;

@@ -5,7 +5,7 @@
 
 import * as vscode from 'vscode';
 
-import { formatCandidate } from './format';
+import { errorText, formatCandidate } from './format';
 import { asCandidates, Candidate, SERVER_COMMANDS } from './protocol';
 import { ServerController } from './serverController';
 import { SECTION } from './settings';
@@ -97,7 +97,7 @@ export async function selectTargetSession(controller: ServerController, targets:
     } catch (error) {
       failed = true;
       pick.hide();
-      void vscode.window.showErrorMessage(`Could not list sessions: ${error instanceof Error ? error.message : String(error)}`);
+      void vscode.window.showErrorMessage(`Could not list sessions: ${errorText(error)}`);
     } finally {
       if (mine === asked) {
         pick.busy = false;

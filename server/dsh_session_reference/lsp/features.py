@@ -35,10 +35,10 @@ from .sessions import (
     TRANSCRIPT_SCHEME,
     definition,
     document_links,
-    label_of_transcript,
     listed_candidate,
     mention_edit,
     session_of_transcript,
+    transcript_target,
     transcript_uri,
     workspace_symbols,
 )
@@ -352,15 +352,13 @@ def _no_session(session_id: str) -> JsonRpcInvalidParams:
 async def _transcript(ls: DshLanguageServer, asked: str) -> tuple[str, Transcript]:
     """The transcript a ``dsh-transcript:`` URI (or a bare session id) names, and its URI, remembered
     as served (the URI asked for) so that a change to its log tells the client."""
-    session_id = session_of_transcript(asked)
-    label = label_of_transcript(asked)
-    if session_id is None:
-        session_id = asked
+    target = transcript_target(asked)
+    session_id, label = (asked, None) if target is None else target
     try:
         transcript = await read_transcript(ls.engine.resolver, session_id, label)
     except NoSuchSession:
         raise _no_session(session_id) from None
-    uri = asked if session_of_transcript(asked) is not None else transcript_uri(session_id, transcript.title)
+    uri = asked if target is not None else transcript_uri(session_id, transcript.title)
     ls.live.served(uri, transcript.session_id)
     return uri, transcript
 

@@ -32,7 +32,7 @@ from ..cancellation import AbortSignal, Cancelled
 from ..candidates import label_for
 from ..lines import Encoding
 from ..model import LiveSource
-from ..resolver import AgentRef, find_session
+from ..resolver import AgentRef, find_session, find_titled
 from .diagnostics import to_diagnostics
 from .documents import Document, DocumentStore, text_of
 from .idle_gc import IdleCollector
@@ -333,11 +333,10 @@ class DshLanguageServer(LanguageServer):
         found = False
         source = self.engine.source
         try:
-            record = await find_session(source, target)
-            if record is not None:
+            titled = await find_titled(source, target)
+            if titled is not None:
                 found = True
-                [observation] = await asyncio.to_thread(source.read_titles, [record])
-                label = label_for(record, observation)
+                label = label_for(*titled)
         except Exception as error:  # an unreadable root: the status bar still names the target
             LOG.info("reading the target session's title failed: %s", error)
         return {"sessionId": target, "label": label, "found": found}

@@ -8,7 +8,6 @@ command where the client has no virtual documents); its path is only a readable 
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Final
 from urllib.parse import quote, unquote, urlsplit
@@ -20,7 +19,7 @@ from ..candidates import label_for
 from ..display import display_inline_text
 from ..lines import Encoding
 from ..model import SessionSource
-from ..resolver import Candidate, find_session
+from ..resolver import Candidate, find_titled
 from .completion import mention_for
 from .positions import LineIndex
 
@@ -45,19 +44,20 @@ def transcript_uri(session_id: str, title: str | None, label: str | None = None)
     return uri
 
 
+def transcript_target(uri: str) -> tuple[str, str | None] | None:
+    """The session a transcript URI is of, and the mention's label it carries (``None``: the
+    session's title); ``None`` for any other URI."""
+    if urlsplit(uri).scheme != TRANSCRIPT_SCHEME or "?" not in uri:
+        return None
+    query = uri.split("?", 1)[1]
+    session_id, marked, label = query.partition("#")
+    return unquote(session_id), unquote(label) if marked else None
+
+
 def session_of_transcript(uri: str) -> str | None:
     """The session a transcript URI is of (``None`` for any other URI)."""
-    parts = urlsplit(uri)
-    if parts.scheme != TRANSCRIPT_SCHEME or "?" not in uri:
-        return None
-    return unquote(uri.split("?", 1)[1].split("#", 1)[0])
-
-
-def label_of_transcript(uri: str) -> str | None:
-    """The mention's label a transcript URI carries (``None``: the session's title)."""
-    if session_of_transcript(uri) is None or "#" not in uri.split("?", 1)[1]:
-        return None
-    return unquote(uri.split("?", 1)[1].split("#", 1)[1])
+    target = transcript_target(uri)
+    return None if target is None else target[0]
 
 
 def _linked(analysis: Analysis) -> list[tuple[int, int, str]]:
@@ -113,10 +113,10 @@ def workspace_symbols(candidates: Sequence[Candidate]) -> list[types.SymbolInfor
 
 async def listed_candidate(source: SessionSource, session_id: str) -> Candidate | None:
     """The listed session ``session_id`` as ``listCandidates`` shows it (its label and cwd)."""
-    record = await find_session(source, session_id)
-    if record is None:
+    titled = await find_titled(source, session_id)
+    if titled is None:
         return None
-    [seen] = await asyncio.to_thread(source.read_titles, [record])
+    record, seen = titled
     return Candidate(record.id, label_for(record, seen), record.cwd, record.created_at)
 
 

@@ -54,11 +54,23 @@ def watched_directories(root: str, limit: int = MAX_SESSION_DIRECTORIES) -> list
 
 
 def _subdirectories(path: str) -> Iterable[str]:
+    """Real subdirectories whose path the watcher can take: ``watchfiles`` refuses a name that is
+    not UTF-8 (``bad\\xff``), and one such name would otherwise stop the watching of the whole root;
+    its logs are checked as before."""
     try:
         with os.scandir(path) as entries:
-            return [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
+            found = [entry.path for entry in entries if entry.is_dir(follow_symlinks=False)]
     except OSError:
         return []
+    return [directory for directory in found if _utf8(directory)]
+
+
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def depth_below(root: str, path: str) -> int | None:
@@ -94,6 +106,8 @@ class RootWatcher:
             return "watchfiles is not installed"
         if not os.path.isdir(self.root):
             return "the sessions root is not a directory"
+        if not _utf8(self.root):
+            return "the sessions root's path is not UTF-8"
         self._thread = threading.Thread(target=self._run, name="dsh-session-watch", daemon=True)
         self._thread.start()
         return None
