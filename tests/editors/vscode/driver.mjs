@@ -131,6 +131,30 @@ async function centre(locator) {
   return [box.x + Math.min(box.width / 2, 40), box.y + box.height / 2];
 }
 
+/**
+ * Points at a squiggle until VS Code shows its problem hover. The line can move under a still
+ * pointer (a code lens or an inlay hint drawn after the squiggle), and VS Code then shows no
+ * hover at all, so aim again at where the squiggle is now, within the step's time.
+ */
+async function hoverMarker(page, squiggle) {
+  const hover = page.locator('.monaco-hover:not(.hidden) .marker.hover-contents').first();
+  const started = Date.now();
+  for (let attempt = 1; ; attempt += 1) {
+    await page.mouse.move(...(await centre(squiggle)));
+    try {
+      await hover.waitFor({ state: 'visible', timeout: 4000 });
+      return hover;
+    } catch (error) {
+      if (Date.now() - started > STEP_TIMEOUT) {
+        throw error;
+      }
+      log(`no problem hover after aiming ${attempt} time(s); aiming again`);
+      await page.mouse.move(5, 5);
+      await page.waitForTimeout(250);
+    }
+  }
+}
+
 async function waitForLines(editor, predicate, what) {
   const started = Date.now();
   let lines = [];
@@ -242,9 +266,7 @@ async function main() {
     const squiggle = promptEditor.locator('.squiggly-error').first();
     await squiggle.waitFor({ timeout: STEP_TIMEOUT });
     const count = await promptEditor.locator('.squiggly-error').count();
-    await page.mouse.move(...(await centre(squiggle)));
-    const hover = page.locator('.monaco-hover:not(.hidden) .marker.hover-contents').first();
-    await hover.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    const hover = await hoverMarker(page, squiggle);
     const message = (await hover.innerText()).trim();
     const status = await statusText(page);
     return { squiggles: count, hover: message, status };
@@ -346,9 +368,7 @@ async function main() {
     await promptEditor.locator('.view-lines').click();
     const squiggle = promptEditor.locator('.squiggly-error').first();
     await squiggle.waitFor();
-    await page.mouse.move(...(await centre(squiggle)));
-    const hover = page.locator('.monaco-hover:not(.hidden) .marker.hover-contents').first();
-    await hover.waitFor({ state: 'visible' });
+    const hover = await hoverMarker(page, squiggle);
     const message = (await hover.innerText()).trim();
     const status = await waitForStatus(page, /mentions? \d+$/, 'the status bar shows no error count');
     // The open preview follows the change on its own: dsh would now refuse the message.
