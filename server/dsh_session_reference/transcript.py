@@ -123,14 +123,14 @@ def render_transcript(snapshot: ConversationSnapshot, facts: TranscriptFacts) ->
     title = display_inline_text(facts.title) if facts.title is not None else "(untitled)"
     seq = snapshot.captured_through_seq
     lines = [
-        "dsh session transcript (read-only): what a mention of this session gives the model",
+        "dsh session transcript (read-only)",
         f"title:     {title}",
         f"session:   {display_inline_text(session.id)}",
         f"cwd:       {'(none)' if session.cwd is None else display_inline_text(session.cwd)}",
         f"created:   {readable_time(session.created_at)}",
         f"events:    {'none' if seq is None else f'through seq {seq}'}",
         f"messages:  {_counts(items)}",
-        f"mention:   {_mention_line(facts)}",
+        *_mention_lines(facts),
         "",
     ]
     omitted = _omitted(items, facts.retained)
@@ -143,7 +143,7 @@ def render_transcript(snapshot: ConversationSnapshot, facts: TranscriptFacts) ->
             count = len(omitted)
             lines += [
                 f"════ the {kilobytes(facts.budget)} KB budget omits {count} message"
-                f"{'' if count == 1 else 's'} from here to the end mark ════",
+                f"{'' if count == 1 else 's'} from here ════",
                 "",
             ]
         if isinstance(item.text, LongText) and item.text.evicted:
@@ -185,22 +185,27 @@ def _counts(items: Sequence[ConversationItem]) -> str:
     return text
 
 
-def _mention_line(facts: TranscriptFacts) -> str:
+def _mention_lines(facts: TranscriptFacts) -> list[str]:
+    """What a mention keeps, a fact a line: editors show a transcript beside the prompt, in a
+    pane about 60 columns wide, and do not wrap it."""
     if facts.retained is None:
-        return f"cannot fit in the {kilobytes(facts.budget)} KB budget (prepare fails: BUDGET_EXCEEDED)"
+        return [
+            f"mention:   cannot fit in the {kilobytes(facts.budget)} KB budget",
+            "           (prepare fails: BUDGET_EXCEEDED)",
+        ]
     stats = facts.retained.stats
-    line = (
-        f"keeps {stats.retained_messages} of {stats.original_messages} messages, "
-        f"{facts.retained.serialized_bytes:,} of {facts.budget:,} bytes "
-        + (
-            "(mentioned by its title)"
-            if facts.label is None
-            else f'(mentioned as "{display_inline_text(facts.label)}")'
-        )
-    )
+    lines = [
+        f"mention:   keeps {stats.retained_messages} of {stats.original_messages} messages, "
+        f"{facts.retained.serialized_bytes:,} of {facts.budget:,} bytes"
+    ]
     if stats.truncated:
-        line += f"; omits {stats.omitted_bytes:,} bytes of text"
-    return line
+        lines.append(f"           omits {stats.omitted_bytes:,} bytes of text")
+    lines.append(
+        "           for a mention labelled with its title"
+        if facts.label is None
+        else f'           for a mention labelled "{display_inline_text(facts.label)}"'
+    )
+    return lines
 
 
 def _omitted(items: Sequence[ConversationItem], retained: RetainedSource | None) -> set[int]:

@@ -197,7 +197,7 @@ async def test_a_transcript_counts_as_the_mention_it_was_opened_from(s: Session,
     )
     [hint] = await inlay(s, uri)
     served = re.search(r"mention:   keeps (\d+) of \d+ messages, ([\d,]+) of", content.text)
-    assert served is not None and '(mentioned as "the x and y session")' in content.text
+    assert served is not None and 'for a mention labelled "the x and y session"' in content.text
     assert hint.label.startswith(f"{served.group(1)} msgs · ")
     assert f"mentioning it costs {served.group(2)} of 65,536 bytes" in str(hint.tooltip)
     by_title = await s.command("dshSessionReference.transcript", "s-gamma")

@@ -29,9 +29,21 @@ def render(items: list[ConversationItem], budget: int, max_bytes: int = 1 << 20)
 
 
 def test_kilobytes_and_the_hint_label() -> None:
-    assert kilobytes(65_536) == "64"
-    assert kilobytes(5_939) == "5.8"
-    assert kilobytes(250_000) == "244"
+    # The VS Code status bar writes sizes the same way: vscode-client/test/format.test.ts holds this table.
+    table = {
+        1024: "1",
+        1280: "1.2",  # an exact tie rounds to even
+        1331: "1.3",
+        4321: "4.2",
+        5939: "5.8",
+        62_589: "61.1",
+        65_536: "64",
+        102_400: "100",
+        102_912: "100",
+        1_048_575: "1024",
+        250_000: "244",
+    }
+    assert {size: kilobytes(size) for size in table} == table
     snapshot = ConversationSnapshot(RECORD, 3, [item("user", "hi"), item("assistant", "hello")], 65_536)
     retained = retain_conversation(snapshot, "Shop", 65_536)
     assert retained is not None
@@ -47,6 +59,24 @@ def test_the_header_and_the_messages_newest_last() -> None:
     assert "messages:  1 from the user, 1 reply" in lines
     assert lines[-2:] == ["── 2 · assistant ──", "first answer"]
     assert "budget omits" not in text
+    assert lines[7].startswith("mention:   keeps 2 of 2 messages, ") and lines[7].endswith(" of 65,536 bytes")
+    assert lines[8] == "           for a mention labelled with its title"
+
+
+def test_the_header_fits_the_pane_beside_a_prompt() -> None:
+    """VS Code opens a transcript beside the prompt, about 60 columns wide, and does not wrap
+    plain text: each fact has its own short line (a long first line hid the sizes)."""
+    long = bounded_text("assistant", "x" * 90_000, 4096)
+    items = [item("user", "q"), ConversationItem("assistant", long, False, long)]
+    snapshot = ConversationSnapshot(RECORD, 12, items, 4096)
+    retained = retain_conversation(snapshot, "shop work", 4096)
+    assert retained is not None and retained.stats.truncated
+    text = render_transcript(snapshot, TranscriptFacts("s-1", "Shop", retained, 4096, "shop work"))
+    header = text.split("\n\n", 1)[0].splitlines()
+    assert header[0] == "dsh session transcript (read-only)"
+    assert header[-2].startswith("           omits ") and header[-2].endswith(" bytes of text")
+    assert header[-1] == '           for a mention labelled "shop work"'
+    assert max(len(line) for line in header) <= 60, header
 
 
 def test_what_the_budget_omits_is_fenced_and_a_checkpoint_inside_is_kept() -> None:
