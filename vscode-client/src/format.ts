@@ -4,21 +4,31 @@
 import type { InterpreterChoice } from './interpreter';
 import type { Candidate, DocumentSummary, Target } from './protocol';
 
+/** ``numerator / denominator`` rounded half to even, as Python's format rounds an exact tie. */
+function roundHalfEven(numerator: number, denominator: number): number {
+  const quotient = Math.floor(numerator / denominator);
+  const twice = 2 * (numerator - quotient * denominator);
+  if (twice > denominator || (twice === denominator && quotient % 2 === 1)) {
+    return quotient + 1;
+  }
+  return quotient;
+}
+
+/**
+ * A size as the server writes it on the code lens and the inlay hints (transcript.kilobytes):
+ * KB of 1,024 bytes, one decimal below 100 unless whole ("61.1 KB", "64 KB"), so the status
+ * bar and the code lens above the prompt read the same figure. MB past 1,024 KB.
+ */
 export function formatBytes(bytes: number): string {
-  if (bytes < 1000) {
+  if (bytes < 1024) {
     return `${bytes} B`;
   }
-  const units = ['KB', 'MB', 'GB'];
-  let value = bytes;
-  let unit = 'B';
-  for (const next of units) {
-    if (value < 1000) {
-      break;
-    }
-    value /= 1000;
-    unit = next;
+  const [unit, size] = bytes < 1024 * 1024 ? ['KB', 1024] : ['MB', 1024 * 1024];
+  if (bytes % size === 0 || bytes >= 100 * size) {
+    return `${roundHalfEven(bytes, size)} ${unit}`;
   }
-  return `${value < 10 ? value.toFixed(1) : Math.round(value).toString()} ${unit}`;
+  const tenths = roundHalfEven(bytes * 10, size);
+  return `${Math.floor(tenths / 10)}.${tenths % 10} ${unit}`;
 }
 
 export function plural(count: number, singular: string, pluralForm = `${singular}s`): string {

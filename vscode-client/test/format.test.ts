@@ -9,14 +9,29 @@ import { asDocumentSummary } from '../src/protocol';
 const NOW = new Date('2026-03-10T12:00:00Z');
 
 describe('formatBytes', () => {
-  test('uses decimal units with one decimal below ten', () => {
-    assert.equal(formatBytes(0), '0 B');
-    assert.equal(formatBytes(999), '999 B');
-    assert.equal(formatBytes(1000), '1.0 KB');
-    assert.equal(formatBytes(4321), '4.3 KB');
-    assert.equal(formatBytes(65536), '66 KB');
-    assert.equal(formatBytes(196608), '197 KB');
-    assert.equal(formatBytes(2_500_000), '2.5 MB');
+  test('writes sizes as the server\'s code lens and hints do (tests/unit/test_transcript.py holds the same table)', () => {
+    const table: [number, string][] = [
+      [0, '0 B'],
+      [1023, '1023 B'],
+      [1024, '1 KB'],
+      [1280, '1.2 KB'], // an exact tie rounds to even, as Python's format does
+      [1331, '1.3 KB'],
+      [4321, '4.2 KB'],
+      [5939, '5.8 KB'],
+      [62589, '61.1 KB'],
+      [65536, '64 KB'],
+      [102400, '100 KB'],
+      [102912, '100 KB'],
+      [1048575, '1024 KB'],
+    ];
+    for (const [bytes, text] of table) {
+      assert.equal(formatBytes(bytes), text, `${bytes} bytes`);
+    }
+  });
+  test('goes to MB past 1,024 KB', () => {
+    assert.equal(formatBytes(1024 * 1024), '1 MB');
+    assert.equal(formatBytes(2_500_000), '2.4 MB');
+    assert.equal(formatBytes(200 * 1024 * 1024 + 1), '200 MB');
   });
 });
 
@@ -56,10 +71,10 @@ describe('formatStatus', () => {
 
   test('target label, mention count and estimated size', () => {
     const status = formatStatus({ id: 'sess-1', label: 'Fix the parser' }, summary);
-    assert.equal(status.text, '$(references) Fix the parser  2 mentions · 12 KB');
-    assert.match(status.tooltip, /2 mentions of 2 sessions: the message and its context weigh about 12 KB \(~3,086 tokens, estimated\)/);
+    assert.equal(status.text, '$(references) Fix the parser  2 mentions · 12.1 KB');
+    assert.match(status.tooltip, /2 mentions of 2 sessions: the message and its context weigh about 12.1 KB \(~3,086 tokens, estimated\)/);
     const exact = formatStatus({ id: '0123456789abcdef0123' }, { ...summary, tokensExact: true });
-    assert.match(exact.tooltip, /weigh about 12 KB \(3,086 tokens\)/);
+    assert.match(exact.tooltip, /weigh about 12.1 KB \(3,086 tokens\)/);
   });
 
   test('singular forms and long ids shortened', () => {
@@ -88,7 +103,7 @@ describe('formatStatus', () => {
   test('the target the server names, with its title, is what the status bar and its tooltip show', () => {
     const reply = asDocumentSummary({ ...summary, target: { sessionId: 'sess-7', label: 'Port v1 client to v2', found: true } });
     const status = formatStatus(statusTarget(reply.target, { id: 'stale-setting', label: 'Old title' }), reply);
-    assert.equal(status.text, '$(references) Port v1 client to v2  2 mentions · 12 KB');
+    assert.equal(status.text, '$(references) Port v1 client to v2  2 mentions · 12.1 KB');
     assert.match(status.tooltip, /^Target session: Port v1 client to v2 \(sess-7\)$/m);
   });
 
@@ -101,7 +116,7 @@ describe('formatStatus', () => {
   test('a target the sessions folder does not list is flagged, by id', () => {
     const reply = asDocumentSummary({ ...summary, target: { sessionId: 'sess-typo', label: 'sess-typo', found: false } });
     const status = formatStatus(statusTarget(reply.target, undefined), reply);
-    assert.equal(status.text, '$(references) $(warning) sess-typo  2 mentions · 12 KB');
+    assert.equal(status.text, '$(references) $(warning) sess-typo  2 mentions · 12.1 KB');
     assert.match(status.tooltip, /Target session: sess-typo — not found in the sessions folder/);
   });
 

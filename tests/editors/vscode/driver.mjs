@@ -545,6 +545,7 @@ async function main() {
       'no code lens with "Preview" above the first mention',
     );
     const lenses = await promptEditor.locator('.codelens-decoration').count();
+    const status = await waitForStatus(page, /KB$/, 'the status bar shows no size beside the code lens');
     // "Preview" runs the extension's own preview command with the prompt's URI (a string): close
     // the open preview first, so the click has to open it again beside the prompt.
     const previewTab = page.locator('.tab', { hasText: '(context)' }).first();
@@ -557,7 +558,7 @@ async function main() {
     const preview = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Byte accounting')), 'the code lens did not open the preview');
     await page.waitForTimeout(300);
     const errors = await page.locator('.notifications-toasts .notification-toast').allInnerTexts();
-    return { text, lenses, preview: preview.slice(0, 3), groups: await page.locator('.editor-group-container').count(), toasts: errors };
+    return { text, lenses, status, preview: preview.slice(0, 3), groups: await page.locator('.editor-group-container').count(), toasts: errors };
   });
 
   await step('transcript', page, async () => {
@@ -660,7 +661,16 @@ async function main() {
     await page.locator('.tab', { hasText: spec.symbolLabel }).first().click();
     const editor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '.txt' }) }).locator('.monaco-editor').first();
     const transcript = await waitForLines(editor, (l) => l.includes(spec.growText), 'the open transcript did not show the new turn');
-    return { transcript, hintBefore, hints: hintOf(lines), lines };
+    // The open preview is prepared again too: its byte accounting reaches the log's new last seq.
+    const seq = transcript.map((line) => /^events: +through seq (\d+)$/.exec(line)).find((match) => match)?.[1];
+    const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '(context)' }) }).locator('.monaco-editor').first();
+    const preview = await waitForLines(
+      previewEditor,
+      (l) => seq !== undefined && l.some((line) => line.trim() === `captured through  seq ${seq}`),
+      `the open preview did not follow the new turn (seq ${seq})`,
+    );
+    await screenshot(page, 'live-refresh-preview');
+    return { transcript, hintBefore, hints: hintOf(lines), lines, preview };
   });
 }
 

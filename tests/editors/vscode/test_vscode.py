@@ -677,6 +677,9 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     lens = steps["code-lens"]
     assert "2 sessions" in lens["text"] and "Preview" in lens["text"], lens
     assert lens["lenses"] >= 1, lens
+    # The status bar gives the prompt's size in the code lens' own words (KB of 1,024 bytes).
+    size = re.search(r"· ([\d.]+ KB) in all", lens["text"])
+    assert size is not None and lens["status"].endswith(f"· {size.group(1)}"), lens
     assert lens["preview"][0] == "Referenced-session context preview", lens
     assert lens["groups"] == 2, lens
     assert not [toast for toast in lens["toasts"] if "DSH" in toast or "preview" in toast.lower()], lens
@@ -719,8 +722,14 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert f"See {oldest_mention} too" in inserted["after"], inserted
     assert "3 mentions" in inserted["status"], inserted
     # ... and its cost shows after it like the others'.
-    final_costs = _mention_costs(scenario, f"{document_text}\nSee {oldest_mention} too\n")
+    final_text = f"{document_text}\nSee {oldest_mention} too"  # typed on a new last line, no newline after
+    final_costs = _mention_costs(scenario, final_text)
     assert any(_shows(final_costs[oldest_id], hint) for hint in inserted["hints"]), (final_costs, inserted)
+    # The preview open since step 11 followed step 13a's new turn on its own: its totals are the
+    # library's for this prompt over the grown log (the turn was appended after this step ran).
+    final_report = scenario.prepared_report(final_text, exact_tokens=False).splitlines()
+    followed = [line.rstrip() for line in live["preview"]]
+    assert _line_with(followed, "both ") == _line_with(final_report, "both").rstrip(), live
 
     # 15. A crashed server is restarted by the extension, counted against the bound.
     assert recovered_after is not None and recovered_after < 20
