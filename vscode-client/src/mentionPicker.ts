@@ -6,69 +6,10 @@
 
 import * as vscode from 'vscode';
 
-import { errorText, formatCandidate } from './format';
-import { asCandidates, asInsertMentionResult, Candidate, SERVER_COMMANDS } from './protocol';
-import { LatestSearch } from './search';
+import { errorText } from './format';
+import { asInsertMentionResult, SERVER_COMMANDS } from './protocol';
 import { ServerController } from './serverController';
-import { SEARCH_DELAY_MS } from './targetPicker';
-
-interface SessionItem extends vscode.QuickPickItem {
-  readonly candidate: Candidate;
-}
-
-
-function pickSession(controller: ServerController, documentUri: string): Promise<Candidate | undefined> {
-  const pick = vscode.window.createQuickPick<SessionItem>();
-  pick.title = 'DSH: Insert session mention';
-  pick.placeholder = 'Type a title, id or folder: the session to mention at the cursor';
-  pick.matchOnDescription = true;
-  pick.matchOnDetail = true;
-  const search = new LatestSearch<Candidate[], vscode.CancellationToken>(
-    {
-      run: async (query, token) => asCandidates(await controller.executeCommand(SERVER_COMMANDS.candidates, [{ documentUri, query }], token)),
-      show: (candidates) => {
-        const now = new Date();
-        pick.items = candidates.map((candidate) => {
-          const row = formatCandidate(candidate, now);
-          // Shown whatever VS Code's own filter thinks: the server has matched it already.
-          return { label: row.label, description: row.description, detail: row.detail || undefined, candidate, alwaysShow: true };
-        });
-      },
-      fail: (error) => {
-        pick.hide();
-        void vscode.window.showErrorMessage(`Could not list sessions: ${errorText(error)}`);
-      },
-      busy: (busy) => {
-        pick.busy = busy;
-      },
-    },
-    () => new vscode.CancellationTokenSource(),
-    SEARCH_DELAY_MS,
-  );
-  return new Promise<Candidate | undefined>((resolve) => {
-    const disposables: vscode.Disposable[] = [];
-    const finish = (candidate: Candidate | undefined): void => {
-      resolve(candidate);
-      search.dispose();
-      for (const disposable of disposables) {
-        disposable.dispose();
-      }
-      pick.dispose();
-    };
-    disposables.push(
-      pick.onDidChangeValue((value) => search.schedule(value.trim())),
-      pick.onDidAccept(() => {
-        const chosen = pick.selectedItems[0] ?? pick.activeItems[0];
-        if (chosen !== undefined) {
-          finish(chosen.candidate);
-        }
-      }),
-      pick.onDidHide(() => finish(undefined)),
-    );
-    pick.show();
-    void search.now('');
-  });
-}
+import { pickSession } from './sessionPicker';
 
 /** The command: pick a session, then let the server insert its mention at the cursor. */
 export async function insertSessionMention(controller: ServerController): Promise<void> {
@@ -79,10 +20,15 @@ export async function insertSessionMention(controller: ServerController): Promis
   }
   const document = editor.document;
   const documentUri = document.uri.toString();
-  const candidate = await pickSession(controller, documentUri);
-  if (candidate === undefined) {
+  const picked = await pickSession(controller, {
+    title: 'DSH: Insert session mention',
+    placeholder: 'Type a title, id or folder: the session to mention at the cursor',
+    documentUri,
+  });
+  if (picked === undefined || !('candidate' in picked)) {
     return;
   }
+  const candidate = picked.candidate;
   // Where the cursor is now: the picker does not move it, but the user may have switched back.
   const target = vscode.window.activeTextEditor?.document === document ? vscode.window.activeTextEditor : editor;
   const position = target.selection.active;
