@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 
 import { errorText } from './format';
 import { insertSessionMention } from './mentionPicker';
-import { asPreviewResult, changedContent, CLIENT_COMMANDS, PREVIEW_SCHEME, SERVER_COMMANDS, TRANSCRIPT_SCHEME } from './protocol';
+import { asPreviewResult, changedContent, CLIENT_COMMANDS, isRequestCancelled, PREVIEW_SCHEME, SERVER_COMMANDS, TRANSCRIPT_SCHEME } from './protocol';
 import { PreviewDocuments } from './preview';
 import { CLIENT_NAME, ServerController } from './serverController';
 import { SECTION } from './settings';
@@ -57,6 +57,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         const result = asPreviewResult(await server.executeCommand(SERVER_COMMANDS.preview, [documentUri]));
         previews.update(previewUri, result.text);
       } catch (error) {
+        if (isRequestCancelled(error)) {
+          // A stopping server drops the refresh; the preview already says it is not running, and
+          // is prepared again once the server runs (seen when a restart raced a refresh).
+          continue;
+        }
         output.warn(`refreshing the preview of ${documentUri}: ${errorText(error)}`);
         previews.markStale(previewUri, `preparing it again failed (${errorText(error)})`);
       }

@@ -17,6 +17,14 @@ export const TRANSCRIPT_SCHEME = 'dsh-transcript';
 /** The server's notification that virtual documents it served may read differently now. */
 export const CONTENT_CHANGED_NOTIFICATION = 'dshSessionReference/contentChanged';
 
+/** LSP's `RequestCancelled`: the server answers so a request it dropped, as when it shuts down. */
+export const REQUEST_CANCELLED = -32800;
+
+/** Whether a request failed only because the server cancelled it (not because it is wrong). */
+export function isRequestCancelled(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === REQUEST_CANCELLED;
+}
+
 /**
  * The extension's own command ids. vscode-languageclient registers every id the server lists in
  * `executeCommandProvider` as a VS Code command, so none of these may equal a SERVER_COMMANDS id.

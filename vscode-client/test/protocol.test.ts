@@ -15,6 +15,7 @@ import {
   asTranscriptResult,
   changedContent,
   CLIENT_COMMANDS,
+  isRequestCancelled,
   ProtocolError,
   SERVER_COMMANDS,
 } from '../src/protocol';
@@ -103,6 +104,16 @@ describe('contentChanged notification', () => {
   test('a malformed notification changes nothing', () => {
     for (const params of [undefined, null, [], { uris: 'dsh-transcript:/A.txt?a' }, { other: [] }]) {
       assert.deepEqual(changedContent(params), { transcripts: [], previews: [] }, JSON.stringify(params));
+    }
+  });
+});
+
+describe('cancelled requests', () => {
+  test('only LSP\'s RequestCancelled counts', () => {
+    // What vscode-languageclient rejects with when pygls answers a request cancelled at shutdown.
+    assert.equal(isRequestCancelled({ code: -32800, message: 'Request with id "419" is canceled' }), true);
+    for (const error of [new Error('boom'), { code: -32603 }, { code: '-32800' }, undefined, null, 'cancelled']) {
+      assert.equal(isRequestCancelled(error), false, String(error));
     }
   });
 });
