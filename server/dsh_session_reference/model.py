@@ -9,7 +9,7 @@ blocking on purpose; the resolver runs them in worker threads and passes a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
@@ -174,6 +174,10 @@ class LiveSource(
     def watch(self, listener: Callable[[StoreChange], None]) -> str | None:
         """Watch the root and call ``listener`` (from another thread) once the listing has caught
         up with a change; ``None`` once watching, else why the root cannot be watched."""
+
+    def watch_sessions(self, session_ids: Iterable[str]) -> None:
+        """Watch these sessions' logs even where the root has too many to watch them all (those
+        the editor's open documents mention): a log dsh appends to refreshes them at once."""
 
     def close(self) -> None:
         """Stop every thread and process the source started and write what is pending."""

@@ -272,6 +272,14 @@ class Session:
                 raise AssertionError(f"diagnostics for {uri} never matched; last: {found}")
             await asyncio.sleep(0.03)
 
+    async def inlay_hints(self, uri: str) -> list[types.InlayHint]:
+        """The document's inlay hints over its whole text."""
+        whole = types.Range(start=types.Position(line=0, character=0), end=self.end(uri))
+        hints = await self.client.text_document_inlay_hint_async(
+            types.InlayHintParams(text_document=types.TextDocumentIdentifier(uri=uri), range=whole)
+        )
+        return list(hints or [])
+
     async def command(self, name: str, *arguments: Any) -> Any:
         return await self.client.workspace_execute_command_async(
             types.ExecuteCommandParams(command=name, arguments=list(arguments))

@@ -123,7 +123,7 @@ async def test_inlay_hints_and_code_lens_show_each_mention_cost(s: Session, work
         f"{mention('s-alpha', 'again')}\n"
     )
     uri = s.open(workspace, text)
-    hints = await inlay(s, uri)
+    hints = await s.inlay_hints(uri)
     labels = [hint.label for hint in hints]
     assert labels[0].startswith("4 msgs · ") and labels[0].endswith(" / 64 KB")
     assert labels[1].startswith("2 msgs · ")
@@ -143,20 +143,12 @@ async def test_inlay_hints_and_code_lens_show_each_mention_cost(s: Session, work
     assert list(lenses[1].command.arguments) == [uri]
 
 
-async def inlay(s: Session, uri: str) -> list[types.InlayHint]:
-    whole = types.Range(start=types.Position(line=0, character=0), end=s.end(uri))
-    hints = await s.client.text_document_inlay_hint_async(
-        types.InlayHintParams(text_document=types.TextDocumentIdentifier(uri=uri), range=whole)
-    )
-    return list(hints or [])
-
-
 async def test_hints_follow_a_log_dsh_appends_to(s: Session, store: Path, workspace: Path) -> None:
     """The watcher sees the log grow: the server asks the editor to refresh its hints within a
     second, with no request from the editor in between, and the hints then count the new message."""
     text = f"{mention('s-delta', 'Deploy checklist')}\n"
     uri = s.open(workspace, text)
-    before = await inlay(s, uri)
+    before = await s.inlay_hints(uri)
     assert before[0].label.startswith("1 msg · ")
     await asyncio.sleep(0.5)  # the watcher is up well before this
     s.refreshes.clear()
@@ -165,7 +157,7 @@ async def test_hints_follow_a_log_dsh_appends_to(s: Session, store: Path, worksp
     await wait_until(lambda: any(kind == "inlay" for kind, _ in s.refreshes), within=5)
     asked = next(at for kind, at in s.refreshes if kind == "inlay")
     assert asked - written < 1.0
-    after = await inlay(s, uri)
+    after = await s.inlay_hints(uri)
     assert after[0].label.startswith("3 msgs · ")
 
 
@@ -195,7 +187,7 @@ async def test_a_transcript_counts_as_the_mention_it_was_opened_from(s: Session,
     content = await s.client.workspace_text_document_content_async(
         types.TextDocumentContentParams(uri=location.uri)
     )
-    [hint] = await inlay(s, uri)
+    [hint] = await s.inlay_hints(uri)
     served = re.search(r"mention:   keeps (\d+) of \d+ messages, ([\d,]+) of", content.text)
     assert served is not None and 'for a mention labelled "the x and y session"' in content.text
     assert hint.label.startswith(f"{served.group(1)} msgs · ")
@@ -208,7 +200,7 @@ async def test_a_transcript_counts_as_the_mention_it_was_opened_from(s: Session,
 async def test_hints_and_lenses_follow_the_settings(s: Session, workspace: Path) -> None:
     """Turned off, neither is sent; a budget change asks the editor for new hints, which show it."""
     uri = s.open(workspace, f"{mention('s-delta', 'Deploy checklist')}\n")
-    assert (await inlay(s, uri))[0].label.endswith(" / 64 KB")
+    assert (await s.inlay_hints(uri))[0].label.endswith(" / 64 KB")
     document = types.TextDocumentIdentifier(uri=uri)
 
     async def configure(**settings: object) -> None:
@@ -219,12 +211,12 @@ async def test_hints_and_lenses_follow_the_settings(s: Session, workspace: Path)
         await wait_until(lambda: {kind for kind, _ in s.refreshes} == {"inlay", "lens"}, within=5)
 
     await configure(maxReferenceBytes=4096)
-    assert (await inlay(s, uri))[0].label.endswith(" / 4 KB")
+    assert (await s.inlay_hints(uri))[0].label.endswith(" / 4 KB")
     await configure(inlayHints=False, codeLens=False, maxReferenceBytes=65536)
-    assert not await inlay(s, uri)
+    assert not await s.inlay_hints(uri)
     assert not await s.client.text_document_code_lens_async(types.CodeLensParams(text_document=document))
     await configure(inlayHints=True, codeLens=True)
-    assert (await inlay(s, uri))[0].label.endswith(" / 64 KB")
+    assert (await s.inlay_hints(uri))[0].label.endswith(" / 64 KB")
     assert await s.client.text_document_code_lens_async(types.CodeLensParams(text_document=document))
 
 

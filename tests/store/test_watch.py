@@ -62,9 +62,23 @@ def test_the_layout_directories_and_never_a_link(tmp_path: Path) -> None:
     (root / "link").symlink_to(outside, target_is_directory=True)
     (root / "proj" / "linked").symlink_to(outside, target_is_directory=True)
     found = watched_directories(str(root))
-    assert found == [str(root), str(root / "proj"), str(root / "proj" / "s1")]
-    # Past the limit of session directories, the root and its projects only (new sessions still seen).
-    assert watched_directories(str(root), limit=0) == [str(root), str(root / "proj")]
+    assert found == ([str(root), str(root / "proj"), str(root / "proj" / "s1")], False)
+    # Past the limit of session directories, the root and its projects only (new sessions still seen),
+    # and the sessions of interest: a link, a log, a directory outside or too deep never count.
+    assert watched_directories(str(root), limit=0) == ([str(root), str(root / "proj")], True)
+    interest = [
+        str(root / "proj" / "s1"),
+        str(root / "proj" / "linked"),
+        str(root / "proj" / "s1" / "session.jsonl"),
+        str(outside),
+        str(outside / "deep"),
+        str(root / "link" / "deep"),
+        str(root / "proj" / "missing"),
+    ]
+    assert watched_directories(str(root), limit=0, interest=interest) == (
+        [str(root), str(root / "proj"), str(root / "proj" / "s1")],
+        True,
+    )
     assert depth_below(str(root), str(root / "proj" / "s1" / "session.jsonl")) == 3
     assert depth_below(str(root), str(tmp_path)) is None
 
@@ -142,7 +156,7 @@ def test_a_name_that_is_not_utf8_is_left_out_and_the_rest_watched(tmp_path: Path
     make(root)
     odd = os.path.join(os.fsencode(root), b"bad\xff", b"s1")
     os.makedirs(odd)
-    assert all("\udcff" not in path for path in watched_directories(str(root)))
+    assert all("\udcff" not in path for path in watched_directories(str(root))[0])
     recorder = Recorder()
     watcher = RootWatcher(str(root), recorder)
     assert watcher.start() is None
@@ -160,6 +174,43 @@ def test_a_name_that_is_not_utf8_is_left_out_and_the_rest_watched(tmp_path: Path
     latin = os.path.join(os.fsencode(tmp_path), b"caf\xe9")
     os.makedirs(latin)
     assert RootWatcher(os.fsdecode(latin), Recorder()).start() == "the sessions root's path is not UTF-8"
+
+
+def test_past_the_limit_only_the_sessions_of_interest_are_watched(tmp_path: Path) -> None:
+    """A root with more session directories than the watcher takes: a log of a session of
+    interest is seen at once; interest changed while watching is watched within the watch's wake-up;
+    other logs are left to the catalog's checks."""
+    root = tmp_path / "root"
+    make(root)
+    (root / "proj" / "s2").mkdir()
+    (root / "proj" / "s2" / "session.jsonl").write_text("{}\n")
+    recorder = Recorder()
+    watcher = RootWatcher(str(root), recorder)
+    watcher.limit = 1
+    watcher.interest([str(root / "proj" / "s1")])
+    assert watcher.start() is None
+    try:
+        deadline = time.monotonic() + 5
+        while not watcher.watching:
+            assert time.monotonic() < deadline, "the watcher stopped"
+            time.sleep(0.02)
+        first, second = root / "proj" / "s1" / "session.jsonl", root / "proj" / "s2" / "session.jsonl"
+        with second.open("a") as handle:
+            handle.write("{}\n")
+        assert not recorder.event.wait(0.8), recorder.calls  # not of interest: not watched
+        with first.open("a") as handle:
+            handle.write("{}\n")
+        assert recorder.wait() == frozenset({str(first)})
+        watcher.interest([str(root / "proj" / "s2")])
+        deadline = time.monotonic() + 5
+        while True:  # appended to until seen: the new list is taken when the watch next wakes
+            with second.open("a") as handle:
+                handle.write("{}\n")
+            if recorder.event.wait(0.3) and any(str(second) in call for call in recorder.calls):
+                break
+            assert time.monotonic() < deadline, recorder.calls
+    finally:
+        watcher.close()
 
 
 def test_a_root_that_is_no_directory_is_not_watched(tmp_path: Path) -> None:

@@ -47,6 +47,7 @@ class Live:
         self._refreshing = False
         self._transcripts: dict[str, str] = {}
         """Transcript URIs served, with their session (the newest :data:`MAX_TRACKED_TRANSCRIPTS`)."""
+        self._interest: frozenset[str] = frozenset()
 
     def started(self, loop: asyncio.AbstractEventLoop) -> None:
         """The server's event loop, which the source's watcher hands its changes to."""
@@ -58,6 +59,7 @@ class Live:
         if self.loop is None or (self._followed is not None and self._followed() is source):
             return
         self._followed = followed = weakref.ref(source)
+        self._interest = frozenset()  # the new source is told afresh
         loop = self.loop
 
         def changed(change: StoreChange) -> None:  # the source's thread
@@ -87,6 +89,25 @@ class Live:
         self._transcripts[uri] = session_id
         while len(self._transcripts) > MAX_TRACKED_TRANSCRIPTS:
             del self._transcripts[next(iter(self._transcripts))]
+        self.interested()
+
+    def interested(self) -> None:
+        """Tell the followed source which sessions' logs matter here (those the open documents'
+        analyses read, then those of served transcripts, newest first), so it watches them even
+        on a root too big to watch every log. Called as each analysis ends: cheap when unchanged."""
+        source = None if self._followed is None else self._followed()
+        if source is None:
+            return
+        server = self.server
+        sessions: dict[str, None] = {}
+        for document in server.documents:
+            analysis = server.analysis_done(document.uri)
+            if analysis is not None:
+                sessions.update((r.session_id, None) for r in analysis.references if r.record is not None)
+        sessions.update((session, None) for session in reversed(self._transcripts.values()))
+        if frozenset(sessions) != self._interest:
+            self._interest = frozenset(sessions)
+            source.watch_sessions(list(sessions))
 
     def changed(self, source: weakref.ref[LiveSource], change: StoreChange) -> None:
         """On the loop: a burst of changes under the root of ``source``."""

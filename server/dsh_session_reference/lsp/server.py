@@ -357,6 +357,7 @@ class DshLanguageServer(LanguageServer):
             run.task.cancel()
         stop = AbortSignal()
         task = asyncio.ensure_future(self._analyze(document.uri, document.text, stop))
+        task.add_done_callback(lambda _: self.live.interested())  # the sessions it read are watched
         run = _AnalysisRun(document.text, document.version, self._generation, task, stop)
         self._analyses[document.uri] = run
         return run

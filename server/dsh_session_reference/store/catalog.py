@@ -56,7 +56,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
@@ -469,6 +469,16 @@ class SessionCatalog:
                 self._watcher = watcher
                 weakref.finalize(self, watcher.close, wait=False)
             return reason
+
+    def watch_sessions(self, session_ids: Iterable[str]) -> None:
+        """Watch these listed sessions' logs even on a root too big to watch every log
+        (:meth:`.watch.RootWatcher.interest`)."""
+        watcher, snapshot = self._watcher, self.snapshot
+        if watcher is None or snapshot is None:
+            return
+        records = (snapshot.by_id.get(session_id) for session_id in session_ids)
+        locations = (r.location for r in records if r is not None and r.location is not None)
+        watcher.interest(dict.fromkeys(os.path.dirname(location) for location in locations))
 
     def _watched(self, paths: frozenset[str]) -> None:
         """The watcher's thread: which listed sessions the changed paths belong to."""

@@ -9,6 +9,11 @@ watch the whole file system), so the directories are listed here with ``lstat`` 
 the list is taken again when one is added or removed. Watching opens no file and creates
 nothing; a burst of changes is coalesced into one call of ``on_change``.
 
+On a root with more session directories than :data:`MAX_SESSION_DIRECTORIES`, only the root,
+its project directories and the session directories the editor is interested in (those its open
+documents mention, :meth:`RootWatcher.interest`) are watched: a referenced log still refreshes
+what shows it at once.
+
 Where watching is not available (no ``watchfiles``, a root that is no directory) :meth:`RootWatcher.start`
 says so; where it fails later (a file system without notifications, the user's inotify watches
 used up) the thread logs why and ends. Either way the catalog keeps checking the root as it always
@@ -20,8 +25,10 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Final
 
 from ..cancellation import AbortSignal
@@ -35,22 +42,38 @@ STEP_MS: Final = 30
 MAX_SESSION_DIRECTORIES: Final = 10_000
 """Session directories watched at most. Watching a list of directories is built anew when one comes
 or goes (dsh starts a session), holding the interpreter for about 20 ms per thousand; past this,
-only the root and its project directories are watched (new sessions are still seen at once) and
-logs are checked as before, when a request asks and at the editor's pauses."""
+only the root, its project directories (new sessions are still seen at once) and the sessions of
+interest are watched, and other logs are checked as before, when a request asks and at the
+editor's pauses."""
+MAX_INTEREST: Final = 256
+"""Session directories of interest watched at most on a big root (the first given)."""
 RETRY_AFTER: Final = 1.0
 """Seconds between looks for a root that went away (it is watched again once it is back)."""
 
 
-def watched_directories(root: str, limit: int = MAX_SESSION_DIRECTORIES) -> list[str]:
+def watched_directories(
+    root: str, limit: int = MAX_SESSION_DIRECTORIES, interest: Iterable[str] = ()
+) -> tuple[list[str], bool]:
     """The root, its project directories and their session directories: real directories only
-    (a link is never followed); without the session directories past ``limit`` of them."""
+    (a link is never followed). Past ``limit`` session directories, only those of ``interest``
+    that are session directories of this root; the flag says whether the list was so limited."""
     projects = list(_subdirectories(root))
     sessions: list[str] = []
     for project in projects:
         sessions.extend(_subdirectories(project))
         if len(sessions) > limit:
-            return [root, *projects]
-    return [root, *projects, *sessions]
+            return [root, *projects, *sorted(filter(partial(_session_directory, root), set(interest)))], True
+    return [root, *projects, *sessions], False
+
+
+def _session_directory(root: str, path: str) -> bool:
+    """Whether ``path`` is a real directory two names below ``root`` whose path can be watched."""
+    if depth_below(root, path) != 2 or not _utf8(path):
+        return False
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode) and stat.S_ISDIR(os.lstat(os.path.dirname(path)).st_mode)
+    except OSError:
+        return False
 
 
 def _subdirectories(path: str) -> Iterable[str]:
@@ -97,6 +120,20 @@ class RootWatcher:
         self._thread: threading.Thread | None = None
         self.watching = False
         """Whether the directories are watched yet (a test waits for it before writing)."""
+        self.limit = MAX_SESSION_DIRECTORIES
+        self._interest: frozenset[str] = frozenset()
+        self._limited = False
+        self._relist = False
+        """The interest changed while the watch is limited: take the list again (within
+        ``rust_timeout``, when the watch next wakes)."""
+
+    def interest(self, directories: Iterable[str]) -> None:
+        """The session directories to watch even where the root has too many to watch them all
+        (the :data:`MAX_INTEREST` first given are kept). Callable from any thread."""
+        wanted = frozenset(list(directories)[:MAX_INTEREST])
+        if wanted != self._interest:
+            self._interest = wanted
+            self._relist = self._limited
 
     def start(self) -> str | None:
         """Start watching; ``None`` once started, else why it cannot (the caller keeps checking)."""
@@ -129,7 +166,8 @@ class RootWatcher:
                 gone = True
                 self._stop.wait(RETRY_AFTER)
                 continue
-            directories = watched_directories(self.root)
+            self._relist = False
+            directories, self._limited = watched_directories(self.root, self.limit, self._interest)
             if gone:  # back: all of it may be new
                 gone = False
                 self._tell(frozenset({self.root}))
@@ -147,14 +185,16 @@ class RootWatcher:
                     raise_interrupt=False,
                 ):
                     self.watching = True
-                    if not changes:
-                        continue
-                    paths = frozenset(self._under_root(path, real) for _, path in changes)
-                    depths = [depth_below(self.root, path) for path in paths]
-                    relist = any(depth is not None and depth <= 2 for depth in depths)
-                    self._tell(paths)
-                    if relist:
-                        break  # a directory came or went: watch the new list
+                    if changes:
+                        paths = frozenset(self._under_root(path, real) for _, path in changes)
+                        depths = [depth_below(self.root, path) for path in paths]
+                        relist = any(depth is not None and depth <= 2 for depth in depths)
+                        self._tell(paths)
+                    # A directory came or went, or other sessions are of interest on a limited
+                    # watch: watch the new list.
+                    if relist or self._relist:
+                        relist = True
+                        break
             except Exception as error:  # a file system without notifications, a watch limit
                 if os.path.isdir(self.root):
                     LOG.warning("not watching %s (%s); checking it instead", self.root, error)
