@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh_session_reference.store import watch
 from dsh_session_reference.store.watch import RootWatcher, depth_below, watched_directories
 
 
@@ -38,18 +39,37 @@ class Recorder:
         return self.calls[-1]
 
 
+def started(watcher: RootWatcher) -> RootWatcher:
+    """``watcher`` once its directories are watched (it failed the test if it stopped instead)."""
+    assert watcher.start() is None
+    deadline = time.monotonic() + 5
+    while not watcher.watching:
+        assert time.monotonic() < deadline, "the watcher stopped"
+        time.sleep(0.02)
+    return watcher
+
+
+def append_until_seen(log: Path, recorder: Recorder) -> None:
+    """Appends to ``log`` until the watcher reports it: a new list of directories is watched
+    from when the watch next wakes, not at once."""
+    recorder.event.clear()
+    deadline = time.monotonic() + 5
+    while True:
+        recorder.event.clear()
+        with log.open("a") as handle:
+            handle.write("{}\n")
+        if recorder.event.wait(0.3) and any(str(log) in call for call in recorder.calls):
+            return
+        assert time.monotonic() < deadline, recorder.calls
+
+
 @pytest.fixture
 def watching(tmp_path: Path):
     root = tmp_path / "root"
     root.mkdir()
     make(root)
     recorder = Recorder()
-    watcher = RootWatcher(str(root), recorder)
-    assert watcher.start() is None
-    deadline = time.monotonic() + 5
-    while not watcher.watching and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert watcher.watching
+    watcher = started(RootWatcher(str(root), recorder))
     yield root, recorder
     watcher.close()
 
@@ -74,7 +94,10 @@ def test_the_layout_directories_and_never_a_link(tmp_path: Path) -> None:
         str(outside / "deep"),
         str(root / "link" / "deep"),
         str(root / "proj" / "missing"),
+        os.path.join(str(root / "proj" / "linked"), os.pardir, "s1"),  # lstat would go through the link
+        os.fsdecode(os.path.join(os.fsencode(root / "proj"), b"bad\xff")),  # watchfiles refuses it
     ]
+    os.makedirs(os.path.join(os.fsencode(root / "proj"), b"bad\xff"))
     assert watched_directories(str(root), limit=0, interest=interest) == (
         [str(root), str(root / "proj"), str(root / "proj" / "s1")],
         True,
@@ -116,12 +139,8 @@ def test_writes_behind_a_link_are_not_seen_and_nothing_is_created(tmp_path: Path
     (root / "proj" / "away").symlink_to(outside, target_is_directory=True)
     before = snapshot(root)
     recorder = Recorder()
-    watcher = RootWatcher(str(root), recorder)
-    assert watcher.start() is None
+    watcher = started(RootWatcher(str(root), recorder))
     try:
-        deadline = time.monotonic() + 5
-        while not watcher.watching and time.monotonic() < deadline:
-            time.sleep(0.02)
         (outside / "session.jsonl").write_text("{}\n")
         assert not recorder.event.wait(0.8)
     finally:
@@ -139,15 +158,7 @@ def test_a_root_removed_and_made_again_is_watched_again(watching: tuple[Path, Re
         assert time.monotonic() < deadline, recorder.calls
         time.sleep(0.05)
     time.sleep(0.3)
-    log = root / "proj" / "s1" / "session.jsonl"
-    recorder.event.clear()
-    deadline = time.monotonic() + 5
-    while True:  # appended to until seen: the new watch may take a moment to be in place
-        with log.open("a") as handle:
-            handle.write("{}\n")
-        if recorder.event.wait(0.3) and any(str(log) in call for call in recorder.calls):
-            break
-        assert time.monotonic() < deadline, recorder.calls
+    append_until_seen(root / "proj" / "s1" / "session.jsonl", recorder)
 
 
 def test_a_name_that_is_not_utf8_is_left_out_and_the_rest_watched(tmp_path: Path) -> None:
@@ -158,13 +169,8 @@ def test_a_name_that_is_not_utf8_is_left_out_and_the_rest_watched(tmp_path: Path
     os.makedirs(odd)
     assert all("\udcff" not in path for path in watched_directories(str(root))[0])
     recorder = Recorder()
-    watcher = RootWatcher(str(root), recorder)
-    assert watcher.start() is None
+    watcher = started(RootWatcher(str(root), recorder))
     try:
-        deadline = time.monotonic() + 5
-        while not watcher.watching:
-            assert time.monotonic() < deadline, "the watcher stopped"
-            time.sleep(0.02)
         log = root / "proj" / "s1" / "session.jsonl"
         with log.open("a") as handle:
             handle.write("{}\n")
@@ -188,12 +194,8 @@ def test_past_the_limit_only_the_sessions_of_interest_are_watched(tmp_path: Path
     watcher = RootWatcher(str(root), recorder)
     watcher.limit = 1
     watcher.interest([str(root / "proj" / "s1")])
-    assert watcher.start() is None
+    started(watcher)
     try:
-        deadline = time.monotonic() + 5
-        while not watcher.watching:
-            assert time.monotonic() < deadline, "the watcher stopped"
-            time.sleep(0.02)
         first, second = root / "proj" / "s1" / "session.jsonl", root / "proj" / "s2" / "session.jsonl"
         with second.open("a") as handle:
             handle.write("{}\n")
@@ -202,13 +204,66 @@ def test_past_the_limit_only_the_sessions_of_interest_are_watched(tmp_path: Path
             handle.write("{}\n")
         assert recorder.wait() == frozenset({str(first)})
         watcher.interest([str(root / "proj" / "s2")])
-        deadline = time.monotonic() + 5
-        while True:  # appended to until seen: the new list is taken when the watch next wakes
-            with second.open("a") as handle:
-                handle.write("{}\n")
-            if recorder.event.wait(0.3) and any(str(second) in call for call in recorder.calls):
-                break
-            assert time.monotonic() < deadline, recorder.calls
+        append_until_seen(second, recorder)
+    finally:
+        watcher.close()
+
+
+def test_interest_given_while_the_list_is_taken_is_watched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The editor names a session while the watcher is still listing a big root (its first walk
+    of 10,000 directories takes a while): the list made without it must not stay."""
+    root = tmp_path / "root"
+    make(root)
+    recorder = Recorder()
+    watcher = RootWatcher(str(root), recorder)
+    watcher.limit = 0
+    listing = watch.watched_directories
+
+    def named_meanwhile(*args: object) -> tuple[list[str], bool]:
+        found = listing(*args)  # type: ignore[arg-type]
+        watcher.interest([str(root / "proj" / "s1")])  # as the event loop would, from its thread
+        return found
+
+    monkeypatch.setattr(watch, "watched_directories", named_meanwhile)
+    started(watcher)
+    try:
+        append_until_seen(root / "proj" / "s1" / "session.jsonl", recorder)
+    finally:
+        watcher.close()
+
+
+def test_a_directory_made_a_link_before_it_is_watched_is_let_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """inotify follows a link it is given: a session directory swapped for a link to a folder
+    outside between the listing and the watch would have had writes there reported. Once watched,
+    the list is checked again and taken anew."""
+    root = tmp_path / "root"
+    make(root)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    listing = watch.watched_directories
+    swapped: list[bool] = []
+
+    def swap_after_listing(*args: object) -> tuple[list[str], bool]:
+        found = listing(*args)  # type: ignore[arg-type]
+        if not swapped:
+            swapped.append(True)
+            shutil.rmtree(root / "proj" / "s1")
+            (root / "proj" / "s1").symlink_to(outside, target_is_directory=True)
+        return found
+
+    monkeypatch.setattr(watch, "watched_directories", swap_after_listing)
+    recorder = Recorder()
+    watcher = started(RootWatcher(str(root), recorder))
+    try:
+        time.sleep(1.2)  # the check at the first wake, and the new list's watch
+        recorder.calls.clear()
+        recorder.event.clear()
+        (outside / "session.jsonl").write_text("{}\n")
+        assert not recorder.event.wait(0.8), recorder.calls
     finally:
         watcher.close()
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Final
 
 from pygls.exceptions import JsonRpcException
 
+from ..analysis import Analysis
 from ..model import LiveSource, StoreChange
 from .preview import document_of_preview
 from .progress import CLIENT_REQUEST_TIMEOUT
@@ -47,7 +48,11 @@ class Live:
         self._refreshing = False
         self._transcripts: dict[str, str] = {}
         """Transcript URIs served, with their session (the newest :data:`MAX_TRACKED_TRANSCRIPTS`)."""
+        self._read: dict[str, frozenset[str]] = {}
+        """Each open document's listed sessions, as its last finished analysis read them: kept
+        while a newer analysis runs, so the sessions watched do not come and go as one types."""
         self._interest: frozenset[str] = frozenset()
+        """The sessions the followed source was last told to watch."""
 
     def started(self, loop: asyncio.AbstractEventLoop) -> None:
         """The server's event loop, which the source's watcher hands its changes to."""
@@ -91,19 +96,24 @@ class Live:
             del self._transcripts[next(iter(self._transcripts))]
         self.interested()
 
+    def analysed(self, uri: str, task: asyncio.Future[Analysis]) -> None:
+        """An analysis of ``uri`` ended (a cancelled or failed one changes nothing)."""
+        if not task.cancelled() and task.exception() is None:
+            references = task.result().references
+            self._read[uri] = frozenset(r.session_id for r in references if r.record is not None)
+        self.interested()
+
     def interested(self) -> None:
         """Tell the followed source which sessions' logs matter here (those the open documents'
         analyses read, then those of served transcripts, newest first), so it watches them even
-        on a root too big to watch every log. Called as each analysis ends: cheap when unchanged."""
+        on a root too big to watch every log. Cheap when unchanged."""
         source = None if self._followed is None else self._followed()
         if source is None:
             return
-        server = self.server
-        sessions: dict[str, None] = {}
-        for document in server.documents:
-            analysis = server.analysis_done(document.uri)
-            if analysis is not None:
-                sessions.update((r.session_id, None) for r in analysis.references if r.record is not None)
+        documents = self.server.documents
+        for uri in [uri for uri in self._read if documents.get(uri) is None]:
+            del self._read[uri]  # closed
+        sessions = dict.fromkeys(session for read in self._read.values() for session in sorted(read))
         sessions.update((session, None) for session in reversed(self._transcripts.values()))
         if frozenset(sessions) != self._interest:
             self._interest = frozenset(sessions)

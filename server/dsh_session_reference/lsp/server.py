@@ -17,6 +17,7 @@ import logging
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 from lsprotocol import types
@@ -357,7 +358,7 @@ class DshLanguageServer(LanguageServer):
             run.task.cancel()
         stop = AbortSignal()
         task = asyncio.ensure_future(self._analyze(document.uri, document.text, stop))
-        task.add_done_callback(lambda _: self.live.interested())  # the sessions it read are watched
+        task.add_done_callback(partial(self.live.analysed, document.uri))  # the sessions it read are watched
         run = _AnalysisRun(document.text, document.version, self._generation, task, stop)
         self._analyses[document.uri] = run
         return run

@@ -67,11 +67,18 @@ def watched_directories(
 
 
 def _session_directory(root: str, path: str) -> bool:
-    """Whether ``path`` is a real directory two names below ``root`` whose path can be watched."""
-    if depth_below(root, path) != 2 or not _utf8(path):
+    """Whether ``path`` is a real directory two names below ``root`` whose path can be watched
+    (spelled plainly: ``lstat`` would take ``proj/link/../s1`` through the link)."""
+    if depth_below(root, path) != 2 or os.path.normpath(path) != path or not _utf8(path):
         return False
+    return _real_directory(path) and _real_directory(os.path.dirname(path))
+
+
+def _real_directory(path: str) -> bool:
+    """A directory, not a link to one: inotify follows a link it is given to watch. A list of
+    directories is checked again once watched, in case one was swapped for a link meanwhile."""
     try:
-        return stat.S_ISDIR(os.lstat(path).st_mode) and stat.S_ISDIR(os.lstat(os.path.dirname(path)).st_mode)
+        return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
 
@@ -121,19 +128,16 @@ class RootWatcher:
         self.watching = False
         """Whether the directories are watched yet (a test waits for it before writing)."""
         self.limit = MAX_SESSION_DIRECTORIES
+        """Session directories watched at most (a test lowers it rather than make 10,000)."""
         self._interest: frozenset[str] = frozenset()
-        self._limited = False
-        self._relist = False
-        """The interest changed while the watch is limited: take the list again (within
-        ``rust_timeout``, when the watch next wakes)."""
+        """Session directories to watch past the limit; replaced whole, so the watcher's thread
+        compares the set its list was made with against the newest without a lock."""
 
     def interest(self, directories: Iterable[str]) -> None:
         """The session directories to watch even where the root has too many to watch them all
-        (the :data:`MAX_INTEREST` first given are kept). Callable from any thread."""
-        wanted = frozenset(list(directories)[:MAX_INTEREST])
-        if wanted != self._interest:
-            self._interest = wanted
-            self._relist = self._limited
+        (the :data:`MAX_INTEREST` first given are kept). Callable from any thread; a limited watch
+        takes a new list when it next wakes (within ``rust_timeout``)."""
+        self._interest = frozenset(list(directories)[:MAX_INTEREST])
 
     def start(self) -> str | None:
         """Start watching; ``None`` once started, else why it cannot (the caller keeps checking)."""
@@ -166,12 +170,13 @@ class RootWatcher:
                 gone = True
                 self._stop.wait(RETRY_AFTER)
                 continue
-            self._relist = False
-            directories, self._limited = watched_directories(self.root, self.limit, self._interest)
+            interest = self._interest
+            directories, limited = watched_directories(self.root, self.limit, interest)
             if gone:  # back: all of it may be new
                 gone = False
                 self._tell(frozenset({self.root}))
             relist = False
+            checked = False
             try:
                 for changes in watch(
                     *directories,
@@ -190,9 +195,12 @@ class RootWatcher:
                         depths = [depth_below(self.root, path) for path in paths]
                         relist = any(depth is not None and depth <= 2 for depth in depths)
                         self._tell(paths)
+                    if not checked:  # the watch is in place: was a directory made a link meanwhile?
+                        checked = True
+                        relist = relist or not all(map(_real_directory, directories))
                     # A directory came or went, or other sessions are of interest on a limited
-                    # watch: watch the new list.
-                    if relist or self._relist:
+                    # watch (the interest may have changed while the list was taken): watch the new list.
+                    if relist or (limited and self._interest != interest):
                         relist = True
                         break
             except Exception as error:  # a file system without notifications, a watch limit
