@@ -29,8 +29,10 @@ def render(items: list[ConversationItem], budget: int, max_bytes: int = 1 << 20)
 
 
 def test_kilobytes_and_the_hint_label() -> None:
-    # The VS Code status bar writes sizes the same way: vscode-client/test/format.test.ts holds this table.
+    # The VS Code status bar writes sizes the same way (test_vscode.py compares every size below 1 MiB).
     table = {
+        0: "0",
+        512: "0.5",
         1024: "1",
         1280: "1.2",  # an exact tie rounds to even
         1331: "1.3",

@@ -15,20 +15,16 @@ function roundHalfEven(numerator: number, denominator: number): number {
 }
 
 /**
- * A size as the server writes it on the code lens and the inlay hints (transcript.kilobytes):
- * KB of 1,024 bytes, one decimal below 100 unless whole ("61.1 KB", "64 KB"), so the status
- * bar and the code lens above the prompt read the same figure. MB past 1,024 KB.
+ * A size as the server writes it on the code lens and the inlay hints (transcript.kilobytes, then
+ * " KB"): KB of 1,024 bytes, one decimal below 100 unless whole ("0.5 KB", "61.1 KB", "64 KB",
+ * "2048 KB"), so the status bar and the code lens above the prompt always read the same figure.
  */
 export function formatBytes(bytes: number): string {
-  if (bytes < 1024) {
-    return `${bytes} B`;
+  if (bytes % 1024 === 0 || bytes >= 100 * 1024) {
+    return `${roundHalfEven(bytes, 1024)} KB`;
   }
-  const [unit, size] = bytes < 1024 * 1024 ? ['KB', 1024] : ['MB', 1024 * 1024];
-  if (bytes % size === 0 || bytes >= 100 * size) {
-    return `${roundHalfEven(bytes, size)} ${unit}`;
-  }
-  const tenths = roundHalfEven(bytes * 10, size);
-  return `${Math.floor(tenths / 10)}.${tenths % 10} ${unit}`;
+  const tenths = roundHalfEven(bytes * 10, 1024);
+  return `${Math.floor(tenths / 10)}.${tenths % 10} KB`;
 }
 
 export function plural(count: number, singular: string, pluralForm = `${singular}s`): string {

@@ -47,7 +47,7 @@ from dsh_session_reference.resolver import SessionReferenceResolver, agent_for_t
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 from dsh_session_reference.store.layout import log_path
 from dsh_session_reference.store.writer import encode_log
-from dsh_session_reference.transcript import cost_label
+from dsh_session_reference.transcript import cost_label, kilobytes
 from dsh_session_reference.uri import (
     encode_session_reference_uri,
     format_session_reference_mention,
@@ -177,6 +177,32 @@ def test_node_unit_tests() -> None:
     }
     assert ran.returncode == 0, ran.stdout[-6000:]
     assert summary.get("fail") == 0 and summary.get("pass", 0) >= 40, summary
+
+
+def test_the_status_bar_writes_every_size_as_the_server_does() -> None:
+    """The status bar's size (``formatBytes``, compiled as ``npm test`` compiles it) against the server's
+    ``kilobytes`` for every size below 1 MiB and some above: they stand side by side in the editor,
+    on the status bar and the code lens, and must never read differently."""
+    _ensure_node_modules()
+    built = _run(["npm", "run", "pretest"], cwd=CLIENT, env=_npm_env(), timeout=BUILD_TIMEOUT_S)
+    assert built.returncode == 0, built.stdout[-4000:]
+    compiled = CLIENT / "out" / "src" / "format.js"
+    sizes = [*range(1 << 20), *(n * 7919 + (1 << 20) for n in range(2000))]
+    script = (
+        f"const {{ formatBytes }} = require({json.dumps(str(compiled))});"
+        "const sizes = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        "process.stdout.write(sizes.map(formatBytes).join('\\n'));"
+    )
+    node = shutil.which("node", path=_npm_env().get("PATH"))
+    assert node is not None
+    ran = subprocess.run(
+        [node, "-e", script], input=json.dumps(sizes), capture_output=True, text=True, timeout=120
+    )
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    shown = ran.stdout.split("\n")
+    assert len(shown) == len(sizes)
+    wrong = [(size, text) for size, text in zip(sizes, shown, strict=True) if text != f"{kilobytes(size)} KB"]
+    assert not wrong, wrong[:20]
 
 
 def _free_port() -> int:
