@@ -81,7 +81,8 @@ class Reference:
     retained: RetainedSource | None = None
     snapshot: SurfaceSnapshot | ConversationSnapshot | None = None
     tokens: TokenCount | None = None
-    """The tokens of this source's data as the snapshot serializes it (exact where it can be)."""
+    """The tokens of this source's data as the snapshot serializes it (exact where it can be);
+    ``None`` where the analysis was asked not to count them."""
 
 
 @dataclass(frozen=True)
@@ -176,8 +177,12 @@ async def analyze(
     resolver: SessionReferenceResolver,
     agent: AgentRef,
     stop: AbortSignal | None = None,
+    *,
+    count_tokens: bool = False,
 ) -> Analysis:
-    """Scan ``text`` and check every reference against the store (reads run in threads)."""
+    """Scan ``text`` and check every reference against the store (reads run in threads).
+    ``count_tokens``: count each retained source's tokens too (what the editor shows in hints and
+    hovers); off for ``check``, which shows none and would load the 60-70 MB tokenizer for nothing."""
     text = js_normalize(text)
     scan = await asyncio.to_thread(_scan, text, stop)
     config = resolver.config
@@ -191,7 +196,7 @@ async def analyze(
             distinct += 1
     intended = await _load_store_facts(references, scan.spans, resolver, stop)
     to_read = [r for r in references if r.index is not None and r.index < config.max_references]
-    await asyncio.gather(*(_read_and_render(reference, resolver) for reference in to_read))
+    await asyncio.gather(*(_read_and_render(reference, resolver, count_tokens) for reference in to_read))
     findings = _findings(scan, references, config.max_references, config.max_reference_bytes, agent, intended)
     return Analysis(
         text=text,
@@ -276,7 +281,9 @@ async def _load_store_facts(
     }
 
 
-async def _read_and_render(reference: Reference, resolver: SessionReferenceResolver) -> None:
+async def _read_and_render(
+    reference: Reference, resolver: SessionReferenceResolver, count_tokens: bool
+) -> None:
     """``prepare``'s read and retention for one reference (its failures, one reference at a time)."""
     inputs = [SessionReference(reference.session_id, reference.label)]
     try:
@@ -285,7 +292,8 @@ async def _read_and_render(reference: Reference, resolver: SessionReferenceResol
         retained = (await asyncio.to_thread(resolver.render_sources, inputs, snapshots))[0]
         reference.retained = retained
         # In the thread: the source's JSON is made there once, kept for the hints and hovers after.
-        reference.tokens = await asyncio.to_thread(lambda: COUNTER.count(retained.serialized))
+        if count_tokens:
+            reference.tokens = await asyncio.to_thread(lambda: COUNTER.count(retained.serialized))
     except SessionReferenceError as error:
         reference.error = error
 

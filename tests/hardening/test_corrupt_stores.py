@@ -141,6 +141,9 @@ def test_the_cli_reports_each_case_in_bounded_memory(corpus_root: Path, tmp_path
             assert error["code"] == (READ_FAILED_CODE if case.listed else UNKNOWN_SESSION), case.name
             assert case.message(corpus_root) in error["message"]
     assert checked.audit.peak_kb() < PEAK_LIMIT_KB
+    # `check` shows no token counts, so it never loads the tokenizer (60-70 MB, which once took
+    # this run past the limit above).
+    assert not [path for path in checked.audit.paths() if path.endswith("tokenizer.json")]
 
     # `prepare`, one process per message as a script runs it: the heavy cases and one of each outcome.
     def prepare(case: Case) -> tuple[Case, Run]:

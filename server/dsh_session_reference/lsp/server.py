@@ -365,7 +365,7 @@ class DshLanguageServer(LanguageServer):
 
     async def _analyze(self, uri: str, text: str, stop: AbortSignal) -> Analysis:
         agent = await self.agent_for(uri)
-        return await analyze(text, self.engine.resolver, agent, stop)
+        return await analyze(text, self.engine.resolver, agent, stop, count_tokens=True)
 
     async def analysis(self, uri: str) -> Analysed | None:
         """The current version's analysis; one superseded by an edit is redone on the newer text."""
