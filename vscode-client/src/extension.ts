@@ -17,6 +17,8 @@ let controller: ServerController | undefined;
 
 /** Quiet time after the last edit before an open preview is rendered again. */
 const PREVIEW_REFRESH_MS = 400;
+/** How long after a start the editor may not yet know the completion provider (see reopenCompletion). */
+const STARTUP_RETRIGGER_MS = 2000;
 
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -79,8 +81,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   };
 
-  // An `@` typed while the server was starting found no one to ask: once it runs, ask again if
-  // the cursor still sits on that `@` token (VS Code would not retry by itself).
+  // An `@` typed while the server was starting found no one to ask, and VS Code would not ask
+  // again by itself: once the client has started, ask if the cursor sits on an `@` token. The
+  // editor learns of the new completion provider a moment later still (its registration crosses
+  // from the extension host; a clean-clone run typed `@` in that moment and got no popup), so for
+  // STARTUP_RETRIGGER_MS a cursor that comes to sit on an `@` token asks again too.
+  let startedAt = Number.NEGATIVE_INFINITY;
   const reopenCompletion = (): void => {
     const editor = vscode.window.activeTextEditor;
     if (editor === undefined || !server.selects(editor.document) || !editor.selection.isEmpty) {
@@ -165,11 +171,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       if (state === 'running') {
         scheduleRefresh();
         transcripts.refresh();
-        reopenCompletion();
       } else {
         for (const previewUri of previewed.values()) {
           previews.markStale(previewUri, 'the DSH language server is not running');
         }
+      }
+    }),
+    server.onDidStart(() => {
+      startedAt = Date.now();
+      reopenCompletion();
+    }),
+    vscode.window.onDidChangeTextEditorSelection((event) => {
+      if (Date.now() - startedAt < STARTUP_RETRIGGER_MS && event.textEditor === vscode.window.activeTextEditor) {
+        reopenCompletion();
       }
     }),
     { dispose: () => clearTimeout(refreshTimer) },

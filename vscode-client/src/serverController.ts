@@ -132,6 +132,7 @@ export class ServerController implements vscode.Disposable {
   private readonly notified = new Set<string>();
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   private readonly contentChangedEmitter = new vscode.EventEmitter<unknown>();
+  private readonly startedEmitter = new vscode.EventEmitter<void>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly traceChannel = new TraceChannel();
   private selector: LanguageFilter[] = toDocumentSelector(undefined);
@@ -145,6 +146,11 @@ export class ServerController implements vscode.Disposable {
   readonly onDidChangeState = this.stateEmitter.event;
   /** The raw params of each `dshSessionReference/contentChanged` notification (see `changedContent`). */
   readonly onDidChangeContent = this.contentChangedEmitter.event;
+  /**
+   * The client has started its features (its completion provider among them). The state is
+   * 'running' earlier, as soon as the server answers `initialize`, before any provider exists.
+   */
+  readonly onDidStart = this.startedEmitter.event;
 
   constructor(
     private readonly context: vscode.ExtensionContext,
@@ -155,6 +161,7 @@ export class ServerController implements vscode.Disposable {
     this.disposables.push(
       this.stateEmitter,
       this.contentChangedEmitter,
+      this.startedEmitter,
       this.traceChannel,
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
@@ -469,6 +476,9 @@ export class ServerController implements vscode.Disposable {
     try {
       await client.start();
       this.output.info('server started');
+      if (isCurrent()) {
+        this.startedEmitter.fire();
+      }
     } catch (error) {
       this.output.error(`server failed to start: ${String(error)}`);
       this.client = undefined;
