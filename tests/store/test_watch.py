@@ -85,7 +85,8 @@ def test_the_layout_directories_and_never_a_link(tmp_path: Path) -> None:
     assert found == ([str(root), str(root / "proj"), str(root / "proj" / "s1")], False)
     # Past the limit of session directories, the root and its projects only (new sessions still seen),
     # and the sessions of interest: a link, a log, a directory outside or too deep never count.
-    assert watched_directories(str(root), limit=0) == ([str(root), str(root / "proj")], True)
+    (root / "proj" / "s2").mkdir()
+    assert watched_directories(str(root), limit=1) == ([str(root), str(root / "proj")], True)
     interest = [
         str(root / "proj" / "s1"),
         str(root / "proj" / "linked"),
@@ -98,8 +99,13 @@ def test_the_layout_directories_and_never_a_link(tmp_path: Path) -> None:
         os.fsdecode(os.path.join(os.fsencode(root / "proj"), b"bad\xff")),  # watchfiles refuses it
     ]
     os.makedirs(os.path.join(os.fsencode(root / "proj"), b"bad\xff"))
-    assert watched_directories(str(root), limit=0, interest=interest) == (
+    assert watched_directories(str(root), limit=1, interest=interest) == (
         [str(root), str(root / "proj"), str(root / "proj" / "s1")],
+        True,
+    )
+    # Past the limit in project directories: the root (new projects still seen) and the interest.
+    assert watched_directories(str(root), limit=0, interest=interest) == (
+        [str(root), str(root / "proj" / "s1")],
         True,
     )
     assert depth_below(str(root), str(root / "proj" / "s1" / "session.jsonl")) == 3
@@ -265,6 +271,27 @@ def test_a_directory_made_a_link_before_it_is_watched_is_let_go(
         (outside / "session.jsonl").write_text("{}\n")
         assert not recorder.event.wait(0.8), recorder.calls
     finally:
+        watcher.close()
+
+
+def test_the_first_watch_waits_for_its_moment(tmp_path: Path) -> None:
+    """Setting up a watch holds the interpreter (about 50 ms per thousand directories): the first
+    one waits for ``settle`` (the catalog passes the editor's first pause), not for nothing."""
+    root = tmp_path / "root"
+    make(root)
+    release = threading.Event()
+    watcher = RootWatcher(str(root), Recorder(), settle=release.wait)
+    assert watcher.start() is None
+    try:
+        time.sleep(0.7)  # past a watch's first wake (rust_timeout)
+        assert not watcher.watching
+        release.set()
+        deadline = time.monotonic() + 5
+        while not watcher.watching:
+            assert time.monotonic() < deadline, "the watcher stopped"
+            time.sleep(0.02)
+    finally:
+        release.set()
         watcher.close()
 
 

@@ -463,7 +463,14 @@ class SessionCatalog:
                 return None
             # The watcher's thread holds this catalog only weakly (as the background thread does):
             # a catalog dropped for another root is collected, and its finalizer stops the watcher.
-            watcher = RootWatcher(self.root, _weakly(self._watched))
+            # Its first watch waits for the editor's first pause, as the walks do: setting it up
+            # holds the interpreter, and the first answers must not wait for it.
+            scheduler = self.scheduler
+
+            def pause() -> None:
+                scheduler.idle(scheduler.clock() + scheduler.max_defer)
+
+            watcher = RootWatcher(self.root, _weakly(self._watched), pause)
             reason = watcher.start()
             if reason is None:
                 self._watcher = watcher

@@ -9,10 +9,13 @@ watch the whole file system), so the directories are listed here with ``lstat`` 
 the list is taken again when one is added or removed. Watching opens no file and creates
 nothing; a burst of changes is coalesced into one call of ``on_change``.
 
-On a root with more session directories than :data:`MAX_SESSION_DIRECTORIES`, only the root,
-its project directories and the session directories the editor is interested in (those its open
+Setting up a watch holds the interpreter for all of it (``watchfiles`` adds its inotify watches
+without letting go: about 50 ms per thousand directories here, 527 ms at 10,000, during which the
+server answers nothing). So the first watch waits for the editor's first pause (``settle``), and on
+a root with more session directories than :data:`MAX_SESSION_DIRECTORIES` only the root, its
+project directories and the session directories the editor is interested in (those its open
 documents mention, :meth:`RootWatcher.interest`) are watched: a referenced log still refreshes
-what shows it at once.
+what shows it at once, and other logs are checked as before.
 
 Where watching is not available (no ``watchfiles``, a root that is no directory) :meth:`RootWatcher.start`
 says so; where it fails later (a file system without notifications, the user's inotify watches
@@ -39,12 +42,12 @@ DEBOUNCE_MS: Final = 150
 """Changes are gathered this long at most before ``on_change`` (dsh streams a reply in chunks)."""
 STEP_MS: Final = 30
 """A quiet spell this long ends a burst early."""
-MAX_SESSION_DIRECTORIES: Final = 10_000
-"""Session directories watched at most. Watching a list of directories is built anew when one comes
-or goes (dsh starts a session), holding the interpreter for about 20 ms per thousand; past this,
-only the root, its project directories (new sessions are still seen at once) and the sessions of
-interest are watched, and other logs are checked as before, when a request asks and at the
-editor's pauses."""
+MAX_SESSION_DIRECTORIES: Final = 1_000
+"""Session directories watched at most (project directories too). The watch is set up anew when a
+directory comes or goes (dsh starts a session), holding the interpreter about 50 ms per thousand;
+past this, only the root, its project directories (new sessions are still seen at once) and the
+sessions of interest are watched, and other logs are checked as before, when a request asks and at
+the editor's pauses. Past it in project directories, the root and the sessions of interest."""
 MAX_INTEREST: Final = 256
 """Session directories of interest watched at most on a big root (the first given)."""
 RETRY_AFTER: Final = 1.0
@@ -58,11 +61,14 @@ def watched_directories(
     (a link is never followed). Past ``limit`` session directories, only those of ``interest``
     that are session directories of this root; the flag says whether the list was so limited."""
     projects = list(_subdirectories(root))
+    of_interest = sorted(filter(partial(_session_directory, root), set(interest)))
+    if len(projects) > limit:
+        return [root, *of_interest], True
     sessions: list[str] = []
     for project in projects:
         sessions.extend(_subdirectories(project))
         if len(sessions) > limit:
-            return [root, *projects, *sorted(filter(partial(_session_directory, root), set(interest)))], True
+            return [root, *projects, *of_interest], True
     return [root, *projects, *sessions], False
 
 
@@ -120,9 +126,17 @@ class RootWatcher:
     """A thread watching ``root`` (see the module docstring); ``on_change`` gets the changed
     paths of each burst, from the watcher's thread."""
 
-    def __init__(self, root: str, on_change: Callable[[frozenset[str]], None]) -> None:
+    def __init__(
+        self,
+        root: str,
+        on_change: Callable[[frozenset[str]], None],
+        settle: Callable[[], object] | None = None,
+    ) -> None:
         self.root = root
         self.on_change = on_change
+        self.settle = settle
+        """Waits, in the watcher's thread, for a moment to set up the first watch in (the editor's
+        first pause: the first answers must not wait for it). Until then the root is checked."""
         self._stop = AbortSignal()
         self._thread: threading.Thread | None = None
         self.watching = False
@@ -163,6 +177,8 @@ class RootWatcher:
     def _run(self) -> None:
         from watchfiles import watch
 
+        if self.settle is not None:
+            self.settle()
         real = os.path.realpath(self.root)
         gone = False
         while not self._stop.aborted:
