@@ -56,6 +56,13 @@ async def stats(s: Session) -> dict[str, Any]:
     return result
 
 
+async def baseline_stats(s: Session) -> dict[str, Any]:
+    """Stats of the server at rest before a test's load: past its first pause, when it sets up its
+    first watch of the root (the watch's threads belong to the baseline, not to the load)."""
+    await asyncio.sleep(1.0)
+    return await stats(s)
+
+
 async def quiet_stats(s: Session, baseline: dict[str, Any]) -> dict[str, Any]:
     """Stats once the server has finished what it was asked (publishes are debounced)."""
     deadline = time.monotonic() + 15
@@ -125,7 +132,7 @@ async def test_invalid_params_and_unknown_methods_get_answers(
     store_root: Path, workspace: Path, tmp_path: Path
 ) -> None:
     async with lsp_session(COMMAND, audited_env(tmp_path / "a.log"), workspace, store_root) as s:
-        baseline = await stats(s)
+        baseline = await baseline_stats(s)
         uri = s.open(workspace, "see @")
         position = {"line": 0, "character": 5}
         bad_requests: list[tuple[str, Any]] = [
@@ -221,7 +228,7 @@ async def test_cancellation_storms_leave_nothing_behind(
     store_root: Path, workspace: Path, tmp_path: Path
 ) -> None:
     async with lsp_session(COMMAND, audited_env(tmp_path / "a.log"), workspace, store_root) as s:
-        baseline = await stats(s)
+        baseline = await baseline_stats(s)
         text = f"{format_session_reference_mention('s-alpha')} {format_session_reference_mention('s-many')} @"
         uri = s.open(workspace, text)
         end = s.end(uri)
@@ -337,7 +344,7 @@ async def test_ten_thousand_random_edits_keep_the_document_and_memory_in_shape(
     async with lsp_session(
         COMMAND, audited_env(tmp_path / "a.log"), workspace, store_root, preset="neovim@v0.7"
     ) as s:
-        baseline = await stats(s)
+        baseline = await baseline_stats(s)
         uri = s.open(workspace, "start " + mentions[0])
         for n in range(1, edits + 1):
             text = s.texts[uri]
