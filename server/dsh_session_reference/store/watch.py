@@ -61,15 +61,20 @@ def watched_directories(
     (a link is never followed). Past ``limit`` session directories, only those of ``interest``
     that are session directories of this root; the flag says whether the list was so limited."""
     projects = list(_subdirectories(root))
-    of_interest = sorted(filter(partial(_session_directory, root), set(interest)))
     if len(projects) > limit:
-        return [root, *of_interest], True
+        return [root, *_of_interest(root, interest)], True
     sessions: list[str] = []
     for project in projects:
         sessions.extend(_subdirectories(project))
         if len(sessions) > limit:
-            return [root, *projects, *of_interest], True
+            return [root, *projects, *_of_interest(root, interest)], True
     return [root, *projects, *sessions], False
+
+
+def _of_interest(root: str, interest: Iterable[str]) -> list[str]:
+    """The session directories of ``interest`` that may be watched (checked only for a limited
+    list: under the limit every session directory is watched already)."""
+    return sorted(filter(partial(_session_directory, root), set(interest)))
 
 
 def _session_directory(root: str, path: str) -> bool:
