@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
+from typing import Final
 
 _TERMINAL_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
@@ -18,6 +19,27 @@ def display_inline_text(text: str) -> str:
     """``displayInlineText``: controls except ``\\n`` as ``\\xNN``, then ``\\n`` as ``\\x0a``."""
     escaped = _TERMINAL_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
     return escaped.replace("\n", "\\x0a")
+
+
+SHOWN_CHARS: Final = 200
+"""The most characters of a title, label, cwd or id any reply shows (ellipsized past it).
+
+Such text is anyone's: dsh derives a title from the conversation, and a label is typed. A
+reply repeats it (a finding per mention, a tooltip per hint, four fields per completion row),
+so an unbounded copy multiplied a 2 MB title by every mention of it."""
+
+
+def shortened(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` cut to ``limit`` characters, its last one ``…`` when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def display_label(text: str, limit: int = SHOWN_CHARS) -> str:
+    """:func:`display_inline_text` of ``text``, at most ``limit`` characters of it: how every reply
+    shows a title, label, cwd or id, and the label an inserted mention gets (a label is for a
+    person to read in the prompt; fifty rows of 2 MB titles made a 400 MB completion reply).
+    Only the part shown is escaped."""
+    return shortened(display_inline_text(text[: limit + 1]), limit)
 
 
 _CONTROL_BUT_LINE_BREAKS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")

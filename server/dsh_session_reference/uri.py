@@ -16,8 +16,9 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
+from .display import display_label
 from .errors import SessionReferenceError, invalid_uri
 from .jsjson import js_normalize, js_stringify, js_utf8
 
@@ -32,6 +33,12 @@ MENTION_PATTERN = re.compile(
     r"@\[((?:\\" + _JS_DOT + r"|[^\\\]])*)\]\((dsh-session:[^" + JS_SPACE + r")]*)\)"
     r"|(dsh-session:[A-Za-z0-9_-]+)"
 )
+"""Upstream's pattern, verbatim. :func:`find_mentions` finds exactly its matches without running it
+(the tests hold the two against each other)."""
+_LABEL_OPEN: Final = "@["
+_URI_TAIL = re.compile(r"\]\((dsh-session:[^" + JS_SPACE + r")]*)\)")
+_BARE = re.compile(r"dsh-session:[A-Za-z0-9_-]+")
+_LINE_TERMINATORS: Final = frozenset("\n\r\u2028\u2029")
 _PAYLOAD = re.compile(r"[A-Za-z0-9_-]+")
 _UNESCAPE = re.compile(r"\\(" + _JS_DOT + ")")
 _ESCAPE = re.compile(r"[\\\]]")
@@ -108,19 +115,92 @@ def format_session_reference_mention(session_id: str, label: str | None = None) 
     return f"@[{escape_mention_label(shown)}]({encode_session_reference_uri(session_id)})"
 
 
+@dataclass(frozen=True)
+class Match:
+    """One match of :data:`MENTION_PATTERN`: where it is, its raw label (``None`` for a bare URI)
+    and its URI."""
+
+    start: int
+    end: int
+    raw_label: str | None
+    uri: str
+    uri_start: int
+
+
+def find_mentions(text: str) -> Iterator[Match]:
+    """The matches ``MENTION_PATTERN.finditer(text)`` gives, in time linear in the text.
+
+    The regex itself takes time quadratic in a prompt such as ``@[@[@[…`` (each ``@[`` scans
+    to the end for its ``]``; 80 KB of them took 85 s) and holds the interpreter meanwhile.
+    A match can only begin at ``@[`` (a mention) or ``dsh-session:`` (a bare URI), so only
+    those places are tried; and every ``@[`` inside a label that does not end in
+    ``](dsh-session:…)`` shares that label's end (its escapes pair up the same way from the
+    character after it), so it is skipped rather than scanned again.
+    """
+    pos = 0
+    next_open = text.find(_LABEL_OPEN)
+    next_bare = text.find(SESSION_REFERENCE_SCHEME)
+    dead = -1
+    """An ``@[`` before this offset lies in a label known not to make a mention."""
+    while True:
+        if 0 <= next_open < pos:
+            next_open = text.find(_LABEL_OPEN, pos)
+        if 0 <= next_bare < pos:
+            next_bare = text.find(SESSION_REFERENCE_SCHEME, pos)
+        if next_open < 0 and next_bare < 0:
+            return
+        if next_bare < 0 or 0 <= next_open < next_bare:
+            at = next_open
+            if at >= dead:
+                label_end = _label_end(text, at + len(_LABEL_OPEN))
+                tail = _URI_TAIL.match(text, label_end)
+                if tail is not None:
+                    yield Match(at, tail.end(), text[at + 2 : label_end], tail.group(1), tail.start(1))
+                    pos = tail.end()
+                    continue
+                dead = label_end
+        else:
+            at = next_bare
+            bare = _BARE.match(text, at)
+            if bare is not None:
+                yield Match(at, bare.end(), None, bare.group(), at)
+                pos = bare.end()
+                continue
+        pos = at + 1
+
+
+def _label_end(text: str, start: int) -> int:
+    """Where the label of :data:`MENTION_PATTERN` matched from ``start`` stops: at the first ``]``
+    not escaped, at a backslash that escapes nothing (before a line terminator or the end), or at
+    the end."""
+    end = len(text)
+    close = text.find("]", start)
+    at = start
+    while True:
+        slash = text.find("\\", at)
+        if slash < 0 or 0 <= close < slash:
+            return end if close < 0 else close
+        if slash + 1 >= end or text[slash + 1] in _LINE_TERMINATORS:
+            return slash
+        at = slash + 2  # a backslash and the character it escapes
+        if 0 <= close < at:
+            close = text.find("]", at)
+
+
 def parse_session_reference_text(text: str) -> ParsedText:
     """Replace each mention or bare canonical URI with ``@label``; throw on the first invalid one."""
     text = js_normalize(text)
     references: list[SessionReference] = []
-
-    def replace(match: re.Match[str]) -> str:
-        raw_label, markdown_uri, bare_uri = match.groups()
-        session_id = decode_session_reference_uri(markdown_uri if markdown_uri is not None else bare_uri)
-        label = session_id if raw_label is None else unescape_mention_label(raw_label)
+    parts: list[str] = []
+    done = 0
+    for match in find_mentions(text):
+        session_id = decode_session_reference_uri(match.uri)
+        label = session_id if match.raw_label is None else unescape_mention_label(match.raw_label)
         references.append(SessionReference(session_id, label))
-        return "@" + label
-
-    return ParsedText(MENTION_PATTERN.sub(replace, text), references)
+        parts += [text[done : match.start], "@", label]
+        done = match.end
+    parts.append(text[done:])
+    return ParsedText("".join(parts), references)
 
 
 # --- lenient scanner --------------------------------------------------------------------------
@@ -165,11 +245,10 @@ def scan_session_references(text: str) -> list[MentionSpan]:
 
 def iter_session_references(text: str) -> Iterator[MentionSpan]:
     text = js_normalize(text)
-    for match in MENTION_PATTERN.finditer(text):
-        raw_label, markdown_uri, bare_uri = match.groups()
-        kind: Literal["markdown", "bare"] = "markdown" if markdown_uri is not None else "bare"
-        uri = markdown_uri if markdown_uri is not None else bare_uri
-        uri_start, uri_end = match.span(2 if markdown_uri is not None else 3)
+    for match in find_mentions(text):
+        raw_label, uri, uri_start = match.raw_label, match.uri, match.uri_start
+        kind: Literal["markdown", "bare"] = "bare" if raw_label is None else "markdown"
+        uri_end = uri_start + len(uri)
         label = None if raw_label is None else unescape_mention_label(raw_label)
         problem: Problem | None = None
         reason = ""
@@ -183,8 +262,8 @@ def iter_session_references(text: str) -> Iterator[MentionSpan]:
             canonical = None if recovered is None else encode_session_reference_uri(recovered)
             uri_end = uri_start + len(SESSION_REFERENCE_SCHEME) + consumed
         yield MentionSpan(
-            start=match.start(),
-            end=match.end(),
+            start=match.start,
+            end=match.end,
             kind=kind,
             uri=uri,
             uri_start=uri_start,
@@ -216,7 +295,7 @@ def _diagnose(uri: str, kind: str) -> tuple[Problem, str, str | None, int]:
         if isinstance(value, str):
             return (
                 "noncanonical",
-                f"the URI names session {js_stringify(value)} but is not in canonical form",
+                f"the URI names session {js_stringify(display_label(value))} but is not in canonical form",
                 value,
                 len(payload),
             )
@@ -229,7 +308,7 @@ def _diagnose(uri: str, kind: str) -> tuple[Problem, str, str | None, int]:
         where = "is followed by" if kind == "markdown" else "runs into"
         return (
             "malformed",
-            f"the URI for session {js_stringify(recovered)} {where} {js_stringify(rest[:20])}",
+            f"the URI for session {js_stringify(display_label(recovered))} {where} {js_stringify(rest[:20])}",
             recovered,
             consumed,
         )

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
+import time
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh_session_reference.errors import SessionReferenceError
 from dsh_session_reference.uri import (
+    MENTION_PATTERN,
     decode_session_reference_uri,
     encode_session_reference_uri,
+    find_mentions,
     format_session_reference_mention,
     parse_session_reference_text,
     scan_session_references,
@@ -163,3 +170,70 @@ class TestScanner:
         text = "dsh-session:" + "A" * 1_000_000
         (span,) = scan_session_references(text)
         assert span.problem == "malformed"
+
+
+# --- the scanner finds upstream's matches in linear time ------------------------------------------
+
+_PIECES = [
+    "@[",
+    "@",
+    "[",
+    "]",
+    "](",
+    "(",
+    ")",
+    "\\",
+    "\\]",
+    "\\\\",
+    "\n",
+    "\r",
+    "\u2028",
+    " ",
+    "\t",
+    "a",
+    "é",
+    "dsh-session:",
+    "dsh-session:IiI",
+    "IiJ",
+    "x_-",
+    "](dsh-session:",
+    "](dsh-session:ImEi)",
+]
+
+
+def _by_regex(text: str) -> list[tuple[int, int, str | None, str, int]]:
+    found = []
+    for match in MENTION_PATTERN.finditer(text):
+        group = 2 if match.group(2) is not None else 3
+        found.append((match.start(), match.end(), match.group(1), match.group(group), match.start(group)))
+    return found
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30).map("".join))
+def test_find_mentions_is_upstreams_pattern(text: str) -> None:
+    """``find_mentions`` is ``MENTION_PATTERN.finditer`` (the regex the differential suite holds
+    against upstream), match for match, on texts dense in the pattern's own punctuation."""
+    found = [(m.start, m.end, m.raw_label, m.uri, m.uri_start) for m in find_mentions(text)]
+    assert found == _by_regex(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "@[" * 200_000,  # the regex: 40,000 of them took 85 s
+        "@[" + "\\a" * 200_000 + "\\\n" + "@[" * 100_000,
+        ("@[" + "dsh-session:" * 3) * 50_000,
+        "@[x](dsh-session:" + "A" * 400_000,
+    ],
+    ids=["unclosed labels", "escapes then a stray backslash", "bare inside labels", "unclosed uri"],
+)
+def test_the_scan_is_linear_on_shapes_that_make_the_regex_quadratic(text: str) -> None:
+    """Each shape is scanned in well under a second (the regex, scanning again from every ``@[``,
+    takes minutes to hours on them); the parser and the lenient scanner use the same scan."""
+    started = time.monotonic()
+    spans = scan_session_references(text)
+    with contextlib.suppress(SessionReferenceError):  # the first invalid mention stops the parser
+        parse_session_reference_text(text)
+    assert time.monotonic() - started < 5
+    assert all(not span.valid for span in spans) or spans == []
