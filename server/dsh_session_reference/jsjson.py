@@ -20,15 +20,19 @@ import stat
 from typing import Any, Final
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_SEARCH_STEP: Final = 1 << 20
 
 
 def js_normalize(text: str) -> str:
     """Join surrogate code point pairs into the astral character JS would see.
 
     In JS ``"\\ud83d" + "\\ude00"`` *is* ``"😀"``; in Python it is two code points.
-    Only unpaired surrogates survive this, exactly the ones JS calls lone.
+    Only unpaired surrogates survive this, exactly the ones JS calls lone. The search goes a
+    megabyte at a time, so a worker thread normalizing a big document lets the event loop run.
     """
-    if not _SURROGATE.search(text):
+    if text.isascii() or not any(
+        _SURROGATE.search(text, start, start + _SEARCH_STEP) for start in range(0, len(text), _SEARCH_STEP)
+    ):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
@@ -193,8 +197,9 @@ def js_lower(text: str) -> str:
     return text.lower()
 
 
-def js_includes(haystack: str, needle: str) -> bool:
-    """``haystack.includes(needle)`` over UTF-16 code units.
+def js_includes(haystack: str, needle: str, pin: bytes | None = None) -> bool:
+    """``haystack.includes(needle)`` over UTF-16 code units (``pin``: the needle so encoded, when
+    one needle is tested against many haystacks).
 
     Differs from ``in`` only when a lone surrogate in the needle matches half of
     a pair in the haystack, which JS allows.
@@ -204,7 +209,8 @@ def js_includes(haystack: str, needle: str) -> bool:
     if not _SURROGATE.search(needle):
         return False
     hay = haystack.encode("utf-16-le", "surrogatepass")
-    pin = needle.encode("utf-16-le", "surrogatepass")
+    if pin is None:
+        pin = needle.encode("utf-16-le", "surrogatepass")
     start = hay.find(pin)
     while start != -1:
         if start % 2 == 0:

@@ -2,17 +2,19 @@
 
 pygls' own workspace applies incremental edits through ``str.splitlines``,
 which breaks lines where editors do not (U+2028, ``\\x0b``, ...), and re-splits
-the whole text on every keystroke. These documents splice edits by offset
-(:mod:`.positions`) and build a line index only when a feature asks for one.
-Text is stored JS-normalized (surrogate pairs joined) because the scanner and
-parser index that form; UTF-16 positions are the same either way.
+the whole text on every keystroke. These documents are :class:`..lines.Lines`:
+an edit is spliced by offset into the pieces it touches, so a keystroke in a
+25 MB document costs what the keystroke costs, and the whole string is joined
+only for an analysis, in a worker thread. Text is stored JS-normalized
+(surrogate pairs joined) because the scanner and parser index that form;
+UTF-16 positions are the same either way.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final
 
 from lsprotocol import types
@@ -30,16 +32,15 @@ UNOPENED_READ_TIMEOUT: Final = 10.0
 @dataclass
 class Document:
     uri: str
-    text: str
+    index: LineIndex
+    """The text as it is now; each edit replaces it with a new one (an analysis keeps the one it read)."""
     version: int | None = None
     language_id: str = ""
-    _index: LineIndex | None = field(default=None, repr=False)
 
     @property
-    def index(self) -> LineIndex:
-        if self._index is None or self._index.text is not self.text:
-            self._index = LineIndex(self.text)
-        return self._index
+    def text(self) -> str:
+        """The whole text (joined on first use: call it in a worker thread for a big document)."""
+        return self.index.text
 
 
 class DocumentStore:
@@ -49,7 +50,7 @@ class DocumentStore:
         self._documents: dict[str, Document] = {}
 
     def open(self, item: types.TextDocumentItem) -> Document:
-        document = Document(item.uri, js_normalize(item.text), item.version, item.language_id)
+        document = Document(item.uri, LineIndex(js_normalize(item.text)), item.version, item.language_id)
         self._documents[item.uri] = document
         return document
 
@@ -64,18 +65,15 @@ class DocumentStore:
         document = self._documents.get(uri)
         if document is None:
             return None
-        text = document.text
         index = document.index
         for change in changes:
             if isinstance(change, types.TextDocumentContentChangePartial):
-                if index.text is not text:
-                    index = LineIndex(text)
                 start = index.offset_at(change.range.start, encoding)
                 end = max(start, index.offset_at(change.range.end, encoding))
-                text = text[:start] + change.text + text[end:]
+                index = index.edited(start, end, change.text)
             else:
-                text = change.text
-        document.text = js_normalize(text)
+                index = LineIndex(js_normalize(change.text))
+        document.index = index
         document.version = version
         return document
 
@@ -95,7 +93,7 @@ async def text_of(documents: DocumentStore, uri: str) -> str | None:
     scheme. A file that cannot be read is ``InvalidParams`` naming why."""
     document = documents.get(uri)
     if document is not None:
-        return document.text
+        return await asyncio.to_thread(lambda: document.text)
     path = to_fs_path(uri) if uri.startswith("file:") else None
     if path is None:
         return None
