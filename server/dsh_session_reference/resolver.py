@@ -180,12 +180,14 @@ class SessionReferenceResolver:
         if isinstance(source, KeepsCandidateTable):
             # A store that keeps its listing and labels warm answers from one persistent table.
             rows = await _run(
-                lambda stop: source.candidate_table(stop, agent.cwd).select(needle, self_id, agent.cwd, cap),
+                lambda stop: source.candidate_table(stop, agent.cwd).select(
+                    needle, self_id, agent.cwd, cap, stop
+                ),
                 signal,
             )
         else:
             table = await self._listing_table(needle, self_id, agent.cwd, cap, signal)
-            rows = table.select(needle, self_id, agent.cwd, cap)
+            rows = await _run(lambda stop: table.select(needle, self_id, agent.cwd, cap, stop), signal)
         return [Candidate(row.record.id, row.label, row.record.cwd, row.record.created_at) for row in rows]
 
     async def _listing_table(

@@ -38,8 +38,9 @@ async def lsp_session(
         session = await start(client, preset, initialize_params(preset, workspace, root, **settings))
         yield session
         assert client.error is None, client.error
-        await asyncio.wait_for(client.shutdown_session(), 30)
         server = client._server
+        if server is not None and server.returncode is None:  # else the test shut it down itself
+            await asyncio.wait_for(client.shutdown_session(), 30)
         assert server is not None and server.returncode == 0, "the server did not exit cleanly"
     finally:
         server = client._server

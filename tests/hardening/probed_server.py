@@ -1,10 +1,12 @@
-"""``python -m hardening.probed_server``: the real language server plus one introspection command.
+"""``python -m hardening.probed_server``: the real language server plus two test-only commands.
 
 Leaked tasks and growing state are invisible over LSP, so the fault tests run
 the very server ``dsh-session-reference lsp`` runs (same ``create_server``,
 same stdio loop) with a test-only ``dshHardening.stats`` command registered
 beside the product's commands. It reports the server's live asyncio tasks, the
 work it tracks per document and request, its threads and its resident memory.
+``dshHardening.block`` occupies a worker thread with work that heeds no stop
+signal (as a read blocked on a stalled disk would), for the exit tests.
 """
 
 from __future__ import annotations
@@ -13,13 +15,17 @@ import asyncio
 import gc
 import logging
 import os
+import sys
 import threading
+import time
 from typing import Any
 
 from dsh_session_reference.lsp.features import create_server
 from dsh_session_reference.lsp.server import DshLanguageServer
+from dsh_session_reference.lsp.transport import serve_stdio
 
 STATS = "dshHardening.stats"
+BLOCK = "dshHardening.block"
 
 
 def _rss_kb() -> int:
@@ -55,11 +61,16 @@ async def _stats(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
     }
 
 
+async def _block(ls: DshLanguageServer, seconds: float) -> None:
+    await asyncio.to_thread(time.sleep, seconds)
+
+
 def main() -> None:
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
     server = create_server()
     server.command(STATS)(_stats)
-    server.start_io()
+    server.command(BLOCK)(_block)
+    sys.exit(serve_stdio(server))
 
 
 if __name__ == "__main__":

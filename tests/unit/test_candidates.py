@@ -13,13 +13,19 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_session_reference.candidates import SEPARATOR, CandidateTable, Row, candidate_rank, label_matches
-from dsh_session_reference.jsjson import js_lower, js_normalize
+from dsh_session_reference.candidates import SEPARATOR, CandidateTable, Row, candidate_rank
+from dsh_session_reference.jsjson import js_includes, js_lower, js_normalize
 from dsh_session_reference.model import SessionRecord
 
 ALPHABET = ["a", "b", "M", "Σ", "ς", "σ", "İ", "i", "\u0307", "\ud83d", "\ude00", "😀", SEPARATOR, "/", " "]
 text = st.text(alphabet=st.sampled_from(ALPHABET), max_size=6)
 cwds = st.sampled_from([None, "/w", "/other", "/W"])
+
+
+def label_matches(record: SessionRecord, label: str, needle: str) -> bool:
+    """Upstream's test: ``needle`` (already lowered) in the lowered id, cwd or label, as UTF-16."""
+    fields = (record.id, record.cwd, label)
+    return any(js_includes(js_lower(field), needle) for field in fields if field is not None)
 
 
 def spec(rows: list[Row], needle: str, target_id: str | None, target_cwd: str | None, cap: int) -> list[Row]:

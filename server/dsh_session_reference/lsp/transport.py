@@ -18,12 +18,14 @@ restarts it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import select
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, BinaryIO, Final
 
@@ -40,6 +42,10 @@ MAX_HEADER_LINE: Final = 8 << 10
 MAX_HEADER_LINES: Final = 16
 BODY_STALL_SECONDS: Final = 10.0
 """Once a message has begun, the longest wait for its next byte."""
+EXIT_GRACE_SECONDS: Final = 1.0
+"""After ``exit``, how long the worker threads have to stop: every piece of work checks its stop
+signal, but a read blocked on a stalled disk cannot, and the editor waits for the process."""
+WORKER_PREFIX: Final = "dsh-lsp-worker"
 _CHUNK: Final = 1 << 16
 
 
@@ -155,8 +161,12 @@ def serve_stdio(server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: Bi
     stop = own_stop_event(server)
     server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
     status = 0
+    loop = asyncio.new_event_loop()
+    workers = ThreadPoolExecutor(thread_name_prefix=WORKER_PREFIX)
+    loop.set_default_executor(workers)  # asyncio.to_thread's: the threads waited for at exit
+    asyncio.set_event_loop(loop)
     try:
-        asyncio.run(_loop(server, reader, stop))
+        loop.run_until_complete(_loop(server, reader, stop))
     except SystemExit as request:  # pygls' ``exit`` handler: 1 unless ``shutdown`` came first
         status = request.code if isinstance(request.code, int) else 1
     except FramingError as error:
@@ -169,7 +179,40 @@ def serve_stdio(server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: Bi
         status = 130
     finally:
         server.shutdown()  # type: ignore[no-untyped-call]
+        _close(loop, workers)
+    if not _workers_ended(EXIT_GRACE_SECONDS):
+        # Python would wait for them before it exits, for as long as they run.
+        LOG.warning("exiting with work still running in worker threads")
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # closed with the connection
+                stream.flush()
+        os._exit(status)
     return status
+
+
+def _close(loop: asyncio.AbstractEventLoop, workers: ThreadPoolExecutor) -> None:
+    """What ``asyncio.run`` does at the end, but for the default executor: its threads are told
+    to stop (their work's stop signals were set by ``shutdown``) and not waited for here."""
+    try:
+        tasks = asyncio.all_tasks(loop)
+        for task in tasks:
+            task.cancel()
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        workers.shutdown(wait=False, cancel_futures=True)
+        asyncio.set_event_loop(None)
+        loop.close()
+
+
+def _workers_ended(within: float) -> bool:
+    """Whether every worker thread has ended, waiting at most ``within`` seconds."""
+    deadline = time.monotonic() + within
+    for thread in threading.enumerate():
+        if thread.name.startswith(WORKER_PREFIX):
+            thread.join(max(0.0, deadline - time.monotonic()))
+    return not any(thread.name.startswith(WORKER_PREFIX) for thread in threading.enumerate())
 
 
 async def _loop(server: JsonRPCServer, reader: FrameReader, stop: threading.Event) -> None:
