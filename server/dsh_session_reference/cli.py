@@ -29,7 +29,7 @@ from . import __version__
 from .assembly import make_resolver, open_source, root_origin, root_problem, sessions_root, target_session
 from .cancellation import AbortSignal
 from .config import resolver_config
-from .display import display_inline_text
+from .display import display_label
 from .errors import SessionReferenceError
 from .jsjson import js_normalize, read_text
 from .logsetup import LOG_ENV, LOG_LEVELS, log_level, progress_after
@@ -295,7 +295,7 @@ def _print_body_match(candidate: object) -> None:
     from .body_search import BodyCandidate
 
     if isinstance(candidate, BodyCandidate):
-        print(f"    matched in messages: “{display_inline_text(candidate.snippet)}”")
+        print(f"    matched in messages: “{display_label(candidate.snippet)}”")
 
 
 async def _candidates(args: argparse.Namespace) -> int:
@@ -308,9 +308,9 @@ async def _candidates(args: argparse.Namespace) -> int:
         _emit([dict(candidate.to_json(), mention=candidate.mention) for candidate in found])
         return 0
     for candidate in found:
-        label = display_inline_text(candidate.label)
-        where = display_inline_text(candidate.cwd) if candidate.cwd is not None else "(no cwd)"
-        shown_id = display_inline_text(candidate.session_id)
+        label = display_label(candidate.label)
+        where = display_label(candidate.cwd) if candidate.cwd is not None else "(no cwd)"
+        shown_id = display_label(candidate.session_id)
         print(f"{label}\n    {shown_id} · {where} · {_when(candidate.created_at)}")
         print(f"    {format_session_reference_mention(candidate.session_id, label)}")
         if getattr(args, "body_search", False):

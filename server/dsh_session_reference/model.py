@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from .cancellation import AbortSignal
+from .display import shortened
 
 if TYPE_CHECKING:
     from .candidates import CandidateTable
@@ -61,11 +62,23 @@ class SurfaceSnapshot:
 class TitleObservation:
     """``readTitleSnapshots`` for one id: ``title`` is the last
     ``session/title`` value (``None`` when the log has none); ``error`` is set
-    instead when the log could not be read (the label then falls back to the id)."""
+    instead when the log could not be read (the label then falls back to the id).
+
+    A title is kept to its first :data:`MAX_TITLE_CHARS` characters (upstream keeps it whole):
+    every listed title is held, lowered for search, indexed and kept with the listing, and fifty
+    2 MB titles made a 680 MB server."""
 
     session_id: str
     title: str | None = None
     error: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.title is not None and len(self.title) > MAX_TITLE_CHARS:
+            object.__setattr__(self, "title", shortened(self.title, MAX_TITLE_CHARS))
+
+
+MAX_TITLE_CHARS: Final = 1_024
+"""The longest title a listing keeps (a query that matches only past it finds nothing there)."""
 
 
 class SessionSource(Protocol):

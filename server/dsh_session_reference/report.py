@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 
 from .config import ResolverConfig
+from .display import display_label
 from .jsjson import js_byte_length
 from .resolver import PreparedMessage
 from .snapshot import PROMPT_PREFIX, PROMPT_SUFFIX
@@ -39,9 +40,9 @@ def render_accounting(
         data = source.data
         lines += [
             "",
-            f"[{index + 1}] {data['label']}",
-            f"    session id        {data['sessionId']}",
-            f"    cwd               {data['cwd'] if data['cwd'] is not None else '(no cwd)'}",
+            f"[{index + 1}] {display_label(data['label'])}",
+            f"    session id        {display_label(data['sessionId'])}",
+            f"    cwd               {display_label(data['cwd']) if data['cwd'] is not None else '(no cwd)'}",
             f"    captured through  seq {data['capturedThroughSeq']}",
             f"    compacted         {_yes(stats.compacted)}",
             f"    messages          {stats.original_messages} original, {stats.retained_messages} retained, "

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .conversation import ConversationSnapshot, retain_conversation
-from .display import display_block_text, display_inline_text, readable_time
+from .display import display_block_text, display_inline_text, display_label, readable_time
 from .jsjson import js_byte_length
 from .model import ReadsConversations
 from .projection import ConversationItem, LongText
@@ -102,13 +102,13 @@ async def read_transcript(
         message = getattr(error, "message", None)
         reason = message if isinstance(message, str) else str(error)
         text = (
-            f"dsh session transcript (read-only)\ntitle:     {display_inline_text(title or '(untitled)')}\n"
-            f"session:   {display_inline_text(record.id)}\n\n"
+            f"dsh session transcript (read-only)\ntitle:     {display_label(title or '(untitled)')}\n"
+            f"session:   {display_label(record.id)}\n\n"
             f"This session's log cannot be read, so a mention of it fails: {display_inline_text(reason)}\n"
         )
         return Transcript(record.id, title, text)
     # The label a mention picked from the list would carry: the title (else the id), escaped as shown.
-    shown = label if label is not None else display_inline_text(title if title is not None else record.id)
+    shown = label if label is not None else display_label(title if title is not None else record.id)
     retained = await asyncio.to_thread(retain_conversation, snapshot, shown, budget)
     text = await asyncio.to_thread(
         render_transcript, snapshot, TranscriptFacts(record.id, title, retained, budget, label)
@@ -120,13 +120,13 @@ def render_transcript(snapshot: ConversationSnapshot, facts: TranscriptFacts) ->
     """The transcript's text (see the module docstring). Pure: the same read gives the same text."""
     session = snapshot.session
     items = list(snapshot.items)
-    title = display_inline_text(facts.title) if facts.title is not None else "(untitled)"
+    title = display_label(facts.title) if facts.title is not None else "(untitled)"
     seq = snapshot.captured_through_seq
     lines = [
         "dsh session transcript (read-only)",
         f"title:     {title}",
-        f"session:   {display_inline_text(session.id)}",
-        f"cwd:       {'(none)' if session.cwd is None else display_inline_text(session.cwd)}",
+        f"session:   {display_label(session.id)}",
+        f"cwd:       {'(none)' if session.cwd is None else display_label(session.cwd)}",
         f"created:   {readable_time(session.created_at)}",
         f"events:    {'none' if seq is None else f'through seq {seq}'}",
         f"messages:  {_counts(items)}",
@@ -203,7 +203,7 @@ def _mention_lines(facts: TranscriptFacts) -> list[str]:
     lines.append(
         "           for a mention labelled with its title"
         if facts.label is None
-        else f'           for a mention labelled "{display_inline_text(facts.label)}"'
+        else f'           for a mention labelled "{display_label(facts.label)}"'
     )
     return lines
 

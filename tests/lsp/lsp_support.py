@@ -299,8 +299,11 @@ class Session:
         assert isinstance(result, types.CompletionList)
         return result
 
-    async def actions(self, uri: str, offset: int, diagnostics: Sequence[types.Diagnostic] = ()) -> list[Any]:
-        """Code actions, structured the way editors read them.
+    async def actions(
+        self, uri: str, offset: int, diagnostics: Sequence[types.Diagnostic] = (), end: int | None = None
+    ) -> list[Any]:
+        """Code actions for ``[offset, end]`` (a cursor at ``offset`` by default), structured the
+        way editors read them.
 
         lsprotocol's ``CodeAction | Command`` hook turns every code action that
         carries a ``command`` into a ``Command`` (dropping its kind), so the raw
@@ -309,7 +312,7 @@ class Session:
         position = self.position(uri, offset)
         params = types.CodeActionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
-            range=types.Range(start=position, end=position),
+            range=types.Range(start=position, end=position if end is None else self.position(uri, end)),
             context=types.CodeActionContext(diagnostics=list(diagnostics)),
         )
         msg_id = f"code-action-{next(_names)}"

@@ -443,6 +443,18 @@ async def test_a_pasted_raw_id_of_a_session_gets_use_session(
         assert (await analyze(fixed, resolver, agent)).error_count == 0
 
 
+async def test_a_uri_of_a_session_the_store_lacks_says_so_plainly(
+    resolver: SessionReferenceResolver, agent: AgentRef
+) -> None:
+    """A noncanonical URI of an id no session has names the id once and says it is not in the store."""
+    result = await analyze("see @[x](dsh-session:Imdob3N0Ih)", resolver, agent)
+    [finding] = result.findings
+    assert finding.message == (
+        'invalid session URI: it is not in canonical form, and no session in the store has the id "ghost"'
+    )
+    assert result.missing == frozenset({"ghost"})
+
+
 async def test_no_fix_rewrites_to_a_session_that_does_not_exist(
     resolver: SessionReferenceResolver, agent: AgentRef
 ) -> None:
@@ -451,9 +463,8 @@ async def test_no_fix_rewrites_to_a_session_that_does_not_exist(
     text = "@[x](dsh-session:IiJ) and dsh-session:no-such-id"
     result = await analyze(text, resolver, agent)
     messages = [f.message for f in result.findings]
-    assert messages[0].startswith("invalid session URI: ") and messages[0].endswith(
-        'it decodes to the id "", which no session has'
-    )
+    # Plain words: no "the URI names session "" but ..." for an id that is empty.
+    assert messages[0] == "invalid session URI: it decodes to an empty session id, which no session has"
     assert messages[1].startswith("invalid session URI: ")
     titles = [(fix.title, fix.preferred, fix.new_text) for fix in fixes_for(result, 0, len(text))]
     assert titles == [

@@ -58,10 +58,11 @@ async def test_no_target_is_null_and_a_set_target_carries_its_title(s: Session, 
 
 
 async def test_the_label_is_the_candidate_lists_label(s: Session, workspace: Path) -> None:
-    """Exactly what ``candidates`` shows for the session: the raw title, else the id."""
+    """Exactly what ``candidates`` shows for the session: the title as a row shows it (escaped),
+    else the id."""
     uri = s.open(workspace, "a prompt")
     rows = {row["sessionId"]: row["label"] for row in await s.command("dshSessionReference.candidates")}
-    assert rows["s-beta"] == "Notes\nsecond line \x1b[1mbold" and rows["s-gamma"] == "s-gamma"  # untitled
+    assert rows["s-beta"] == "Notes\\x0asecond line \\x1b[1mbold" and rows["s-gamma"] == "s-gamma"  # untitled
     for session_id in ("s-beta", "s-gamma"):
         target(s, session_id)
         assert await target_of(s, uri) == {"sessionId": session_id, "label": rows[session_id], "found": True}

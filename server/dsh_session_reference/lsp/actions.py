@@ -23,8 +23,9 @@ from ..analysis import (
     TOO_MANY_REFERENCES,
     UNKNOWN_SESSION,
     Analysis,
+    is_current_label,
 )
-from ..display import display_inline_text
+from ..display import display_label
 from ..jsjson import js_stringify
 from ..lines import Encoding
 from ..uri import MentionSpan, encode_session_reference_uri, format_session_reference_mention
@@ -88,7 +89,7 @@ def _span_fixes(analysis: Analysis, span: MentionSpan) -> list[Fix]:
                 )
             )
         else:
-            query = display_inline_text(span.label or "") if span.kind == "markdown" else ""
+            query = display_label(span.label or "") if span.kind == "markdown" else ""
             fixes.append(
                 Fix(
                     "Pick a session for this mention…",
@@ -104,7 +105,7 @@ def _span_fixes(analysis: Analysis, span: MentionSpan) -> list[Fix]:
         reference = analysis.reference_for(span.session_id)
         title = None if reference is None else reference.title
         if span.kind == "bare":
-            label = display_inline_text(span.session_id if title is None else title)
+            label = display_label(span.session_id if title is None else title)
             fixes.append(
                 Fix(
                     f"Turn into a labelled mention @[{label}]",
@@ -115,8 +116,8 @@ def _span_fixes(analysis: Analysis, span: MentionSpan) -> list[Fix]:
                     span=span,
                 )
             )
-        elif title is not None and span.label not in (title, display_inline_text(title)):
-            label = display_inline_text(title)
+        elif title is not None and not is_current_label(span.label, title):
+            label = display_label(title)
             fixes.append(
                 Fix(
                     f"Refresh the label to the current title {js_stringify(label)}",

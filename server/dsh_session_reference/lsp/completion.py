@@ -26,7 +26,8 @@ from typing import Any, Final
 from lsprotocol import types
 
 from ..body_search import BodyCandidate
-from ..display import display_inline_text, relative_time
+from ..display import SHOWN_CHARS, display_label, relative_time
+from ..lines import Lines
 from ..resolver import Candidate
 from ..uri import JS_SPACE, format_session_reference_mention
 
@@ -53,8 +54,10 @@ MAX_WORDS: Final = 6
 """Words a query may hold while the popup stays open (``@zstd log`` finds "... zstd logs ...")."""
 
 
-def find_trigger(text: str, cursor: int, *, continuing: bool = False) -> Trigger | None:
-    """The active ``@`` token ending at ``cursor`` (an offset into ``text``), if any.
+def find_trigger(text: str | Lines, cursor: int, *, continuing: bool = False) -> Trigger | None:
+    """The active ``@`` token ending at ``cursor`` (an offset into ``text``), if any. Only the
+    :data:`MAX_TOKEN_LENGTH` characters before the cursor are read (of a document's
+    :class:`~..lines.Lines`, without joining it).
 
     ``continuing``: the popup is open and the editor asks again as the user types (LSP's
     ``TriggerForIncompleteCompletions``). Then the query may run on past spaces, back to the
@@ -80,7 +83,7 @@ def find_trigger(text: str, cursor: int, *, continuing: bool = False) -> Trigger
     return Trigger(floor + start, cursor, token[1:])
 
 
-def _spanning_trigger(text: str, cursor: int) -> Trigger | None:
+def _spanning_trigger(text: str | Lines, cursor: int) -> Trigger | None:
     cursor = max(0, min(cursor, len(text)))
     floor = max(0, cursor - MAX_TOKEN_LENGTH - 1)
     window = text[floor:cursor]
@@ -112,18 +115,27 @@ class _Shown:
     searchable: str
 
 
-@functools.lru_cache(maxsize=4096)
 def _shown(session_id: str, label: str, cwd: str | None) -> _Shown:
+    """What a row shows of a candidate: every field at most :data:`~..display.SHOWN_CHARS`
+    characters (a row repeats its label four times; fifty 2 MB titles made a 400 MB answer)."""
+    cut = SHOWN_CHARS + 1  # what display_label looks at: the memo's key holds no more
+    where = None if cwd is None else (cwd[:cut], project_name(cwd)[:cut])
+    return _shown_memo(session_id, label[:cut], where)
+
+
+@functools.lru_cache(maxsize=4096)
+def _shown_memo(session_id: str, label: str, where: tuple[str, str] | None) -> _Shown:
     """Memoized: the same few dozen rows come back keystroke after keystroke, and escaping and
-    encoding them was a third of building the items."""
-    shown_label = display_inline_text(label)
-    shown_id = display_inline_text(session_id)
-    shown_cwd = None if cwd is None else display_inline_text(cwd)
+    encoding them was a third of building the items. Keyed by the parts shown (and the id, a
+    directory name), so the memo holds a bounded amount of text however long titles are."""
+    shown_label = display_label(label)
+    shown_id = display_label(session_id)
+    shown_cwd = None if where is None else display_label(where[0])
     return _Shown(
         shown_label,
         shown_id,
         shown_cwd,
-        None if cwd is None else display_inline_text(project_name(cwd)),
+        None if where is None else display_label(where[1]),
         format_session_reference_mention(session_id, shown_label),
         " ".join(part for part in (shown_label, shown_id, shown_cwd) if part),
     )
@@ -182,7 +194,7 @@ def completion_items(
         if body is not None:
             # The match is in the messages, not the label: say where, and let the editor's own
             # filter keep the row (it filters on filterText, which must contain what was typed).
-            excerpt = display_inline_text(body.snippet)
+            excerpt = display_label(body.snippet)
             detail = f"{detail} · “{excerpt}”" if detail else f"“{excerpt}”"
         searchable = f"{typed} {shown.searchable}"
         if body is not None:
@@ -196,7 +208,7 @@ def completion_items(
                 sort_text=f"{rank:0{width}d}",
                 filter_text=searchable if filter_text else None,
                 text_edit=types.TextEdit(range=edit_range, new_text=shown.mention),
-                data={"sessionId": candidate.session_id, "label": candidate.label},
+                data={"sessionId": candidate.session_id, "label": label},
             )
         )
     return items
@@ -215,5 +227,12 @@ def item_data(item: types.CompletionItem) -> tuple[str, str] | None:
 
 
 def candidate_json(candidate: Candidate) -> dict[str, Any]:
-    """The ``dshSessionReference.candidates`` command's row (upstream's remote face plus ``mention``)."""
-    return {**candidate.to_json(), "cwd": candidate.cwd, "mention": mention_for(candidate)}
+    """The ``dshSessionReference.candidates`` command's row: upstream's remote face plus ``mention``,
+    its label and cwd as a row shows them (escaped, at most :data:`~..display.SHOWN_CHARS`)."""
+    shown = _shown(candidate.session_id, candidate.label, candidate.cwd)
+    return {
+        **candidate.to_json(),
+        "label": shown.label,
+        "cwd": shown.cwd,
+        "mention": shown.mention,
+    }

@@ -20,6 +20,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..display import display_inline_text
 from ..errors import CANCELLED, SessionReferenceError
+from ..model import MAX_TITLE_CHARS
 from ..transcript import NoSuchSession, Transcript, read_transcript
 from . import transport
 from .actions import code_actions
@@ -35,8 +36,10 @@ from .sessions import (
     TRANSCRIPT_SCHEME,
     definition,
     document_links,
+    link_to_resolve,
     listed_candidate,
     mention_edit,
+    resolve_link,
     session_of_transcript,
     transcript_target,
     transcript_uri,
@@ -50,6 +53,12 @@ CANDIDATES_COMMAND: Final = "dshSessionReference.candidates"
 SUMMARY_COMMAND: Final = "dshSessionReference.documentSummary"
 TRANSCRIPT_COMMAND: Final = "dshSessionReference.transcript"
 INSERT_MENTION_COMMAND: Final = "dshSessionReference.insertMention"
+MAX_SYMBOL_QUERY: Final = MAX_TITLE_CHARS
+"""A longer ``workspace/symbol`` query is answered at once with nothing: titles are kept to this
+length and ids are file names, so only a cwd that long could match, and a 2 MB query was matched
+against every session's fields."""
+MAX_UINTEGER: Final = 2**31 - 1
+"""LSP's ``uinteger``: a position beyond it is no position."""
 DIAGNOSTIC_DELAY: Final = 0.12
 """Seconds of quiet after a change before pushed diagnostics are recomputed."""
 
@@ -127,8 +136,7 @@ def _did_change(ls: DshLanguageServer, params: types.DidChangeTextDocumentParams
 
 def _did_close(ls: DshLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
     uri = params.text_document.uri
-    ls.drop_analysis(uri)
-    ls.cancel_publish(uri)
+    ls.closed(uri)
     if not ls.pull_diagnostics:
         ls.publish(uri, [])
 
@@ -152,7 +160,7 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
         params.context is not None
         and params.context.trigger_kind == types.CompletionTriggerKind.TriggerForIncompleteCompletions
     )
-    trigger = find_trigger(document.text, cursor, continuing=continuing)
+    trigger = find_trigger(document.index, cursor, continuing=continuing)
     if trigger is None:
         return empty
     signal = ls.begin_completion(uri)
@@ -178,7 +186,7 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
         edit_range,
         now_ms=_now_ms(),
         label_details=bool(ls.capability("text_document.completion.completion_item.label_details_support")),
-        typed=document.text[trigger.at : trigger.cursor],
+        typed=document.index[trigger.at : trigger.cursor],
         filter_text=bool(ls.capability("text_document.completion.completion_item.insert_replace_support")),
     )
     return types.CompletionList(is_incomplete=True, items=items)
@@ -240,7 +248,7 @@ async def _text_document_content(
         preview = await ls.preview(document_uri)
         if preview is not None:
             return types.TextDocumentContentResult(text=preview.text)
-    stored = ls.stored_preview(params.uri)
+    stored = ls.previews.text(params.uri)
     if stored is not None:
         return types.TextDocumentContentResult(text=stored)
     raise _invalid(f"no preview for {params.uri}")
@@ -310,13 +318,25 @@ async def _definition(ls: DshLanguageServer, params: types.DefinitionParams) -> 
 
 
 async def _document_link(ls: DshLanguageServer, params: types.DocumentLinkParams) -> list[types.DocumentLink]:
-    result = await ls.analysis(params.text_document.uri)
-    return [] if result is None else document_links(result.analysis, result.index, ls.encoding)
+    uri = params.text_document.uri
+    result = await ls.analysis(uri)
+    return [] if result is None else document_links(result.analysis, result.index, ls.encoding, uri)
+
+
+async def _document_link_resolve(ls: DshLanguageServer, link: types.DocumentLink) -> types.DocumentLink:
+    wanted = link_to_resolve(link)
+    if wanted is None:
+        return link
+    uri, session_id = wanted
+    result = await ls.analysis(uri)
+    return resolve_link(None if result is None else result.analysis, session_id, link)
 
 
 async def _workspace_symbol(
     ls: DshLanguageServer, params: types.WorkspaceSymbolParams
 ) -> list[types.SymbolInformation]:
+    if len(params.query) > MAX_SYMBOL_QUERY:
+        return []
     agent = await ls.agent_for(None)
     candidates = await ls.engine.resolver.list_candidates(agent, params.query)
     return workspace_symbols(candidates)
@@ -385,8 +405,13 @@ async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str
     if not isinstance(uri, str) or not isinstance(session_id, str) or not isinstance(position, dict):
         raise _invalid(shape)
     line, character = position.get("line"), position.get("character")
-    if not isinstance(line, int) or not isinstance(character, int) or line < 0 or character < 0:
-        raise _invalid(shape)
+    if not (
+        isinstance(line, int)
+        and isinstance(character, int)
+        and 0 <= line <= MAX_UINTEGER
+        and 0 <= character <= MAX_UINTEGER
+    ):
+        raise _invalid(f"{shape}; line and character are integers 0..{MAX_UINTEGER}")
     document = ls.documents.get(uri)
     if document is None:
         raise _invalid(f"{INSERT_MENTION_COMMAND}: {uri} is not open")
@@ -448,9 +473,10 @@ def create_server(sessions: str | None = None) -> DshLanguageServer:
     )(_code_action)
     feature(types.WORKSPACE_TEXT_DOCUMENT_CONTENT)(_text_document_content)
     feature(types.TEXT_DOCUMENT_DEFINITION)(_definition)
-    feature(types.TEXT_DOCUMENT_DOCUMENT_LINK, types.DocumentLinkOptions(resolve_provider=False))(
+    feature(types.TEXT_DOCUMENT_DOCUMENT_LINK, types.DocumentLinkOptions(resolve_provider=True))(
         _document_link
     )
+    feature(types.DOCUMENT_LINK_RESOLVE)(_document_link_resolve)
     feature(types.WORKSPACE_SYMBOL)(_workspace_symbol)
     feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))(_inlay_hint)
     feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))(_code_lens)

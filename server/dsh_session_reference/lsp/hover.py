@@ -17,7 +17,7 @@ from lsprotocol import types
 
 from ..analysis import Analysis, Intended, Reference
 from ..conversation import ConversationSnapshot, conversation_items, readable
-from ..display import display_block_text, display_inline_text, readable_time, relative_time
+from ..display import display_block_text, display_label, readable_time, relative_time
 from ..errors import SessionReferenceError
 from ..model import SurfaceSnapshot
 from ..resolver import SessionReferenceResolver
@@ -62,11 +62,11 @@ def session_summary(
     ``id_last`` (a completion row's documentation, read after the title, age and project)."""
     text: Callable[[str], str] = escape_markdown if markdown else _plain
     code: Callable[[str], str] = _code_span if markdown else _plain
-    label = display_inline_text(facts.label) or "(a session with an empty id)"
+    label = display_label(facts.label) or "(a session with an empty id)"
     lines: list[str] = [f"**{text(label)}**" if markdown else label]
     id_line: list[str] = []
     if facts.label != facts.session_id:
-        session_id = display_inline_text(facts.session_id)
+        session_id = display_label(facts.session_id)
         id_line.append(f"id {code(session_id)}" if session_id else "an empty id")
     if not id_last:
         lines += id_line
@@ -74,7 +74,7 @@ def session_summary(
     if facts.created_at is not None:
         where.append(f"created {relative_time(facts.created_at, now_ms)} ({readable_time(facts.created_at)})")
     if facts.cwd is not None:
-        where.append(f"in {code(display_inline_text(facts.cwd))}")
+        where.append(f"in {code(display_label(facts.cwd))}")
     if where:
         lines.append(" · ".join(where))
     if facts.error is not None:
@@ -162,7 +162,7 @@ async def read_session_facts(resolver: SessionReferenceResolver, session_id: str
         record = next((record for record in records if record.id == session_id), None)
         if record is not None:
             cwd, created_at = record.cwd, record.created_at
-        inputs = [SessionReference(session_id, display_inline_text(label))]
+        inputs = [SessionReference(session_id, display_label(label))]
         snapshots = await resolver.read_sources(inputs)
         retained = (await asyncio.to_thread(resolver.render_sources, inputs, snapshots))[0]
     except SessionReferenceError as error:
@@ -200,7 +200,7 @@ def invalid_mention_help(span: MentionSpan, intended: Intended | None, *, markdo
     text: Callable[[str], str] = escape_markdown if markdown else _plain
     if intended is not None:
         lines = [
-            f"meant: {text(intended.label)} (id {code(display_inline_text(intended.session_id))})",
+            f"meant: {text(intended.label)} (id {code(display_label(intended.session_id))})",
             f"its canonical URI: {code(encode_session_reference_uri(intended.session_id))}",
         ]
         return _join(lines, markdown)

@@ -162,7 +162,7 @@ class Live:
         for uri in documents:
             server.drop_analysis(uri)
         content = [uri for uri, session in self._transcripts.items() if session in merged.sessions]
-        content += [uri for uri in server.preview_uris if document_of_preview(uri) in documents]
+        content += [uri for uri in server.previews.uris if document_of_preview(uri) in documents]
         if documents:
             if not server.pull_diagnostics:
                 for uri in documents:

@@ -9,12 +9,13 @@ URI that clients with LSP 3.18 virtual documents open read-only.
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote, unquote, urlsplit
 
 from ..analysis import Analysis
-from ..display import display_inline_text
+from ..display import display_label
 from ..errors import SessionReferenceError
 from ..jsjson import js_byte_length
 from ..report import render_prepared_report
@@ -37,6 +38,35 @@ class Preview:
 
     def to_json(self) -> dict[str, Any]:
         return {"uri": self.uri, "text": self.text, "summary": self.summary, "ok": self.ok}
+
+
+MAX_KEPT: Final = 16
+"""Previews whose text is kept (the newest)."""
+
+
+class KeptPreviews:
+    """The text of each preview served, by its URI: what a preview of a document that can no
+    longer be read (closed and untitled) shows, and which previews a store change may alter. At
+    most :data:`MAX_KEPT`, and a document's goes when it closes."""
+
+    def __init__(self) -> None:
+        self._texts: OrderedDict[str, str] = OrderedDict()
+
+    def keep(self, preview: Preview) -> None:
+        self._texts[preview.uri] = preview.text
+        self._texts.move_to_end(preview.uri)
+        while len(self._texts) > MAX_KEPT:
+            self._texts.popitem(last=False)
+
+    def forget(self, document_uri: str) -> None:
+        self._texts.pop(preview_uri(document_uri), None)
+
+    def text(self, uri: str) -> str | None:
+        return self._texts.get(uri)
+
+    @property
+    def uris(self) -> list[str]:
+        return list(self._texts)
 
 
 def preview_uri(document_uri: str) -> str:
@@ -67,9 +97,9 @@ async def build_preview(
     if agent.id is None:
         target = "none (no session excluded; sessions in the workspace folder rank first)"
     elif target_label is not None and target_label != agent.id:
-        target = f"{display_inline_text(target_label)} ({display_inline_text(agent.id)})"
+        target = f"{display_label(target_label)} ({display_label(agent.id)})"
     else:
-        target = display_inline_text(agent.id)
+        target = display_label(agent.id)
     header = [
         "Referenced-session context preview",
         f"document: {_document_name(document_uri)}",

@@ -31,6 +31,7 @@ from ..analysis import Analysis, analyze
 from ..assembly import make_resolver, open_source, root_origin, root_problem, sessions_root, target_session
 from ..cancellation import AbortSignal, Cancelled
 from ..candidates import label_for
+from ..display import display_label
 from ..lines import Encoding
 from ..model import LiveSource
 from ..resolver import AgentRef, find_session, find_titled
@@ -39,7 +40,7 @@ from .documents import Document, DocumentStore, text_of
 from .idle_gc import IdleCollector
 from .live import Live
 from .positions import LineIndex
-from .preview import Preview, build_preview
+from .preview import KeptPreviews, Preview, build_preview
 from .progress import CLIENT_REQUEST_TIMEOUT, with_progress
 from .pygls_patches import DshProtocol
 from .settings import SECTION, Settings, apply_settings
@@ -47,6 +48,8 @@ from .settings import SECTION, Settings, apply_settings
 LOG = logging.getLogger(__name__)
 
 NAME: Final = "dsh-session-reference"
+MAX_TARGETS: Final = 16
+"""Target sessions whose record is remembered (a settings change may name a new one each time)."""
 
 
 class Engine:
@@ -72,7 +75,8 @@ class Engine:
 
 @dataclass
 class _AnalysisRun:
-    text: str
+    index: LineIndex
+    """The text analysed (a document's edit makes a new one; this one stays as it was)."""
     version: int | None
     generation: int
     task: asyncio.Task[Analysis]
@@ -91,7 +95,7 @@ class Analysed:
     @property
     def current(self) -> bool:
         """Whether the document still holds the analysed text."""
-        return self.document.text is self.analysis.text or self.document.text == self.analysis.text
+        return self.document.index is self.index
 
 
 class DshLanguageServer(LanguageServer):
@@ -112,7 +116,7 @@ class DshLanguageServer(LanguageServer):
         self._pending: dict[str, asyncio.Task[None]] = {}
         self._completions: dict[str, AbortSignal] = {}
         self._commands: dict[int | str, asyncio.Task[Any]] = {}
-        self._previews: dict[str, str] = {}
+        self.previews = KeptPreviews()
         self.live = Live(self)
         self._background: set[asyncio.Task[Any]] = set()
         self._warnings: list[str] = []
@@ -315,13 +319,16 @@ class DshLanguageServer(LanguageServer):
         if record is None:
             return AgentRef(target, fallback)
         agent = engine.targets[target] = AgentRef(target, record.cwd)
+        while len(engine.targets) > MAX_TARGETS:
+            del engine.targets[next(iter(engine.targets))]
         return agent
 
     async def target_json(self) -> dict[str, Any] | None:
         """``documentSummary``'s ``target``: ``{sessionId, label, found}``, ``None`` without a target.
 
         The label is what ``list_candidates`` shows for a session
-        (:func:`..candidates.label_for`: its current title, else its id). A
+        (:func:`..candidates.label_for`: its current title, else its id), as a row shows it
+        (escaped, at most :data:`~..display.SHOWN_CHARS` characters). A
         target the store does not list (a typo in the setting, another root,
         an unreadable root) has ``found: false`` and its id as the label, so
         the status bar can flag it. ``sessionId`` is the configured id, which
@@ -337,7 +344,7 @@ class DshLanguageServer(LanguageServer):
             titled = await find_titled(source, target)
             if titled is not None:
                 found = True
-                label = label_for(*titled)
+                label = display_label(label_for(*titled))
         except Exception as error:  # an unreadable root: the status bar still names the target
             LOG.info("reading the target session's title failed: %s", error)
         return {"sessionId": target, "label": label, "found": found}
@@ -349,7 +356,7 @@ class DshLanguageServer(LanguageServer):
         if (
             run is not None
             and not run.task.cancelled()
-            and run.text is document.text
+            and run.index is document.index
             and run.generation == self._generation
         ):
             return run
@@ -357,14 +364,15 @@ class DshLanguageServer(LanguageServer):
             run.stop.abort()
             run.task.cancel()
         stop = AbortSignal()
-        task = asyncio.ensure_future(self._analyze(document.uri, document.text, stop))
+        task = asyncio.ensure_future(self._analyze(document.uri, document.index, stop))
         task.add_done_callback(partial(self.live.analysed, document.uri))  # the sessions it read are watched
-        run = _AnalysisRun(document.text, document.version, self._generation, task, stop)
+        run = _AnalysisRun(document.index, document.version, self._generation, task, stop)
         self._analyses[document.uri] = run
         return run
 
-    async def _analyze(self, uri: str, text: str, stop: AbortSignal) -> Analysis:
+    async def _analyze(self, uri: str, index: LineIndex, stop: AbortSignal) -> Analysis:
         agent = await self.agent_for(uri)
+        text = await asyncio.to_thread(lambda: index.text)  # joined off the loop
         return await analyze(text, self.engine.resolver, agent, stop, count_tokens=True)
 
     async def analysis(self, uri: str) -> Analysed | None:
@@ -383,8 +391,7 @@ class DshLanguageServer(LanguageServer):
                 if self.documents.get(uri) is document and self._analyses.get(uri) is run:
                     raise
                 continue
-            index = document.index if document.text is analysis.text else LineIndex(analysis.text)
-            return Analysed(document, analysis, run.version, index)
+            return Analysed(document, analysis, run.version, run.index)
 
     def drop_analysis(self, uri: str) -> None:
         run = self._analyses.pop(uri, None)
@@ -393,12 +400,6 @@ class DshLanguageServer(LanguageServer):
             run.task.cancel()
 
     # --- pushed diagnostics ---------------------------------------------------------------------
-
-    def cancel_publish(self, uri: str) -> None:
-        """Drop a diagnostics push still waiting for its quiet moment (the document closed)."""
-        pending = self._pending.pop(uri, None)
-        if pending is not None:
-            pending.cancel()
 
     def schedule_publish(self, uri: str, delay: float) -> None:
         previous = self._pending.pop(uri, None)
@@ -498,16 +499,16 @@ class DshLanguageServer(LanguageServer):
         target = await self.target_json()
         label = None if target is None else target["label"]
         preview = await build_preview(uri, text, self.engine.resolver, agent, label)
-        self._previews[preview.uri] = preview.text
+        self.previews.keep(preview)
         return preview
 
-    def stored_preview(self, uri: str) -> str | None:
-        return self._previews.get(uri)
-
-    @property
-    def preview_uris(self) -> list[str]:
-        """The previews this server has served (a change to the store may change them)."""
-        return list(self._previews)
+    def closed(self, uri: str) -> None:
+        """A document closed: nothing kept for it stays (its analysis, a pending push, its preview)."""
+        self.drop_analysis(uri)
+        pending = self._pending.pop(uri, None)  # a diagnostics push waiting for its quiet moment
+        if pending is not None:
+            pending.cancel()
+        self.previews.forget(uri)
 
     def analysis_done(self, uri: str) -> Analysis | None:
         """The document's finished analysis, if it has one (``None`` while one runs or failed)."""

@@ -14,9 +14,9 @@ from urllib.parse import quote, unquote, urlsplit
 
 from lsprotocol import types
 
-from ..analysis import Analysis
+from ..analysis import Analysis, Reference
 from ..candidates import label_for
-from ..display import display_inline_text
+from ..display import display_inline_text, display_label
 from ..lines import Encoding
 from ..model import SessionSource
 from ..resolver import Candidate, find_titled
@@ -35,9 +35,7 @@ def transcript_uri(session_id: str, title: str | None, label: str | None = None)
     """``dsh-transcript:/<title>.txt?<session id>``: the tab reads as the title, the query says
     which session. ``label``: the label a mention gives it, when not its title, as the fragment
     (retention's sizes depend on the label, so the transcript counts as that mention does)."""
-    name = display_inline_text(title if title else session_id).replace("/", "∕").strip() or "session"
-    if len(name) > NAME_CHARS:
-        name = name[: NAME_CHARS - 1] + "…"
+    name = display_label(title if title else session_id, NAME_CHARS).replace("/", "∕").strip() or "session"
     uri = f"{TRANSCRIPT_SCHEME}:/{quote(name + '.txt')}?{quote(session_id, safe='')}"
     if label is not None and label != (display_inline_text(title) if title is not None else session_id):
         uri += "#" + quote(label, safe="")
@@ -60,37 +58,75 @@ def session_of_transcript(uri: str) -> str | None:
     return None if target is None else target[0]
 
 
-def _linked(analysis: Analysis) -> list[tuple[int, int, str]]:
-    """``(start, end, transcript URI)`` of each mention whose session the root lists, with the
-    label ``prepare`` uses for it (its first mention's)."""
-    found = []
-    for reference in analysis.references:
-        if reference.record is None:
-            continue
-        uri = transcript_uri(reference.session_id, reference.title, reference.label)
-        for span in reference.spans:
-            found.append((span.start, span.end, uri))
-    return sorted(found)
+def _linked(analysis: Analysis) -> list[tuple[int, int, Reference]]:
+    """``(start, end, reference)`` of each mention whose session the root lists."""
+    found = [
+        (span.start, span.end, reference)
+        for reference in analysis.references
+        if reference.record is not None
+        for span in reference.spans
+    ]
+    return sorted(found, key=lambda link: link[:2])
+
+
+def reference_transcript(reference: Reference) -> str:
+    """The transcript URI of a referenced session, with the label ``prepare`` uses for it (its
+    first mention's)."""
+    return transcript_uri(reference.session_id, reference.title, reference.label)
 
 
 def definition(analysis: Analysis, offset: int) -> str | None:
     """The transcript URI of the listed session mentioned at ``offset``."""
-    for start, end, uri in _linked(analysis):
+    for start, end, reference in _linked(analysis):
         if start <= offset <= end:
-            return uri
+            return reference_transcript(reference)
     return None
 
 
-def document_links(analysis: Analysis, index: LineIndex, encoding: Encoding) -> list[types.DocumentLink]:
-    """A link over each mention of a listed session, to its transcript."""
-    return [
-        types.DocumentLink(
-            range=index.range_of(start, end, encoding),
-            target=uri,
-            tooltip="Open the transcript of this session (read-only)",
+MAX_LINK_TARGET: Final = 2_048
+"""A link's target is sent with it up to this length; a longer one (the first mention's label is
+in it, and every mention of the session repeats it) is sent when the link is followed."""
+LINK_TOOLTIP: Final = "Open the transcript of this session (read-only)"
+
+
+def document_links(
+    analysis: Analysis, index: LineIndex, encoding: Encoding, document_uri: str
+) -> list[types.DocumentLink]:
+    """A link over each mention of a listed session, to its transcript: a target each mention of
+    the session shares, or, where that is long, what resolves it (``documentLink/resolve``), so
+    the answer grows with the mentions, not with mentions times label."""
+    targets = {reference.session_id: reference_transcript(reference) for reference in analysis.references}
+    links = []
+    for start, end, reference in _linked(analysis):
+        target = targets[reference.session_id]
+        eager = len(target) <= MAX_LINK_TARGET
+        links.append(
+            types.DocumentLink(
+                range=index.range_of(start, end, encoding),
+                target=target if eager else None,
+                tooltip=LINK_TOOLTIP,
+                data=None if eager else {"uri": document_uri, "sessionId": reference.session_id},
+            )
         )
-        for start, end, uri in _linked(analysis)
-    ]
+    return links
+
+
+def link_to_resolve(link: types.DocumentLink) -> tuple[str, str] | None:
+    """``(document URI, session id)`` of a link :func:`document_links` sent without its target."""
+    data = link.data
+    if link.target is not None or not isinstance(data, dict):
+        return None
+    uri, session_id = data.get("uri"), data.get("sessionId")
+    return (uri, session_id) if isinstance(uri, str) and isinstance(session_id, str) else None
+
+
+def resolve_link(analysis: Analysis | None, session_id: str, link: types.DocumentLink) -> types.DocumentLink:
+    """``link`` with its target: from the document's current analysis, or the session's own
+    transcript when the document no longer mentions it."""
+    reference = None if analysis is None else analysis.reference_for(session_id)
+    link.target = transcript_uri(session_id, None) if reference is None else reference_transcript(reference)
+    link.data = None
+    return link
 
 
 def location_of(session_id: str, title: str | None) -> types.Location:
@@ -102,10 +138,10 @@ def workspace_symbols(candidates: Sequence[Candidate]) -> list[types.SymbolInfor
     fuzzy score): each named by its label, in its working directory, at its transcript."""
     return [
         types.SymbolInformation(
-            name=display_inline_text(candidate.label),
+            name=display_label(candidate.label),
             kind=types.SymbolKind.Event,
             location=location_of(candidate.session_id, candidate.label),
-            container_name=None if candidate.cwd is None else display_inline_text(candidate.cwd),
+            container_name=None if candidate.cwd is None else display_label(candidate.cwd),
         )
         for candidate in candidates
     ]

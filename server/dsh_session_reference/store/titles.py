@@ -13,7 +13,8 @@ import threading
 from typing import Final, NamedTuple
 
 from ..cancellation import AbortSignal
-from ..model import SessionRecord, TitleObservation
+from ..display import shortened
+from ..model import MAX_TITLE_CHARS, SessionRecord, TitleObservation
 from .index.rows import Fingerprint
 from .index.title_scan import scan_last_title
 from .layout import Compression
@@ -114,6 +115,8 @@ class TitleBoard:
             return entry[1]
         compression: Compression = "zstd" if location.endswith(".zstd") else "none"
         found = scan_last_title(location, root_real, compression, stop)
+        if found is not None:  # kept as an observation keeps it
+            found = shortened(found, MAX_TITLE_CHARS)
         self._hints[location] = (fp, found)
         return found
 
