@@ -7,7 +7,8 @@ log, about 10 ms per thousand sessions, and a cold index must replay every log
 once. So this layer keeps the latest listing in memory and decides per call
 how much of that work an ``@`` keystroke may wait for:
 
-* **Small stores stay exact.** Up to :data:`SYNC_MAX_SESSIONS` sessions,
+* **Small stores stay exact.** Up to :data:`SYNC_MAX_SESSIONS` directories
+  (sessions, and the project and session directories a walk lists even when they hold none),
   every listing walks the root again, so a new
   session or an append shows at the very next request, and titles of changed
   logs under :data:`SYNC_VERIFY_BYTES` in all are read (exactly) before answering.
@@ -85,10 +86,12 @@ from .watch import RootWatcher, depth_below
 LOG = logging.getLogger(__name__)
 
 SYNC_MAX_SESSIONS: Final = 500
-"""Up to this many session directories (sessions, or folders that hold none: a walk costs the same)
-every listing walks the root again (about 10 ms per thousand), so it is exact on every request;
-above it the last listing is served and revalidated in the background. A count rather than a
-measured time, so a busy machine does not change what a request sees."""
+"""Up to this many directories in a walk (project directories, and session directories with a
+session or without: a walk lists or looks in each, about 10 ms per thousand) every listing walks
+the root again, so it is exact on every request; above it the last listing is served and
+revalidated in the background. A count rather than a measured time, so a busy machine does not
+change what a request sees; every directory counts, so no root makes each request walk 100,000
+empty ones."""
 REFRESH_AFTER: Final = 1.0
 """Seconds after which a served-from-memory listing is walked again in the background."""
 SYNC_VERIFY_BYTES: Final = 8 << 20
@@ -121,7 +124,8 @@ class _Snapshot:
     walked: dict[str, Fingerprint]
     taken: float
     directories: int
-    """Session directories the walk looked in (at least one per record)."""
+    """Directories the walk listed or looked in (:attr:`.jsonl_store.Walk.directories`; at least one
+    per record)."""
     by_location: dict[str, SessionRecord] = field(default_factory=dict)
     by_id: dict[str, SessionRecord] = field(default_factory=dict)
     state: int | None = None

@@ -193,6 +193,9 @@ class Walk:
     duplicates: set[str] = field(default_factory=set)
     encodings: set[Compression] = field(default_factory=set)
     trail: list[list[str]] | None = None
+    directories: int = 0
+    """Directories the walk listed or looked in: project directories, and session directories
+    with a log or not. What a walk costs grows with it, not with the sessions it finds."""
 
     def usable(self) -> dict[str, Artifact]:
         """Artifacts by id, in directory order, without ids that are blocked as duplicates."""
@@ -408,6 +411,7 @@ class JsonlSessionStore:
             check(stop)
             if not project.is_dir(follow_symlinks=False):
                 continue
+            scan.directories += 1
             if only is None:
                 self._scan_project(scan, root_real, project.path, stop, visitor)
             else:
@@ -458,6 +462,7 @@ class JsonlSessionStore:
                         break
             elif entry.is_dir(follow_symlinks=False):
                 visitor.inspect(scan, root_real, entry.path, entry.name, stop)
+                scan.directories += 1
                 self.walked_sessions += 1
 
     def _scan_named(

@@ -111,7 +111,8 @@ class IndexedSessionStore:
         self.walked: dict[str, Fingerprint] = {}
         """Every regular log file the latest full listing looked at, with its fingerprint."""
         self.directories = 0
-        """Session directories the latest full listing looked in, with a log or not: what a walk costs."""
+        """Directories the latest full listing listed or looked in (project directories, and session
+        directories with a log or not): what a walk costs."""
         self._title_workers = TitleWorkers(workers)
 
     def __repr__(self) -> str:
@@ -349,13 +350,14 @@ class IndexedSessionStore:
                 path, IndexRow(fp, text, started, kept.title, kept.title_ns, parsed_title=kept.parsed_title)
             )
 
-    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str]) -> None:
-        """A full walk finished: rows of logs it did not look at go (the log is gone, or moved)."""
+    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str], directories: int) -> None:
+        """A full walk finished: rows of logs it did not look at go (the log is gone, or moved).
+        ``directories``: how many it listed or looked in (:attr:`.jsonl_store.Walk.directories`)."""
         with self._lock:
             for path in [path for path in self.table() if path not in looked]:
                 self._set(path, None)
             self.walked = walked
-            self.directories = len(looked) // 2  # two log names looked at in each
+            self.directories = directories
 
     # --- titles ----------------------------------------------------------------------------------
 

@@ -67,7 +67,7 @@ class Rows(Protocol):
 
     def keep_listing(self, path: str, fp: Fingerprint, started: int, text: str) -> None: ...
 
-    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str]) -> None: ...
+    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str], directories: int) -> None: ...
 
 
 def index_walk(rows: Rows, reader: JsonlSessionStore, full: bool) -> DirectoryVisitor:
@@ -147,7 +147,7 @@ class _IndexVisitor:
 
     def finish(self, walk: Walk) -> None:
         if self._walk is not None:
-            self._rows.walk_done(self._walk.walked, self._walk.looked)
+            self._rows.walk_done(self._walk.walked, self._walk.looked, walk.directories)
 
     def close(self) -> None:
         if self._readers is not None:
