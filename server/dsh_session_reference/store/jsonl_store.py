@@ -36,7 +36,7 @@ import stat
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from ..cancellation import AbortSignal, check
 from ..collation import locale_compare_key
@@ -179,6 +179,10 @@ def record_at(path: str, header: dict[str, Any]) -> SessionRecord:
         header=header,
         location=path,
     )
+
+
+MAX_REPORTED: Final = 10_000
+"""Skipped artifacts remembered as already logged (each is logged once, up to this many)."""
 
 
 @dataclass
@@ -372,6 +376,8 @@ class JsonlSessionStore:
         with self._report_lock:
             if (path, reason) in self._reported:
                 return
+            if len(self._reported) >= MAX_REPORTED:
+                self._reported.clear()  # a root of more broken logs than this says some of them again
             self._reported.add((path, reason))
         _LOG.warning("skipping %s: %s", path, reason)
 
