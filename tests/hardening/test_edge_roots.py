@@ -12,11 +12,12 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lsp_support import wait_until
+from lsp_support import default_specs, wait_until, write_store
 from lsprotocol import types
 
 from dsh_session_reference.analysis import UNKNOWN_SESSION
@@ -25,8 +26,8 @@ from dsh_session_reference.errors import READ_FAILED
 from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import header, lines, one_turn, put, title
 
-from .audit import audited_env, audited_server_command, run_audited, unprivileged
-from .lsp_harness import lsp_session
+from .audit import Audit, audited_env, audited_server_command, run_audited, unprivileged, vm_kb
+from .lsp_harness import lsp_session, server_pid
 
 NOT_FOUND = "SESSION_QUERY_SESSION_NOT_FOUND"
 PERSISTENCE = "SESSION_QUERY_PERSISTENCE_FAILED"
@@ -185,3 +186,42 @@ async def test_unreadable_logs_and_directories_fail_only_themselves(
         assert errors_of(await s.diagnostics(doc)) == []
     for path in (root / "--w--" / "unreadable-dir", root / "--locked--"):
         assert os.stat(path).st_mode & 0o777 == 0  # untouched (restored by the fixture afterwards)
+
+
+EMPTY_PROJECTS = 1500
+"""More than ``SYNC_MAX_SESSIONS`` (500), and than the watcher takes (1,000): it lists the root only."""
+
+
+async def test_empty_project_directories_do_not_make_every_completion_walk(
+    tmp_path: Path, workspace: Path
+) -> None:
+    """A root of a few sessions and many project directories that hold none (100,000 made every
+    ``@`` take 1.2 s, 150,000 1.5-2.3 s): the big-root decision counted only session directories,
+    so the root counted as small and each completion walked it on the spot. The directories a walk
+    lists are what it costs; a root of them is served from memory and revalidated behind. The
+    audit log shows each walk as a listing of every empty project directory: a burst of
+    completions typed without a pause (background walks wait for one) must not walk per request."""
+    root = write_store(tmp_path / "sessions", default_specs(str(workspace)), "none")
+    for number in range(EMPTY_PROJECTS):
+        (root / f"--empty-{number:05d}--").mkdir()
+    log = tmp_path / "server.log"
+
+    def walks() -> float:
+        listed = [path for path in Audit.read(log).paths(["os.scandir"]) if "--empty-" in path]
+        return len(listed) / EMPTY_PROJECTS
+
+    async with lsp_session(audited_server_command(), audited_env(log), workspace, root) as s:
+        uri = s.open(workspace, "@")
+        assert "Deploy checklist" in [item.label for item in (await s.complete(uri)).items]
+        before = walks()
+        slowest = 0.0
+        for letter in "deploy":
+            s.type_text(uri, letter)
+            asked = time.monotonic()
+            labels = [item.label for item in (await s.complete(uri)).items]
+            slowest = max(slowest, time.monotonic() - asked)
+            assert "Deploy checklist" in labels
+        during = walks() - before
+        assert during <= 1, f"{during:.1f} walks of the root for 6 completions"  # it was one each
+        assert slowest < 1.0
+        assert vm_kb(server_pid(s), "VmHWM") < 300 * 1024

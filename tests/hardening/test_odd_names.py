@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from dsh_session_reference.store.index.database import IndexDatabase
-from dsh_session_reference.store.index.rows import IndexRow
+from dsh_session_reference.store.index.rows import Fingerprint, IndexRow, fingerprint_of
 from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import header, lines, one_turn, put, title
 
@@ -112,18 +112,32 @@ def database(tmp_path: Path) -> IndexDatabase:
     return IndexDatabase(str(tmp_path / "index.sqlite3"), "/r/caf\udce9")
 
 
-def test_paths_of_any_bytes_round_trip_through_the_index(database: IndexDatabase) -> None:
-    paths = ["/r/bad\udcff/s/session.jsonl", "/r/caf\udce9/x/session.jsonl", "/r/\ud83d/session.jsonl"]
-    database.write({path: IndexRow((1, 2, 3, 4, 5), listing="{}", listing_ns=9) for path in paths})
-    assert sorted(database.load()) == sorted(paths)
-    assert database.load_row(paths[0]) == IndexRow((1, 2, 3, 4, 5), listing="{}", listing_ns=9)
-    database.put_body(paths[2], (1, 2, 3, 4, 5), "zebra \ud83d crossing")
-    assert [path for path, _ in database.search_bodies('"crossing"*', 5)] == [paths[2]]
+def a_log(path: Path) -> tuple[str, Fingerprint]:
+    """A log file at ``path`` and its fingerprint (the index keeps a row only for a log that is there)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}\n")
+    return str(path), fingerprint_of(os.lstat(path))
 
 
-def test_a_failed_write_rolls_back_and_the_next_write_lands(database: IndexDatabase) -> None:
-    refused = IndexRow((1, 2, 3, 4, 5), listing="\ud800 is no text to SQLite", listing_ns=9)
-    database.write({"/r/a": refused, "/r/b": IndexRow((1, 1, 1, 1, 1))})  # logged, not raised
-    assert database.load() == {}
-    database.write({"/r/c": IndexRow((2, 2, 2, 2, 2))})
-    assert list(database.load()) == ["/r/c"]
+def test_paths_of_any_bytes_round_trip_through_the_index(database: IndexDatabase, tmp_path: Path) -> None:
+    made = [
+        a_log(tmp_path / "bad\udcff" / "s" / "session.jsonl"),
+        a_log(tmp_path / "caf\udce9" / "x" / "session.jsonl"),
+    ]
+    database.write({path: IndexRow(fp, listing="{}", listing_ns=9) for path, fp in made})
+    assert sorted(database.load()[0]) == sorted(path for path, _ in made)
+    assert database.load_row(made[0][0]) == IndexRow(made[0][1], listing="{}", listing_ns=9)
+    surrogate = "/r/\ud83d/session.jsonl"  # no file system names it; the index still keeps it
+    database.write({surrogate: IndexRow((1, 2, 3, 4, 5), listing="{}", listing_ns=9)})
+    assert database.load_row(surrogate) == IndexRow((1, 2, 3, 4, 5), listing="{}", listing_ns=9)
+    database.put_body(surrogate, (1, 2, 3, 4, 5), "zebra \ud83d crossing")
+    assert [path for path, _ in database.search_bodies('"crossing"*', 5)] == [surrogate]
+
+
+def test_a_failed_write_rolls_back_and_the_next_write_lands(database: IndexDatabase, tmp_path: Path) -> None:
+    a, b, c = (a_log(tmp_path / name / "s" / "session.jsonl") for name in "abc")
+    refused = IndexRow(a[1], listing="\ud800 is no text to SQLite", listing_ns=9)
+    database.write({a[0]: refused, b[0]: IndexRow(b[1])})  # logged, not raised
+    assert database.load() == ({}, True)
+    database.write({c[0]: IndexRow(c[1])})
+    assert list(database.load()[0]) == [c[0]]

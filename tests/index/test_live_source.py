@@ -668,6 +668,62 @@ def test_a_hint_never_replaces_a_verified_title() -> None:
     assert board.current("log", Fingerprint(1, 2, 9, 9, 9)) == TitleObservation("s", title="Grown")
 
 
+def test_a_claimed_title_counts_only_once_a_scan_of_its_log_agrees() -> None:
+    """Titles from the cache folder are claims: shown, queued to be scanned, and proved or replaced."""
+    board = TitleBoard()
+    fp = Fingerprint(1, 2, 3, 4, 5)
+    record = SessionRecord("s", 1, None, {"id": "s", "createdAt": 1}, "log")
+    claimed = TitleObservation("s", title="Claimed")
+    board.claim({"log": (record, fp, claimed)})
+    assert board.current("log", fp) == claimed  # shown meanwhile
+    assert board.to_scan_claims(10) == [(record, fp)] and board.busy()
+    version = board.version
+    assert not board.prove("log", fp, "Claimed")  # the scan agrees: it counts, and no label changed
+    assert board.current("log", fp) == claimed and board.version == version
+    board.scanned(["log"])
+    assert not board.busy()
+    board.claim({"log": (record, fp, TitleObservation("s", title="Other"))})  # read here: kept
+    assert board.current("log", fp) == claimed and board.to_prove == {}
+
+    other = SessionRecord("t", 1, None, {"id": "t", "createdAt": 1}, "other")
+    board.claim({"other": (other, fp, TitleObservation("t", title="Forged"))})
+    assert board.prove("other", fp, "Real")  # disagrees: the log's own title, and a verification
+    assert board.current("other", fp) == TitleObservation("t", title="Real")
+    board.claim({"bad": (other, fp, TitleObservation("t", error="damaged"))})
+    assert board.prove("bad", fp, "A title")  # a claimed error (the id shown) stays until verified
+    assert board.current("bad", fp) == TitleObservation("t", error="damaged")
+    board.observe("bad", fp, TitleObservation("t", title="A title"))
+    assert board.current("bad", fp) == TitleObservation("t", title="A title")
+    board.claim({"hinted": (other, fp, TitleObservation("t", title="Forged"))})
+    board.provisional("hinted", fp, TitleObservation("t", title="Scanned"))  # a hint beats a claim
+    assert board.current("hinted", fp) == TitleObservation("t", title="Scanned")
+    assert not board.prove("hinted", fp, "Forged")  # no claim left to prove
+    board.claim({"changing": (other, fp, TitleObservation("t", title="Forged"))})
+    assert board.to_scan_claims(10)[-1] == (other, fp)
+    board.scanned(["other", "bad", "hinted", "changing"], ["changing"])  # changed under its scan
+    assert board.current("changing", fp) is None and not board.busy()  # withdrawn, to be asked again
+
+
+def test_the_title_board_forgets_logs_a_new_listing_no_longer_lists(tmp_path: Path) -> None:
+    """What the board holds is bounded by the root, not by every log a long-running server saw."""
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    paused = Scheduler(idle_grace=60.0, max_defer=60.0)
+    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=paused)
+    try:
+        records = source.list_sessions()
+        source.read_titles(records)  # read, and kept as rows
+        source.read_titles(records)  # from the rows this server wrote: observed
+        plain = next(record for record in records if record.id == "plain")
+        assert set(source.titles.observed) == {record.location for record in records}
+        os.unlink(str(plain.location))
+        assert plain not in source.list_sessions()
+        assert plain.location not in source.titles.observed
+    finally:
+        source.close()
+
+
 def left_by_a_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[Path, list[SessionRecord], list[TitleObservation]]:
@@ -719,7 +775,9 @@ def test_a_session_deleted_before_the_editor_opens_goes_at_the_first_walk(
     fresh = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
     try:
         first = [row.record.id for row in fresh.candidate_table().rows]
-        assert first == ["good", "bad", "plain"]  # what the index held: served at once
+        # What the index held, served at once, but for the log that is gone: each entry of the
+        # listing a server left must name a log that is there (the cache folder is not trusted).
+        assert first == ["good", "bad"]
         # The popup after the walk is the walk's listing (waited for as the listing requests see).
         wait_for(lambda: [row.record.id for row in fresh.candidate_table().rows] == ["new", "good", "bad"])
         assert fresh.index.walked != {}
@@ -747,10 +805,10 @@ def test_the_stored_listing_ignores_rows_a_walk_of_the_root_would_never_make(tmp
     for path in forged:
         listing = json.dumps({"a": [[path, "none", {"id": "evil", "createdAt": 99}]], "b": []})
         index.keep_listing(path, fp, time.time_ns(), listing)
-    records, walked, _, whole = index.stored_listing()
-    assert not whole
-    assert [record.id for record in records] == ["good", "bad", "plain"]
-    assert not set(walked) & set(forged)
+    stored = index.stored_listing()
+    assert not stored.whole
+    assert [record.id for record in stored.records] == ["good", "bad", "plain"]
+    assert not set(stored.walked) & set(forged)
     index.close()
 
 
@@ -761,8 +819,8 @@ def test_a_server_leaves_its_listing_whole_with_its_titles_for_the_next(
     root, expected, titles = left_by_a_server(tmp_path, monkeypatch)
 
     index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
-    records, walked, kept, whole = index.stored_listing()
-    assert whole
+    records, walked, kept, whole, directories = index.stored_listing()
+    assert whole and directories == 4  # a project directory and three session directories
     assert records == expected
     assert [kept[str(record.location)] for record in records] == titles  # the damaged log's error too
     assert index.walked == {} and walked == {
@@ -772,7 +830,8 @@ def test_a_server_leaves_its_listing_whole_with_its_titles_for_the_next(
 
 
 def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_it(tmp_path: Path) -> None:
-    from dsh_session_reference.store.index.walk import kept_listing, listing_text
+    from dsh_session_reference.store.index.kept import MAX_ENTRY_BYTES, kept_listing, listing_text
+    from dsh_session_reference.store.index.rows import MAX_MISSING
 
     root = tmp_path / "sessions"
     store(root)
@@ -780,40 +839,57 @@ def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_
     records = exact.list_sessions()
     walked = {str(r.location): fingerprint_at(str(r.location)) for r in records}
     titles = [TitleObservation(r.id, title=f"T {r.id}") for r in records[:2]] + [None]
-    text = listing_text(str(root), records, walked, titles)
-    kept = kept_listing(text, str(root))
-    assert kept is not None
-    assert kept.records == records and kept.walked == walked
-    assert list(kept.titles.values()) == titles[:2]
-    outside = json.loads(text)
-    outside["l"][0][0] = str(tmp_path / "elsewhere" / "-w" / "good" / "session.jsonl")
-    climbing = json.loads(text)
-    climbing["l"][0][0] = os.path.join("..", "x", "session.jsonl")
-    deeper = json.loads(text)
-    deeper["l"][0][0] = os.path.join("-w", "good", "x", "session.jsonl")
-    twice = json.loads(text)
-    twice["l"][1][0] = twice["l"][0][0]
-    bad_fp = json.loads(text)
-    bad_fp["l"][0][1] = [1, 2, 3, 4, "5"]
-    nul = json.loads(text)
-    nul["l"][0][0] = os.path.join("-w\0", "good", "session.jsonl")
-    surrogate = json.loads(text)
-    surrogate["l"][0][0] = os.path.join("-w\ud800", "good", "session.jsonl")
-    forgeries = (
-        outside,
-        climbing,
-        deeper,
-        twice,
-        bad_fp,
-        nul,
-        surrogate,
-        {"l": [["not", "an", "entry"]]},
-        {"l": 5},
-        [],
-    )
+    text = listing_text(str(root), records, walked, titles, 7)
+
+    def read(document: str, pieces: int = 1) -> Any:
+        data = document.encode()
+        size = max(1, len(data) // pieces)
+        return kept_listing([data[at : at + size] for at in range(0, len(data), size)], str(root))
+
+    for pieces in (1, 3, len(text)):  # however it arrives
+        kept = read(text, pieces)
+        assert kept is not None
+        assert kept.records == records and kept.walked == walked and kept.directories == 7
+        assert list(kept.titles.values()) == titles[:2]
+    head, *entries = text.splitlines()
+
+    def with_entry(number: int, change: Any) -> str:
+        entry = json.loads(entries[number])
+        change(entry)
+        changed = [*entries[:number], json.dumps(entry), *entries[number + 1 :]]
+        return "\n".join([head, *changed]) + "\n"
+
+    forgeries = [
+        with_entry(
+            0, lambda e: e.__setitem__(0, str(tmp_path / "elsewhere" / "-w" / "good" / "session.jsonl"))
+        ),
+        with_entry(0, lambda e: e.__setitem__(0, os.path.join("..", "x", "session.jsonl"))),
+        with_entry(0, lambda e: e.__setitem__(0, os.path.join("-w", "good", "x", "session.jsonl"))),
+        with_entry(1, lambda e: e.__setitem__(0, json.loads(entries[0])[0])),  # one path twice
+        with_entry(0, lambda e: e.__setitem__(1, [1, 2, 3, 4, "5"])),
+        with_entry(0, lambda e: e.__setitem__(0, os.path.join("-w\0", "good", "session.jsonl"))),
+        with_entry(0, lambda e: e.__setitem__(0, os.path.join("-w\ud800", "good", "session.jsonl"))),
+        with_entry(0, lambda e: e.__setitem__(3, ["a title", 5])),
+        "\n".join([head, '["not", "an", "entry"]']) + "\n",
+        text.replace('"v":2', '"v":1'),  # the document a server of another format left
+        text[:-1],  # cut short
+        json.dumps({"l": [json.loads(entry) for entry in entries]}),  # the whole document at once
+        "not json\n",
+        "",
+    ]
     for forged in forgeries:
-        assert kept_listing(json.dumps(forged), str(root)) is None
-    assert kept_listing("not json", str(root)) is None
+        assert read(forged) is None, forged
+    # A line longer than any entry a server writes is refused without being parsed.
+    long = with_entry(0, lambda e: e[2].__setitem__("padding", "x" * MAX_ENTRY_BYTES))
+    assert read(long, 50) is None
+    # Entries naming logs that are not there (sessions deleted meanwhile) are left out, a few of
+    # them; a document naming more is not a listing of this root.
+    gone = [
+        f'["-w/gone-{n}/session.jsonl",[1,2,3,4,5],{{"id":"gone-{n}","createdAt":1}},null]' for n in range(99)
+    ]
+    few = read("\n".join([head, *entries, *gone[:MAX_MISSING]]) + "\n")
+    assert few is not None and few.records == records
+    assert read("\n".join([head, *entries, *gone[: MAX_MISSING + 1]]) + "\n") is None
 
 
 def test_the_listing_is_left_in_the_background_once_its_titles_are_verified(
@@ -860,7 +936,7 @@ def test_a_server_that_never_walked_still_leaves_its_listing(
     assert short.index.walked == {}
     short.close()
     after = IndexedSessionStore(root, index_dir=tmp_path / "cache")
-    records, _, kept, whole = after.stored_listing()
+    records, _, kept, whole, _ = after.stored_listing()
     assert whole and [kept[str(record.location)] for record in records] == titles
     after.close()
 
@@ -870,7 +946,7 @@ def test_the_first_walk_replaces_what_a_forged_stored_listing_said(
 ) -> None:
     """A stored listing is the index's word only until the first walk: a record whose header the
     walk read differently is the walk's, even where the log itself did not change."""
-    from dsh_session_reference.store.index.walk import kept_listing, listing_text
+    from dsh_session_reference.store.index.kept import kept_listing, listing_text
 
     root, expected, titles = left_by_a_server(tmp_path, monkeypatch)
     index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
@@ -881,8 +957,9 @@ def test_the_first_walk_replaces_what_a_forged_stored_listing_said(
         else r
         for r in stored.records
     ]
-    index._database().write_listing(listing_text(str(root), forged, stored.walked, list(titles)))
-    assert kept_listing(index._database().load_listing() or "", str(root)) is not None
+    index._database().write_listing(listing_text(str(root), forged, stored.walked, list(titles), 3))
+    with index._database().kept_listing() as pieces:
+        assert pieces is not None and kept_listing(pieces, str(root)) is not None
     index.close()
 
     rules = Scheduler(idle_grace=0.0, max_defer=scheduler_module.MAX_DEFER)
@@ -925,10 +1002,12 @@ def test_a_kept_listing_too_big_to_be_ours_is_not_read(
 
     root, _, _ = left_by_a_server(tmp_path, monkeypatch)
     index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
-    text = index._database().load_listing()
-    assert text is not None
-    monkeypatch.setattr(database, "MAX_LISTING_BYTES", len(text.encode()) - 1)
-    assert index._database().load_listing() is None
+    with index._database().kept_listing() as pieces:
+        assert pieces is not None
+        size = sum(map(len, pieces))
+    monkeypatch.setattr(database, "MAX_LISTING_BYTES", size - 1)
+    with index._database().kept_listing() as pieces:
+        assert pieces is None
     assert not index.stored_listing().whole  # the rows answer instead
     index.close()
 

@@ -3,6 +3,7 @@ call per burst, a new session's directory watched once it appears, nothing creat
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import threading
@@ -302,3 +303,42 @@ def test_a_root_that_is_no_directory_is_not_watched(tmp_path: Path) -> None:
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     assert RootWatcher(str(fifo), Recorder()).start() == "the sessions root is not a directory"
+
+
+def test_a_watch_that_fails_is_tried_again_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The user's inotify instances used up for a while (watchfiles then raises when it sets up a
+    watch): the watcher waits, longer after each failure, tries again, says when it watches again
+    and tells of every directory it watches, since changes made meanwhile went unseen. It used to
+    log "not watching" and end for good."""
+    import watchfiles
+
+    root = tmp_path / "root"
+    make(root)
+    real_watch = watchfiles.watch
+    attempts: list[float] = []
+
+    def exhausted(*args: object, **kwargs: object) -> object:
+        attempts.append(time.monotonic())
+        if len(attempts) <= 3:
+            raise RuntimeError("Error creating recommended watcher: Too many open files (os error 24)")
+        return real_watch(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(watchfiles, "watch", exhausted)
+    monkeypatch.setattr(watch, "RETRY_AFTER", 0.1)
+    recorder = Recorder()
+    caplog.set_level("INFO", logger=watch.LOG.name)
+    watcher = started(RootWatcher(str(root), recorder))
+    try:
+        assert len(attempts) == 4
+        waits = [later - earlier for earlier, later in itertools.pairwise(attempts)]
+        assert waits[0] >= 0.1 and waits[1] >= 0.2 and waits[2] >= 0.4  # twice as long each time
+        assert recorder.wait() == {str(root), str(root / "proj"), str(root / "proj" / "s1")}
+        said = [(record.levelname, record.getMessage()) for record in caplog.records]
+        assert said[0][0] == "WARNING" and said[0][1].startswith(f"not watching {root} (")
+        assert [level for level, _ in said[1:3]] == ["INFO", "INFO"]  # a failure that goes on
+        assert said[3] == ("WARNING", f"watching {root} again")
+        append_until_seen(root / "proj" / "s1" / "session.jsonl", recorder)
+    finally:
+        watcher.close()

@@ -7,7 +7,8 @@ log, about 10 ms per thousand sessions, and a cold index must replay every log
 once. So this layer keeps the latest listing in memory and decides per call
 how much of that work an ``@`` keystroke may wait for:
 
-* **Small stores stay exact.** Up to :data:`SYNC_MAX_SESSIONS` sessions,
+* **Small stores stay exact.** Up to :data:`SYNC_MAX_SESSIONS` directories
+  (sessions, and the project and session directories a walk lists even when they hold none),
   every listing walks the root again, so a new
   session or an append shows at the very next request, and titles of changed
   logs under :data:`SYNC_VERIFY_BYTES` in all are read (exactly) before answering.
@@ -20,7 +21,9 @@ how much of that work an ``@`` keystroke may wait for:
 * **A fresh server answers from the index.** Before its first walk, a big root is served from the
   listing the index remembers (the last server left it whole, titles and all:
   :meth:`SessionCatalog._keep_listing`; without it, the one its rows make), and the walk that
-  revalidates it comes at the editor's first pause.
+  revalidates it comes at the editor's first pause. The cache folder is not trusted: a title from
+  it (that listing's, or a row another process wrote) is a claim, shown until a worker process
+  has scanned its log (:meth:`.titles.TitleBoard.claim`).
 * **A cold index never blocks a popup.** Titles the index does not know yet,
   when there are more than :data:`SYNC_VERIFY_BYTES` of them to read, are shown
   from a byte scan for the last ``session/title`` line
@@ -73,7 +76,7 @@ from ..model import (
     SurfaceSnapshot,
     TitleObservation,
 )
-from .index.records import MessageText, Verified, batches, record_data
+from .index.records import MessageText, Scanned, Verified, batches, record_data
 from .index.rows import Fingerprint, header_text
 from .index.store import IndexedSessionStore
 from .root_state import root_state
@@ -85,15 +88,19 @@ from .watch import RootWatcher, depth_below
 LOG = logging.getLogger(__name__)
 
 SYNC_MAX_SESSIONS: Final = 500
-"""Up to this many session directories (sessions, or folders that hold none: a walk costs the same)
-every listing walks the root again (about 10 ms per thousand), so it is exact on every request;
-above it the last listing is served and revalidated in the background. A count rather than a
-measured time, so a busy machine does not change what a request sees."""
+"""Up to this many directories in a walk (project directories, and session directories with a
+session or without: a walk lists or looks in each, about 10 ms per thousand) every listing walks
+the root again, so it is exact on every request; above it the last listing is served and
+revalidated in the background. A count rather than a measured time, so a busy machine does not
+change what a request sees; every directory counts, so no root makes each request walk 100,000
+empty ones."""
 REFRESH_AFTER: Final = 1.0
 """Seconds after which a served-from-memory listing is walked again in the background."""
 SYNC_VERIFY_BYTES: Final = 8 << 20
 """Bytes of changed logs whose titles a request reads itself; more are verified in the background."""
 VERIFY_BATCH_BYTES: Final = 8 << 20
+SCAN_BATCH: Final = 256
+"""Claimed titles per scan a worker process runs (a scan reads the log, but does not replay it)."""
 KEEP_LISTING_EVERY: Final = 30.0
 """Seconds at least between two writes of the whole listing to the index
 (:meth:`SessionCatalog._keep_listing`): at 50,000 sessions one costs the background half a second."""
@@ -121,7 +128,8 @@ class _Snapshot:
     walked: dict[str, Fingerprint]
     taken: float
     directories: int
-    """Session directories the walk looked in (at least one per record)."""
+    """Directories the walk listed or looked in (:attr:`.jsonl_store.Walk.directories`; at least one
+    per record)."""
     by_location: dict[str, SessionRecord] = field(default_factory=dict)
     by_id: dict[str, SessionRecord] = field(default_factory=dict)
     state: int | None = None
@@ -183,6 +191,7 @@ class SessionCatalog:
         self.surfaces = SurfaceCache()
         self._lock = threading.RLock()
         self._refreshing = threading.Lock()
+        self._feeding = threading.Lock()
         self._loading = threading.Lock()
         self._stored_taken = False
         self._listing_kept: tuple[list[SessionRecord], int] | None = None
@@ -257,7 +266,7 @@ class SessionCatalog:
         rows = kept.table.rows
         labels: dict[int, str] = {}
         unsure: list[int] = []
-        for location, (fp, observation, _) in changed:
+        for location, (fp, observation, *_) in changed:
             index = positions.get(location)
             if index is None:
                 continue  # not in this listing
@@ -302,7 +311,8 @@ class SessionCatalog:
         answered from it at once (a fresh editor's first ``@`` over a warm index), and the walk
         that revalidates it runs behind, as every later check does. It counts as older than any
         walk, so that walk is due at once; titles come from the same rows, and logs that changed
-        meanwhile are corrected by it."""
+        meanwhile are corrected by it. Its titles are claims (:meth:`.titles.TitleBoard.claim`):
+        the cache folder is not trusted, so each counts only once its log has been scanned here."""
         if not self.background:
             return None
         with self._loading:
@@ -310,14 +320,21 @@ class SessionCatalog:
                 return self.snapshot
             self._stored_taken = True
             try:
-                records, walked, titles, whole = self.index.stored_listing()
+                records, walked, titles, whole, directories = self.index.stored_listing()
             except Exception:  # a damaged index is the walk's to find and report
                 LOG.exception("the index's stored listing could not be read")
                 return None
-            snapshot = _Snapshot.of(records, walked, -math.inf, len(walked))
+            snapshot = _Snapshot.of(records, walked, -math.inf, max(len(walked), directories))
             if not self._served(snapshot):
                 return None  # small roots are walked by every request anyway
-            self.titles.observe_all({location: (walked[location], seen) for location, seen in titles.items()})
+            by_location = snapshot.by_location
+            self.titles.claim(
+                {
+                    location: (by_location[location], walked[location], seen)
+                    for location, seen in titles.items()
+                }
+            )
+            self._ask()  # the claims are scanned behind
             if whole:  # already the document _keep_listing would write
                 self._listing_kept = (records, self.titles.version)
             with self._refreshing:
@@ -584,6 +601,8 @@ class SessionCatalog:
                 records = [_same_record(record, previous, walked, exact) for record in records]
             snapshot = _Snapshot.of(records, walked, began, self.index.directories, state)
             self.snapshot = snapshot
+            if previous is not None and previous.records is not records:
+                self.titles.keep_only(snapshot.by_location)
         self._write_behind()
         return snapshot
 
@@ -603,6 +622,7 @@ class SessionCatalog:
         walked = snapshot.walked if snapshot is not None else {}
         by_location = snapshot.by_location if snapshot is not None else {}
         unknown: list[int] = []
+        claims: dict[str, tuple[SessionRecord, Fingerprint, TitleObservation]] = {}
         to_read = 0
         for index in misses:
             record = records[index]
@@ -615,11 +635,19 @@ class SessionCatalog:
             observation = self.index.cached_title(record, fp, None if listed else header_text(record.header))
             if observation is not None:
                 found[index] = observation
-                if listed:
+                row = self.index.row(location)
+                if self.background and not (row is not None and row.title_here):
+                    # From the file, which anyone who can write the cache folder can forge:
+                    # shown until the log is scanned (the CLI, with nothing behind it, trusts it).
+                    claims[location] = (record, fp, observation)
+                elif listed:
                     self.titles.observe(location, fp, observation)
                 continue
             unknown.append(index)
             to_read += fp.size
+        if claims:
+            self.titles.claim(claims)
+            self._ask()
         if not unknown:
             return
         if not self.background or to_read <= SYNC_VERIFY_BYTES:
@@ -730,7 +758,7 @@ class SessionCatalog:
         if not final and now - self._listing_kept_at < KEEP_LISTING_EVERY:
             return
         self._listing_kept, self._listing_kept_at = (snapshot.records, version), now
-        self.index.keep_whole_listing(snapshot.records, snapshot.walked)
+        self.index.keep_whole_listing(snapshot.records, snapshot.walked, snapshot.directories)
 
     def _scan_hints(self) -> None:
         """Hints a request had no time for (the scan is mostly decompression, outside the GIL)."""
@@ -750,10 +778,27 @@ class SessionCatalog:
             titles.provisional(location, fp, hint)
 
     def _feed(self) -> None:
-        """Send queued title verifications (then body texts, when wanted) to the worker process."""
+        """Send scans of claimed titles (then queued title verifications, then body texts, when
+        wanted) to the worker process: from the background thread, and as a scan of claimed titles
+        ends (the next one goes at once, not at the next round, which a walk may hold up)."""
+        with self._feeding:
+            self._feed_one()
+
+    def _feed_one(self) -> None:
         titles = self.titles
         if titles.busy():
             return  # one batch at a time keeps a core free for requests
+        # Claimed titles first: until its log is scanned, a claim may be a forged title on show
+        # (a verification only confirms what a scan or a hint already shows).
+        if titles.to_prove:
+            worker = self.scheduler.worker()
+            if worker is None:
+                return
+            claims = titles.to_scan_claims(SCAN_BATCH)
+            paths = [str(record.location) for record, _ in claims]
+            scan = worker.submit("scan_titles", self.root, paths)
+            scan.add_done_callback(lambda done: self._scanned(claims, done))
+            return
         queued = titles.waiting()
         if queued:
             batch = batches([record for record, _ in queued[:256]], VERIFY_BATCH_BYTES, 256)[0]
@@ -797,6 +842,32 @@ class SessionCatalog:
                 self.titles.observe(record.location, found.fp, observation)
         self.index.flush()
         self.titles.done(batch)
+        self.scheduler.wake()
+
+    def _scanned(
+        self, claims: list[tuple[SessionRecord, Fingerprint]], future: Future[list[Scanned]]
+    ) -> None:
+        """A worker's scans of claimed titles: the claims that hold count, the others give way to
+        the scan and are verified."""
+        try:
+            results = future.result()
+        except Exception as failure:  # withdrawn: the next request claims them anew, to be scanned
+            LOG.info("scanning claimed titles stopped: %r", failure)
+            results = []
+        verify: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        unproved = [str(record.location) for record, _ in claims[len(results) :]]
+        for (record, fp), found in zip(claims, results, strict=False):
+            location = str(record.location)
+            if found.fp != fp:
+                unproved.append(location)  # changed under the scan
+            elif self.titles.prove(location, fp, found.title):
+                verify[location] = (record, fp)
+        self.titles.enqueue(verify, {})
+        self.titles.scanned((str(record.location) for record, _ in claims), unproved)
+        try:
+            self._feed()
+        except Exception:  # the background's next round feeds it instead
+            LOG.exception("the next scan of claimed titles could not be sent")
         self.scheduler.wake()
 
     def _bodies_read(self, future: Future[list[MessageText]]) -> None:

@@ -36,7 +36,7 @@ import stat
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from ..cancellation import AbortSignal, check
 from ..collation import locale_compare_key
@@ -181,6 +181,10 @@ def record_at(path: str, header: dict[str, Any]) -> SessionRecord:
     )
 
 
+MAX_REPORTED: Final = 10_000
+"""Skipped artifacts remembered as already logged (each is logged once, up to this many)."""
+
+
 @dataclass
 class Walk:
     """One look at the root: the usable artifacts, and why other ids are unusable.
@@ -193,6 +197,9 @@ class Walk:
     duplicates: set[str] = field(default_factory=set)
     encodings: set[Compression] = field(default_factory=set)
     trail: list[list[str]] | None = None
+    directories: int = 0
+    """Directories the walk listed or looked in: project directories, and session directories
+    with a log or not. What a walk costs grows with it, not with the sessions it finds."""
 
     def usable(self) -> dict[str, Artifact]:
         """Artifacts by id, in directory order, without ids that are blocked as duplicates."""
@@ -369,6 +376,8 @@ class JsonlSessionStore:
         with self._report_lock:
             if (path, reason) in self._reported:
                 return
+            if len(self._reported) >= MAX_REPORTED:
+                self._reported.clear()  # a root of more broken logs than this says some of them again
             self._reported.add((path, reason))
         _LOG.warning("skipping %s: %s", path, reason)
 
@@ -408,6 +417,7 @@ class JsonlSessionStore:
             check(stop)
             if not project.is_dir(follow_symlinks=False):
                 continue
+            scan.directories += 1
             if only is None:
                 self._scan_project(scan, root_real, project.path, stop, visitor)
             else:
@@ -458,6 +468,7 @@ class JsonlSessionStore:
                         break
             elif entry.is_dir(follow_symlinks=False):
                 visitor.inspect(scan, root_real, entry.path, entry.name, stop)
+                scan.directories += 1
                 self.walked_sessions += 1
 
     def _scan_named(

@@ -182,3 +182,32 @@ def is_within(root_real: str, path_real: str) -> bool:
         return False
     prefix = root_real if root_real.endswith(os.sep) else root_real + os.sep
     return path_real.startswith(prefix)
+
+
+_LOG_FILE_NAMES: Final = frozenset(LOG_NAMES.values())
+_NOT_NAMES: Final = frozenset({"", ".", ".."})
+
+
+def is_walk_path(path: str, prefix: str) -> bool:
+    """Whether ``path`` is one a walk of the root at ``prefix`` (the root and a separator) makes."""
+    return path.startswith(prefix) and is_walk_relative(path[len(prefix) :])
+
+
+def is_walk_relative(relative: str) -> bool:
+    """Whether ``relative`` is a log path a walk makes, below the root: ``<project>/<session>/<log
+    name>``, each name one a file system could have given (text from the index folder, which is
+    not trusted, is checked with this before it names a path)."""
+    parts = relative.split(os.sep)
+    if not (
+        len(parts) == 3
+        and parts[2] in _LOG_FILE_NAMES
+        and parts[0] not in _NOT_NAMES
+        and parts[1] not in _NOT_NAMES
+        and "\0" not in relative
+    ):
+        return False
+    try:
+        os.fsencode(relative)  # no stray surrogate
+    except UnicodeError:
+        return False
+    return True

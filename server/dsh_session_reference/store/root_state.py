@@ -35,6 +35,9 @@ def root_state(root: str, pause: Callable[[], object] | None = None) -> int:
     for project in projects:
         if not project.is_dir(follow_symlinks=False):
             continue
+        seen += 1  # a project directory is listed too: 100,000 empty ones must pause as well
+        if pause is not None and seen % 256 == 0:
+            pause()
         try:
             entries = list(os.scandir(project.path))
         except OSError as error:

@@ -5,11 +5,19 @@ table kept across requests asks what changed since it was labelled and relabels 
 Titles the index does not know yet are first shown from a byte scan (a hint, see
 :func:`.index.title_scan.scan_last_title`) and queued for a worker process to verify; a verified
 title replaces its hint, and a hint never replaces a verified title.
+
+A title taken from the cache folder (the listing a server left, or an index row this process did
+not write) is a claim: anyone who can write that folder can forge it, with a checksum that holds,
+for a log that has not changed. It is shown until the log has been scanned here (queued at once, in
+a worker process), and counts only where the scan finds the same title; otherwise the scan's title
+is shown (an error claim keeps the session's id) and the log is verified.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
+from collections.abc import Container, Iterable
 from typing import Final, NamedTuple
 
 from ..cancellation import AbortSignal
@@ -31,6 +39,9 @@ class Observed(NamedTuple):
     fp: Fingerprint
     observation: TitleObservation
     version: int
+    claimed: bool = False
+    """Taken from the cache folder, not read here: shown until the log is scanned
+    (:meth:`TitleBoard.prove`)."""
 
 
 class TitleBoard:
@@ -50,6 +61,10 @@ class TitleBoard:
         """Listed logs whose hints a request had no time to scan."""
         self.in_flight: set[str] = set()
         """Logs a worker process is verifying now."""
+        self.to_prove: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        """Logs whose claimed titles are to be scanned, in the order they were claimed."""
+        self.proving: set[str] = set()
+        """Logs a worker process is scanning now."""
 
     # --- observations -----------------------------------------------------------------------------
 
@@ -63,30 +78,67 @@ class TitleBoard:
         with self._lock:
             self._observe(location, fp, observation)
 
-    def observe_all(self, observations: dict[str, tuple[Fingerprint, TitleObservation]]) -> None:
-        """Many observations at once (the titles a stored listing holds), as one change."""
+    def claim(self, claims: dict[str, tuple[SessionRecord, Fingerprint, TitleObservation]]) -> None:
+        """Titles taken from the cache folder (the listing a server left, an index row written
+        elsewhere), as one change: shown until each log is scanned (:meth:`prove`), and queued for
+        that. A title read here at the same fingerprint is kept instead."""
         with self._lock:
             self.version += 1
             version = self.version
-            self.observed.update(
-                (location, Observed(fp, observation, version))
-                for location, (fp, observation) in observations.items()
-            )
+            for location, (record, fp, observation) in claims.items():
+                entry = self.observed.get(location)
+                if entry is not None and entry.fp == fp and not entry.claimed:
+                    continue
+                self.observed[location] = Observed(fp, observation, version, claimed=True)
+                if location not in self.proving:
+                    self.to_prove[location] = (record, fp)
 
-    def provisional(self, location: str, fp: Fingerprint, hint: TitleObservation) -> None:
-        """Show a hint until the verified title replaces it (a verified one is never replaced):
-        checked and written under one lock, so a verification landing meanwhile is never undone."""
+    def prove(self, location: str, fp: Fingerprint, scanned: str | None) -> bool:
+        """What a scan of the log at ``fp`` found (its last ``session/title``) against the title
+        claimed for it: the claim counts where they agree; a claimed title that disagrees gives
+        way to the scan's, and a claimed error (the id shown) stays until the log is verified.
+        ``True``: they disagree, and the log is to be verified."""
         with self._lock:
             entry = self.observed.get(location)
-            if entry is None or entry.fp != fp:
+            if entry is None or entry.fp != fp or not entry.claimed:
+                return False  # observed here meanwhile (or the log changed): nothing to prove
+            claimed = entry.observation
+            if scanned is None:  # no title in the log: the label is its id, as for an error
+                agree = claimed.error is not None or claimed.title is None
+            else:
+                agree = claimed.error is None and claimed.title == scanned
+            if agree:
+                self.observed[location] = entry._replace(claimed=False)  # the same label: no new version
+                return False
+            if claimed.error is None:
+                self._observe(location, fp, TitleObservation(claimed.session_id, title=scanned))
+            return True
+
+    def provisional(self, location: str, fp: Fingerprint, hint: TitleObservation) -> None:
+        """Show a hint until the verified title replaces it (a verified one is never replaced; a
+        claimed one is, the hint being read from the log): checked and written under one lock, so
+        a verification landing meanwhile is never undone."""
+        with self._lock:
+            entry = self.observed.get(location)
+            if entry is None or entry.fp != fp or entry.claimed:
                 self._observe(location, fp, hint)
 
     def _observe(self, location: str, fp: Fingerprint, observation: TitleObservation) -> None:
         entry = self.observed.get(location)
         if entry is not None and entry.fp == fp and entry.observation == observation:
+            if entry.claimed:  # read here: the claim is the observation now
+                self.observed[location] = entry._replace(claimed=False)
             return  # a verified title that confirms its hint changes no label
         self.version += 1
         self.observed[location] = Observed(fp, observation, self.version)
+
+    def keep_only(self, listed: Container[str]) -> None:
+        """Forget the logs a new listing no longer lists (deleted, moved): what the board holds is
+        bounded by the root, not by every log a long-running server ever saw."""
+        with self._lock:
+            for kept in (self.observed, self._hints, self.queued, self.to_scan, self.to_prove):
+                for location in [location for location in kept if location not in listed]:
+                    del kept[location]
 
     def changed_since(self, version: int) -> tuple[int, list[tuple[str, Observed]]]:
         """The current version and every observation made after ``version``, by log."""
@@ -155,11 +207,35 @@ class TitleBoard:
 
     def busy(self) -> bool:
         with self._lock:
-            return bool(self.in_flight)
+            return bool(self.in_flight or self.proving)
 
     def waiting(self) -> list[tuple[SessionRecord, Fingerprint]]:
         with self._lock:
             return list(self.queued.values())
+
+    def to_scan_claims(self, count: int) -> list[tuple[SessionRecord, Fingerprint]]:
+        """Up to ``count`` claimed logs to scan next (now in a worker process's hands), in the
+        order they were claimed."""
+        with self._lock:
+            taken = list(itertools.islice(self.to_prove.items(), count))
+            for location, _ in taken:
+                del self.to_prove[location]
+                self.proving.add(location)
+            return [entry for _, entry in taken]
+
+    def scanned(self, locations: Iterable[str], unproved: Iterable[str] = ()) -> None:
+        """A scan batch is over. The claims of ``unproved`` logs (the scan failed, or the log
+        changed under it) are withdrawn, as one change: the next request asks the index again and
+        claims anew what it finds there, to be scanned in turn."""
+        with self._lock:
+            self.proving.difference_update(locations)
+            withdrawn = [
+                location for location in unproved if (entry := self.observed.get(location)) and entry.claimed
+            ]
+            if withdrawn:
+                self.version += 1
+                for location in withdrawn:
+                    del self.observed[location]
 
     def next_scan(self) -> tuple[str, SessionRecord, Fingerprint] | None:
         """The next hint a request left to scan, in the order it left them."""

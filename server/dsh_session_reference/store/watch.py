@@ -18,10 +18,13 @@ documents mention, :meth:`RootWatcher.interest`) are watched: a referenced log s
 what shows it at once, and other logs are checked as before.
 
 Where watching is not available (no ``watchfiles``, a root that is no directory) :meth:`RootWatcher.start`
-says so; where it fails later (a file system without notifications, the user's inotify watches
-used up) the thread logs why and ends. Either way the catalog keeps checking the root as it always
-has, when a request asks and at the editor's pauses. On Windows each watched directory is held
-open, which can keep it from being renamed while the editor runs.
+says so. Where it fails later (the user's inotify instances or watches used up for a while, a file
+system without notifications) the thread logs why and tries again, waiting :data:`RETRY_AFTER`
+seconds and twice as long after each failure in a row (at most :data:`RETRY_AT_MOST`); once it
+watches again it says so, and tells of every watched directory, since anything may have changed
+meanwhile. Either way the catalog keeps checking the root as it always has, when a request asks
+and at the editor's pauses. On Windows each watched directory is held open, which can keep it
+from being renamed while the editor runs.
 """
 
 from __future__ import annotations
@@ -51,7 +54,10 @@ the editor's pauses. Past it in project directories, the root and the sessions o
 MAX_INTEREST: Final = 256
 """Session directories of interest watched at most on a big root (the first given)."""
 RETRY_AFTER: Final = 1.0
-"""Seconds between looks for a root that went away (it is watched again once it is back)."""
+"""Seconds between looks for a root that went away (it is watched again once it is back), and
+before the first new attempt after watching failed."""
+RETRY_AT_MOST: Final = 60.0
+"""Seconds at most between attempts to watch again while watching keeps failing."""
 
 
 def watched_directories(
@@ -186,6 +192,8 @@ class RootWatcher:
             self.settle()
         real = os.path.realpath(self.root)
         gone = False
+        failures = 0  # attempts to watch that failed in a row (each waits twice as long as the last)
+        missed = False  # changes may have gone unseen (the root was gone, or not watched)
         while not self._stop.aborted:
             if not os.path.isdir(self.root):  # removed (a restore, a move): watched again once back
                 gone = True
@@ -195,7 +203,7 @@ class RootWatcher:
             directories, limited = watched_directories(self.root, self.limit, interest)
             if gone:  # back: all of it may be new
                 gone = False
-                self._tell(frozenset({self.root}))
+                missed = True
             relist = False
             checked = False
             try:
@@ -211,6 +219,12 @@ class RootWatcher:
                     raise_interrupt=False,
                 ):
                     self.watching = True
+                    if failures:
+                        LOG.warning("watching %s again", self.root)
+                        failures = 0
+                    if missed:  # the watch is in place: what changed before it may have been missed
+                        missed = False
+                        self._tell(frozenset(directories))
                     if changes:
                         paths = frozenset(self._under_root(path, real) for _, path in changes)
                         depths = [depth_below(self.root, path) for path in paths]
@@ -224,10 +238,22 @@ class RootWatcher:
                     if relist or (limited and self._interest != interest):
                         relist = True
                         break
-            except Exception as error:  # a file system without notifications, a watch limit
+            except Exception as error:  # the user's inotify instances used up, a watch limit
                 if os.path.isdir(self.root):
-                    LOG.warning("not watching %s (%s); checking it instead", self.root, error)
-                    return
+                    self.watching = False
+                    missed = True
+                    wait = min(RETRY_AFTER * 2**failures, RETRY_AT_MOST)
+                    failures += 1
+                    # Said as a warning the first time; a failure that goes on is said at info level.
+                    LOG.log(
+                        logging.WARNING if failures == 1 else logging.INFO,
+                        "not watching %s (%s); checking it instead, and trying again in %g s",
+                        self.root,
+                        error,
+                        wait,
+                    )
+                    self._stop.wait(wait)
+                    continue
                 relist = True  # the root went away while being watched
             if not relist:
                 return

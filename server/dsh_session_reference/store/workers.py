@@ -163,7 +163,7 @@ class WorkerProcess:
                     future.set_result(value)
                 else:
                     future.set_exception(value)
-        except (EOFError, OSError, pickle.UnpicklingError):
+        except (EOFError, OSError, ValueError, pickle.UnpicklingError):  # ValueError: closed meanwhile
             pass
         with self._lock:
             pending, self._pending = self._pending, {}

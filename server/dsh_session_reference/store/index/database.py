@@ -13,9 +13,10 @@ import hashlib
 import logging
 import os
 import sqlite3
+import stat
 import threading
 import zlib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Final
 
 try:
@@ -25,18 +26,60 @@ except ImportError:  # Windows: index files are made without the lock (see _maki
 
 from ...jsjson import js_utf8
 from ..cache_files import open_private, read_private, remove_database, unlink_own, vet_database, write_private
-from .rows import Fingerprint, IndexRow, Untrusted, fp_parse, fp_text, key_path, path_key, row_crc
+from .rows import (
+    Fingerprint,
+    IndexRow,
+    Untrusted,
+    fingerprint_of,
+    fp_parse,
+    fp_text,
+    key_path,
+    path_key,
+    row_crc,
+    too_many_missing,
+)
 
 LOG = logging.getLogger("dsh_session_reference.index")
 
 
 SCHEMA_VERSION: Final = 3
 """2: log paths and the root are stored as BLOBs of their UTF-8 bytes (any name survives);
-3: the listing a language server last served, whole (:meth:`IndexDatabase.load_listing`)."""
+3: the listing a language server last served, whole (:meth:`IndexDatabase.kept_listing`)."""
 APPLICATION_ID: Final = 0x64736872  # "dshr"
-MAX_LISTING_BYTES: Final = 256 << 20
+MAX_LISTING_BYTES: Final = 64 << 20
 """The largest kept listing read back (50,000 sessions make 15 MB): the cache folder is not
-trusted, and a bigger document is not read into memory at all (the rows answer instead)."""
+trusted, and a bigger document is not read at all (the rows answer instead). What it can make a
+server hold is bounded by the root, not by this: its entries must name the root's own logs
+(:func:`.kept.kept_listing`)."""
+PRUNE_ROWS: Final = 10_000
+"""Rows removed per transaction when rows never loaded go from the file (:meth:`IndexDatabase.keep_only`)."""
+LISTING_CHUNK: Final = 1 << 20
+"""Bytes of the kept listing read at a time: it is parsed a line at a time as it arrives."""
+
+
+def _regular_file(path: str) -> os.stat_result | None:
+    """``lstat`` of ``path`` if it is a regular file (a log), else ``None``."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return info if stat.S_ISREG(info.st_mode) else None
+
+
+def _checked_pieces(blob: sqlite3.Blob, crc: int) -> Iterator[bytes]:
+    """``blob`` in pieces, then :class:`.rows.Untrusted` if the CRC-32 of them all is not ``crc``."""
+    running = 0
+    while True:
+        try:
+            piece = blob.read(LISTING_CHUNK)
+        except sqlite3.Error as error:  # rewritten by another process while it was read
+            raise Untrusted(f"the kept listing changed while it was read ({error})") from None
+        if not piece:
+            break
+        running = zlib.crc32(piece, running)
+        yield piece
+    if running != crc:
+        raise Untrusted("the kept listing's checksum does not hold")
 
 
 def default_index_dir(environ: Mapping[str, str] | None = None) -> str:
@@ -201,15 +244,57 @@ class IndexDatabase:
 
     # rows
 
-    def load(self) -> dict[str, IndexRow]:
-        """Every row, each checked against its checksum; any bad row means the file is rebuilt."""
+    def load(self) -> tuple[dict[str, IndexRow], bool]:
+        """The rows of logs that are there, at the row's own fingerprint, each checked against its
+        checksum (any bad one means the file is rebuilt), and whether that is every row the file
+        holds. A checksum is no signature, so rows are not taken on the file's word: a row of a
+        log that changed since is of no use and is not kept; one of a log that is not there (gone
+        since, or never there) is removed from the file; past :func:`.rows.too_many_missing`,
+        loading stops (the rest is looked up row by row), so what a forged file costs in memory
+        and time is bounded by the root."""
+        rows: dict[str, IndexRow] = {}
+        gone: list[str] = []
+        whole = True
         with self._lock:
             try:
-                rows = self._conn.execute(f"SELECT {_ROW_COLUMNS} FROM logs").fetchall()
-                return dict(_checked_row(*values) for values in rows)
+                cursor = self._conn.execute(f"SELECT {_ROW_COLUMNS} FROM logs")
+                while whole and (batch := cursor.fetchmany(1000)):
+                    for values in batch:
+                        path = key_path(values[0])
+                        info = _regular_file(path)
+                        if info is None:
+                            gone.append(path)
+                            if too_many_missing(len(gone), len(rows)):
+                                whole = False
+                                break
+                        elif values[1] == fp_text(fingerprint_of(info)):
+                            rows[path] = _checked_row(*values)[1]
+                cursor.close()
             except (sqlite3.Error, Untrusted) as error:
                 self.rebuild(str(error))
-                return {}
+                return {}, True
+            self.write(dict.fromkeys(gone))
+        return rows, whole
+
+    def keep_only(self, paths: Iterable[str], pause: Callable[[], object] | None = None) -> None:
+        """Remove every row but those of ``paths``, in the file itself (for a file not loaded whole,
+        :meth:`load`), :data:`PRUNE_ROWS` at a time, calling ``pause`` in between."""
+        with self._transaction("prune") as conn:
+            conn.execute("CREATE TEMP TABLE IF NOT EXISTS kept(path BLOB PRIMARY KEY)")
+            conn.execute("DELETE FROM kept")
+            conn.executemany("INSERT OR IGNORE INTO kept(path) VALUES (?)", ((path_key(p),) for p in paths))
+        while True:
+            removed = 0
+            with self._transaction("prune") as conn:
+                removed = conn.execute(
+                    "DELETE FROM logs WHERE rowid IN (SELECT rowid FROM logs "
+                    "WHERE path NOT IN (SELECT path FROM kept) LIMIT ?)",
+                    (PRUNE_ROWS,),
+                ).rowcount
+            if removed < PRUNE_ROWS:
+                return
+            if pause is not None:
+                pause()
 
     def load_row(self, path: str) -> IndexRow | None:
         """The row of one log, checked as :meth:`load` checks every row (a bad one rebuilds the file).
@@ -227,26 +312,33 @@ class IndexDatabase:
                 self.rebuild(str(error))
                 return None
 
-    def load_listing(self) -> str | None:
-        """The listing :meth:`write_listing` left, if there is one and its checksum holds: one
-        document, so a fresh server reads it in one query and one parse rather than row by row."""
+    @contextlib.contextmanager
+    def kept_listing(self) -> Iterator[Iterator[bytes] | None]:
+        """The listing :meth:`write_listing` left, in pieces of :data:`LISTING_CHUNK` bytes (``None``:
+        none, or one too big to be ours), for a reader that refuses it at its first bad line without
+        reading further: the cache folder is not trusted. Its checksum is checked as the last piece
+        is read (:class:`.rows.Untrusted` if it does not hold). The index is held meanwhile."""
         with self._lock:
             try:
                 # Kept as a BLOB: SQLite knows its length without reading it (a TEXT's it must read).
                 found = self._conn.execute(
-                    "SELECT body, crc FROM listing "
-                    "WHERE id = 0 AND typeof(body) = 'blob' AND length(body) <= ?",
+                    "SELECT crc FROM listing WHERE id = 0 AND typeof(body) = 'blob' AND length(body) <= ?",
                     (MAX_LISTING_BYTES,),
                 ).fetchone()
             except sqlite3.Error as error:
                 self.rebuild(str(error))
-                return None
-        if found is None or not isinstance(found[0], bytes) or found[1] != zlib.crc32(found[0]):
-            return None  # none yet, damaged or too big to be ours: the rows answer instead
-        try:
-            return found[0].decode("utf-8")
-        except UnicodeDecodeError:
-            return None
+                found = None
+            if found is None or type(found[0]) is not int:
+                yield None  # none yet, damaged or too big to be ours: the rows answer instead
+                return
+            try:
+                blob = self._conn.blobopen("listing", "body", 0, readonly=True)
+            except sqlite3.Error as error:  # removed by another process meanwhile
+                LOG.info("the kept listing could not be read (%s); the rows answer", error)
+                yield None
+                return
+            with blob:
+                yield _checked_pieces(blob, found[0])
 
     def write_listing(self, body: str) -> None:
         with self._transaction("write the listing") as conn:

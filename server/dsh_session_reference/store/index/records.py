@@ -33,6 +33,15 @@ class Verified(NamedTuple):
     error: str | None
 
 
+class Scanned(NamedTuple):
+    """What a worker's byte scan found for one log's title (:func:`..title_scan.scan_last_title`)."""
+
+    path: str
+    fp: Fingerprint | None
+    """The fingerprint the answer holds for; ``None`` if the log changed while it was scanned."""
+    title: str | None
+
+
 class ListedEntry(NamedTuple):
     """A listing entry a worker read for the walk: the index row's listing, ready to keep."""
 

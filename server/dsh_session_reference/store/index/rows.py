@@ -60,6 +60,19 @@ def header_text(header: Mapping[str, Any]) -> str:
     return json.dumps(header, ensure_ascii=True, separators=(",", ":"))
 
 
+MAX_MISSING: Final = 64
+"""Logs the index names that are not there (deleted while nothing ran) taken in stride, beyond one
+in eight of those that are: see :func:`too_many_missing`."""
+
+
+def too_many_missing(missing: int, present: int) -> bool:
+    """Whether ``missing`` entries naming a log that is not there, against ``present`` naming one that
+    is, are more than sessions deleted while nothing ran explain. Anyone who can write the cache
+    folder can add rows (a checksum is no signature); a log they name must be there, so what a forged
+    document can make us hold is bounded by the root, and reading one stops past this."""
+    return missing > MAX_MISSING + present // 8
+
+
 class Untrusted(Exception):
     """The index file is not one this code wrote for this root, or it is damaged."""
 
@@ -109,6 +122,10 @@ class IndexRow:
     title_ns: int = 0
     parsed_listing: ListingEntry | None = field(default=_UNPARSED, compare=False, repr=False)
     parsed_title: TitleEntry | None = field(default=_UNPARSED, compare=False, repr=False)
+    title_here: bool = field(default=False, compare=False)
+    """The title entry was read by this process (not loaded from the file, which anyone who can
+    write the cache folder can forge, checksum and all): the language server counts a title it
+    did not read only once it has scanned the log (:mod:`..titles`)."""
 
     def fresh(self, fp: Fingerprint, recorded_ns: int) -> bool:
         return self.fp == fp and fp.mtime_ns + RACY_NS <= recorded_ns

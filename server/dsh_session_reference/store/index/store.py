@@ -3,6 +3,10 @@
 It holds the rows (loaded from :mod:`.database` on first use, written behind), gives its reader
 the index's walk (:mod:`.walk`) and title cache, verifies many cold titles in worker processes,
 and reads huge logs for ``prepare`` apart.
+
+Over 500 lines because the rows (which ones are loaded, kept, written, pruned) and everything that
+reads or makes them share one lock and one table; what stands alone is in modules of its own:
+:mod:`.database`, :mod:`.rows`, :mod:`.walk`, :mod:`.kept`, :mod:`.verify`, :mod:`.bodies`.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from ..layout import is_within
 from ..workers import run_apart
 from .bodies import fts_query, message_text
 from .database import IndexDatabase, default_index_dir, index_file, tidy_once
+from .kept import StoredListing, kept_listing, listing_text
 from .records import MessageText, Verified
 from .rows import (
     LISTED,
@@ -40,7 +45,7 @@ from .rows import (
     stable_read,
 )
 from .verify import TitleWorkers
-from .walk import StoredListing, index_walk, kept_listing, listing_text, stored_walk
+from .walk import index_walk, stored_walk
 
 LOG = logging.getLogger("dsh_session_reference.index")
 
@@ -104,14 +109,19 @@ class IndexedSessionStore:
         self._db: IndexDatabase | None = None
         self._rows: dict[str, IndexRow] | None = None
         self._some: dict[str, IndexRow | None] = {}
-        """Rows read one by one (``None``: not in the file) while ``_rows`` is not loaded."""
+        """Rows read one by one (``None``: not in the file) while ``_rows`` is not loaded whole."""
+        self._whole = True
+        """``_rows`` holds every row of the file that is of use (see :meth:`table`)."""
+        self._prune = False
+        """The file holds rows never loaded that are of no use: removed at the next :meth:`flush`."""
         self._dirty: dict[str, IndexRow | None] = {}
         self._flushing = threading.Lock()
         """Keeps writes to the file in the order their rows were made."""
         self.walked: dict[str, Fingerprint] = {}
         """Every regular log file the latest full listing looked at, with its fingerprint."""
         self.directories = 0
-        """Session directories the latest full listing looked in, with a log or not: what a walk costs."""
+        """Directories the latest full listing listed or looked in (project directories, and session
+        directories with a log or not): what a walk costs."""
         self._title_workers = TitleWorkers(workers)
 
     def __repr__(self) -> str:
@@ -165,22 +175,26 @@ class IndexedSessionStore:
             return self._db
 
     def table(self) -> dict[str, IndexRow]:
-        """Every row (loaded on first use; rows this store already read or changed win)."""
+        """Every row of a log that is there as its row says (:meth:`.database.IndexDatabase.load`;
+        loaded on first use; rows this store already read or changed win)."""
         with self._lock:
             if self._rows is None:
-                rows = self._database().load()
+                rows, self._whole = self._database().load()
                 for path, row in self._some.items():
                     if row is None:
                         rows.pop(path, None)
                     else:
                         rows[path] = row
-                self._rows, self._some = rows, {}
+                self._rows = rows
+                if self._whole:
+                    self._some = {}
             return self._rows
 
     def row(self, path: str) -> IndexRow | None:
-        """One log's row; before anything needs the whole table, read from the file alone."""
+        """One log's row; before anything needs the whole table (or when the file was not loaded
+        whole), read from the file alone."""
         with self._lock:
-            if self._rows is not None:
+            if self._rows is not None and (self._whole or path in self._rows):
                 return self._rows.get(path)
             if path not in self._some:
                 self._some[path] = self._database().load_row(path)
@@ -193,11 +207,11 @@ class IndexedSessionStore:
                     self._dirty[path] = None
             else:
                 self._dirty[path] = row
-            if self._rows is None:
+            if self._rows is None or not self._whole:
                 self._some[path] = row
-            elif row is None:
+            if self._rows is not None and row is None:
                 self._rows.pop(path, None)
-            else:
+            elif self._rows is not None and row is not None:
                 self._rows[path] = row
 
     def flush(self, pause: Callable[[], object] | None = None) -> None:
@@ -211,14 +225,16 @@ class IndexedSessionStore:
         with self._flushing:
             with self._lock:
                 pending, self._dirty = self._dirty, {}
-            if not pending:
-                return
+                kept = list(self._rows) if self._prune and self._rows is not None else None
+                self._prune = False
             database = self._database()
             rows = list(pending.items())
             for start in range(0, len(rows), FLUSH_ROWS):
                 if start and pause is not None:
                     pause()
                 database.write(dict(rows[start : start + FLUSH_ROWS]))
+            if kept is not None:
+                database.keep_only(kept, pause)
 
     # --- SessionSource ---------------------------------------------------------------------------
 
@@ -233,14 +249,16 @@ class IndexedSessionStore:
         for answering until a walk has listed the root. The one a language server left
         (:meth:`keep_whole_listing`) is one document with its titles; without it, the rows'
         (:func:`.walk.stored_walk`)."""
-        text = self._database().load_listing()
-        kept = None if text is None else kept_listing(text, self.root)
+        with self._database().kept_listing() as pieces:
+            kept = None if pieces is None else kept_listing(pieces, self.root)
         return kept if kept is not None else stored_walk(self, self.reader)
 
-    def keep_whole_listing(self, records: list[SessionRecord], walked: dict[str, Fingerprint]) -> None:
-        """Keep ``records``, a walk's listing (its logs at ``walked``), with every title the index
-        holds for them, as one document: what the next language server answers its first ``@``
-        from (:meth:`stored_listing`), in one query and one parse."""
+    def keep_whole_listing(
+        self, records: list[SessionRecord], walked: dict[str, Fingerprint], directories: int
+    ) -> None:
+        """Keep ``records``, a walk's listing (its logs at ``walked``, ``directories`` listed), with
+        every title the index holds for them, as one document: what the next language server
+        answers its first ``@`` from (:meth:`stored_listing`), in one query and one pass."""
         titles = [
             self.cached_title(record, walked[record.location], None)
             if record.location is not None and record.location in walked
@@ -248,7 +266,7 @@ class IndexedSessionStore:
             for record in records
         ]
         try:
-            text = listing_text(self.root, records, walked, titles)
+            text = listing_text(self.root, records, walked, titles, directories)
         except ValueError:
             return  # a header number JSON cannot spell: the rows still answer
         self._database().write_listing(text)
@@ -345,17 +363,22 @@ class IndexedSessionStore:
         with self._lock:
             current = self.row(path)
             kept = current if current is not None and current.fp == fp else IndexRow(fp)
-            self._set(
-                path, IndexRow(fp, text, started, kept.title, kept.title_ns, parsed_title=kept.parsed_title)
-            )
+            row = IndexRow(fp, text, started, kept.title, kept.title_ns, parsed_title=kept.parsed_title)
+            row.title_here = kept.title_here
+            self._set(path, row)
 
-    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str]) -> None:
-        """A full walk finished: rows of logs it did not look at go (the log is gone, or moved)."""
+    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str], directories: int) -> None:
+        """A full walk finished: rows of logs it did not look at go (the log is gone, or moved).
+        ``directories``: how many it listed or looked in (:attr:`.jsonl_store.Walk.directories`)."""
         with self._lock:
-            for path in [path for path in self.table() if path not in looked]:
+            table = self.table()
+            if not self._whole:  # the rows never loaded, of logs not looked at, go when next written
+                table.update((path, row) for path, row in self._some.items() if row is not None)
+                self._whole, self._some, self._prune = True, {}, True
+            for path in [path for path in table if path not in looked]:
                 self._set(path, None)
             self.walked = walked
-            self.directories = len(looked) // 2  # two log names looked at in each
+            self.directories = directories
 
     # --- titles ----------------------------------------------------------------------------------
 
@@ -440,6 +463,7 @@ class IndexedSessionStore:
                 started_ns,
                 parsed_listing=kept.parsed_listing,
                 parsed_title=TitleEntry(record.id, stored, observation.title, observation.error),
+                title_here=True,
             )
             self._set(path, row)
 

@@ -14,10 +14,12 @@ from typing import Any, Final
 
 from ...conversation import ConversationSnapshot
 from ..jsonl_store import JsonlSessionStore
+from ..layout import Compression
 from .bodies import message_text
-from .records import ListedEntry, MessageText, RecordData, Verified
+from .records import ListedEntry, MessageText, RecordData, Scanned, Verified
 from .rows import fingerprint_of, stable_read
 from .store import IndexedSessionStore
+from .title_scan import scan_last_title
 from .walk import PLAIN_NAME, ZSTD_NAME, probe, single_log
 
 
@@ -32,6 +34,18 @@ def verify_titles(root: str, items: Sequence[RecordData]) -> list[Verified]:
             continue
         [observation], fp, started = read
         found.append(Verified(fp, started, observation.title, observation.error))
+    return found
+
+
+def scan_titles(root: str, paths: Sequence[str]) -> list[Scanned]:
+    """The last ``session/title`` of each log by a byte scan, with the fingerprint it was found at
+    (worker side): what a claimed title is checked against (:meth:`..titles.TitleBoard.prove`)."""
+    root_real = os.path.realpath(root)
+    found: list[Scanned] = []
+    for path in paths:
+        compression: Compression = "zstd" if path.endswith(ZSTD_NAME) else "none"
+        read = stable_read(path, partial(scan_last_title, path, root_real, compression))
+        found.append(Scanned(path, None, None) if read is None else Scanned(path, read[1], read[0]))
     return found
 
 
@@ -81,6 +95,7 @@ def read_headers(root: str, directories: Sequence[tuple[str, str]]) -> list[List
 TASKS: Final[Mapping[str, Callable[..., Any]]] = {
     "read_headers": read_headers,
     "verify_titles": verify_titles,
+    "scan_titles": scan_titles,
     "message_texts": message_texts,
     "read_conversation": read_conversation,
 }

@@ -8,28 +8,26 @@ they read from the end of the walk while the walk reads from the start, and meet
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import os
 import stat
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple, Protocol
+from typing import Final, Protocol
 
 from ...cancellation import AbortSignal
-from ...model import SessionRecord, TitleObservation
 from ..jsonl_store import (
     Artifact,
     DirectoryVisitor,
     JsonlSessionStore,
     Walk,
     compression_of,
-    record_at,
     sorted_entries,
 )
-from ..layout import LOG_NAMES
+from ..layout import LOG_NAMES, is_walk_path
 from ..workers import WorkerProcess, drop_spare, take_spare
+from .kept import StoredListing
 from .records import ListedEntry
 from .rows import (
     Fingerprint,
@@ -67,7 +65,7 @@ class Rows(Protocol):
 
     def keep_listing(self, path: str, fp: Fingerprint, started: int, text: str) -> None: ...
 
-    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str]) -> None: ...
+    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str], directories: int) -> None: ...
 
 
 def index_walk(rows: Rows, reader: JsonlSessionStore, full: bool) -> DirectoryVisitor:
@@ -147,7 +145,7 @@ class _IndexVisitor:
 
     def finish(self, walk: Walk) -> None:
         if self._walk is not None:
-            self._rows.walk_done(self._walk.walked, self._walk.looked)
+            self._rows.walk_done(self._walk.walked, self._walk.looked, walk.directories)
 
     def close(self) -> None:
         if self._readers is not None:
@@ -171,128 +169,6 @@ def _replay_listing(reader: JsonlSessionStore, scan: Walk, path: str, outcome: L
         reader.block(scan, segment, block_path, reason)
 
 
-class StoredListing(NamedTuple):
-    """A listing the index remembers: its records, each listed log's fingerprint, and the titles it
-    knew for them (by log path; the others are looked up in the rows as usual)."""
-
-    records: list[SessionRecord]
-    walked: dict[str, Fingerprint]
-    titles: dict[str, TitleObservation]
-    whole: bool
-    """Read from the one document a server left (:func:`kept_listing`), not from the rows."""
-
-
-_LOG_FILE_NAMES: Final = frozenset(LOG_NAMES.values())
-
-
-def _walk_path(path: str, prefix: str) -> bool:
-    """Whether ``path`` is one a walk of the root at ``prefix`` makes: ``<project>/<session>/<log>``."""
-    return path.startswith(prefix) and _walk_parts(path[len(prefix) :])
-
-
-def _walk_parts(relative: str) -> bool:
-    parts = relative.split(os.sep)
-    if not (
-        len(parts) == 3
-        and parts[2] in _LOG_FILE_NAMES
-        and parts[0] not in _NOT_NAMES
-        and parts[1] not in _NOT_NAMES
-        and "\0" not in relative
-    ):
-        return False
-    try:
-        os.fsencode(relative)  # a name the file system could have given (no stray surrogate)
-    except UnicodeError:
-        return False
-    return True
-
-
-_NOT_NAMES: Final = frozenset({"", ".", ".."})
-
-
-_FIVE_INTS: Final = [int] * 5
-
-
-def listing_text(
-    root: str,
-    records: list[SessionRecord],
-    walked: dict[str, Fingerprint],
-    titles: list[TitleObservation | None],
-) -> str:
-    """``records`` (a walk's listing of ``root``, its logs at ``walked``) with the titles known for
-    them (``None`` where unknown) as one document, for :func:`kept_listing`; paths are kept
-    relative to the root. ``ValueError`` for a header JSON cannot spell (Infinity)."""
-    prefix = os.path.join(root, "")
-    entries = [
-        [
-            record.location[len(prefix) :],
-            walked[record.location],
-            record.header,
-            None if title is None else [title.title, title.error],
-        ]
-        for record, title in zip(records, titles, strict=True)
-        if record.location is not None and record.location in walked and record.location.startswith(prefix)
-    ]
-    return json.dumps({"l": entries}, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-
-
-def kept_listing(text: str, root: str) -> StoredListing | None:
-    """The listing :func:`listing_text` wrote, or ``None`` if it is not one a walk of ``root`` could
-    have made (the index folder is not trusted: every path must be a walk's own).
-
-    Tens of thousands of containers are made here at once and none of them can form a cycle, so
-    the cyclic collector is held off meanwhile: its young collections during the build took a
-    third of its time (0.08-0.11 s at 10,000 sessions without them, 0.10-0.22 s with them).
-    """
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        return _kept_listing(text, root)
-    finally:
-        if collecting:
-            gc.enable()
-
-
-def _kept_listing(text: str, root: str) -> StoredListing | None:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return None
-    entries = value.get("l") if isinstance(value, dict) else None
-    if not isinstance(entries, list):
-        return None
-    prefix = os.path.join(root, "")
-    records: list[SessionRecord] = []
-    walked: dict[str, Fingerprint] = {}
-    titles: dict[str, TitleObservation] = {}
-    for entry in entries:
-        if not (type(entry) is list and len(entry) == 4):
-            return None
-        relative, fp, header, title = entry
-        if not (type(relative) is str and _walk_parts(relative)):
-            return None
-        path = prefix + relative
-        if path in walked:
-            return None
-        if not (
-            type(header) is dict and type(header.get("id")) is str and type(header.get("createdAt")) is int
-        ):
-            return None
-        if not (type(fp) is list and list(map(type, fp)) == _FIVE_INTS):
-            return None
-        walked[path] = Fingerprint(*fp)
-        record = record_at(path, header)  # a header of its own, fresh from this parse
-        records.append(record)
-        if title is not None:
-            if not (type(title) is list and len(title) == 2):
-                return None
-            shown, error = title
-            if not ((shown is None or type(shown) is str) and (error is None or type(error) is str)):
-                return None
-            titles[path] = TitleObservation(record.id, title=shown, error=error)
-    return StoredListing(records, walked, titles, True)
-
-
 def stored_walk(rows: Rows, reader: JsonlSessionStore) -> StoredListing:
     """The listing the index's rows remember, without looking at the disk, and the fingerprint of
     every log it lists: what a walk of the root would list if no log had changed since each row
@@ -306,7 +182,7 @@ def stored_walk(rows: Rows, reader: JsonlSessionStore) -> StoredListing:
     prefix = os.path.join(rows.root, "")
     found: dict[tuple[bytes, bytes], tuple[str, IndexRow, ListingEntry] | None] = {}
     for path, row in rows.table().items():
-        if not _walk_path(path, prefix):
+        if not is_walk_path(path, prefix):
             continue
         parts = path[len(prefix) :].split(os.sep)
         outcome = row.listing_outcome(row.fp, path)
@@ -323,7 +199,7 @@ def stored_walk(rows: Rows, reader: JsonlSessionStore) -> StoredListing:
             path, row, outcome = entry
             walked[path] = row.fp
             _replay_listing(reader, scan, path, outcome)
-    return StoredListing(reader.listing_of(scan), walked, {}, False)
+    return StoredListing(reader.listing_of(scan), walked, {}, False, len(walked))
 
 
 def probe(
