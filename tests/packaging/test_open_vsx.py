@@ -22,7 +22,6 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import yaml
 from open_vsx import Published, check_vsix
 
 REPO = Path(__file__).resolve().parents[2]
@@ -42,9 +41,19 @@ def _vsix_files(packages: Path) -> dict[str, Path]:
 
 
 def _publish_steps() -> dict[str, dict[str, object]]:
-    workflow = yaml.safe_load((REPO / ".github" / "workflows" / "release.yml").read_text())
-    steps = workflow["jobs"]["publish"]["steps"]
-    return {step["run"].split(" publish ")[0]: step for step in steps if " publish " in step.get("run", "")}
+    """The publish job's ``run:`` lines that publish, by the tool they run (``npx --yes TOOL@VERSION``),
+    each with its ``env:`` (read as text: the workflow is plain enough, and no YAML parser is a
+    dependency of this project)."""
+    workflow = (REPO / ".github" / "workflows" / "release.yml").read_text()
+    job = workflow[workflow.index("\n  publish:\n") :]
+    steps = {}
+    for step in re.split(r"\n      - ", job)[1:]:
+        run = re.search(r"^        run: (.+)$", step, re.MULTILINE)
+        if run is None or " publish " not in run.group(1):
+            continue
+        env = dict(re.findall(r"^          ([A-Z_]+): (.+)$", step, re.MULTILINE))
+        steps[run.group(1).split(" publish ")[0]] = {"run": run.group(1), "env": env}
+    return steps
 
 
 def _pinned_ovsx() -> str:
