@@ -74,20 +74,6 @@ def binary_kind(data: bytes) -> tuple[str, set[str]] | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def packages(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    run = subprocess.run(
-        [str(REPO / "scripts" / "package"), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=1200,
-        check=False,
-    )
-    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-4000:]
-    return out
-
-
 def _read(vsix: Path) -> dict[str, bytes]:
     with zipfile.ZipFile(vsix) as archive:
         return {name: archive.read(name) for name in archive.namelist()}
