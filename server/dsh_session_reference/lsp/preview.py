@@ -24,6 +24,9 @@ from ..tokens import COUNTER, TokenCount
 from ..uri import parse_session_reference_text
 
 PREVIEW_SCHEME: Final = "dsh-preview"
+LABEL_CHARS: Final = 80
+"""A referenced session's label in the summary at most: a picker lists it, and a title may be
+megabytes long."""
 
 
 @dataclass(frozen=True)
@@ -143,3 +146,21 @@ def document_summary(analysis: Analysis) -> dict[str, Any]:
         "tokens": None if tokens is None else tokens.tokens,
         "tokensExact": tokens is not None and tokens.exact,
     }
+
+
+def referenced_sessions(analysis: Analysis) -> list[dict[str, Any]]:
+    """``documentSummary``'s ``references``: ``[{sessionId, label, mentions}]``, the sessions the
+    document references within ``maxReferences``, in ``prepare``'s order (a self reference, and
+    the sessions past the limit, are errors already): what a picker offers to replace when a
+    pick would go past the limit. ``label`` is the session's title (else the first mention's
+    label), shortened."""
+    out: list[dict[str, Any]] = []
+    for reference in analysis.references:
+        if reference.index is None or reference.index >= analysis.max_references:
+            continue
+        name = reference.title if reference.title is not None else reference.label
+        label = display_inline_text(name[: LABEL_CHARS + 1])
+        if len(label) > LABEL_CHARS:
+            label = label[: LABEL_CHARS - 1] + "…"
+        out.append({"sessionId": reference.session_id, "label": label, "mentions": len(reference.spans)})
+    return out
