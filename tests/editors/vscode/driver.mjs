@@ -7,7 +7,7 @@
 // Usage: node driver.mjs SPEC.json
 //   spec: {playwrightDir, chromium, url, prompt, artifacts, result, timeoutMs, mode, pick?, quickFixPattern?,
 //          hintCount?, symbolQuery?, symbolLabel?, mentionQuery?, mentionLabel?,
-//          growLog?, growBytes?, growText?, growMention?}
+//          growLog?, growBytes?, growText?, growMention?, limitQuery?, limitLabel?, limitMention?, replaceLabel?}
 //   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives.
 
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -671,6 +671,47 @@ async function main() {
     );
     await screenshot(page, 'live-refresh-preview');
     return { transcript, hintBefore, hints: hintOf(lines), lines, preview };
+  });
+
+  await step('insert-mention-limit', page, async () => {
+    // The prompt references maxReferences sessions now: the picker says so before the pick, and a
+    // fourth session asks which one it replaces.
+    await backToPrompt();
+    await page.keyboard.press('Control+End');
+    await runCommand(page, 'DSH: Insert session mention');
+    const input = page.locator('.quick-input-widget input[placeholder^="Type a title, id or folder"]');
+    await input.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    const placeholder = await input.getAttribute('placeholder');
+    const title = (await page.locator('.quick-input-widget .quick-input-title').innerText()).trim();
+    await page.locator('.quick-input-widget .monaco-list-row').first().waitFor({ timeout: STEP_TIMEOUT });
+    const firstRows = await settledQuickInputRows(page);
+    await input.focus();
+    await input.type(spec.limitQuery, { delay: 40 });
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: spec.limitLabel }).first().waitFor({ timeout: STEP_TIMEOUT });
+    const rows = await settledQuickInputRows(page);
+    await screenshot(page, 'insert-mention-limit-picker');
+    const index = rows.findIndex((text) => text.includes(spec.limitLabel));
+    for (let i = 0; i < index; i++) {
+      await page.keyboard.press('ArrowDown');
+    }
+    await page.keyboard.press('Enter');
+    // The second question: which referenced session the pick replaces, or cancel.
+    const question = page.locator('.quick-input-widget .quick-input-title', { hasText: 'would be session' });
+    await question.waitFor({ timeout: STEP_TIMEOUT });
+    const questionTitle = (await question.innerText()).trim();
+    const choices = await settledQuickInputRows(page);
+    await screenshot(page, 'insert-mention-limit-replace');
+    const choice = choices.findIndex((text) => text.includes(`Replace “${spec.replaceLabel}”`));
+    for (let i = 0; i < choice; i++) {
+      await page.keyboard.press('ArrowDown');
+    }
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: STEP_TIMEOUT });
+    const lines = await waitForLines(promptEditor, (l) => l.some((line) => line.includes(spec.limitMention)), 'the replacing mention is not in the prompt');
+    await page.waitForTimeout(1000); // the server's diagnostics for the new text
+    const status = await waitForStatus(page, /KB$/, 'the status bar shows no size after the replacement');
+    const errors = await promptEditor.locator('.squiggly-error').count();
+    return { placeholder, title, firstRows, rows, questionTitle, choices, lines, status, errors };
   });
 }
 

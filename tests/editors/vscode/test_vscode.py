@@ -556,6 +556,13 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     # (and the workspace's .venv has nothing installed), so its token counts are estimates.
     report_lines = scenario.prepared_report(document_text, exact_tokens=False).splitlines()
 
+    # Past maxReferences (3: the fixed session, the picked one and the oldest, inserted last), the
+    # mention picker offers a fourth to replace the oldest.
+    fourth = scenario.candidates[2]
+    assert fourth.session_id not in (scenario.fixed_id, picked.session_id, oldest_id)
+    fourth_label = display_inline_text(fourth.label)
+    fourth_mention = format_session_reference_mention(fourth.session_id, fourth_label)
+
     artifacts = _artifacts("user-path")
     spec = _driver_spec(
         tools,
@@ -577,6 +584,10 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         growBytes=str(tmp_path / "appended.bin"),
         growText=FOLLOW_UP,
         growMention=mention,
+        limitQuery=fourth_label,
+        limitLabel=fourth_label,
+        limitMention=fourth_mention,
+        replaceLabel=archived[-1],
     )
     with _code_server(
         tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
@@ -756,6 +767,27 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     final_report = scenario.prepared_report(final_text, exact_tokens=False).splitlines()
     followed = [line.rstrip() for line in live["preview"]]
     assert _line_with(followed, "both ") == _line_with(final_report, "both").rstrip(), live
+
+    # 14a. The prompt references 3 sessions, the most: the picker says so before the pick and marks
+    # the mentioned ones; picking a fourth asks which referenced session it replaces (by title), and
+    # the chosen one's mention becomes the fourth's, so no too-many-references error appears.
+    limit = steps["insert-mention-limit"]
+    assert limit["title"] == "DSH: Insert session mention (3 of 3 sessions referenced)", limit
+    assert limit["placeholder"].startswith("Type a title, id or folder. This prompt references 3 sessions"), (
+        limit
+    )
+    picked_row = next(row for row in limit["firstRows"] if row.startswith(display_inline_text(picked.label)))
+    assert "mentioned" in picked_row, limit["firstRows"]
+    assert not any("mentioned" in row for row in limit["rows"] if row.startswith(fourth_label)), limit["rows"]
+    assert limit["questionTitle"] == (
+        f"“{fourth_label}” would be session 4: a message may reference at most 3 sessions"
+    ), limit
+    for title in (scenario.fixed_label, display_inline_text(picked.label), archived[-1]):
+        assert any(f"Replace “{title}”" in choice for choice in limit["choices"]), (title, limit["choices"])
+    assert any("Cancel" in choice for choice in limit["choices"]), limit["choices"]
+    assert f"See {fourth_mention} too" in limit["lines"], limit["lines"]
+    assert not any(oldest_mention in line for line in limit["lines"]), limit["lines"]
+    assert limit["errors"] == 0 and "3 mentions" in limit["status"], limit
 
     # 15. A crashed server is restarted by the extension, counted against the bound.
     assert recovered_after is not None and recovered_after < 20
