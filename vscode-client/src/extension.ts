@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 
 import { errorText } from './format';
+import { MentionChips } from './mentionChips';
 import { insertSessionMention } from './mentionPicker';
 import { asPreviewResult, changedContent, CLIENT_COMMANDS, isRequestCancelled, PREVIEW_SCHEME, SERVER_COMMANDS, TRANSCRIPT_SCHEME } from './protocol';
 import { PreviewDocuments } from './preview';
@@ -159,6 +160,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
     status,
+    new MentionChips(server),
     server.onDidChangeState(updateContext),
     vscode.window.onDidChangeActiveTextEditor(updateContext),
     vscode.workspace.onDidChangeTextDocument((event) => scheduleRefresh(event.document.uri.toString())),

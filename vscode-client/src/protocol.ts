@@ -103,6 +103,12 @@ export interface InsertMentionResult {
   readonly replaced?: number;
 }
 
+/** A range in LSP's terms (UTF-16 positions, as VS Code counts them). */
+export interface LspRange {
+  readonly start: { readonly line: number; readonly character: number };
+  readonly end: { readonly line: number; readonly character: number };
+}
+
 export class ProtocolError extends Error {
   constructor(command: string, detail: string) {
     super(`unexpected reply to ${command}: ${detail}`);
@@ -212,6 +218,28 @@ export function asInsertMentionResult(value: unknown): InsertMentionResult {
     applied: value.applied,
     ...(typeof value.replaced === 'number' ? { replaced: value.replaced } : {}),
   };
+}
+
+function isPosition(value: unknown): value is { line: number; character: number } {
+  return isRecord(value) && Number.isInteger(value.line) && Number.isInteger(value.character);
+}
+
+/**
+ * The ranges of the server's `textDocument/documentLink` reply that lead to a session's
+ * transcript: the server links exactly the mentions of sessions the sessions root lists, each
+ * link over the whole mention. Links of any other kind, and malformed entries, are left out.
+ */
+export function transcriptLinkRanges(value: unknown): LspRange[] {
+  if (!Array.isArray(value)) {
+    return [];
+  }
+  return value.flatMap((link): LspRange[] => {
+    if (!isRecord(link) || !isRecord(link.range) || typeof link.target !== 'string' || !link.target.startsWith(`${TRANSCRIPT_SCHEME}:`)) {
+      return [];
+    }
+    const { start, end } = link.range;
+    return isPosition(start) && isPosition(end) ? [{ start: { line: start.line, character: start.character }, end: { line: end.line, character: end.character } }] : [];
+  });
 }
 
 /**

@@ -18,6 +18,7 @@ import {
   isRequestCancelled,
   ProtocolError,
   SERVER_COMMANDS,
+  transcriptLinkRanges,
 } from '../src/protocol';
 
 describe('server replies', () => {
@@ -106,6 +107,23 @@ describe('server replies', () => {
     assert.equal(asInsertMentionResult({ mention: '@[x](dsh-session:InMxIg)', applied: true, replaced: 2 }).replaced, 2);
     assert.throws(() => asInsertMentionResult({ mention: '@[x](dsh-session:InMxIg)' }), /dshSessionReference\.insertMention/);
     assert.throws(() => asInsertMentionResult({ applied: 'yes', mention: '' }), ProtocolError);
+  });
+});
+
+describe('document links', () => {
+  test('only the links to transcripts count, each with its range', () => {
+    const range = { start: { line: 2, character: 13 }, end: { line: 2, character: 90 } };
+    assert.deepEqual(
+      transcriptLinkRanges([
+        { range, target: 'dsh-transcript:/Fix%20it.txt?s1' },
+        { range, target: 'https://example.com' },
+        { range: { start: { line: 1 }, end: range.end }, target: 'dsh-transcript:/x.txt?x' },
+        { range },
+        null,
+      ]),
+      [range],
+    );
+    assert.deepEqual(transcriptLinkRanges(null), []);
   });
 });
 

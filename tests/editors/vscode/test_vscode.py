@@ -54,6 +54,7 @@ from dsh_session_reference.uri import (
     parse_session_reference_text,
 )
 from editors.environment import isolated_env
+from editors.mentions import as_chips
 from editors.ranking import RANKING_QUERIES, archive_sessions, ranked_for, titled_log
 
 if TYPE_CHECKING:
@@ -588,6 +589,8 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         limitLabel=fourth_label,
         limitMention=fourth_mention,
         replaceLabel=archived[-1],
+        # Soft wrap a few columns into the hint after the last mention (and so into the first's too).
+        wrapColumn=len(accepted_line) + 6,
     )
     with _code_server(
         tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
@@ -663,6 +666,9 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     # ... and the open preview followed both changes on its own (no command run again).
     assert any("prepare failed: SESSION_REFERENCE_TOO_MANY:" in line for line in changed["previewAfter"])
     assert any("Byte accounting" in line for line in changed["previewRestored"]), changed
+    # ... and the mention with the error reads as written; the one within the limit stays a chip.
+    shown = {row["text"]: row["shown"] for row in changed["lines"]}
+    assert shown[accepted_line] == accepted_line and shown[fixed_line] == as_chips(fixed_line), shown
 
     # 7. The target picker offers the same sessions, readable.
     items = steps["select-target"]["items"]
@@ -708,6 +714,36 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         assert row is not None, (line_text, hinted)
         assert any(costs[session_id] in hint for hint in row["hints"]), (costs[session_id], row)
     assert not any(row["hints"] for row in hinted if "@[" not in row["text"]), hinted
+
+    # 10a. With the cursor elsewhere, each mention reads as a chip: `@` and its label, its URI out of
+    # sight, and its cost hint after it, whole.
+    chips = steps["collapsed-mentions"]
+    for session_id, line_text in ((scenario.fixed_id, fixed_line), (picked.session_id, accepted_line)):
+        (row,) = [row for row in chips["lines"] if row["text"] == line_text] or [None]
+        assert row is not None, (line_text, chips["lines"])
+        assert row["shown"] == as_chips(line_text), row
+        assert "dsh-session:" not in row["shown"] and "@earlier work" in as_chips(fixed_line)
+        assert costs[session_id] in row["hints"], (costs[session_id], row)  # one hint, not split across rows
+    # The cursor moves over the document's text: one column short of the `@` the chip stays, on the
+    # `@` the mention is written out (the other stays a chip), and copying the line copies all of it.
+    at = fixed_line.index("@[")
+    assert chips["before"]["cursor"]["column"] == at and chips["before"]["line"]["shown"] == as_chips(
+        fixed_line
+    )
+    touching = chips["touching"]
+    assert touching["cursor"]["column"] == at + 1, touching
+    assert touching["line"]["shown"] == fixed_line, touching
+    assert touching["other"]["shown"] == as_chips(accepted_line), touching
+    assert chips["copied"] == fixed_line, chips["copied"]
+    assert chips["again"]["shown"] == as_chips(fixed_line), chips["again"]
+
+    # 10b. Wrapped at a column inside each hint, the hint is never cut: it moves whole to the next row.
+    for session_id, line_text in ((scenario.fixed_id, fixed_line), (picked.session_id, accepted_line)):
+        (row,) = [row for row in steps["hints-whole"]["lines"] if row["text"] == line_text] or [None]
+        assert row is not None and row["rows"] >= 2, (line_text, steps["hints-whole"]["lines"])
+        if line_text == accepted_line:  # the set column: the text fills the first row, the hint follows
+            assert row["firstRow"] == line_text, row
+        assert row["hints"] == [costs[session_id]], (costs[session_id], row)
 
     # 11. A code lens above the first mention totals the prompt's sessions and offers "Preview",
     # which runs the extension's own preview command with the prompt's URI (it opened again).
