@@ -834,9 +834,36 @@ async function main() {
     return { placeholder, title, firstRows, rows, questionTitle, choices, lines, status, errors };
   });
 
-
+  await step('reload', page, async () => {
+    // The preview is open beside the prompt; the window is reloaded as reopening the workspace
+    // would: the preview comes back in its group, no group is left empty.
+    const before = await editorGroups(page);
+    await page.reload();
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    await page.locator('.tab', { hasText: promptName }).first().waitFor({ timeout: STEP_TIMEOUT });
+    // Give VS Code the time it took to leave the group empty, then read what it shows.
+    await page.waitForTimeout(3000);
+    const previewTab = page.locator('.tab', { hasText: '(context)' });
+    let preview = [];
+    if ((await previewTab.count()) > 0) {
+      await previewTab.first().click();
+      const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '(context)' }) }).locator('.monaco-editor').first();
+      preview = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Byte accounting')), 'the restored preview was not prepared again');
+    }
+    await page.waitForTimeout(500);
+    return { before, after: await editorGroups(page), preview: preview.slice(0, 3) };
+  });
 }
 
+/** Each editor group's tab titles, left to right. */
+async function editorGroups(page) {
+  const groups = page.locator('.editor-group-container');
+  const out = [];
+  for (let i = 0; i < (await groups.count()); i++) {
+    out.push((await groups.nth(i).locator('.tab').allInnerTexts()).map((text) => text.replace(/\s*\n\s*/g, '').trim()));
+  }
+  return out;
+}
 
 try {
   await main();

@@ -690,7 +690,8 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
             assert shown == expected[: len(shown)], (name, query, shown, expected)
 
     # 8. "DSH: Restart server" stops and starts it again; the status bar comes back.
-    assert log.count("server started") == 2 and "restart requested" in log, explain()
+    # (A third start is the window's reload, step 14b.)
+    assert log.count("server started") == 3 and log.count("restart requested") == 1, explain()
     assert steps["restart"]["status"].endswith("KB"), steps["restart"]
     assert steps["restart"]["popup"] > 0  # the `@` typed during the restart got its popup
     # The open preview said it was out of date while the server was down, then was prepared again.
@@ -824,6 +825,14 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert f"See {fourth_mention} too" in limit["lines"], limit["lines"]
     assert not any(oldest_mention in line for line in limit["lines"]), limit["lines"]
     assert limit["errors"] == 0 and "3 mentions" in limit["status"], limit
+
+    # 14b. Reopened (the page reloaded), the window shows the preview again beside the prompt,
+    # prepared again; no editor group is left empty.
+    reload = steps["reload"]
+    assert len(reload["before"]) == 2 and any("(context)" in tab for tab in reload["before"][1]), reload
+    assert all(reload["after"]), f"an editor group is empty after the reload: {reload['after']}"
+    assert len(reload["after"]) == 2 and any("(context)" in tab for tab in reload["after"][1]), reload
+    assert reload["preview"][0] == "Referenced-session context preview", reload
 
     # 15. A crashed server is restarted by the extension, counted against the bound.
     assert recovered_after is not None and recovered_after < 20
