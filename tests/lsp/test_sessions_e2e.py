@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsp_support import (
+    TARGET_ID,
     Session,
     append_title,
     append_turn,
@@ -29,6 +30,7 @@ from lsp_support import (
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
+from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.lsp.sessions import session_of_transcript, transcript_uri
 from dsh_session_reference.uri import format_session_reference_mention
 
@@ -114,6 +116,73 @@ async def test_insert_mention_applies_the_completion_text(s: Session, workspace:
     [change] = edit.document_changes
     assert change.edits[0].new_text == expected
     assert change.text_document.version == 1
+
+
+async def test_a_pick_past_the_limit_replaces_a_referenced_session(s: Session, workspace: Path) -> None:
+    """The summary names the sessions within ``maxReferences`` (what the picker offers to replace), and
+    ``insertMention`` with ``replace`` turns every mention of one into the picked session's, in one
+    versioned edit, so the count of sessions stays at the limit."""
+    alpha, gamma, beta = (
+        mention("s-alpha", "Refactor the parser"),
+        mention("s-gamma", "s-gamma"),
+        mention("s-beta", "notes"),
+    )
+    text = f"{alpha} then {gamma}, {beta} and again {alpha}.\nSee \n"
+    uri = s.open(workspace, text)
+    summary = await s.command("dshSessionReference.documentSummary", uri)
+    assert summary["maxReferences"] == 3 and summary["sessions"] == 3
+    assert summary["references"] == [
+        {"sessionId": "s-alpha", "label": "Refactor the parser", "mentions": 2},
+        {"sessionId": "s-gamma", "label": "s-gamma", "mentions": 1},
+        {
+            "sessionId": "s-beta",
+            "label": display_inline_text("Notes\nsecond line \x1b[1mbold"),
+            "mentions": 1,
+        },
+    ]
+    cursor = s.position(uri, len(text) - 1)
+    result = await s.command(
+        "dshSessionReference.insertMention",
+        {"documentUri": uri, "position": cursor, "sessionId": "s-delta", "replace": "s-alpha"},
+    )
+    delta = mention("s-delta", "Deploy checklist")
+    assert result == {"mention": delta, "applied": True, "replaced": 2}
+    [change] = s.edits[-1].document_changes
+    assert change.text_document.version == 1
+    assert [edit.new_text for edit in change.edits] == [delta, delta]
+    starts = [text.index(alpha), text.rindex(alpha)]
+    assert [edit.range for edit in change.edits] == [
+        types.Range(start=s.position(uri, at), end=s.position(uri, at + len(alpha))) for at in starts
+    ]
+    with pytest.raises(Exception, match="mentions no session 's-delta'"):
+        await s.command(
+            "dshSessionReference.insertMention",
+            {"documentUri": uri, "position": cursor, "sessionId": "s-alpha", "replace": "s-delta"},
+        )
+
+
+async def test_the_summary_lists_no_more_than_the_limit_and_no_self_reference(
+    s: Session, workspace: Path
+) -> None:
+    """Sessions past ``maxReferences`` are errors already; a title is shortened for a picker's row."""
+    long_title = "x" * 300
+    text = " ".join(mention(sid, "l") for sid in ("s-alpha", "s-beta", "s-gamma", "s-delta", "nope"))
+    uri = s.open(workspace, text)
+    summary = await s.command("dshSessionReference.documentSummary", uri)
+    assert [row["sessionId"] for row in summary["references"]] == ["s-alpha", "s-beta", "s-gamma"]
+    assert summary["errors"] > 0
+    assert len(long_title) > 80  # the label cap, checked on a title below
+    own = s.open(workspace, f"{mention(TARGET_ID, 'me')} {mention('nope', long_title)}")
+    s.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"dshSessionReference": {"targetSessionId": TARGET_ID}})
+    )
+    try:
+        rows = (await s.command("dshSessionReference.documentSummary", own))["references"]
+    finally:
+        s.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"dshSessionReference": {"targetSessionId": ""}})
+        )
+    assert rows == [{"sessionId": "nope", "label": "x" * 79 + "…", "mentions": 1}]
 
 
 async def test_inlay_hints_and_code_lens_show_each_mention_cost(s: Session, workspace: Path) -> None:

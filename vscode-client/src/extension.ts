@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 
 import { errorText } from './format';
+import { MentionChips } from './mentionChips';
 import { insertSessionMention } from './mentionPicker';
 import { asPreviewResult, changedContent, CLIENT_COMMANDS, isRequestCancelled, PREVIEW_SCHEME, SERVER_COMMANDS, TRANSCRIPT_SCHEME } from './protocol';
 import { PreviewDocuments } from './preview';
@@ -159,6 +160,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       }
     }),
     status,
+    new MentionChips(server),
     server.onDidChangeState(updateContext),
     vscode.window.onDidChangeActiveTextEditor(updateContext),
     vscode.workspace.onDidChangeTextDocument((event) => scheduleRefresh(event.document.uri.toString())),
@@ -169,6 +171,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     server.onDidChangeState((state) => {
       if (state === 'running') {
+        // A preview VS Code restored with the window follows its prompt too: the preview URI's
+        // query is the prompt's URI.
+        const known = new Set([...previewed.values()].map((uri) => uri.toString()));
+        for (const document of vscode.workspace.textDocuments) {
+          if (document.uri.scheme === PREVIEW_SCHEME && !known.has(document.uri.toString()) && document.uri.query !== '') {
+            previewed.set(document.uri.query, document.uri);
+          }
+        }
         scheduleRefresh();
         transcripts.refresh();
       } else {

@@ -174,6 +174,17 @@ export function formatTokens(tokens: number, exact: boolean): string {
   return exact ? `${shown} tokens` : `~${shown} tokens, estimated`;
 }
 
+// VS Code soft-wraps a line at any space, `/`, `.` or `,` (its `wordWrapBreakAfterCharacters`),
+// injected text such as an inlay hint included, and counts the characters a collapsed mention
+// hides: a hint after a mention was cut in two (`30.6 /`, then `64 KB` on the next row). These
+// look the same and are no break opportunity, so a hint that does not fit moves whole to the next row.
+const UNBREAKABLE: Readonly<Record<string, string>> = { ' ': '\u00a0', '/': '\u2215', '.': '\u2024', ',': '\u201a' };
+
+/** An inlay hint's text with every soft-wrap opportunity replaced by a look-alike that is none. */
+export function unbreakable(text: string): string {
+  return text.replace(/[ /.,]/g, (character) => UNBREAKABLE[character] ?? character);
+}
+
 /** An error's message for a person (an Error's message, anything else as text). */
 export function errorText(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

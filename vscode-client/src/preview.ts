@@ -3,6 +3,11 @@
 // the server's `workspace/textDocumentContent`. Re-running the command updates an open preview
 // in place instead of opening another tab. A preview that can no longer be prepared again keeps
 // its last text under an "OUT OF DATE" notice.
+//
+// Served as a read-only file system, not a text document content provider: VS Code keeps no
+// editor of a content provider's document across a reload, and left the editor group the preview
+// had opened beside the prompt empty. A file system's editors are restored in their group, and
+// read here again.
 
 import * as vscode from 'vscode';
 
@@ -14,17 +19,61 @@ interface Prepared {
   readonly at: Date;
 }
 
-export class PreviewDocuments implements vscode.TextDocumentContentProvider, vscode.Disposable {
+export class PreviewDocuments implements vscode.FileSystemProvider, vscode.TextDocumentContentProvider, vscode.Disposable {
   /** What each preview shows: the last prepared text, with a notice above it while stale. */
   private readonly texts = new Map<string, string>();
   private readonly prepared = new Map<string, Prepared>();
-  private readonly changeEmitter = new vscode.EventEmitter<vscode.Uri>();
-  readonly onDidChange = this.changeEmitter.event;
+  /** When each preview's text last changed: VS Code reads a file again only when its mtime moves. */
+  private readonly changedAt = new Map<string, number>();
+  private readonly changeEmitter = new vscode.EventEmitter<vscode.FileChangeEvent[]>();
+  readonly onDidChangeFile = this.changeEmitter.event;
 
   constructor(private readonly fetchFromServer: (uri: vscode.Uri) => Promise<string | undefined>) {}
 
   register(): vscode.Disposable {
-    return vscode.workspace.registerTextDocumentContentProvider(PREVIEW_SCHEME, this);
+    const readonly = new vscode.MarkdownString(
+      'The context dsh would send with the prompt; it follows the prompt. Run **DSH: Preview referenced-session context** to prepare it again.',
+    );
+    return vscode.workspace.registerFileSystemProvider(PREVIEW_SCHEME, this, { isCaseSensitive: true, isReadonly: readonly });
+  }
+
+  async stat(uri: vscode.Uri): Promise<vscode.FileStat> {
+    const text = await this.provideTextDocumentContent(uri);
+    return { type: vscode.FileType.File, ctime: 0, mtime: this.changedAt.get(uri.toString()) ?? 0, size: Buffer.byteLength(text, 'utf8') };
+  }
+
+  async readFile(uri: vscode.Uri): Promise<Uint8Array> {
+    return Buffer.from(await this.provideTextDocumentContent(uri), 'utf8');
+  }
+
+  watch(): vscode.Disposable {
+    return new vscode.Disposable(() => undefined); // every change is reported (onDidChangeFile)
+  }
+
+  readDirectory(uri: vscode.Uri): [string, vscode.FileType][] {
+    throw vscode.FileSystemError.FileNotADirectory(uri);
+  }
+
+  createDirectory(uri: vscode.Uri): void {
+    throw vscode.FileSystemError.NoPermissions(uri);
+  }
+
+  writeFile(uri: vscode.Uri): void {
+    throw vscode.FileSystemError.NoPermissions(uri);
+  }
+
+  delete(uri: vscode.Uri): void {
+    throw vscode.FileSystemError.NoPermissions(uri);
+  }
+
+  rename(uri: vscode.Uri): void {
+    throw vscode.FileSystemError.NoPermissions(uri);
+  }
+
+  private changed(uri: vscode.Uri): void {
+    const key = uri.toString();
+    this.changedAt.set(key, Math.max(Date.now(), (this.changedAt.get(key) ?? 0) + 1));
+    this.changeEmitter.fire([{ type: vscode.FileChangeType.Changed, uri }]);
   }
 
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
@@ -56,7 +105,7 @@ export class PreviewDocuments implements vscode.TextDocumentContentProvider, vsc
   /** Fetches a preview whose prompt this window does not know from the server again. */
   refetch(uri: vscode.Uri): void {
     this.texts.delete(uri.toString());
-    this.changeEmitter.fire(uri);
+    this.changed(uri);
   }
 
   /** Keeps the last prepared text, under a notice that says why it may no longer be current. */
@@ -71,7 +120,7 @@ export class PreviewDocuments implements vscode.TextDocumentContentProvider, vsc
   private display(key: string, uri: vscode.Uri, text: string): void {
     if (this.texts.get(key) !== text) {
       this.texts.set(key, text);
-      this.changeEmitter.fire(uri);
+      this.changed(uri);
     }
   }
 
@@ -91,5 +140,6 @@ export class PreviewDocuments implements vscode.TextDocumentContentProvider, vsc
     this.changeEmitter.dispose();
     this.texts.clear();
     this.prepared.clear();
+    this.changedAt.clear();
   }
 }

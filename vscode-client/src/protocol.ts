@@ -66,6 +66,18 @@ export interface DocumentSummary {
    * $DSH_SESSION_ID), with its title; null for none; undefined from servers that do not say.
    */
   readonly target?: Target | null;
+  /** The most distinct sessions the server lets a message reference (its own, checked, setting). */
+  readonly maxReferences?: number;
+  /** The sessions referenced within that limit, in prepare's order; undefined from older servers. */
+  readonly references?: readonly ReferencedSession[];
+}
+
+export interface ReferencedSession {
+  readonly sessionId: string;
+  /** Its title (else the first mention's label), shortened by the server. */
+  readonly label: string;
+  /** How many times the document mentions it. */
+  readonly mentions: number;
 }
 
 export interface Target {
@@ -87,6 +99,14 @@ export interface InsertMentionResult {
   readonly mention: string;
   /** Whether the client applied the server's `workspace/applyEdit`. */
   readonly applied: boolean;
+  /** With `replace`: how many mentions of the replaced session became this mention. */
+  readonly replaced?: number;
+}
+
+/** A range in LSP's terms (UTF-16 positions, as VS Code counts them). */
+export interface LspRange {
+  readonly start: { readonly line: number; readonly character: number };
+  readonly end: { readonly line: number; readonly character: number };
 }
 
 export class ProtocolError extends Error {
@@ -148,7 +168,22 @@ export function asDocumentSummary(value: unknown): DocumentSummary {
     tokens: value.tokens as number | null,
     ...(value.tokensExact === true ? { tokensExact: true } : {}),
     ...('target' in value ? { target: asTarget(value.target) } : {}),
+    ...(typeof value.maxReferences === 'number' ? { maxReferences: value.maxReferences } : {}),
+    ...(Array.isArray(value.references) ? { references: value.references.flatMap(asReferencedSession) } : {}),
   };
+}
+
+function asReferencedSession(value: unknown): ReferencedSession[] {
+  if (!isRecord(value) || typeof value.sessionId !== 'string') {
+    return [];
+  }
+  return [
+    {
+      sessionId: value.sessionId,
+      label: typeof value.label === 'string' && value.label !== '' ? value.label : value.sessionId,
+      mentions: typeof value.mentions === 'number' ? value.mentions : 1,
+    },
+  ];
 }
 
 function asTarget(value: unknown): DocumentSummary['target'] {
@@ -178,7 +213,33 @@ export function asInsertMentionResult(value: unknown): InsertMentionResult {
   if (!isRecord(value) || typeof value.mention !== 'string' || typeof value.applied !== 'boolean') {
     throw new ProtocolError(SERVER_COMMANDS.insertMention, 'expected {mention, applied}');
   }
-  return { mention: value.mention, applied: value.applied };
+  return {
+    mention: value.mention,
+    applied: value.applied,
+    ...(typeof value.replaced === 'number' ? { replaced: value.replaced } : {}),
+  };
+}
+
+function isPosition(value: unknown): value is { line: number; character: number } {
+  return isRecord(value) && Number.isInteger(value.line) && Number.isInteger(value.character);
+}
+
+/**
+ * The ranges of the server's `textDocument/documentLink` reply that lead to a session's
+ * transcript: the server links exactly the mentions of sessions the sessions root lists, each
+ * link over the whole mention. Links of any other kind, and malformed entries, are left out.
+ */
+export function transcriptLinkRanges(value: unknown): LspRange[] {
+  if (!Array.isArray(value)) {
+    return [];
+  }
+  return value.flatMap((link): LspRange[] => {
+    if (!isRecord(link) || !isRecord(link.range) || typeof link.target !== 'string' || !link.target.startsWith(`${TRANSCRIPT_SCHEME}:`)) {
+      return [];
+    }
+    const { start, end } = link.range;
+    return isPosition(start) && isPosition(end) ? [{ start: { line: start.line, character: start.character }, end: { line: end.line, character: end.character } }] : [];
+  });
 }
 
 /**

@@ -25,7 +25,7 @@ import {
   TransportKind,
 } from 'vscode-languageclient/node';
 
-import { errorText } from './format';
+import { errorText, unbreakable } from './format';
 import {
   findInterpreter,
   formatVersion,
@@ -231,6 +231,18 @@ export class ServerController implements vscode.Disposable {
    */
   previewShown(uri: vscode.Uri): void {
     this.previewsShownAt.set(uri.toString(), Date.now());
+  }
+
+  /**
+   * The server's `textDocument/documentLink` reply for a document, raw (see `transcriptLinkRanges`).
+   * The client sends the document's pending edits first, so the reply is for its current text.
+   */
+  async documentLinks(uri: vscode.Uri, token: vscode.CancellationToken): Promise<unknown> {
+    const client = this.client;
+    if (client === undefined || !client.isRunning()) {
+      return [];
+    }
+    return client.sendRequest('textDocument/documentLink', { textDocument: { uri: uri.toString() } }, token);
   }
 
   /** Asks the server for a virtual document's text (LSP 3.18 `workspace/textDocumentContent`). */
@@ -539,6 +551,20 @@ export class ServerController implements vscode.Disposable {
         },
       },
       middleware: {
+        // Each mention's cost reads as one piece, never cut by a soft wrap (see `unbreakable`).
+        provideInlayHints: async (document, range, token, next) => {
+          const hints = await next(document, range, token);
+          for (const hint of hints ?? []) {
+            if (typeof hint.label === 'string') {
+              hint.label = unbreakable(hint.label);
+            } else {
+              for (const part of hint.label) {
+                part.value = unbreakable(part.value);
+              }
+            }
+          }
+          return hints;
+        },
         provideTextDocumentContent: (uri, token, next) => {
           const own = this.contentProviders.get(uri.scheme);
           return own === undefined ? next(uri, token) : own.provideTextDocumentContent(uri, token);

@@ -25,6 +25,8 @@ export interface SessionPickOptions {
   readonly documentUri?: string;
   /** Rows shown at once above the sessions, which come under a "Sessions" separator. */
   readonly fixed?: readonly FixedRow[];
+  /** Marks a session's row (such as "mentioned"), before its age and folder. */
+  readonly mark?: (candidate: Candidate) => string | undefined;
 }
 
 /** What the user picked: a session, a fixed row's choice, or nothing (the pick was closed). */
@@ -54,7 +56,9 @@ export function pickSession(controller: ServerController, options: SessionPickOp
         const rows: Row[] = candidates.map((candidate) => {
           const row = formatCandidate(candidate, now);
           // Shown whatever VS Code's own filter thinks: the server has matched it already.
-          return { label: row.label, description: row.description, detail: row.detail || undefined, candidate, alwaysShow: true };
+          const mark = options.mark?.(candidate);
+          const description = mark === undefined ? row.description : [mark, row.description].filter((part) => part !== '').join(' · ');
+          return { label: row.label, description, detail: row.detail || undefined, candidate, alwaysShow: true };
         });
         const heading: Row = { label: query === '' ? 'Sessions' : `Sessions matching “${query}”`, kind: vscode.QuickPickItemKind.Separator };
         pick.items = fixed.length === 0 ? rows : [...fixed, heading, ...rows];

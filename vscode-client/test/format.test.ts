@@ -3,7 +3,19 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { clockTime, formatBytes, interpreterLine, formatCandidate, formatStatus, parseCreatedAt, relativeTime, shortId, staleNotice, statusTarget } from '../src/format';
+import {
+  clockTime,
+  formatBytes,
+  interpreterLine,
+  formatCandidate,
+  formatStatus,
+  parseCreatedAt,
+  relativeTime,
+  shortId,
+  staleNotice,
+  statusTarget,
+  unbreakable,
+} from '../src/format';
 import { asDocumentSummary } from '../src/protocol';
 
 const NOW = new Date('2026-03-10T12:00:00Z');
@@ -154,5 +166,20 @@ describe('interpreterLine', () => {
   test('says which Python runs the server and why', () => {
     const choice = { executable: '/envs/a/bin/python', source: 'python-extension' as const, origin: "the Python extension's active environment (a)" };
     assert.equal(interpreterLine(choice, '3.12.4'), "Server: Python 3.12.4, /envs/a/bin/python, from the Python extension's active environment (a).");
+  });
+});
+
+describe('unbreakable', () => {
+  // VS Code's default wordWrapBreakAfterCharacters (its soft-wrap opportunities), as of 1.139.
+  const BREAK_AFTER = ' \t})]?|/&.,;';
+
+  test('a cost hint keeps its look but offers VS Code no place to wrap it', () => {
+    const label = '12 msgs · 30.6 / 64 KB · truncated';
+    const shown = unbreakable(label);
+    assert.equal(shown, '12\u00a0msgs\u00a0·\u00a030\u20246\u00a0\u2215\u00a064\u00a0KB\u00a0·\u00a0truncated');
+    assert.equal([...shown].some((character) => BREAK_AFTER.includes(character)), false);
+    assert.equal(shown.length, label.length);
+    assert.equal(unbreakable('1,234 tokens'), '1\u201a234\u00a0tokens');
+    assert.equal(unbreakable('counted once'), 'counted\u00a0once');
   });
 });

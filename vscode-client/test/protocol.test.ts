@@ -18,6 +18,7 @@ import {
   isRequestCancelled,
   ProtocolError,
   SERVER_COMMANDS,
+  transcriptLinkRanges,
 } from '../src/protocol';
 
 describe('server replies', () => {
@@ -60,6 +61,21 @@ describe('server replies', () => {
     assert.equal(asDocumentSummary({ ...base, target: { label: 'no id' } }).target, null);
   });
 
+  test('document summary may give the limit and the sessions referenced within it', () => {
+    const base = { mentions: 3, sessions: 2, errors: 0, bytes: 0, tokens: 0 };
+    const summary = asDocumentSummary({
+      ...base,
+      maxReferences: 3,
+      references: [{ sessionId: 'a', label: 'Fix it', mentions: 2 }, { sessionId: 'b', label: '' }, { label: 'no id' }, null],
+    });
+    assert.equal(summary.maxReferences, 3);
+    assert.deepEqual(summary.references, [
+      { sessionId: 'a', label: 'Fix it', mentions: 2 },
+      { sessionId: 'b', label: 'b', mentions: 1 },
+    ]);
+    assert.equal('references' in asDocumentSummary(base), false);
+  });
+
   test('document summary sizes are null while the document has errors', () => {
     const summary = asDocumentSummary({ mentions: 2, sessions: 1, errors: 1, bytes: null, tokens: null });
     assert.equal(summary.bytes, null);
@@ -88,8 +104,26 @@ describe('server replies', () => {
       mention: '@[Fix it](dsh-session:InMxIg)',
       applied: true,
     });
+    assert.equal(asInsertMentionResult({ mention: '@[x](dsh-session:InMxIg)', applied: true, replaced: 2 }).replaced, 2);
     assert.throws(() => asInsertMentionResult({ mention: '@[x](dsh-session:InMxIg)' }), /dshSessionReference\.insertMention/);
     assert.throws(() => asInsertMentionResult({ applied: 'yes', mention: '' }), ProtocolError);
+  });
+});
+
+describe('document links', () => {
+  test('only the links to transcripts count, each with its range', () => {
+    const range = { start: { line: 2, character: 13 }, end: { line: 2, character: 90 } };
+    assert.deepEqual(
+      transcriptLinkRanges([
+        { range, target: 'dsh-transcript:/Fix%20it.txt?s1' },
+        { range, target: 'https://example.com' },
+        { range: { start: { line: 1 }, end: range.end }, target: 'dsh-transcript:/x.txt?x' },
+        { range },
+        null,
+      ]),
+      [range],
+    );
+    assert.deepEqual(transcriptLinkRanges(null), []);
   });
 });
 

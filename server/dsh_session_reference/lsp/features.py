@@ -18,7 +18,7 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from ..display import display_inline_text
+from ..display import display_label
 from ..errors import CANCELLED, SessionReferenceError
 from ..model import MAX_TITLE_CHARS
 from ..transcript import NoSuchSession, Transcript, read_transcript
@@ -28,7 +28,7 @@ from .completion import candidate_json, completion_items, find_trigger, item_dat
 from .hover import documentation, hover_text, read_session_facts, session_summary
 from .inline import code_lenses, inlay_hints
 from .positions import encoding_of
-from .preview import PREVIEW_SCHEME, Preview, document_of_preview, document_summary
+from .preview import PREVIEW_SCHEME, Preview, document_of_preview, document_summary, referenced_sessions
 from .progress import CLIENT_REQUEST_TIMEOUT, follow_background
 from .server import NAME, DshLanguageServer
 from .sessions import (
@@ -306,7 +306,12 @@ async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
         if result is None:
             raise _invalid(f"{SUMMARY_COMMAND}: {uri} is not open")
         summary = await asyncio.to_thread(document_summary, result.analysis)
-        return {**summary, "target": await ls.target_json()}
+        return {
+            **summary,
+            "target": await ls.target_json(),
+            "maxReferences": result.analysis.max_references,
+            "references": referenced_sessions(result.analysis),
+        }
 
 
 async def _definition(ls: DshLanguageServer, params: types.DefinitionParams) -> types.Location | None:
@@ -366,7 +371,7 @@ async def _code_lens(ls: DshLanguageServer, params: types.CodeLensParams) -> lis
 
 
 def _no_session(session_id: str) -> JsonRpcInvalidParams:
-    return _invalid(f"the sessions root lists no session {display_inline_text(session_id)!r}")
+    return _invalid(f"the sessions root lists no session {display_label(session_id)!r}")
 
 
 async def _transcript(ls: DshLanguageServer, asked: str) -> tuple[str, Transcript]:
@@ -397,12 +402,18 @@ async def _transcript_command(ls: DshLanguageServer, *args: Any) -> dict[str, An
 
 
 async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    shape = f"{INSERT_MENTION_COMMAND} expects [{{documentUri, position: {{line, character}}, sessionId}}]"
+    shape = (
+        f"{INSERT_MENTION_COMMAND} expects "
+        "[{documentUri, position: {line, character}, sessionId, replace?: sessionId}]"
+    )
     options = args[0] if args else None
     if not isinstance(options, dict):
         raise _invalid(shape)
     uri, position, session_id = options.get("documentUri"), options.get("position"), options.get("sessionId")
+    replace = options.get("replace")
     if not isinstance(uri, str) or not isinstance(session_id, str) or not isinstance(position, dict):
+        raise _invalid(shape)
+    if replace is not None and not isinstance(replace, str):
         raise _invalid(shape)
     line, character = position.get("line"), position.get("character")
     if not (
@@ -419,10 +430,16 @@ async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str
         candidate = await listed_candidate(ls.engine.source, session_id)
         if candidate is None:
             raise _no_session(session_id)
+        cursor = types.Position(line=line, character=character)
+        version, ranges = document.version, [types.Range(start=cursor, end=cursor)]
+        if replace is not None:
+            # The picker's answer to a pick past maxReferences: that session's mentions become
+            # mentions of the picked one, so the count of sessions stays where it was.
+            version, ranges = await _mention_ranges(ls, uri, replace)
         mention, edit = mention_edit(
             uri,
-            document.version,
-            types.Position(line=line, character=character),
+            version,
+            ranges,
             candidate,
             document_changes=bool(ls.capability("workspace.workspace_edit.document_changes", False)),
         )
@@ -437,7 +454,23 @@ async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str
             raise JsonRpcInvalidParams(
                 f"{INSERT_MENTION_COMMAND}: the editor did not apply it: {error}"
             ) from None
-        return {"mention": mention, "applied": applied.applied}
+        reply: dict[str, Any] = {"mention": mention, "applied": applied.applied}
+        if replace is not None:
+            reply["replaced"] = len(ranges)
+        return reply
+
+
+async def _mention_ranges(
+    ls: DshLanguageServer, uri: str, session_id: str
+) -> tuple[int | None, list[types.Range]]:
+    """Where the document mentions ``session_id`` now, and the version that is true of."""
+    result = await ls.analysis(uri)
+    reference = None if result is None else result.analysis.reference_for(session_id)
+    if result is None or reference is None or not reference.spans:
+        shown = display_label(session_id)
+        raise _invalid(f"{INSERT_MENTION_COMMAND}: the document mentions no session {shown!r}")
+    index = result.index
+    return result.version, [index.range_of(span.start, span.end, ls.encoding) for span in reference.spans]
 
 
 def _shutdown(ls: DshLanguageServer, params: None) -> None:

@@ -157,15 +157,21 @@ async def listed_candidate(source: SessionSource, session_id: str) -> Candidate 
 
 
 def mention_edit(
-    uri: str, version: int | None, position: types.Position, candidate: Candidate, *, document_changes: bool
+    uri: str,
+    version: int | None,
+    ranges: Sequence[types.Range],
+    candidate: Candidate,
+    *,
+    document_changes: bool,
 ) -> tuple[str, types.WorkspaceEdit]:
-    """The mention a pick inserts at ``position`` (the same text an ``@`` completion inserts),
-    checked against the document's version where the client takes versioned edits."""
+    """The mention a pick puts at each of ``ranges`` (the same text an ``@`` completion inserts):
+    an empty range at the cursor, or the mentions of a session it replaces; checked against the
+    document's version where the client takes versioned edits."""
     mention = mention_for(candidate)
-    edit = types.TextEdit(range=types.Range(start=position, end=position), new_text=mention)
+    edits = [types.TextEdit(range=where, new_text=mention) for where in ranges]
     if not document_changes:
-        return mention, types.WorkspaceEdit(changes={uri: [edit]})
+        return mention, types.WorkspaceEdit(changes={uri: edits})
     document = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
     return mention, types.WorkspaceEdit(
-        document_changes=[types.TextDocumentEdit(text_document=document, edits=[edit])]
+        document_changes=[types.TextDocumentEdit(text_document=document, edits=edits)]
     )

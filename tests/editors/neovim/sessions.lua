@@ -2,13 +2,17 @@
 -- `<Leader>dm` (pick a session, the server inserts its mention), `gd` on that mention (its
 -- transcript in a read-only buffer, `<C-o>` back), the code lens over the first mention and, where
 -- Neovim has them (0.10+), the inlay hints; `<Leader>dl` runs the "Preview" lens, and `<Leader>ds`
--- with a query lists sessions as workspace symbols, the first opened from the quickfix list.
+-- with a query lists sessions as workspace symbols, the first opened from the quickfix list. Last,
+-- the screen: the documented conceal of sound mentions (`@Title`), and the cursor's line as written.
 --
 -- `run(H, bufnr, done)` reads `spec.sessions`:
 --   line       0-based line where the mention is inserted (at its start)
 --   insert_id  the session the picker chooses
 --   query      what `<Leader>ds` searches for
--- and records into `H.result.sessions`.
+--   chip       what the inserted mention's line reads once concealed (`@` and its label)
+--   one_allowed  last, allow one session (didChangeConfiguration) and see the others' mentions
+--              written out again: the prompt must reference more than one session
+-- and records into `H.result.sessions`; last, the screen with the cursor off and on a mention.
 
 local M = {}
 
@@ -21,6 +25,24 @@ local function transcript_buffer()
   if vim.api.nvim_buf_get_name(buf):find("dsh-transcript:", 1, true) and #lines(buf) > 1 then
     return buf
   end
+end
+
+-- What the screen shows of each line of `buf`: its first screen row from the line's first column
+-- (past the sign column), as drawn: concealed text left out, inline hints in, then whatever virtual
+-- text sits at the end of the line; trailing blanks trimmed.
+local function shown_lines(buf)
+  vim.cmd("redraw")
+  local win = vim.api.nvim_win_get_buf(0) == buf and vim.api.nvim_get_current_win() or vim.fn.bufwinid(buf)
+  local out = {}
+  for lnum = 1, vim.api.nvim_buf_line_count(buf) do
+    local pos = vim.fn.screenpos(win, lnum, 1)
+    local cells = {}
+    for col = pos.col, (pos.row > 0 and vim.o.columns or 0) do
+      cells[#cells + 1] = vim.fn.screenstring(pos.row, col)
+    end
+    out[lnum] = (table.concat(cells):gsub("%s+$", ""))
+  end
+  return out
 end
 
 local function buffer_facts(buf)
@@ -133,7 +155,57 @@ function M.run(H, bufnr, done)
                   out.symbol_transcript = buffer_facts(buf)
                   vim.api.nvim_set_current_buf(bufnr)
                   out.lines_at_end = lines(bufnr)
-                  done()
+                  -- 6. Back in the prompt, the cursor on its first line: the sound mentions read as chips.
+                  vim.o.columns = 200
+                  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+                  H.on_timeout = function()
+                    local ns = vim.api.nvim_get_namespaces().dsh_mention_chips or 0
+                    local marks = vim.api.nvim_buf_get_extmarks(bufnr, ns, 0, -1, { details = true })
+                    out.chips_at_timeout = { shown = shown_lines(bufnr), extmarks = marks }
+                  end
+                  wait_for("the mentions concealed to chips", function()
+                    local shown = shown_lines(bufnr)
+                    return shown[spec.line + 1]:sub(1, #spec.chip) == spec.chip and shown
+                  end, function(shown)
+                    out.chips = {
+                      shown = shown,
+                      conceallevel = vim.wo.conceallevel,
+                      concealcursor = vim.wo.concealcursor,
+                    }
+                    -- On the mention's line the text reads as written.
+                    vim.api.nvim_win_set_cursor(0, { spec.line + 1, 0 })
+                    out.chips.cursor_line = shown_lines(bufnr)[spec.line + 1]
+                    -- 7. One session allowed: the other sessions' mentions are errors (too many
+                    -- references), so they read as written again; the first stays a chip.
+                    if not spec.one_allowed then
+                      return done()
+                    end
+                    vim.api.nvim_win_set_cursor(0, { 1, 0 })
+                    local clients = vim.lsp.get_clients and vim.lsp.get_clients({ bufnr = bufnr }) or vim.lsp.buf_get_clients(bufnr)
+                    local _, client = next(clients)
+                    local one = { settings = { dshSessionReference = { maxReferences = 1 } } }
+                    if vim.fn.has("nvim-0.11") == 1 then
+                      client:notify("workspace/didChangeConfiguration", one)
+                    else
+                      client.notify("workspace/didChangeConfiguration", one)
+                    end
+                    wait_for("the mentions past the limit shown as written", function()
+                      local shown = shown_lines(bufnr)
+                      local flagged = 0
+                      for _, d in ipairs(vim.diagnostic.get(bufnr, { severity = vim.diagnostic.severity.ERROR })) do
+                        if d.code == "too-many-references" then
+                          flagged = flagged + 1
+                          if not shown[d.lnum + 1]:find("dsh-session:", 1, true) then
+                            return false
+                          end
+                        end
+                      end
+                      return flagged > 0 and shown
+                    end, function(shown)
+                      out.chips.one_allowed = shown
+                      done()
+                    end)
+                  end)
                 end)
               end)
             end)

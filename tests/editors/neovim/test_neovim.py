@@ -45,6 +45,7 @@ from dsh_session_reference.uri import (
     parse_session_reference_text,
     scan_session_references,
 )
+from editors.mentions import as_chips
 from editors.ranking import RANKING_QUERIES, ranked_for
 
 if TYPE_CHECKING:
@@ -102,12 +103,22 @@ INSERT_LINE = 1
 """0-based: the prompt's empty second line, where ``<Leader>dm`` inserts the picked mention."""
 
 
-def _sessions_spec(scenario: Scenario) -> dict[str, Any]:
+def _sessions_spec(scenario: Scenario, *, one_allowed: bool) -> dict[str, Any]:
     """sessions.lua's part of the spec: insert the third candidate (neither the one the
-    noncanonical mention names nor the one completion picks)."""
+    noncanonical mention names nor the one completion picks); ``one_allowed``: at the end, allow
+    one session only (the prompt must reference several)."""
     inserted = scenario.candidates[2]
     assert inserted.session_id not in (scenario.fixed_id, scenario.picked.session_id)
-    return {"line": INSERT_LINE, "insert_id": inserted.session_id, "query": SYMBOL_QUERY}
+    chip = as_chips(
+        format_session_reference_mention(inserted.session_id, display_inline_text(inserted.label))
+    )
+    return {
+        "line": INSERT_LINE,
+        "insert_id": inserted.session_id,
+        "query": SYMBOL_QUERY,
+        "chip": chip,
+        "one_allowed": one_allowed,
+    }
 
 
 def _transcript(scenario: Scenario, session_id: str) -> tuple[str | None, list[str]]:
@@ -185,6 +196,37 @@ def _assert_sessions(result: dict[str, Any], scenario: Scenario, *, prepared: bo
     else:
         assert "hints" not in sessions  # Neovim 0.7 has no inlay hints
 
+    # The documented conceal: with the cursor on the first line, each sound mention reads `@Title`
+    # (its cost hint after it where Neovim has hints); a mention with an error is never hidden; on
+    # the cursor's line the mention reads as written.
+    chips = sessions["chips"]
+    assert chips["conceallevel"] == 2 and chips["concealcursor"] == "", chips
+    shown = chips["shown"]
+    assert len(shown) >= len(sessions["lines_at_end"]), chips
+    hinted = {(h["line"], h["label"]) for h in sessions.get("hints", [])}
+    for number, line in enumerate(sessions["lines_at_end"]):
+        sound = prepared or number == INSERT_LINE  # unprepared: the noncanonical mention is an error
+        expected = as_chips(line) if sound else line
+        if "dsh-session:" in line:
+            assert sound != ("dsh-session:" in shown[number]), (number, line, shown[number])
+        labels = [label for at, label in hinted if at == number]
+        drawn = " ".join([expected, *labels])
+        # What follows is virtual text at the line's end (the code lens, a diagnostic's message).
+        assert shown[number].startswith(drawn), (number, shown[number], drawn)
+        assert shown[number][len(drawn) :][:1] in ("", " "), (number, shown[number], drawn)
+    inserted_line = sessions["lines_at_end"][INSERT_LINE]
+    assert chips["cursor_line"].startswith(inserted_line), chips
+    if prepared:
+        # One session allowed: the first (the inserted one) stays a chip, the others' mentions
+        # are errors now and read as written.
+        one = chips["one_allowed"]
+        for number, line in enumerate(sessions["lines_at_end"]):
+            if "dsh-session:" in line:
+                expected = as_chips(line) if number == INSERT_LINE else line
+                assert one[number].startswith(expected), (number, one[number], expected)
+    else:
+        assert "one_allowed" not in chips
+
     # <Leader>ds dry: the sessions that match, as symbols; the first one opens its transcript.
     expected_labels = asyncio.run(
         ranked_for(scenario.sessions_root, scenario.target_id, str(scenario.workspace), SYMBOL_QUERY)
@@ -216,7 +258,7 @@ def test_neovim_completion_diagnostic_quick_fix_and_preview(
     run = run_editor(
         [_nvim("0.7"), "--headless", "--clean", "-n", "-u", str(DRIVER), str(scenario.prompt)],
         scenario,
-        {"config": str(config_path), "sessions": _sessions_spec(scenario)},
+        {"config": str(config_path), "sessions": _sessions_spec(scenario, one_allowed=True)},
     )
     result = run.result
     assert result.get("error") is None, run.explain()
@@ -321,7 +363,7 @@ def test_neovim_011_typed_queries_keep_dsh_ranking(
             "config": str(config_path),
             "queries": list(ONE_WORD_QUERIES),
             "dshprompt": str(dshprompt),
-            "sessions": _sessions_spec(scenario),
+            "sessions": _sessions_spec(scenario, one_allowed=False),
         },
     )
     result = run.result

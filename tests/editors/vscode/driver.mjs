@@ -7,7 +7,8 @@
 // Usage: node driver.mjs SPEC.json
 //   spec: {playwrightDir, chromium, url, prompt, artifacts, result, timeoutMs, mode, pick?, quickFixPattern?,
 //          hintCount?, symbolQuery?, symbolLabel?, mentionQuery?, mentionLabel?,
-//          growLog?, growBytes?, growText?, growMention?}
+//          growLog?, growBytes?, growText?, growMention?, limitQuery?, limitLabel?, limitMention?, replaceLabel?,
+//          wrapColumn?}
 //   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives.
 
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -51,9 +52,12 @@ async function screenshot(page, name) {
 /**
  * The editor's rendered logical lines, top to bottom (VS Code renders only the visible ones),
  * each with the inlay hints shown in it. A wrapped line is rendered as several view lines; only
- * the first has a line number, so the others are joined to it. Inlay hints are injected text
- * inside the view line, in spans with a generated `dyn-rule-*` class: they are not the
- * document's text, so they are taken out of `text` and listed in `hints`.
+ * the first has a line number, so the others are joined to it (`rows` counts them, `firstRow` is
+ * the document's text on the first). Inlay hints
+ * are injected text inside the view line, in spans with a generated `dyn-rule-*` class: they are
+ * not the document's text, so they are taken out of `text` and listed in `hints`. `shown` is what
+ * a person reads of the document's text: without the characters a decoration hides
+ * (`display: none`, as a mention collapsed to a chip hides its URI).
  */
 async function renderedLines(editor) {
   return editor.evaluate((root) => {
@@ -62,7 +66,26 @@ async function renderedLines(editor) {
         .filter((row) => (row.querySelector('.line-numbers')?.textContent ?? '').trim() !== '')
         .map((row) => Math.round(parseFloat(row.style.top || '0'))),
     );
-    const clean = (text) => text.replace(/\u00a0/g, ' ');
+    // VS Code renders spaces as no-break spaces; the extension writes inlay hints with look-alikes
+    // of the characters VS Code may wrap at (format.ts `unbreakable`): read them as the server wrote them.
+    const clean = (text) => text.replace(/\u00a0/g, ' ').replace(/\u2215/g, '/').replace(/\u2024/g, '.').replace(/\u201a/g, ',');
+    const shownText = (line) => {
+      let out = '';
+      const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+        let hidden = false;
+        for (let element = node.parentElement; element !== null && element !== line; element = element.parentElement) {
+          if (element.matches('[class*="dyn-rule-"]') || getComputedStyle(element).display === 'none') {
+            hidden = true;
+            break;
+          }
+        }
+        if (!hidden) {
+          out += node.textContent;
+        }
+      }
+      return clean(out);
+    };
     const rows = [...root.querySelectorAll('.view-lines .view-line')]
       .map((line) => {
         const injected = [...line.querySelectorAll('[class*="dyn-rule-"]')];
@@ -71,16 +94,19 @@ async function renderedLines(editor) {
         for (const span of copy.querySelectorAll('[class*="dyn-rule-"]')) {
           span.remove();
         }
-        return { top: Math.round(parseFloat(line.style.top || '0')), text: clean(copy.textContent), hints };
+        return { top: Math.round(parseFloat(line.style.top || '0')), text: clean(copy.textContent), shown: shownText(line), hints };
       })
       .sort((a, b) => a.top - b.top);
     const lines = [];
     for (const row of rows) {
       if (lines.length === 0 || numbered.has(row.top) || numbered.size === 0) {
-        lines.push({ text: row.text, hints: row.hints });
+        lines.push({ text: row.text, shown: row.shown, hints: row.hints, rows: 1, firstRow: row.text });
       } else {
-        lines[lines.length - 1].text += row.text;
-        lines[lines.length - 1].hints.push(...row.hints);
+        const last = lines[lines.length - 1];
+        last.text += row.text;
+        last.shown += row.shown;
+        last.hints.push(...row.hints);
+        last.rows += 1;
       }
     }
     return lines;
@@ -186,6 +212,14 @@ async function waitForStatus(page, pattern, what) {
     await page.waitForTimeout(100);
   }
   throw new Error(`${what}; the status bar showed ${JSON.stringify(text)}`);
+}
+
+/** The cursor's line and column as the status bar gives them ("Ln 3, Col 14"). */
+async function cursorPosition(page) {
+  const item = page.locator('.statusbar-item', { hasText: /^Ln \d+, Col \d+/ }).first();
+  const text = (await item.innerText()).trim();
+  const [, line, column] = /^Ln (\d+), Col (\d+)/.exec(text) ?? [];
+  return { line: Number(line), column: Number(column) };
 }
 
 async function runCommand(page, title) {
@@ -374,13 +408,22 @@ async function main() {
     // The open preview follows the change on its own: dsh would now refuse the message.
     const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab', { hasText: '(context)' }) }).locator('.monaco-editor').first();
     const previewAfter = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('prepare failed')), 'the open preview did not follow the new setting');
+    // The mention past the limit has an error: it reads as written, the other stays a chip.
+    const lines = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) => {
+        const mentions = all.filter((line) => line.text.includes('@['));
+        return mentions.some((line) => line.shown === line.text) && mentions.some((line) => line.shown !== line.text);
+      },
+      'the mention past the limit is not shown as written next to a chip',
+    );
     await screenshot(page, 'settings-change-error');
     writeFileSync(settingsFile, original);
     await page.mouse.move(5, 5);
     await squiggle.waitFor({ state: 'detached' });
     const statusAfter = await waitForStatus(page, /KB$/, 'the status bar shows no size after the fix');
     const previewRestored = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Byte accounting')), 'the open preview did not follow the restored setting');
-    return { hover: message, status, statusAfter, previewAfter, previewRestored };
+    return { hover: message, status, statusAfter, previewAfter, previewRestored, lines };
   });
 
   await step('select-target', page, async () => {
@@ -537,6 +580,83 @@ async function main() {
     return { lines };
   });
 
+  await step('collapsed-mentions', page, async () => {
+    // The cursor is on the first line (the last step put it there): each sound mention reads as a
+    // chip, `@Title`, its cost hint after it.
+    const mentionLines = (all) => all.filter((line) => line.text.includes('@['));
+    const lines = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) =>
+        mentionLines(all).length >= spec.hintCount &&
+        mentionLines(all).every((line) => !line.shown.includes('dsh-session:') && line.hints.some((hint) => /\bmsgs?\b/.test(hint))),
+      'the mentions were not collapsed to chips',
+    );
+    await screenshot(page, 'collapsed-mentions');
+    // The cursor walks the document's text: twelve steps from the line's start stop just before the
+    // `@` (the chip stays), the thirteenth reaches the mention, which is then shown as written.
+    const first = lines.findIndex((line) => line.text.includes('@['));
+    const at = lines[first].text.indexOf('@[');
+    await page.keyboard.press('Control+Home');
+    for (let i = 0; i < first; i++) {
+      await page.keyboard.press('ArrowDown');
+    }
+    await page.keyboard.press('Home');
+    for (let i = 0; i < at - 1; i++) {
+      await page.keyboard.press('ArrowRight');
+    }
+    await page.waitForTimeout(300);
+    const before = { cursor: await cursorPosition(page), line: (await renderedLines(promptEditor))[first] };
+    await page.keyboard.press('ArrowRight');
+    const revealed = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) => all[first].shown === all[first].text,
+      'the mention at the cursor was not shown as written',
+    );
+    const touching = { cursor: await cursorPosition(page), line: revealed[first], other: mentionLines(revealed).find((line) => line !== revealed[first]) };
+    await screenshot(page, 'collapsed-mention-at-cursor');
+    // Copying the line (Ctrl+C with no selection copies it whole) gives the document's text; it is
+    // pasted into the command palette's input to be read.
+    await page.keyboard.press('Control+c');
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('');
+    await page.keyboard.press('Control+v');
+    const copied = await input.inputValue();
+    await page.keyboard.press('Escape');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    // The cursor leaves it (a click on the first line): a chip again.
+    await promptEditor.locator('.view-line', { hasText: 'Next' }).first().click();
+    const again = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) => !all[first].shown.includes('dsh-session:'),
+      'the mention did not collapse again once the cursor left it',
+    );
+    return { lines, before, touching, copied, again: again[first] };
+  });
+
+  await step('hints-whole', page, async () => {
+    // Soft wrap at a set column that falls inside each mention's hint: the hint moves whole to the
+    // next row rather than being cut in two.
+    const settingsFile = path.join(path.dirname(spec.prompt), '.vscode', 'settings.json');
+    const original = readFileSync(settingsFile, 'utf8');
+    const wrapped = { 'editor.wordWrap': 'wordWrapColumn', 'editor.wordWrapColumn': spec.wrapColumn };
+    writeFileSync(settingsFile, JSON.stringify({ ...JSON.parse(original), '[markdown]': wrapped }, null, 2));
+    const lines = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) => {
+        const mentions = all.filter((line) => line.text.includes('@['));
+        // At the set column each line's text fits its first row; the hint comes after it.
+        return mentions.length >= spec.hintCount && mentions.some((line) => line.firstRow === line.text && line.rows >= 2);
+      },
+      `the mention lines did not wrap at column ${spec.wrapColumn}`,
+    );
+    await screenshot(page, 'hints-whole');
+    writeFileSync(settingsFile, original);
+    await page.waitForTimeout(1000);
+    return { lines };
+  });
+
   await step('code-lens', page, async () => {
     const lens = promptEditor.locator('.codelens-decoration').first();
     const text = await waitFor(
@@ -672,6 +792,77 @@ async function main() {
     await screenshot(page, 'live-refresh-preview');
     return { transcript, hintBefore, hints: hintOf(lines), lines, preview };
   });
+
+  await step('insert-mention-limit', page, async () => {
+    // The prompt references maxReferences sessions now: the picker says so before the pick, and a
+    // fourth session asks which one it replaces.
+    await backToPrompt();
+    await page.keyboard.press('Control+End');
+    await runCommand(page, 'DSH: Insert session mention');
+    const input = page.locator('.quick-input-widget input[placeholder^="Type a title, id or folder"]');
+    await input.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    const placeholder = await input.getAttribute('placeholder');
+    const title = (await page.locator('.quick-input-widget .quick-input-title').innerText()).trim();
+    await page.locator('.quick-input-widget .monaco-list-row').first().waitFor({ timeout: STEP_TIMEOUT });
+    const firstRows = await settledQuickInputRows(page);
+    await input.focus();
+    await input.type(spec.limitQuery, { delay: 40 });
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: spec.limitLabel }).first().waitFor({ timeout: STEP_TIMEOUT });
+    const rows = await settledQuickInputRows(page);
+    await screenshot(page, 'insert-mention-limit-picker');
+    const index = rows.findIndex((text) => text.includes(spec.limitLabel));
+    for (let i = 0; i < index; i++) {
+      await page.keyboard.press('ArrowDown');
+    }
+    await page.keyboard.press('Enter');
+    // The second question: which referenced session the pick replaces, or cancel.
+    const question = page.locator('.quick-input-widget .quick-input-title', { hasText: 'would be session' });
+    await question.waitFor({ timeout: STEP_TIMEOUT });
+    const questionTitle = (await question.innerText()).trim();
+    const choices = await settledQuickInputRows(page);
+    await screenshot(page, 'insert-mention-limit-replace');
+    const choice = choices.findIndex((text) => text.includes(`Replace “${spec.replaceLabel}”`));
+    for (let i = 0; i < choice; i++) {
+      await page.keyboard.press('ArrowDown');
+    }
+    await page.keyboard.press('Enter');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: STEP_TIMEOUT });
+    const lines = await waitForLines(promptEditor, (l) => l.some((line) => line.includes(spec.limitMention)), 'the replacing mention is not in the prompt');
+    await page.waitForTimeout(1000); // the server's diagnostics for the new text
+    const status = await waitForStatus(page, /KB$/, 'the status bar shows no size after the replacement');
+    const errors = await promptEditor.locator('.squiggly-error').count();
+    return { placeholder, title, firstRows, rows, questionTitle, choices, lines, status, errors };
+  });
+
+  await step('reload', page, async () => {
+    // The preview is open beside the prompt; the window is reloaded as reopening the workspace
+    // would: the preview comes back in its group, no group is left empty.
+    const before = await editorGroups(page);
+    await page.reload();
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    await page.locator('.tab', { hasText: promptName }).first().waitFor({ timeout: STEP_TIMEOUT });
+    // Give VS Code the time it took to leave the group empty, then read what it shows.
+    await page.waitForTimeout(3000);
+    const previewTab = page.locator('.tab', { hasText: '(context)' });
+    let preview = [];
+    if ((await previewTab.count()) > 0) {
+      await previewTab.first().click();
+      const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '(context)' }) }).locator('.monaco-editor').first();
+      preview = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Byte accounting')), 'the restored preview was not prepared again');
+    }
+    await page.waitForTimeout(500);
+    return { before, after: await editorGroups(page), preview: preview.slice(0, 3) };
+  });
+}
+
+/** Each editor group's tab titles, left to right. */
+async function editorGroups(page) {
+  const groups = page.locator('.editor-group-container');
+  const out = [];
+  for (let i = 0; i < (await groups.count()); i++) {
+    out.push((await groups.nth(i).locator('.tab').allInnerTexts()).map((text) => text.replace(/\s*\n\s*/g, '').trim()));
+  }
+  return out;
 }
 
 try {

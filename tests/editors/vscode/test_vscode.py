@@ -54,6 +54,7 @@ from dsh_session_reference.uri import (
     parse_session_reference_text,
 )
 from editors.environment import isolated_env
+from editors.mentions import as_chips
 from editors.ranking import RANKING_QUERIES, archive_sessions, ranked_for, titled_log
 
 if TYPE_CHECKING:
@@ -556,6 +557,13 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     # (and the workspace's .venv has nothing installed), so its token counts are estimates.
     report_lines = scenario.prepared_report(document_text, exact_tokens=False).splitlines()
 
+    # Past maxReferences (3: the fixed session, the picked one and the oldest, inserted last), the
+    # mention picker offers a fourth to replace the oldest.
+    fourth = scenario.candidates[2]
+    assert fourth.session_id not in (scenario.fixed_id, picked.session_id, oldest_id)
+    fourth_label = display_inline_text(fourth.label)
+    fourth_mention = format_session_reference_mention(fourth.session_id, fourth_label)
+
     artifacts = _artifacts("user-path")
     spec = _driver_spec(
         tools,
@@ -577,6 +585,12 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         growBytes=str(tmp_path / "appended.bin"),
         growText=FOLLOW_UP,
         growMention=mention,
+        limitQuery=fourth_label,
+        limitLabel=fourth_label,
+        limitMention=fourth_mention,
+        replaceLabel=archived[-1],
+        # Soft wrap a few columns into the hint after the last mention (and so into the first's too).
+        wrapColumn=len(accepted_line) + 6,
     )
     with _code_server(
         tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
@@ -652,6 +666,9 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     # ... and the open preview followed both changes on its own (no command run again).
     assert any("prepare failed: SESSION_REFERENCE_TOO_MANY:" in line for line in changed["previewAfter"])
     assert any("Byte accounting" in line for line in changed["previewRestored"]), changed
+    # ... and the mention with the error reads as written; the one within the limit stays a chip.
+    shown = {row["text"]: row["shown"] for row in changed["lines"]}
+    assert shown[accepted_line] == accepted_line and shown[fixed_line] == as_chips(fixed_line), shown
 
     # 7. The target picker offers the same sessions, readable.
     items = steps["select-target"]["items"]
@@ -673,7 +690,8 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
             assert shown == expected[: len(shown)], (name, query, shown, expected)
 
     # 8. "DSH: Restart server" stops and starts it again; the status bar comes back.
-    assert log.count("server started") == 2 and "restart requested" in log, explain()
+    # (A third start is the window's reload, step 14b.)
+    assert log.count("server started") == 3 and log.count("restart requested") == 1, explain()
     assert steps["restart"]["status"].endswith("KB"), steps["restart"]
     assert steps["restart"]["popup"] > 0  # the `@` typed during the restart got its popup
     # The open preview said it was out of date while the server was down, then was prepared again.
@@ -697,6 +715,36 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         assert row is not None, (line_text, hinted)
         assert any(costs[session_id] in hint for hint in row["hints"]), (costs[session_id], row)
     assert not any(row["hints"] for row in hinted if "@[" not in row["text"]), hinted
+
+    # 10a. With the cursor elsewhere, each mention reads as a chip: `@` and its label, its URI out of
+    # sight, and its cost hint after it, whole.
+    chips = steps["collapsed-mentions"]
+    for session_id, line_text in ((scenario.fixed_id, fixed_line), (picked.session_id, accepted_line)):
+        (row,) = [row for row in chips["lines"] if row["text"] == line_text] or [None]
+        assert row is not None, (line_text, chips["lines"])
+        assert row["shown"] == as_chips(line_text), row
+        assert "dsh-session:" not in row["shown"] and "@earlier work" in as_chips(fixed_line)
+        assert costs[session_id] in row["hints"], (costs[session_id], row)  # one hint, not split across rows
+    # The cursor moves over the document's text: one column short of the `@` the chip stays, on the
+    # `@` the mention is written out (the other stays a chip), and copying the line copies all of it.
+    at = fixed_line.index("@[")
+    assert chips["before"]["cursor"]["column"] == at and chips["before"]["line"]["shown"] == as_chips(
+        fixed_line
+    )
+    touching = chips["touching"]
+    assert touching["cursor"]["column"] == at + 1, touching
+    assert touching["line"]["shown"] == fixed_line, touching
+    assert touching["other"]["shown"] == as_chips(accepted_line), touching
+    assert chips["copied"] == fixed_line, chips["copied"]
+    assert chips["again"]["shown"] == as_chips(fixed_line), chips["again"]
+
+    # 10b. Wrapped at a column inside each hint, the hint is never cut: it moves whole to the next row.
+    for session_id, line_text in ((scenario.fixed_id, fixed_line), (picked.session_id, accepted_line)):
+        (row,) = [row for row in steps["hints-whole"]["lines"] if row["text"] == line_text] or [None]
+        assert row is not None and row["rows"] >= 2, (line_text, steps["hints-whole"]["lines"])
+        if line_text == accepted_line:  # the set column: the text fills the first row, the hint follows
+            assert row["firstRow"] == line_text, row
+        assert row["hints"] == [costs[session_id]], (costs[session_id], row)
 
     # 11. A code lens above the first mention totals the prompt's sessions and offers "Preview",
     # which runs the extension's own preview command with the prompt's URI (it opened again).
@@ -756,6 +804,35 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     final_report = scenario.prepared_report(final_text, exact_tokens=False).splitlines()
     followed = [line.rstrip() for line in live["preview"]]
     assert _line_with(followed, "both ") == _line_with(final_report, "both").rstrip(), live
+
+    # 14a. The prompt references 3 sessions, the most: the picker says so before the pick and marks
+    # the mentioned ones; picking a fourth asks which referenced session it replaces (by title), and
+    # the chosen one's mention becomes the fourth's, so no too-many-references error appears.
+    limit = steps["insert-mention-limit"]
+    assert limit["title"] == "DSH: Insert session mention (3 of 3 sessions referenced)", limit
+    assert limit["placeholder"].startswith("Type a title, id or folder. This prompt references 3 sessions"), (
+        limit
+    )
+    picked_row = next(row for row in limit["firstRows"] if row.startswith(display_inline_text(picked.label)))
+    assert "mentioned" in picked_row, limit["firstRows"]
+    assert not any("mentioned" in row for row in limit["rows"] if row.startswith(fourth_label)), limit["rows"]
+    assert limit["questionTitle"] == (
+        f"“{fourth_label}” would be session 4: a message may reference at most 3 sessions"
+    ), limit
+    for title in (scenario.fixed_label, display_inline_text(picked.label), archived[-1]):
+        assert any(f"Replace “{title}”" in choice for choice in limit["choices"]), (title, limit["choices"])
+    assert any("Cancel" in choice for choice in limit["choices"]), limit["choices"]
+    assert f"See {fourth_mention} too" in limit["lines"], limit["lines"]
+    assert not any(oldest_mention in line for line in limit["lines"]), limit["lines"]
+    assert limit["errors"] == 0 and "3 mentions" in limit["status"], limit
+
+    # 14b. Reopened (the page reloaded), the window shows the preview again beside the prompt,
+    # prepared again; no editor group is left empty.
+    reload = steps["reload"]
+    assert len(reload["before"]) == 2 and any("(context)" in tab for tab in reload["before"][1]), reload
+    assert all(reload["after"]), f"an editor group is empty after the reload: {reload['after']}"
+    assert len(reload["after"]) == 2 and any("(context)" in tab for tab in reload["after"][1]), reload
+    assert reload["preview"][0] == "Referenced-session context preview", reload
 
     # 15. A crashed server is restarted by the extension, counted against the bound.
     assert recovered_after is not None and recovered_after < 20

@@ -1,0 +1,124 @@
+// Which mentions read as chips (`@Title` and its cost, the `(dsh-session:…)` part out of sight),
+// and which characters of each are hidden. The server judges the mentions: it links each mention
+// of a session the sessions root lists (over the whole mention), and flags each mention dsh would
+// refuse with an error diagnostic. Nothing here parses a mention again: it only finds the `[` and
+// the `](dsh-session:` inside a span the server linked, and gives up on any span that does not
+// look like one. Offsets are the document's (UTF-16 code units); pure, so it is unit tested.
+
+/** A stretch of the document by offsets, `end` exclusive. */
+export interface Span {
+  readonly start: number;
+  readonly end: number;
+}
+
+export interface Chip {
+  /** The whole mention, `@[label](dsh-session:…)`. */
+  readonly mention: Span;
+  /** The `@`, shown as the chip's start. */
+  readonly at: Span;
+  /** The label, shown as the rest of the chip. */
+  readonly label: Span;
+  /** Out of sight: the `[` after the `@`, and `](dsh-session:…)`. */
+  readonly hidden: readonly [Span, Span];
+}
+
+const URI_OPEN = '](dsh-session:';
+const PAYLOAD = /^[A-Za-z0-9_-]+$/;
+const LINE_BREAK = /[\r\n\u2028\u2029]/;
+
+/**
+ * The chip of a mention the server linked, given its text and where it starts; undefined when the
+ * text is not a labelled mention on one line (a bare URI, an empty label, a span the document no
+ * longer holds): such a mention stays as it is written.
+ */
+export function chipOf(text: string, start: number): Chip | undefined {
+  if (!text.startsWith('@[') || !text.endsWith(')')) {
+    return undefined;
+  }
+  // The URI has no `]`, so the last `](dsh-session:` ends the label, whatever the label holds.
+  const separator = text.lastIndexOf(URI_OPEN);
+  if (separator <= 2 || !PAYLOAD.test(text.slice(separator + URI_OPEN.length, -1)) || LINE_BREAK.test(text)) {
+    return undefined;
+  }
+  const end = start + text.length;
+  return {
+    mention: { start, end },
+    at: { start, end: start + 1 },
+    label: { start: start + 2, end: start + separator },
+    hidden: [
+      { start: start + 1, end: start + 2 },
+      { start: start + separator, end },
+    ],
+  };
+}
+
+/** Whether two spans meet, edges included (a cursor at either end of a mention touches it). */
+export function touches(a: Span, b: Span): boolean {
+  return a.start <= b.end && b.start <= a.end;
+}
+
+/**
+ * The linked mentions no error diagnostic touches, in document order and each once. An error
+ * that only touches a mention's edge still keeps it written out: an invalid mention is never
+ * hidden, and neither is a sound one whose neighbour is wrong.
+ */
+export function soundMentions(links: readonly Span[], errors: readonly Span[]): Span[] {
+  const seen = new Set<string>();
+  return [...links]
+    .sort((a, b) => a.start - b.start || a.end - b.end)
+    .filter((link) => {
+      const key = `${link.start}:${link.end}`;
+      if (seen.has(key) || errors.some((error) => touches(link, error))) {
+        return false;
+      }
+      seen.add(key);
+      return true;
+    });
+}
+
+/** One edit as VS Code reports it: the replaced stretch, and the length of its new text. */
+export interface Change {
+  readonly offset: number;
+  readonly length: number;
+  readonly inserted: number;
+}
+
+function shift(span: Span, by: number): Span {
+  return { start: span.start + by, end: span.end + by };
+}
+
+/**
+ * The chips after `changes`, applied one after the other as VS Code applies them, without asking
+ * the server: a chip after an edit moves with its text, one an edit touches inside is dropped
+ * (shown as written until the server has judged the new text).
+ */
+export function shiftChips(chips: readonly Chip[], changes: readonly Change[]): Chip[] {
+  let current = [...chips];
+  for (const change of changes) {
+    const changeEnd = change.offset + change.length;
+    const by = change.inserted - change.length;
+    current = current.flatMap((chip) => {
+      if (change.offset >= chip.mention.end) {
+        return [chip];
+      }
+      if (changeEnd <= chip.mention.start) {
+        const [open, tail] = chip.hidden;
+        return [
+          {
+            mention: shift(chip.mention, by),
+            at: shift(chip.at, by),
+            label: shift(chip.label, by),
+            hidden: [shift(open, by), shift(tail, by)],
+          },
+        ];
+      }
+      return [];
+    });
+  }
+  return current;
+}
+
+/** The chips to draw collapsed: those no selection (or cursor) touches; a touched one reads as written. */
+export function collapsed(chips: readonly Chip[], selections: readonly Span[]): Chip[] {
+  return chips.filter((chip) => !selections.some((selection) => touches(chip.mention, selection)));
+}
