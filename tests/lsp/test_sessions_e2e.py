@@ -171,7 +171,7 @@ async def test_the_summary_lists_no_more_than_the_limit_and_no_self_reference(
     summary = await s.command("dshSessionReference.documentSummary", uri)
     assert [row["sessionId"] for row in summary["references"]] == ["s-alpha", "s-beta", "s-gamma"]
     assert summary["errors"] > 0
-    assert len(long_title) > 80  # the label cap, checked on a title below
+    assert len(long_title) > 200  # the label cap, checked on a title below
     own = s.open(workspace, f"{mention(TARGET_ID, 'me')} {mention('nope', long_title)}")
     s.client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={"dshSessionReference": {"targetSessionId": TARGET_ID}})
@@ -182,7 +182,7 @@ async def test_the_summary_lists_no_more_than_the_limit_and_no_self_reference(
         s.client.workspace_did_change_configuration(
             types.DidChangeConfigurationParams(settings={"dshSessionReference": {"targetSessionId": ""}})
         )
-    assert rows == [{"sessionId": "nope", "label": "x" * 79 + "…", "mentions": 1}]
+    assert rows == [{"sessionId": "nope", "label": "x" * 199 + "…", "mentions": 1}]
 
 
 async def test_inlay_hints_and_code_lens_show_each_mention_cost(s: Session, workspace: Path) -> None:

@@ -36,6 +36,7 @@ from .sessions import (
     TRANSCRIPT_SCHEME,
     definition,
     document_links,
+    insertion,
     link_to_resolve,
     listed_candidate,
     mention_edit,
@@ -57,8 +58,6 @@ MAX_SYMBOL_QUERY: Final = MAX_TITLE_CHARS
 """A longer ``workspace/symbol`` query is answered at once with nothing: titles are kept to this
 length and ids are file names, so only a cwd that long could match, and a 2 MB query was matched
 against every session's fields."""
-MAX_UINTEGER: Final = 2**31 - 1
-"""LSP's ``uinteger``: a position beyond it is no position."""
 DIAGNOSTIC_DELAY: Final = 0.12
 """Seconds of quiet after a change before pushed diagnostics are recomputed."""
 
@@ -402,27 +401,10 @@ async def _transcript_command(ls: DshLanguageServer, *args: Any) -> dict[str, An
 
 
 async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    shape = (
-        f"{INSERT_MENTION_COMMAND} expects "
-        "[{documentUri, position: {line, character}, sessionId, replace?: sessionId}]"
-    )
-    options = args[0] if args else None
-    if not isinstance(options, dict):
-        raise _invalid(shape)
-    uri, position, session_id = options.get("documentUri"), options.get("position"), options.get("sessionId")
-    replace = options.get("replace")
-    if not isinstance(uri, str) or not isinstance(session_id, str) or not isinstance(position, dict):
-        raise _invalid(shape)
-    if replace is not None and not isinstance(replace, str):
-        raise _invalid(shape)
-    line, character = position.get("line"), position.get("character")
-    if not (
-        isinstance(line, int)
-        and isinstance(character, int)
-        and 0 <= line <= MAX_UINTEGER
-        and 0 <= character <= MAX_UINTEGER
-    ):
-        raise _invalid(f"{shape}; line and character are integers 0..{MAX_UINTEGER}")
+    try:
+        uri, cursor, session_id, replace = insertion(args[0] if args else None)
+    except ValueError as error:
+        raise _invalid(f"{INSERT_MENTION_COMMAND} expects {error}") from None
     document = ls.documents.get(uri)
     if document is None:
         raise _invalid(f"{INSERT_MENTION_COMMAND}: {uri} is not open")
@@ -430,7 +412,6 @@ async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str
         candidate = await listed_candidate(ls.engine.source, session_id)
         if candidate is None:
             raise _no_session(session_id)
-        cursor = types.Position(line=line, character=character)
         version, ranges = document.version, [types.Range(start=cursor, end=cursor)]
         if replace is not None:
             # The picker's answer to a pick past maxReferences: that session's mentions become
