@@ -33,6 +33,7 @@ export const CLIENT_COMMANDS = {
   previewContext: 'dshSessionReference.previewContext',
   selectTarget: 'dshSessionReference.selectTarget',
   insertMention: 'dshSessionReference.insertMentionFromPicker',
+  goToSession: 'dshSessionReference.goToSession',
   restartServer: 'dshSessionReference.restartServer',
   showOutput: 'dshSessionReference.showOutput',
 } as const;
@@ -48,8 +49,12 @@ export interface Candidate {
   readonly sessionId: string;
   readonly label: string;
   readonly cwd: string | null;
+  /** The cwd's last folder as a row shows it (`terraform`), null without a cwd. */
+  readonly project: string | null;
   readonly createdAt: unknown;
   readonly mention: string;
+  /** The session's `dsh-transcript:` URI, what Go to Definition on a mention of it opens. */
+  readonly transcript?: string;
 }
 
 export interface DocumentSummary {
@@ -138,14 +143,16 @@ export function asCandidates(value: unknown): Candidate[] {
   }
   return value.map((item) => {
     if (!isRecord(item) || typeof item.sessionId !== 'string') {
-      throw new ProtocolError(SERVER_COMMANDS.candidates, 'expected {sessionId, label, cwd, createdAt, mention}');
+      throw new ProtocolError(SERVER_COMMANDS.candidates, 'expected {sessionId, label, cwd, project, createdAt, mention, transcript}');
     }
     return {
       sessionId: item.sessionId,
       label: typeof item.label === 'string' && item.label !== '' ? item.label : item.sessionId,
       cwd: typeof item.cwd === 'string' ? item.cwd : null,
+      project: typeof item.project === 'string' && item.project !== '' ? item.project : null,
       createdAt: item.createdAt,
       mention: typeof item.mention === 'string' ? item.mention : '',
+      ...(typeof item.transcript === 'string' && item.transcript.startsWith(`${TRANSCRIPT_SCHEME}:`) ? { transcript: item.transcript } : {}),
     };
   });
 }

@@ -565,6 +565,9 @@ export class ServerController implements vscode.Disposable {
           }
           return hints;
         },
+        // Sessions are searched in the extension's own picker (goToSession.ts says why Go to
+        // Symbol in Workspace cannot show them as dsh lists them); other clients list them.
+        provideWorkspaceSymbols: () => [],
         provideTextDocumentContent: (uri, token, next) => {
           const own = this.contentProviders.get(uri.scheme);
           return own === undefined ? next(uri, token) : own.provideTextDocumentContent(uri, token);

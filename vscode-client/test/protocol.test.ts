@@ -23,9 +23,16 @@ import {
 
 describe('server replies', () => {
   test('candidates: a missing label falls back to the id; a wrong shape is a protocol error', () => {
-    const [candidate] = asCandidates([{ sessionId: 'abc', label: '', cwd: 5, createdAt: 1, mention: '@[abc](dsh-session:ImFiYyI)' }]);
+    const [candidate] = asCandidates([{ sessionId: 'abc', label: '', cwd: 5, project: 7, createdAt: 1, mention: '@[abc](dsh-session:ImFiYyI)' }]);
     assert.equal(candidate.label, 'abc');
     assert.equal(candidate.cwd, null);
+    assert.equal(candidate.project, null);
+    assert.equal(candidate.transcript, undefined);
+    // The transcript a row opens is the server's, and only a transcript: never another scheme.
+    const [row] = asCandidates([{ sessionId: 'abc', label: 'T', cwd: '/w/tf', project: 'tf', transcript: 'dsh-transcript:/T.txt?abc' }]);
+    assert.equal(row.project, 'tf');
+    assert.equal(row.transcript, 'dsh-transcript:/T.txt?abc');
+    assert.equal(asCandidates([{ sessionId: 'abc', transcript: 'file:///etc/passwd' }])[0].transcript, undefined);
     assert.throws(() => asCandidates({ items: [] }), ProtocolError);
     assert.throws(() => asCandidates([{ label: 'no id' }]), /dshSessionReference\.candidates/);
   });

@@ -24,7 +24,7 @@ from ..model import MAX_TITLE_CHARS
 from ..transcript import NoSuchSession, Transcript, read_transcript
 from . import transport
 from .actions import code_actions
-from .completion import candidate_json, completion_items, find_trigger, item_data
+from .completion import completion_items, find_trigger, item_data
 from .hover import documentation, hover_text, read_session_facts, session_summary
 from .inline import code_lenses, inlay_hints
 from .positions import encoding_of
@@ -34,6 +34,7 @@ from .server import NAME, DshLanguageServer
 from .sessions import (
     TOP,
     TRANSCRIPT_SCHEME,
+    candidate_row,
     definition,
     document_links,
     insertion,
@@ -295,7 +296,7 @@ async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[st
     with ls.tracked_command():
         agent = await ls.agent_for(uri)
         candidates = await ls.engine.resolver.list_candidates(agent, query)
-        return [candidate_json(candidate) for candidate in candidates]
+        return [candidate_row(candidate) for candidate in candidates]
 
 
 async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
@@ -343,7 +344,7 @@ async def _workspace_symbol(
         return []
     agent = await ls.agent_for(None)
     candidates = await ls.engine.resolver.list_candidates(agent, params.query)
-    return workspace_symbols(candidates)
+    return workspace_symbols(candidates, _now_ms())
 
 
 async def _inlay_hint(ls: DshLanguageServer, params: types.InlayHintParams) -> list[types.InlayHint]:

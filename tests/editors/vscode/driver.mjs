@@ -6,7 +6,7 @@
 //
 // Usage: node driver.mjs SPEC.json
 //   spec: {playwrightDir, chromium, url, prompt, artifacts, result, timeoutMs, mode, pick?, quickFixPattern?,
-//          hintCount?, symbolQuery?, symbolLabel?, mentionQuery?, mentionLabel?,
+//          hintCount?, sessionSearches?, sessionQuery?, sessionLabel?, mentionQuery?, mentionLabel?,
 //          growLog?, growBytes?, growText?, growMention?, limitQuery?, limitLabel?, limitMention?, replaceLabel?,
 //          wrapColumn?}
 //   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives.
@@ -146,6 +146,44 @@ async function settledQuickInputRows(page) {
     }
   }
   return rows;
+}
+
+/**
+ * The quick input's rendered rows top to bottom (VS Code renders only those that fit), each as
+ * its parts: the label, the description beside it, the detail line under it, and the separator
+ * label VS Code draws on the first row of a group.
+ */
+async function quickInputItems(page) {
+  const rows = await page.locator('.quick-input-widget .monaco-list-row').evaluateAll((elements) =>
+    elements.map((row) => {
+      const text = (selector) => (row.querySelector(selector)?.textContent ?? '').replace(/\s+/g, ' ').trim();
+      return {
+        index: Number(row.getAttribute('data-index')),
+        label: text('.quick-input-list-row .label-name'),
+        description: text('.quick-input-list-row .label-description'),
+        detail: text('.quick-input-list-label-meta .label-name'),
+        separator: text('.quick-input-list-separator'),
+      };
+    }),
+  );
+  return rows.sort((a, b) => a.index - b.index);
+}
+
+/** {@link quickInputItems} once they stop changing and one row is labelled `label`. */
+async function settledQuickInputItems(page, label) {
+  await waitFor(() => quickInputItems(page), (items) => items.some((item) => item.label === label), `no row labelled ${JSON.stringify(label)}`);
+  let items = [];
+  let stableSince = Date.now();
+  const started = Date.now();
+  while (Date.now() - stableSince < 800 && Date.now() - started < STEP_TIMEOUT) {
+    await page.waitForTimeout(100);
+    const now = await quickInputItems(page);
+    if (JSON.stringify(now) !== JSON.stringify(items)) {
+      items = now;
+      stableSince = Date.now();
+    }
+  }
+  return items;
 }
 
 /** Where to point at an element without letting Playwright scroll the editor around it. */
@@ -701,29 +739,61 @@ async function main() {
     return { mentionLine: lines[index], ...(await activeTranscript()) };
   });
 
-  await step('workspace-symbol', page, async () => {
+  // Ctrl+T in a prompt is "DSH: Go to session": each search's rows as VS Code shows them, then the
+  // last row, which hands the query to Go to Symbol in Workspace, then a session opened.
+  const goToSession = async () => {
     await backToPrompt();
     await page.keyboard.press('Control+t');
-    const input = page.locator('.quick-input-widget input');
+    const input = page.locator('.quick-input-widget input[placeholder^="Type a title, id or folder: Enter opens"]');
     await input.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
-    await waitFor(() => input.inputValue(), (value) => value.startsWith('#'), 'Ctrl+T did not open Go to Symbol in Workspace');
-    await input.press('End');
-    await input.type(spec.symbolQuery, { delay: 40 });
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: spec.symbolLabel }).first().waitFor({ timeout: STEP_TIMEOUT });
-    const rows = await settledQuickInputRows(page);
-    return { value: await input.inputValue(), rows };
+    await page.locator('.quick-input-widget .monaco-list-row').first().waitFor({ timeout: STEP_TIMEOUT });
+    await input.focus();
+    return input;
+  };
+  const search = async (input, query, label) => {
+    // The query replaces the last one as typed over a selection (no empty query in between).
+    await input.press('Control+a');
+    await input.type(query, { delay: 40 });
+    return await settledQuickInputItems(page, label);
+  };
+
+  await step('go-to-session', page, async () => {
+    const input = await goToSession();
+    const title = (await page.locator('.quick-input-widget .quick-input-title').innerText()).trim();
+    const searches = {};
+    for (const { name, query, first } of spec.sessionSearches) {
+      searches[name] = { query, items: await search(input, query, first) };
+      await screenshot(page, `go-to-session-${name}`);
+    }
+    return { title, searches };
   });
 
-  await step('workspace-symbol-open', page, async () => {
+  await step('go-to-session-other-symbols', page, async () => {
+    // Up from the first row wraps to the last: Go to Symbol in Workspace, given what was typed.
+    const input = page.locator('.quick-input-widget input');
+    const typed = await input.inputValue();
+    await page.keyboard.press('ArrowUp');
+    const active = (await page.locator('.quick-input-widget .monaco-list-row.focused').first().innerText()).replace(/\s+/g, ' ').trim();
+    await page.keyboard.press('Enter');
+    const value = await waitFor(() => input.inputValue(), (text) => text.startsWith('#'), 'the last row did not open Go to Symbol in Workspace');
+    await page.waitForTimeout(500);
+    await screenshot(page, 'go-to-session-other-symbols');
+    await page.keyboard.press('Escape');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: STEP_TIMEOUT });
+    return { typed, active, value };
+  });
+
+  await step('go-to-session-open', page, async () => {
     // Enter on the session's row (moved to with the arrow keys, as a person would).
-    const rows = result.steps['workspace-symbol'].rows;
-    const index = rows.findIndex((row) => row.includes(spec.symbolLabel));
+    const input = await goToSession();
+    const items = await search(input, spec.sessionQuery, spec.sessionLabel);
+    const index = items.findIndex((item) => item.label === spec.sessionLabel);
     for (let i = 0; i < index; i++) {
       await page.keyboard.press('ArrowDown');
     }
     await page.keyboard.press('Enter');
     await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: STEP_TIMEOUT });
-    return await activeTranscript();
+    return { items, ...(await activeTranscript()) };
   });
 
   await step('insert-mention', page, async () => {
@@ -778,7 +848,7 @@ async function main() {
       "the mention's hint did not follow the session's new turn",
     );
     await screenshot(page, 'live-refresh-hint');
-    await page.locator('.tab', { hasText: spec.symbolLabel }).first().click();
+    await page.locator('.tab', { hasText: spec.sessionLabel }).first().click();
     const editor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '.txt' }) }).locator('.monaco-editor').first();
     const transcript = await waitForLines(editor, (l) => l.includes(spec.growText), 'the open transcript did not show the new turn');
     // The open preview is prepared again too: its byte accounting reaches the log's new last seq.

@@ -2,8 +2,8 @@
 
 The end-to-end tests build the .vsix exactly as a release would (`npm run package`), install it
 into a throwaway code-server profile (code-server 4.139.1 is VS Code 1.139.1 served to a browser;
-the VS Code test runners that download builds cannot work offline), open a workspace whose
-`.vscode/settings.json` points at a generated sample store, and let driver.mjs walk the user's
+the VS Code test runners that download builds cannot work offline), point its user settings at a
+generated sample store (`sessionsRoot` is a machine setting: code-server's remote settings), open a workspace, and let driver.mjs walk the user's
 path in Debian's Chromium through Playwright: the error squiggle on a noncanonical URI, its quick
 fix, `@` completion in ranked order, accepting a candidate, the preview with its byte accounting,
 a setting changed while the server runs, the target picker, "Restart server", then each mention's
@@ -34,7 +34,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
 
@@ -43,7 +43,7 @@ import pytest
 from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.lsp.sessions import transcript_uri
-from dsh_session_reference.resolver import SessionReferenceResolver, agent_for_target
+from dsh_session_reference.resolver import Candidate, SessionReferenceResolver, agent_for_target
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 from dsh_session_reference.store.layout import log_path
 from dsh_session_reference.store.writer import encode_log
@@ -440,6 +440,14 @@ class Profile:
     def extension_log(self) -> str:
         return _extension_log(self.user_data)
 
+    def machine_settings(self, settings: dict[str, str]) -> None:
+        """Writes the machine-scoped settings (``sessionsRoot``, ``interpreter``) where VS Code reads
+        them in a remote window such as code-server's: the remote (machine) settings. It ignores them
+        in a workspace's settings, and in the user settings of a remote window."""
+        path = self.user_data / "Machine" / "settings.json"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(settings, indent=2), "utf-8")
+
 
 @pytest.fixture
 def profile(tools: Tools, vsix: Path, tmp_path: Path) -> Profile:
@@ -509,14 +517,14 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     scenario: Scenario, tools: Tools, profile: Profile, tmp_path: Path
 ) -> None:
     started = time.monotonic()
-    # The workspace: settings that point at the sample store, and an empty .venv (no pip, no
+    # The machine settings point at the sample store; the workspace has an empty .venv (no pip, no
     # packages) that the extension must pick as the interpreter.
     workspace = scenario.workspace
     relative_root = os.path.relpath(scenario.sessions_root, workspace)
+    profile.machine_settings({"dshSessionReference.sessionsRoot": "${workspaceFolder}/" + relative_root})
     _workspace_settings(
         workspace,
         {
-            "dshSessionReference.sessionsRoot": "${workspaceFolder}/" + relative_root,
             "dshSessionReference.targetSessionId": scenario.target_id,
             "dshSessionReference.trace.server": "messages",
         },
@@ -527,14 +535,17 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     # Oldest of all, in one more project: the 50 rows a first answer holds never reach the last.
     archived = archive_sessions(scenario.sessions_root, 60)
     oldest_id = "0198bbbb-0000-7000-8000-000000000060"
-    # Go to Symbol in Workspace finds a session by part of its title, in dsh's rank order: the
-    # session the accepted completion mentions (ranking row 0, "Notes: zeta mig follow-up").
-    symbol_query = "zeta mig"
-    symbol_label = asyncio.run(
-        ranked_for(scenario.sessions_root, scenario.target_id, str(workspace), symbol_query)
+    # Ctrl+T ("DSH: Go to session") finds sessions as `@` does, in dsh's rank order: by title
+    # (`mig`: VS Code's own score would put "mig checklist" first), by project folder and by id
+    # prefix (neither in any title: Go to Symbol in Workspace found nothing for them).
+    sessions_by = _session_searches(scenario, str(workspace))
+    # Then it opens the session the accepted completion mentions (ranking row 0, "Notes: zeta mig follow-up").
+    session_query = "zeta mig"
+    session_label = asyncio.run(
+        ranked_for(scenario.sessions_root, scenario.target_id, str(workspace), session_query)
     )[0]
     picked = scenario.picked
-    assert symbol_label == display_inline_text(picked.label), (symbol_label, picked)
+    assert session_label == display_inline_text(picked.label), (session_label, picked)
     # While its transcript is open, that session gets one more turn, as dsh appends it: the
     # transcript and the prompt's hint must follow without a command.
     target_cwd = next(
@@ -576,8 +587,12 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         rankingQueries=list(RANKING_QUERIES),
         pickerQueries=[archived[-1], oldest_id[:-1]],
         hintCount=2,  # the quick-fixed mention and the accepted completion
-        symbolQuery=symbol_query,
-        symbolLabel=symbol_label,
+        sessionSearches=[
+            {"name": name, "query": query, "first": expected[0]}
+            for name, (query, expected) in sessions_by.items()
+        ],
+        sessionQuery=session_query,
+        sessionLabel=session_label,
         # The mention picker searches too: the oldest session, past the first answer's 50 rows.
         mentionQuery=archived[-1],
         mentionLabel=archived[-1],
@@ -768,12 +783,34 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert f"title:     {scenario.fixed_label}" in transcript["lines"], transcript
     assert f"session:   {scenario.fixed_id}" in transcript["lines"], transcript
 
-    # 13. Ctrl+T lists sessions by title; Enter opens that session's transcript.
-    symbols = steps["workspace-symbol"]
-    assert symbols["value"] == f"#{symbol_query}", symbols
-    assert any(symbol_label in row for row in symbols["rows"]), symbols
-    opened = steps["workspace-symbol-open"]
-    assert f"title:     {symbol_label}" in opened["lines"], opened
+    # 13. Ctrl+T in a prompt is "DSH: Go to session": by title, project folder or id prefix, the
+    # rows VS Code shows are dsh's, in dsh's order (the first visible row is dsh's first), each the
+    # title with its age and project beside it and its id under it, and no file path anywhere.
+    found = steps["go-to-session"]
+    assert found["title"] == "DSH: Go to session", found
+    by_id = {display_inline_text(c.label): c.session_id for c in _all_candidates(scenario, str(workspace))}
+    for name, (query, expected) in sessions_by.items():
+        items = found["searches"][name]["items"]
+        sessions = [item for item in items if not item["label"].startswith("Go to Symbol in Workspace")]
+        shown = [item["label"] for item in sessions]
+        assert len(shown) >= min(len(expected), 5), (name, shown, expected)
+        assert shown == expected[: len(shown)], (name, shown, expected)
+        for item in sessions:
+            assert AGE_AND_PROJECT.fullmatch(item["description"]), (name, item)
+            # The id under the title, unless the title is the id; no path, no transcript URI.
+            assert item["detail"] in ("", by_id[item["label"]]), (name, item)
+            assert not any(".txt" in str(part) or "dsh-transcript" in str(part) for part in item.values())
+        if name == "folder":
+            assert all(item["description"].endswith(f" · {query}") for item in sessions), sessions
+        # The last row hands the query to Go to Symbol in Workspace, for the other symbols.
+        assert items[-1]["label"] == "Go to Symbol in Workspace…", items
+        assert items[-1]["separator"] == "Other symbols", items
+    other = steps["go-to-session-other-symbols"]
+    assert other["active"].startswith("Go to Symbol in Workspace…"), other
+    assert other["value"] == f"#{other['typed']}", other
+    opened = steps["go-to-session-open"]
+    assert opened["items"][0]["label"] == session_label, opened["items"]
+    assert f"title:     {session_label}" in opened["lines"], opened
     assert f"session:   {picked.session_id}" in opened["lines"], opened
     assert opened["tabTitle"] == _tab_name(transcript_uri(picked.session_id, picked.label)), opened
     assert FOLLOW_UP not in opened["lines"], opened
@@ -844,6 +881,54 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     )
 
 
+AGE_AND_PROJECT = re.compile(r"(\d+ (minute|hour|day|week|month|year)s? ago|just now)( · [^/\\]+)?")
+"""A Go to session row's description: the session's age, then its project folder's name (not a path)."""
+
+
+def _all_candidates(scenario: Scenario, cwd: str) -> list[Candidate]:
+    """Every session the store lists for the scenario's target, as `@` ranks them."""
+    store = JsonlSessionStore(str(scenario.sessions_root))
+
+    async def listed() -> list[Candidate]:
+        agent = await agent_for_target(store, scenario.target_id, cwd)
+        return await SessionReferenceResolver(store, candidate_limit=10_000).list_candidates(agent)
+
+    return asyncio.run(listed())
+
+
+def _session_searches(scenario: Scenario, cwd: str) -> dict[str, tuple[str, list[str]]]:
+    """Go to session's queries, by what they match, with the labels dsh lists for each: a title
+    query whose order a fuzzy scorer changes, a project folder's name and a session id's first 8
+    characters, the last two found in no title (so only a search by folder or id finds them)."""
+
+    def ranked(query: str) -> list[str]:
+        return asyncio.run(ranked_for(scenario.sessions_root, scenario.target_id, cwd, query))
+
+    candidates = _all_candidates(scenario, cwd)
+    folder = next(
+        name
+        for name in sorted({PurePosixPath(c.cwd).name for c in candidates if c.cwd is not None})
+        if not any(name.lower() in c.label.lower() for c in candidates)
+    )
+    titled = next(
+        c.session_id[:8]
+        for c in candidates
+        if c.label != c.session_id
+        and sum(other.session_id.startswith(c.session_id[:8]) for other in candidates) == 1
+    )
+    searches = {
+        "title": ("mig", ranked("mig")),
+        "folder": (folder, ranked(folder)),
+        "id": (titled, ranked(titled)),
+    }
+    for name, (query, expected) in searches.items():
+        assert expected, (name, query)
+        if name != "title":
+            assert not any(query.lower() in label.lower() for label in expected), (name, query, expected)
+    assert len(searches["id"][1]) == 1, searches["id"]
+    return searches
+
+
 OLD_PYTHON = """#!/bin/sh
 # Stands in for a Python 3.6: it cannot parse the launcher, but tells its version.
 if [ "$1" = "-c" ]; then printf '[3, 6, 15]'; exit 0; fi
@@ -860,7 +945,7 @@ def test_vscode_too_old_python_gives_one_clear_notification(
     old_python = tmp_path / "python3.6"
     old_python.write_text(OLD_PYTHON, encoding="utf-8")
     old_python.chmod(0o755)
-    _workspace_settings(scenario.workspace, {"dshSessionReference.interpreter": str(old_python)})
+    profile.machine_settings({"dshSessionReference.interpreter": str(old_python)})
     artifacts = _artifacts("old-python")
     spec = _driver_spec(tools, scenario.prompt, artifacts, tmp_path / "result.json", mode="old-python")
     with _code_server(
