@@ -84,7 +84,12 @@ class ConversationKeeper:
         projected = project_conversation([event])
         if not projected:
             return
-        role, text, checkpoint = projected[0].role, projected[0].text, projected[0].checkpoint
+        role, text, checkpoint, time = (
+            projected[0].role,
+            projected[0].text,
+            projected[0].checkpoint,
+            projected[0].time,
+        )
         assert isinstance(text, str)
         kept = bounded_text(role, text, self.max_bytes)
         size = kept.item_bytes if isinstance(kept, LongText) else item_json_bytes(role, text)
@@ -93,9 +98,9 @@ class ConversationKeeper:
             self._head_room -= size
             self._head.add(seq)
         if self.wanted is not None and seq not in self.wanted and seq not in self._head:
-            self.items[seq] = _evicted(role, checkpoint, kept, size)
+            self.items[seq] = _evicted(role, checkpoint, kept, size, time)
             return
-        self.items[seq] = ConversationItem(role, kept, checkpoint, kept)
+        self.items[seq] = ConversationItem(role, kept, checkpoint, kept, time=time)
         if checkpoint or self.wanted is not None or not self.evict or seq in self._head:
             return
         if not appended:
@@ -108,7 +113,9 @@ class ConversationKeeper:
             oldest = self._window.pop(0)
             self._window_bytes -= self._sizes[oldest]
             item = self.items[oldest]
-            self.items[oldest] = _evicted(item.role, item.checkpoint, item.original_text, self._sizes[oldest])
+            self.items[oldest] = _evicted(
+                item.role, item.checkpoint, item.original_text, self._sizes[oldest], item.time
+            )
 
     def drop(self, seq: int) -> None:
         if self.items.pop(seq, None) is not None and seq in self._window:
@@ -147,12 +154,12 @@ class ConversationKeeper:
 
 
 def _evicted(
-    role: Literal["user", "assistant"], checkpoint: bool, kept: str | LongText, size: int
+    role: Literal["user", "assistant"], checkpoint: bool, kept: str | LongText, size: int, time: int | None
 ) -> ConversationItem:
     """An item whose text retention cannot use: only its sizes are kept."""
     utf8 = kept.utf8_bytes if isinstance(kept, LongText) else js_byte_length(kept)
     gone = LongText(b"", b"", utf8, size, evicted=True)
-    return ConversationItem(role, gone, checkpoint, gone)
+    return ConversationItem(role, gone, checkpoint, gone, time=time)
 
 
 def _is_evicted(item: ConversationItem) -> bool:

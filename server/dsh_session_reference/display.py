@@ -9,6 +9,7 @@ same keeps an inserted mention on one line and free of control bytes.
 from __future__ import annotations
 
 import re
+import textwrap
 from datetime import UTC, datetime
 from typing import Final
 
@@ -53,6 +54,49 @@ def display_block_text(text: str) -> str:
     )
 
 
+def kilobytes(count: int) -> str:
+    """``5.8`` for 5,939 bytes, ``64`` for 65,536, ``2,048`` for 2 MiB: KB of 1,024 bytes, with one
+    decimal below 100 KB when it is not a whole number. Every size a person reads is written
+    with it (hints, the code lens, hovers, the preview, transcripts, the VS Code status bar)."""
+    value = count / 1024
+    return f"{value:,.0f}" if value >= 100 or value == int(value) else f"{value:.1f}"
+
+
+def size(count: int) -> str:
+    """``30.6 KB (31,347 bytes)``: a size, and its exact bytes where a reader may want them."""
+    return f"{kilobytes(count)} KB ({count:,} bytes)"
+
+
+def share(count: int, budget: int) -> str:
+    """``30.6 KB of 64 KB (31,347 of 65,536 bytes, 47.8%)``: a size against a budget."""
+    percent = 100 * count / budget
+    return f"{kilobytes(count)} KB of {kilobytes(budget)} KB ({count:,} of {budget:,} bytes, {percent:.1f}%)"
+
+
+WRAP_COLUMNS: Final = 100
+"""Where text for reading (the preview) is wrapped: editors do not wrap a virtual document."""
+
+
+def wrapped(text: str, width: int = WRAP_COLUMNS) -> str:
+    """``text`` with each line longer than ``width`` broken at spaces (a word longer than that is
+    cut), the rest as it is: short lines, blank lines and the indentation of code stay."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= width:
+            out.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip(" \t"))][: width // 2]
+        out += textwrap.wrap(
+            line,
+            width,
+            subsequent_indent=indent,
+            expand_tabs=False,
+            replace_whitespace=False,
+            break_on_hyphens=False,
+        ) or [""]
+    return "\n".join(out)
+
+
 def readable_time(created_at_ms: int) -> str:
     """``2026-06-28 14:46 UTC``: the absolute time beside a relative one."""
     try:
@@ -70,6 +114,28 @@ _UNITS = (
     (3600, "hour"),
     (60, "minute"),
 )
+
+
+_SHORT_UNITS = (
+    (365 * 24 * 3600, "y"),
+    (30 * 24 * 3600, "mo"),
+    (7 * 24 * 3600, "wk"),
+    (24 * 3600, "d"),
+    (3600, "h"),
+    (60, "min"),
+)
+
+
+def short_age(created_at_ms: int, now_ms: int) -> str:
+    """``4 mo``, ``3 d``, ``12 min``: an age for a completion row, which VS Code's popup cuts at
+    about 45 characters with the title ("4 months a…" left no room for the project)."""
+    seconds = (now_ms - created_at_ms) // 1000
+    if seconds < 0:
+        return "future"
+    for size_, name in _SHORT_UNITS:
+        if seconds >= size_:
+            return f"{seconds // size_} {name}"
+    return "now"
 
 
 def relative_time(created_at_ms: int, now_ms: int) -> str:

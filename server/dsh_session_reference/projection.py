@@ -49,6 +49,8 @@ class ConversationItem:
     checkpoint: bool
     original_text: str | LongText
     omitted_bytes: int = 0
+    time: int | None = None
+    """When the log recorded it (ms since the epoch), for a person reading it; never in the snapshot."""
 
 
 def is_compact_checkpoint_source(source: Mapping[str, Any]) -> bool:
@@ -82,6 +84,8 @@ def project_conversation(events: Iterable[Mapping[str, Any]]) -> list[Conversati
     for event in events:
         kind = event.get("type")
         data = event.get("data")
+        time = event.get("time")
+        time = time if isinstance(time, int) and not isinstance(time, bool) else None
         if not isinstance(data, dict):
             continue
         if kind == "user/message":
@@ -93,10 +97,10 @@ def project_conversation(events: Iterable[Mapping[str, Any]]) -> list[Conversati
                 continue
             text = text_content(_user_content(data))
             if text != "":
-                items.append(ConversationItem("user", text, checkpoint, text))
+                items.append(ConversationItem("user", text, checkpoint, text, time=time))
         elif kind == "assistant/message":
             message = data.get("message")
             text = text_content(message.get("content") if isinstance(message, dict) else None)
             if text != "":
-                items.append(ConversationItem("assistant", text, False, text))
+                items.append(ConversationItem("assistant", text, False, text, time=time))
     return items

@@ -1,26 +1,79 @@
 """A person-readable account of a prepared message: what the model receives and what it costs.
 
-Shared by ``dsh-session-reference prepare`` and the language server's preview
-document, so a terminal and an editor show the same figures.
+Two forms share the accounting (the same figures, written the same way, see :mod:`.display`):
+
+- :func:`render_prepared_report`, what ``dsh-session-reference prepare`` prints: the accounting, then
+  both user-role messages exactly as the model receives them, byte for byte;
+- :func:`render_readable_report`, the editor's preview: the totals first, then each session with
+  its accounting and the messages the model reads of it as text (line breaks, wrapped lines,
+  where the budget omits messages), then the readable message.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 
 from .config import ResolverConfig
-from .display import display_label
+from .conversation import ConversationSnapshot, conversation_items
+from .display import display_block_text, display_label, kilobytes, share, wrapped
 from .jsjson import js_byte_length
+from .model import SurfaceSnapshot
 from .resolver import PreparedMessage
-from .snapshot import PROMPT_PREFIX, PROMPT_SUFFIX
-from .tokens import BYTES_PER_TOKEN, COUNTER, TokenCounter
+from .retention import RetainedSource
+from .tokens import BYTES_PER_TOKEN, COUNTER, TokenCount, TokenCounter
+from .transcript import model_view
 
 TOKENIZER_WAIT = 5.0
 """Seconds a report waits for DeepSeek's tokenizer to load (once per process) before it estimates."""
+RULE = "-" * 72
 
 
 def _yes(flag: bool) -> str:
     return "yes" if flag else "no"
+
+
+def _weight(count: int, tokens: TokenCount) -> str:
+    return f"{kilobytes(count)} KB ({count:,} bytes, {tokens.describe()})"
+
+
+def _source_table(index: int, source: RetainedSource, budget: int) -> list[str]:
+    stats = source.stats
+    data = source.data
+    return [
+        f"[{index + 1}] {display_label(data['label'])}",
+        f"    session id        {display_label(data['sessionId'])}",
+        f"    cwd               {display_label(data['cwd']) if data['cwd'] is not None else '(no cwd)'}",
+        f"    captured through  seq {data['capturedThroughSeq']}",
+        f"    compacted         {_yes(stats.compacted)}",
+        f"    messages          {stats.original_messages} original, {stats.retained_messages} retained, "
+        f"{stats.omitted_messages} omitted",
+        f"    omitted           {stats.omitted_bytes:,} UTF-8 bytes",
+        f"    truncated         {_yes(stats.truncated)}",
+        f"    serialized        {share(source.serialized_bytes, budget)}",
+    ]
+
+
+def _totals(prepared: PreparedMessage, readable_text: str, counter: TokenCounter) -> list[str]:
+    context = prepared.additional_context
+    message_bytes = js_byte_length(readable_text)
+    message_tokens = counter.count(readable_text)
+    if context is None:
+        return [
+            "No sessions referenced: the message is sent as it is.",
+            f"Message: {_weight(message_bytes, message_tokens)}",
+        ]
+    snapshot_tokens = counter.count(context.text)
+    both = snapshot_tokens + message_tokens
+    return [
+        "Totals",
+        f"    snapshot message  {_weight(context.text_bytes, snapshot_tokens)}",
+        f"    readable message  {_weight(message_bytes, message_tokens)}",
+        f"    both              {_weight(context.text_bytes + message_bytes, both)}",
+        "    (tokens counted by DeepSeek-V4's tokenizer, without dsh's chat framing and system prompt)"
+        if both.exact
+        else f"    (token counts are estimates: UTF-8 bytes / {BYTES_PER_TOKEN}; "
+        "the `tokens` extra counts exactly)",
+    ]
 
 
 def render_accounting(
@@ -29,63 +82,19 @@ def render_accounting(
     """The byte-accounting table and totals, one line per list item."""
     context = prepared.additional_context
     lines = ["Byte accounting", "==============="]
-    message_bytes = js_byte_length(readable_text)
-    if context is None:
-        lines.append("No sessions referenced: the message is sent as it is.")
-        lines.append(f"Message: {message_bytes} bytes ({counter.count(readable_text).describe()})")
-        return lines
-    budget = config.max_reference_bytes
-    for index, source in enumerate(context.sources):
-        stats = source.stats
-        data = source.data
-        lines += [
-            "",
-            f"[{index + 1}] {display_label(data['label'])}",
-            f"    session id        {display_label(data['sessionId'])}",
-            f"    cwd               {display_label(data['cwd']) if data['cwd'] is not None else '(no cwd)'}",
-            f"    captured through  seq {data['capturedThroughSeq']}",
-            f"    compacted         {_yes(stats.compacted)}",
-            f"    messages          {stats.original_messages} original, {stats.retained_messages} retained, "
-            f"{stats.omitted_messages} omitted",
-            f"    omitted           {stats.omitted_bytes} UTF-8 bytes",
-            f"    truncated         {_yes(stats.truncated)}",
-            f"    serialized        {source.serialized_bytes} of {budget} bytes "
-            f"({100 * source.serialized_bytes / budget:.1f}% of maxReferenceBytes)",
-        ]
-    snapshot_bytes = context.text_bytes
-    total = snapshot_bytes + message_bytes
-    snapshot_tokens = counter.count(context.text)
-    message_tokens = counter.count(readable_text)
-    both = snapshot_tokens + message_tokens
-    lines += [
-        "",
-        "Totals",
-        f"    snapshot message  {snapshot_bytes} bytes ({snapshot_tokens.describe()})",
-        f"    readable message  {message_bytes} bytes ({message_tokens.describe()})",
-        f"    both              {total} bytes ({both.describe()})",
-        "    (tokens counted by DeepSeek-V4's tokenizer, without dsh's chat framing and system prompt)"
-        if both.exact
-        else f"    (token counts are estimates: UTF-8 bytes / {BYTES_PER_TOKEN}; "
-        "the `tokens` extra counts exactly)",
-    ]
-    return lines
+    if context is not None:
+        for index, source in enumerate(context.sources):
+            lines += ["", *_source_table(index, source, config.max_reference_bytes)]
+        lines.append("")
+    return lines + _totals(prepared, readable_text, counter)
 
 
 def render_prepared_report(
-    readable_text: str,
-    prepared: PreparedMessage,
-    config: ResolverConfig,
-    *,
-    for_reading: bool = False,
-    counter: TokenCounter = COUNTER,
+    readable_text: str, prepared: PreparedMessage, config: ResolverConfig, *, counter: TokenCounter = COUNTER
 ) -> str:
-    """The accounting first (a snapshot can be 64 KB of one JSON line, and the cost is
-    what a reader looks for), then the two user-role messages as the model sees them, in
+    """The accounting first (a snapshot can be 64 KB of one JSON line, and the cost is what a
+    reader looks for), then the two user-role messages as the model sees them, byte for byte, in
     upstream 0.1.0-rc.8's order: the readable direct message, then the snapshot after it.
-
-    ``for_reading`` (the editor's preview) shows the snapshot's data pretty-printed and says
-    so, with the size of the compact form the model receives; without it (the CLI) the
-    snapshot is shown exactly, byte for byte.
 
     Blocking: it waits for the tokenizer's load (both callers are one-off, not per keystroke,
     and the language server calls it in a thread), so its counts are exact where they can be.
@@ -93,35 +102,39 @@ def render_prepared_report(
     """
     counter.wait(TOKENIZER_WAIT)
     context = prepared.additional_context
-    rule = "-" * 72
     parts = render_accounting(prepared, config, readable_text, counter)
     parts += ["", "What the model receives", "======================", ""]
-    if context is not None:
-        parts += ["Message 1 of 2 (user): your message, with @labels", rule, readable_text, rule, ""]
-        if for_reading:
-            parts += [
-                "Message 2 of 2 (user): referenced-session snapshot, PRETTY-PRINTED FOR READING.",
-                f"The model receives it compact, its data on one line: {context.text_bytes} bytes "
-                "(`dsh-session-reference prepare` prints that exact form).",
-                rule,
-                readable_snapshot(context.text),
-                rule,
-                "",
-            ]
-        else:
-            parts += ["Message 2 of 2 (user): referenced-session snapshot", rule, context.text, rule, ""]
-        parts.append("dsh appends the snapshot right after your message.")
-    else:
-        parts += ["Message (user)", rule, readable_text, rule]
+    if context is None:
+        return "\n".join([*parts, "Message (user)", RULE, readable_text, RULE])
+    parts += ["Message 1 of 2 (user): your message, with @labels", RULE, readable_text, RULE, ""]
+    parts += ["Message 2 of 2 (user): referenced-session snapshot", RULE, context.text, RULE, ""]
+    parts.append("dsh appends the snapshot right after your message.")
     return "\n".join(parts)
 
 
-def readable_snapshot(prompt: str) -> str:
-    """The snapshot prompt with its data (the JSON line between the framing) indented for a
-    person. Still valid JSON for the same data, ``<`` still ``\\u003c``: only the white space
-    differs from what the model receives."""
-    if not (prompt.startswith(PROMPT_PREFIX) and prompt.endswith(PROMPT_SUFFIX)):
-        return prompt
-    data = json.loads(prompt[len(PROMPT_PREFIX) : len(prompt) - len(PROMPT_SUFFIX)])
-    pretty = json.dumps(data, indent=2, ensure_ascii=False).replace("<", "\\u003c")
-    return PROMPT_PREFIX + pretty + PROMPT_SUFFIX
+def render_readable_report(
+    readable_text: str,
+    prepared: PreparedMessage,
+    config: ResolverConfig,
+    snapshots: Sequence[SurfaceSnapshot | ConversationSnapshot],
+    exact_text: str,
+    *,
+    counter: TokenCounter = COUNTER,
+) -> str:
+    """The preview: the totals, then per session its accounting and the messages the model reads
+    of it (``snapshots``: each source's read, in reference order), then the readable message.
+    ``exact_text`` says where the exact model-facing text is (the JSON itself is not repeated
+    here: as one line of up to 64 KB it is for the model, not for reading)."""
+    counter.wait(TOKENIZER_WAIT)
+    context = prepared.additional_context
+    parts = ["Byte accounting", "===============", *_totals(prepared, readable_text, counter)]
+    parts += ["", wrapped(exact_text)]
+    if context is not None:
+        budget = config.max_reference_bytes
+        for index, (source, snapshot) in enumerate(zip(context.sources, snapshots, strict=True)):
+            view = "\n".join(model_view(conversation_items(snapshot), source)).rstrip("\n").split("\n")
+            parts += ["", *_source_table(index, source, budget), "", "    What the model reads of it:", ""]
+            parts += [f"    {line}" if line else "" for line in view]
+    heading = "Your message (sent first, then the snapshot)" if context is not None else "Your message"
+    parts += ["", heading, RULE, wrapped(display_block_text(readable_text)), RULE]
+    return "\n".join(parts)

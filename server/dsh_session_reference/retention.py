@@ -198,7 +198,8 @@ def retain_items(
 ) -> RetainedSource | None:
     """The exact two-phase budget loop; ``None`` means the fixed fields cannot fit."""
     retained = [
-        ConversationItem(i.role, i.text, i.checkpoint, i.original_text, i.omitted_bytes) for i in original
+        ConversationItem(i.role, i.text, i.checkpoint, i.original_text, i.omitted_bytes, i.time)
+        for i in original
     ]
 
     def data() -> dict[str, Any]:

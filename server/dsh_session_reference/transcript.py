@@ -16,7 +16,15 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .conversation import ConversationSnapshot, retain_conversation
-from .display import display_block_text, display_inline_text, display_label, readable_time
+from .display import (
+    display_block_text,
+    display_inline_text,
+    display_label,
+    kilobytes,
+    readable_time,
+    share,
+    wrapped,
+)
 from .jsjson import js_byte_length
 from .model import ReadsConversations
 from .projection import ConversationItem, LongText
@@ -35,12 +43,6 @@ of them could otherwise make tens of megabytes; past this its middle is cut, and
 def read_bytes(budget: int) -> int:
     """The ``max_bytes`` a transcript's read uses: retention for ``budget`` must be exact over it."""
     return max(budget, TAIL_BYTES)
-
-
-def kilobytes(count: int) -> str:
-    """``5.8`` for 5,939 bytes, ``64`` for 65,536: KB (1,024 bytes) with one decimal when it helps."""
-    value = count / 1024
-    return f"{value:.0f}" if value >= 100 or value == int(value) else f"{value:.1f}"
 
 
 def cost_label(retained: RetainedSource, budget: int) -> str:
@@ -195,8 +197,8 @@ def _mention_lines(facts: TranscriptFacts) -> list[str]:
         ]
     stats = facts.retained.stats
     lines = [
-        f"mention:   keeps {stats.retained_messages} of {stats.original_messages} messages, "
-        f"{facts.retained.serialized_bytes:,} of {facts.budget:,} bytes"
+        f"mention:   keeps {stats.retained_messages} of {stats.original_messages} messages",
+        f"           {share(facts.retained.serialized_bytes, facts.budget)}",
     ]
     if stats.truncated:
         lines.append(f"           omits {stats.omitted_bytes:,} bytes of text")
@@ -233,10 +235,43 @@ def _cut(
     return cut
 
 
+def _heading(index: int, item: ConversationItem) -> str:
+    """``── 3 · user · 2026-06-28 14:46 UTC``: which message, whose, and when the log recorded it."""
+    kind = f"checkpoint ({item.role})" if item.checkpoint else item.role
+    when = "" if item.time is None else f" · {readable_time(item.time)}"
+    return f"── {index + 1} · {kind}{when}"
+
+
+def model_view(items: Sequence[ConversationItem], retained: RetainedSource) -> list[str]:
+    """What the model reads of a session, for a person: each message ``prepare`` keeps, with its
+    heading and its text as retention left it (real line breaks, long lines wrapped), and one
+    notice where the budget omits a run of messages."""
+    omitted = _omitted(items, retained)
+    texts = iter(retained.data["conversation"])
+    lines: list[str] = []
+    run: list[ConversationItem] = []
+    for index, item in enumerate(items):
+        if index in omitted:
+            run.append(item)
+            continue
+        _flush_omitted(lines, run)
+        text = next(texts)["text"]
+        lines += [_heading(index, item) + " ──", wrapped(display_block_text(text)), ""]
+    _flush_omitted(lines, run)
+    return lines or ["(no messages)"]
+
+
+def _flush_omitted(lines: list[str], run: list[ConversationItem]) -> None:
+    if not run:
+        return
+    count, size = len(run), sum(_text_bytes(item.original_text) for item in run)
+    lines += [f"[… {count} older message{'' if count == 1 else 's'} ({size:,} bytes) the budget omits …]", ""]
+    run.clear()
+
+
 def _entry(index: int, item: ConversationItem, kept_bytes: int | None, *, kept: bool) -> list[str]:
     """One message; ``kept``: inside the omitted stretch but kept (a checkpoint always is)."""
-    kind = f"checkpoint ({item.role})" if item.checkpoint else item.role
-    heading = f"── {index + 1} · {kind}"
+    heading = _heading(index, item)
     if kept and item.checkpoint:
         heading += " · kept: the budget never omits a checkpoint"
     if kept_bytes is not None:
@@ -248,12 +283,12 @@ def _entry(index: int, item: ConversationItem, kept_bytes: int | None, *, kept: 
         tail = text.tail.decode("utf-8", "ignore")
         hidden = text.utf8_bytes - len(text.head) - len(text.tail)
         lines += [
-            display_block_text(head),
+            wrapped(display_block_text(head)),
             f"[… {hidden:,} bytes of this message not shown …]",
-            display_block_text(tail),
+            wrapped(display_block_text(tail)),
         ]
     else:
-        lines.append(display_block_text(text))
+        lines.append(wrapped(display_block_text(text)))
     return [*lines, ""]
 
 

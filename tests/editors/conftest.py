@@ -27,7 +27,7 @@ import pytest
 
 from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.jsjson import js_stringify, js_utf8
-from dsh_session_reference.report import render_prepared_report
+from dsh_session_reference.report import render_accounting
 from dsh_session_reference.resolver import Candidate, SessionReferenceResolver, agent_for_target
 from dsh_session_reference.sample import write_sample_store
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
@@ -92,25 +92,30 @@ class Scenario:
         """The fixed session as diagnostics and quick fixes name it: its title, as a row shows it."""
         return display_inline_text(self.candidates[0].label)
 
-    def prepared_report(self, document_text: str, *, exact_tokens: bool = True) -> str:
-        """What the preview must show for ``document_text``: dsh's own parse + prepare, rendered.
-        ``exact_tokens=False``: as a server without the ``tokens`` extra counts (the VS Code
-        package does not carry it)."""
+    def prepared_accounting(self, document_text: str, *, exact_tokens: bool = True) -> list[str]:
+        """The accounting the preview must show for ``document_text``: dsh's own parse + prepare,
+        each session's table and the totals, one line each. ``exact_tokens=False``: as a server
+        without the ``tokens`` extra counts (the VS Code package does not carry it)."""
         counter = COUNTER if exact_tokens else TokenCounter(find=False)
         store = JsonlSessionStore(str(self.sessions_root))
 
-        async def prepare() -> str:
+        async def prepare() -> list[str]:
             agent = await agent_for_target(store, self.target_id, str(self.workspace))
             resolver = SessionReferenceResolver(store)
             parsed = parse_session_reference_text(document_text)
             prepared = await resolver.prepare(
                 agent, [{"type": "text", "text": parsed.text}], parsed.references
             )
-            return render_prepared_report(
-                parsed.text, prepared, resolver.config, for_reading=True, counter=counter
-            )
+            return render_accounting(prepared, resolver.config, parsed.text, counter)
 
         return asyncio.run(prepare())
+
+    def shows_accounting(self, shown: str, document_text: str, *, exact_tokens: bool = True) -> bool:
+        """Whether a preview's text holds every line of the accounting of ``document_text``."""
+        lines = set(shown.splitlines())
+        return all(
+            line in lines for line in self.prepared_accounting(document_text, exact_tokens=exact_tokens)
+        )
 
 
 @pytest.fixture(scope="session")

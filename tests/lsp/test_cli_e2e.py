@@ -59,8 +59,8 @@ def test_demo_plays_the_whole_session_in_seconds() -> None:
         "applying: Use session",
         "(no problems)",
         "mentioning it costs",
-        "## Referenced sessions",
         "Byte accounting",
+        "What the model reads of it:",
         "demo finished",
     ):
         assert expected in out

@@ -22,6 +22,7 @@ from dsh_session_reference.display import (
     display_inline_text,
     readable_time,
     relative_time,
+    short_age,
 )
 from dsh_session_reference.lsp.actions import PREVIEW_COMMAND, PREVIEW_KIND, code_actions, fixes_for
 from dsh_session_reference.lsp.completion import (
@@ -35,16 +36,18 @@ from dsh_session_reference.lsp.diagnostics import SOURCE, check_text
 from dsh_session_reference.lsp.hover import hover_text, read_session_facts, session_summary
 from dsh_session_reference.lsp.positions import LineIndex
 from dsh_session_reference.lsp.preview import (
+    build_model_text,
     build_preview,
     document_of_preview,
     document_summary,
+    is_model_text,
     preview_uri,
 )
 from dsh_session_reference.lsp.settings import Settings, apply_settings
 from dsh_session_reference.model import SessionRecord
-from dsh_session_reference.report import readable_snapshot
+from dsh_session_reference.report import render_prepared_report
 from dsh_session_reference.resolver import AgentRef, Candidate, SessionReferenceResolver
-from dsh_session_reference.snapshot import PROMPT_PREFIX, PROMPT_SUFFIX, build_additional_context
+from dsh_session_reference.snapshot import build_additional_context
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 from dsh_session_reference.tokens import COUNTER, TokenCounter
 from dsh_session_reference.uri import (
@@ -103,6 +106,15 @@ def test_invalid_settings_keep_the_old_value_with_upstreams_message() -> None:
 
 
 # --- labels ---------------------------------------------------------------------------------
+
+
+def test_a_row_says_its_age_in_a_few_characters() -> None:
+    """VS Code's popup cut "4 months ago · terraform" to "4 months a…": the age is short, the
+    project still fits."""
+    now = 10**12
+    ages = {0: "now", 59: "now", 60: "1 min", 3_600: "1 h", 86_400 * 3: "3 d", 86_400 * 14: "2 wk"}
+    ages |= {86_400 * 125: "4 mo", 86_400 * 800: "2 y", -5: "future"}
+    assert {seconds: short_age(now - seconds * 1000, now) for seconds in ages} == ages
 
 
 def test_display_inline_text_matches_upstreams_tui() -> None:
@@ -182,12 +194,12 @@ def test_completion_items_keep_rank_and_edit_from_the_at() -> None:
     assert items[2].text_edit.new_text == mention("s-3", "bad\\x0alabel]")  # type: ignore[union-attr]
     # What tells sessions apart first (age, then the project folder), the id last.
     assert items[0].detail is None and items[1].detail is None  # the id is in the documentation
-    assert items[0].label_details == types.CompletionItemLabelDetails(description="1 minute ago · w")
-    assert items[1].label_details == types.CompletionItemLabelDetails(description="just now")
+    assert items[0].label_details == types.CompletionItemLabelDetails(description="1 min · w")
+    assert items[1].label_details == types.CompletionItemLabelDetails(description="now")
     assert item_data(items[0]) == ("s-1", "Title one")
     plain = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=False)
-    assert plain[0].label_details is None and plain[0].detail == "1 minute ago · w · s-1"
-    assert plain[1].detail == "just now"
+    assert plain[0].label_details is None and plain[0].detail == "1 min · w · s-1"
+    assert plain[1].detail == "now"
     assert candidate_json(candidates[1]) == {
         "sessionId": "s-2",
         "label": "s-2",
@@ -603,58 +615,72 @@ def test_preview_uris_round_trip() -> None:
     assert document_of_preview("file:///x") is None
 
 
-async def test_preview_shows_both_messages_and_the_accounting(
+async def test_preview_shows_the_accounting_and_what_the_model_reads(
     resolver: SessionReferenceResolver, agent: AgentRef
 ) -> None:
     text = f"Please compare {mention('s-alpha', 'Refactor the parser')} and {mention('s-beta', 'notes')}."
-    preview = await build_preview("file:///w/p.md", text, resolver, agent)
+    preview = await build_preview("file:///w/p.md", await analyze(text, resolver, agent), resolver, agent)
     assert preview.ok
     assert "Please compare @Refactor the parser and @notes." in preview.text
-    assert "## Referenced sessions" in preview.text and "<referenced-sessions>" in preview.text
-    # upstream 0.1.0-rc.8 order: the readable message, then the snapshot appended right after it
-    assert preview.text.index("Please compare @Refactor") < preview.text.index("## Referenced sessions")
     assert "[1] Refactor the parser" in preview.text and "[2] notes" in preview.text
-    assert "of 65536 bytes" in preview.text and "tokens" in preview.text
-    assert preview.summary.startswith("2 sessions referenced;")
-    failed = await build_preview("file:///w/p.md", mention(TARGET_ID), resolver, agent)
+    assert "KB of 64 KB (" in preview.text and "of 65,536 bytes" in preview.text and "tokens" in preview.text
+    assert preview.summary.startswith("2 sessions referenced;") and " KB (" in preview.summary
+    # The JSON the model receives is one command away, not in the preview.
+    assert "<referenced-sessions>" not in preview.text and "DSH: Show model-facing text" in preview.text
+    failed = await build_preview(
+        "file:///w/p.md", await analyze(mention(TARGET_ID), resolver, agent), resolver, agent
+    )
     assert not failed.ok
     assert (
         failed.summary
         == 'prepare failed: SESSION_REFERENCE_SELF_REFERENCE: session "target-session" cannot reference itself'
     )
-    plain = await build_preview("file:///w/p.md", "no mentions", resolver, agent)
+    plain = await build_preview(
+        "file:///w/p.md", await analyze("no mentions", resolver, agent), resolver, agent
+    )
     assert plain.ok and plain.summary.startswith("no sessions referenced")
 
 
-async def test_the_preview_is_made_for_reading_and_says_what_the_model_receives(
+async def test_the_model_text_is_what_prepare_prints(
     resolver: SessionReferenceResolver, agent: AgentRef
 ) -> None:
-    text = f"Please compare {mention('s-alpha', 'Refactor <the> parser')}."
-    preview = await build_preview("file:///w/my%20prompt.md", text, resolver, agent, "Target title")
+    """Byte for byte the CLI's ``prepare`` form of a real ``prepare`` (the analysis it is made
+    from holds the same reads and retention)."""
+    text = f"Please compare {mention('s-alpha', 'Refactor <the> parser')} and {mention('s-gamma', 'big')}."
+    model = await build_model_text("file:///w/p.md", await analyze(text, resolver, agent), resolver, agent)
+    parsed = parse_session_reference_text(text)
+    prepared = await resolver.prepare(agent, [{"type": "text", "text": parsed.text}], parsed.references)
+    assert model.ok and model.text == render_prepared_report(parsed.text, prepared, resolver.config) + "\n"
+    assert model.uri.startswith("dsh-preview:/p.md%20%28model%20text%29.txt?") and is_model_text(model.uri)
+    assert document_of_preview(model.uri) == "file:///w/p.md"
+    assert prepared.additional_context is not None and prepared.additional_context.text in model.text
+    failed = await build_model_text(
+        "file:///w/p.md", await analyze(mention(TARGET_ID), resolver, agent), resolver, agent
+    )
+    assert (
+        failed.text
+        == 'error: SESSION_REFERENCE_SELF_REFERENCE: session "target-session" cannot reference itself\n'
+    )
+
+
+async def test_the_preview_is_made_for_reading(resolver: SessionReferenceResolver, agent: AgentRef) -> None:
+    """Messages as text (a heading with the role and the time, real line breaks, long lines
+    wrapped), ``<`` as it was written, and no line wider than the wrap."""
+    text = f"Please compare {mention('s-alpha', 'Refactor <the> parser')} and {mention('s-gamma', 'big')}."
+    analysis = await analyze(text, resolver, agent)
+    preview = await build_preview("file:///w/my%20prompt.md", analysis, resolver, agent, "Target title")
     lines = preview.text.splitlines()
     assert lines[1] == "document: /w/my prompt.md"
     assert lines[2] == f"target session: Target title ({TARGET_ID})"
-    prepared = await resolver.prepare(
-        agent,
-        [{"type": "text", "text": "Please compare @Refactor <the> parser."}],
-        parse_session_reference_text(text).references,
-    )
-    context = prepared.additional_context
-    assert context is not None
-    # The snapshot is pretty-printed (no 64 KB line), says so, and names the compact form's size.
-    assert (
-        f"PRETTY-PRINTED FOR READING.\nThe model receives it compact, its data on one line: {context.text_bytes} bytes"
-        in preview.text
-    )
-    assert context.text not in preview.text and max(len(line) for line in lines) < 2000
-    shown = readable_snapshot(context.text)
-    assert shown.startswith(PROMPT_PREFIX) and shown.endswith(PROMPT_SUFFIX) and shown in preview.text
-    data = shown[len(PROMPT_PREFIX) : len(shown) - len(PROMPT_SUFFIX)]
-    assert "<" not in data and json.loads(data) == json.loads(
-        context.text[len(PROMPT_PREFIX) : -len(PROMPT_SUFFIX)]
-    )
-    assert "before 2026" not in preview.text
-    untitled = await build_preview("file:///w/p.md", text, resolver, AgentRef(None, "/w"))
+    assert max(len(line) for line in lines) <= 104  # wrapped at 100, indented by 4
+    headings = [line.strip() for line in lines if line.strip().startswith("── ")]
+    assert headings[0].startswith("── 1 · user · 20") and headings[0].endswith(" UTC ──")
+    assert any(line.strip().startswith("── 2 · assistant · ") for line in lines)
+    assert "    How should we split uri.py?" in lines
+    assert "    " + "x" * 100 in lines  # s-gamma's 3,000-character message, wrapped
+    assert "Please compare @Refactor <the> parser and @big." in lines
+    assert "\\u003c" not in preview.text
+    untitled = await build_preview("file:///w/p.md", analysis, resolver, AgentRef(None, "/w"))
     assert untitled.text.splitlines()[2].startswith("target session: none")
 
 

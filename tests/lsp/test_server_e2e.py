@@ -54,6 +54,7 @@ async def test_server_advertises_what_editors_need(s: Session) -> None:
         "dshSessionReference.candidates",
         "dshSessionReference.documentSummary",
         "dshSessionReference.transcript",
+        "dshSessionReference.modelText",
         "dshSessionReference.insertMention",
     }
     assert capabilities.definition_provider and capabilities.document_link_provider
@@ -97,11 +98,11 @@ async def test_at_completion_lists_ranked_sessions_with_an_edit_from_the_at(
     beta = result.items[1]
     assert parse_session_reference_text(beta.text_edit.new_text).references[0].session_id == "s-beta"  # type: ignore[union-attr]
     if s.preset == "visual-studio-code@1.139":
-        assert beta.label_details == types.CompletionItemLabelDetails(description="1 hour ago")
+        assert beta.label_details == types.CompletionItemLabelDetails(description="1 h")
         assert all(item.detail is None for item in result.items)  # the id ends the documentation
         assert all(item.filter_text.startswith("@ ") for item in result.items)  # type: ignore[union-attr]
     else:
-        assert beta.label_details is None and beta.detail == "1 hour ago · s-beta"
+        assert beta.label_details is None and beta.detail == "1 h · s-beta"
 
 
 async def test_typing_after_the_at_filters_on_the_server(s: Session, workspace: Path) -> None:
@@ -253,11 +254,9 @@ async def test_preview_command_shows_what_the_model_receives(s: Session, workspa
     result = await s.command(source_action.command.command, *source_action.command.arguments)
     assert result["ok"] is True and result["uri"].startswith("dsh-preview:")
     text = result["text"]
-    assert (
-        "## Referenced sessions" in text
-        and "Please compare @Refactor the parser with @Deploy checklist." in text
-    )
+    assert "Please compare @Refactor the parser with @Deploy checklist." in text
     assert "[1] Refactor the parser" in text and "[2] Deploy checklist" in text
+    assert "What the model reads of it:" in text and "How should we split uri.py?" in text
     assert result["summary"].startswith("2 sessions referenced;")
     if s.preset == "visual-studio-code@1.139":
         await wait_until(lambda: s.client.shown_documents)
@@ -269,6 +268,9 @@ async def test_preview_command_shows_what_the_model_receives(s: Session, workspa
     else:
         assert s.client.shown_documents == []
         assert any(m.message == f"dsh: {result['summary']}" for m in s.client.messages)
+    exact = await s.command("dshSessionReference.modelText", uri)
+    assert exact["ok"] is True and exact["uri"] != result["uri"] and exact["uri"].startswith("dsh-preview:")
+    assert "## Referenced sessions" in exact["text"] and "<referenced-sessions>" in exact["text"]
 
 
 async def test_preview_of_a_failing_message_shows_the_error(s: Session, workspace: Path) -> None:

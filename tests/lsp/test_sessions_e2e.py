@@ -77,7 +77,8 @@ async def test_definition_and_links_open_the_transcript(s: Session, workspace: P
     lines = content.text.splitlines()
     assert "title:     Refactor the parser" in lines
     assert "session:   s-alpha" in lines
-    assert lines.index("── 1 · user ──") < lines.index("How should we split uri.py?")
+    heading = next(line for line in lines if line.startswith("── 1 · user · ") and line.endswith(" UTC ──"))
+    assert lines.index(heading) < lines.index("How should we split uri.py?")
     assert lines[-1] == "Done: uri.py now has a lenient scanner."  # newest last
     assert "mention:   keeps 4 of 4 messages" in content.text
 
@@ -291,13 +292,17 @@ async def test_a_transcript_counts_as_the_mention_it_was_opened_from(s: Session,
         types.TextDocumentContentParams(uri=location.uri)
     )
     [hint] = await s.inlay_hints(uri)
-    served = re.search(r"mention:   keeps (\d+) of \d+ messages, ([\d,]+) of", content.text)
+    served = re.search(
+        r"mention:   keeps (\d+) of \d+ messages\n +([\d.,]+ KB of [\d,]+ KB \(([\d,]+) of)", content.text
+    )
     assert served is not None and 'for a mention labelled "the x and y session"' in content.text
     assert hint.label.startswith(f"{served.group(1)} msgs · ")
-    assert f"mentioning it costs {served.group(2)} of 65,536 bytes" in str(hint.tooltip)
+    assert f"mentioning it costs {served.group(2)} 65,536 bytes" in str(hint.tooltip)
     by_title = await s.command("dshSessionReference.transcript", "s-gamma")
-    titled = re.search(r"keeps \d+ of \d+ messages, ([\d,]+) of", by_title["text"])
-    assert titled is not None and titled.group(1) != served.group(2)  # another label, another size
+    titled = re.search(
+        r"keeps \d+ of \d+ messages\n +[\d.,]+ KB of [\d,]+ KB \(([\d,]+) of", by_title["text"]
+    )
+    assert titled is not None and titled.group(1) != served.group(3)  # another label, another size
 
 
 async def test_hints_and_lenses_follow_the_settings(s: Session, workspace: Path) -> None:

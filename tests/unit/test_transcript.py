@@ -4,6 +4,7 @@ they begin and end, checkpoints marked, what the read did not keep named with it
 from __future__ import annotations
 
 from dsh_session_reference.conversation import ConversationSnapshot, retain_conversation
+from dsh_session_reference.display import kilobytes
 from dsh_session_reference.model import SessionRecord
 from dsh_session_reference.projection import ConversationItem, LongText
 from dsh_session_reference.retention import bounded_text, item_json_bytes
@@ -11,7 +12,6 @@ from dsh_session_reference.transcript import (
     MAX_CHARS,
     TranscriptFacts,
     cost_label,
-    kilobytes,
     render_transcript,
 )
 
@@ -42,7 +42,8 @@ def test_kilobytes_and_the_hint_label() -> None:
         65_536: "64",
         102_400: "100",
         102_912: "100",
-        1_048_575: "1024",
+        1_048_575: "1,024",  # thousands grouped, as every size is written
+        2_097_152: "2,048",
         250_000: "244",
     }
     assert {size: kilobytes(size) for size in table} == table
@@ -61,8 +62,9 @@ def test_the_header_and_the_messages_newest_last() -> None:
     assert "messages:  1 from the user, 1 reply" in lines
     assert lines[-2:] == ["── 2 · assistant ──", "first answer"]
     assert "budget omits" not in text
-    assert lines[7].startswith("mention:   keeps 2 of 2 messages, ") and lines[7].endswith(" of 65,536 bytes")
-    assert lines[8] == "           for a mention labelled with its title"
+    assert lines[7] == "mention:   keeps 2 of 2 messages"
+    assert lines[8] == "           0.2 KB of 64 KB (181 of 65,536 bytes, 0.3%)"
+    assert lines[9] == "           for a mention labelled with its title"
 
 
 def test_the_header_fits_the_pane_beside_a_prompt() -> None:

@@ -6,8 +6,9 @@ import * as vscode from 'vscode';
 import { errorText } from './format';
 import { goToSession } from './goToSession';
 import { MentionChips } from './mentionChips';
+import { MentionLinks } from './mentionLinks';
 import { insertSessionMention } from './mentionPicker';
-import { asPreviewResult, changedContent, CLIENT_COMMANDS, isRequestCancelled, PREVIEW_SCHEME, SERVER_COMMANDS, TRANSCRIPT_SCHEME } from './protocol';
+import { asPreviewResult, asTranscriptResult, changedContent, CLIENT_COMMANDS, isRequestCancelled, PREVIEW_SCHEME, SERVER_COMMANDS, TRANSCRIPT_SCHEME } from './protocol';
 import { PreviewDocuments } from './preview';
 import { CLIENT_NAME, ServerController } from './serverController';
 import { SECTION } from './settings';
@@ -150,12 +151,33 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   };
 
+  // The exact text the model receives (what `dsh-session-reference prepare` prints), for the
+  // active prompt, or for the prompt of the preview in front.
+  const showModelText = async (resource?: vscode.Uri | string): Promise<void> => {
+    const active = vscode.window.activeTextEditor?.document;
+    const given = typeof resource === 'string' ? vscode.Uri.parse(resource) : resource;
+    const target = given ?? (active?.uri.scheme === PREVIEW_SCHEME ? vscode.Uri.parse(active.uri.query) : active?.uri);
+    if (target === undefined) {
+      void vscode.window.showInformationMessage('Open a prompt to see the text the model receives for it.');
+      return;
+    }
+    try {
+      const result = asPreviewResult(await server.executeCommand(SERVER_COMMANDS.modelText, [target.toString()]), SERVER_COMMANDS.modelText);
+      const uri = vscode.Uri.parse(result.uri);
+      previews.update(uri, result.text);
+      await previews.show(uri);
+    } catch (error) {
+      void vscode.window.showErrorMessage(`Could not show the model-facing text: ${errorText(error)}`);
+    }
+  };
+
   context.subscriptions.push(
     output,
     previews,
     previews.register(),
     transcripts,
     transcripts.register(),
+    new MentionLinks(async (sessionUri) => asTranscriptResult(await server.executeCommand(SERVER_COMMANDS.transcript, [sessionUri])).uri).register(),
     server,
     server.onDidChangeContent(contentChanged),
     vscode.workspace.onDidCloseTextDocument((document) => {
@@ -202,6 +224,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     { dispose: () => clearTimeout(refreshTimer) },
     vscode.commands.registerCommand(CLIENT_COMMANDS.previewContext, previewContext),
+    vscode.commands.registerCommand(CLIENT_COMMANDS.showModelText, showModelText),
     vscode.commands.registerCommand(CLIENT_COMMANDS.selectTarget, () => selectTargetSession(server, targets)),
     vscode.commands.registerCommand(CLIENT_COMMANDS.insertMention, () => insertSessionMention(server)),
     vscode.commands.registerCommand(CLIENT_COMMANDS.goToSession, () => goToSession(server)),

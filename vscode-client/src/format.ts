@@ -21,7 +21,7 @@ function roundHalfEven(numerator: number, denominator: number): number {
  */
 export function formatBytes(bytes: number): string {
   if (bytes % 1024 === 0 || bytes >= 100 * 1024) {
-    return `${roundHalfEven(bytes, 1024)} KB`;
+    return `${roundHalfEven(bytes, 1024).toLocaleString('en-US')} KB`;
   }
   const tenths = roundHalfEven(bytes * 10, 1024);
   return `${Math.floor(tenths / 10)}.${tenths % 10} KB`;

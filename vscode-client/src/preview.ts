@@ -14,6 +14,9 @@ import * as vscode from 'vscode';
 import { staleNotice } from './format';
 import { PREVIEW_SCHEME } from './protocol';
 
+/** The language of previews (package.json): word wrap on, no brackets. */
+export const PREVIEW_LANGUAGE = 'dsh-preview';
+
 interface Prepared {
   readonly text: string;
   readonly at: Date;
@@ -126,7 +129,11 @@ export class PreviewDocuments implements vscode.FileSystemProvider, vscode.TextD
 
   /** Shows the preview beside the editor, or where it is already open, keeping focus on the prompt. */
   async show(uri: vscode.Uri): Promise<boolean> {
-    const document = await vscode.workspace.openTextDocument(uri);
+    let document = await vscode.workspace.openTextDocument(uri);
+    if (document.languageId !== PREVIEW_LANGUAGE) {
+      // Read as prose: wrapped at the pane's width, no bracket matching over message text.
+      document = await vscode.languages.setTextDocumentLanguage(document, PREVIEW_LANGUAGE);
+    }
     const existing = vscode.window.visibleTextEditors.find((editor) => editor.document.uri.toString() === uri.toString());
     await vscode.window.showTextDocument(document, {
       viewColumn: existing?.viewColumn ?? vscode.ViewColumn.Beside,

@@ -4,6 +4,7 @@
 
 export const SERVER_COMMANDS = {
   preview: 'dshSessionReference.preview',
+  modelText: 'dshSessionReference.modelText',
   candidates: 'dshSessionReference.candidates',
   documentSummary: 'dshSessionReference.documentSummary',
   transcript: 'dshSessionReference.transcript',
@@ -31,6 +32,7 @@ export function isRequestCancelled(error: unknown): boolean {
  */
 export const CLIENT_COMMANDS = {
   previewContext: 'dshSessionReference.previewContext',
+  showModelText: 'dshSessionReference.showModelText',
   selectTarget: 'dshSessionReference.selectTarget',
   insertMention: 'dshSessionReference.insertMentionFromPicker',
   goToSession: 'dshSessionReference.goToSession',
@@ -125,9 +127,9 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-export function asPreviewResult(value: unknown): PreviewResult {
+export function asPreviewResult(value: unknown, command: string = SERVER_COMMANDS.preview): PreviewResult {
   if (!isRecord(value) || typeof value.uri !== 'string' || typeof value.text !== 'string') {
-    throw new ProtocolError(SERVER_COMMANDS.preview, 'expected {uri, text, summary, ok}');
+    throw new ProtocolError(command, 'expected {uri, text, summary, ok}');
   }
   return {
     uri: value.uri,

@@ -34,8 +34,9 @@ describe('formatBytes', () => {
       [62589, '61.1 KB'],
       [65536, '64 KB'],
       [102912, '100 KB'],
-      [1048575, '1024 KB'],
-      [2_500_000, '2441 KB'],
+      [1048575, '1,024 KB'],
+      [2097152, '2,048 KB'],
+      [2_500_000, '2,441 KB'],
     ];
     for (const [bytes, text] of table) {
       assert.equal(formatBytes(bytes), text, `${bytes} bytes`);

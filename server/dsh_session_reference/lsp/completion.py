@@ -26,7 +26,7 @@ from typing import Any, Final
 from lsprotocol import types
 
 from ..body_search import BodyCandidate
-from ..display import SHOWN_CHARS, display_label, relative_time
+from ..display import SHOWN_CHARS, display_label, short_age
 from ..lines import Lines
 from ..resolver import Candidate
 from ..uri import JS_SPACE, format_session_reference_mention
@@ -180,7 +180,7 @@ def completion_items(
         label, shown_id = shown.label, shown.session_id
         id_differs = candidate.label != candidate.session_id
         body = candidate if isinstance(candidate, BodyCandidate) else None
-        parts = [relative_time(candidate.created_at, now_ms), *([shown.project] if shown.project else [])]
+        parts = [short_age(candidate.created_at, now_ms), *([shown.project] if shown.project else [])]
         if body is not None:
             parts.insert(0, BODY_MARK)
         if label_details:

@@ -1,8 +1,9 @@
-"""The LSP features: one handler per method or command, each translating between LSP and the core.
+"""The LSP features: one handler per method, each translating between LSP and the core.
 
 Handlers are plain functions of the server (:class:`.server.DshLanguageServer`) and the request's
-params, registered by :func:`create_server`; what they compute lives in the feature modules
-(:mod:`.completion`, :mod:`.diagnostics`, :mod:`.hover`, :mod:`.actions`, :mod:`.preview`).
+params, registered by :func:`create_server` (with the commands of :mod:`.commands`); what they
+compute lives in the feature modules (:mod:`.completion`, :mod:`.diagnostics`, :mod:`.hover`,
+:mod:`.actions`, :mod:`.preview`, :mod:`.sessions`).
 """
 
 from __future__ import annotations
@@ -11,50 +12,42 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException
 
-from ..display import display_label
 from ..errors import CANCELLED, SessionReferenceError
 from ..model import MAX_TITLE_CHARS
-from ..transcript import NoSuchSession, Transcript, read_transcript
-from . import transport
+from . import commands, transport
 from .actions import code_actions
+from .commands import PREVIEW_COMMAND, invalid, preview_of, transcript_of
 from .completion import completion_items, find_trigger, item_data
 from .hover import documentation, hover_text, read_session_facts, session_summary
 from .inline import code_lenses, inlay_hints
 from .positions import encoding_of
-from .preview import PREVIEW_SCHEME, Preview, document_of_preview, document_summary, referenced_sessions
+from .preview import (
+    PREVIEW_SCHEME,
+    document_of_preview,
+    document_summary,
+    is_model_text,
+)
 from .progress import CLIENT_REQUEST_TIMEOUT, follow_background
 from .server import NAME, DshLanguageServer
 from .sessions import (
     TOP,
     TRANSCRIPT_SCHEME,
-    candidate_row,
     definition,
     document_links,
-    insertion,
     link_to_resolve,
-    listed_candidate,
-    mention_edit,
     resolve_link,
     session_of_transcript,
-    transcript_target,
-    transcript_uri,
     workspace_symbols,
 )
 
 LOG = logging.getLogger(__name__)
 
-PREVIEW_COMMAND: Final = "dshSessionReference.preview"
-CANDIDATES_COMMAND: Final = "dshSessionReference.candidates"
-SUMMARY_COMMAND: Final = "dshSessionReference.documentSummary"
-TRANSCRIPT_COMMAND: Final = "dshSessionReference.transcript"
-INSERT_MENTION_COMMAND: Final = "dshSessionReference.insertMention"
 MAX_SYMBOL_QUERY: Final = MAX_TITLE_CHARS
 """A longer ``workspace/symbol`` query is answered at once with nothing: titles are kept to this
 length and ids are file names, so only a cwd that long could match, and a 2 MB query was matched
@@ -65,16 +58,6 @@ DIAGNOSTIC_DELAY: Final = 0.12
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _invalid(message: str) -> JsonRpcInvalidParams:
-    return JsonRpcInvalidParams(message)
-
-
-def _uri_argument(args: Sequence[Any], command: str) -> str:
-    if not args or not isinstance(args[0], str):
-        raise _invalid(f"{command} expects [documentUri: string]")
-    return args[0]
 
 
 # --- handlers ------------------------------------------------------------------------------------
@@ -242,76 +225,16 @@ async def _text_document_content(
     ls: DshLanguageServer, params: types.TextDocumentContentParams
 ) -> types.TextDocumentContentResult:
     if session_of_transcript(params.uri) is not None:
-        return types.TextDocumentContentResult(text=(await _transcript(ls, params.uri))[1].text)
+        return types.TextDocumentContentResult(text=(await transcript_of(ls, params.uri))[1].text)
     document_uri = document_of_preview(params.uri)
     if document_uri is not None:
-        preview = await ls.preview(document_uri)
+        preview = await preview_of(ls, document_uri, model_text=is_model_text(params.uri))
         if preview is not None:
             return types.TextDocumentContentResult(text=preview.text)
     stored = ls.previews.text(params.uri)
     if stored is not None:
         return types.TextDocumentContentResult(text=stored)
-    raise _invalid(f"no preview for {params.uri}")
-
-
-async def _preview_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    uri = _uri_argument(args, PREVIEW_COMMAND)
-    with ls.tracked_command():
-        preview = await ls.preview(uri)
-        if preview is None:
-            raise _invalid(f"{PREVIEW_COMMAND}: {uri} is not open and is no file")
-        if ls.content_registered and ls.capability("window.show_document.support", False):
-            ls.spawn(_show_document(ls, preview))
-        else:
-            _say_summary(ls, preview)
-        return preview.to_json()
-
-
-async def _show_document(ls: DshLanguageServer, preview: Preview) -> None:
-    params = types.ShowDocumentParams(uri=preview.uri, take_focus=True)
-    try:
-        result = await asyncio.wait_for(ls.window_show_document_async(params), CLIENT_REQUEST_TIMEOUT)
-    except (JsonRpcException, TimeoutError):
-        result = None
-    if result is None or not result.success:
-        _say_summary(ls, preview)
-
-
-def _say_summary(ls: DshLanguageServer, preview: Preview) -> None:
-    """The preview's one-line summary as a message, where the preview itself cannot be shown."""
-    kind = types.MessageType.Info if preview.ok else types.MessageType.Error
-    ls.window_show_message(types.ShowMessageParams(type=kind, message=f"dsh: {preview.summary}"))
-
-
-async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[str, Any]]:
-    options = args[0] if args else {}
-    if options is None:
-        options = {}
-    if not isinstance(options, dict):
-        raise _invalid(f"{CANDIDATES_COMMAND} expects [{{documentUri?: string, query?: string}}]")
-    uri = options.get("documentUri")
-    query = options.get("query", "")
-    if (uri is not None and not isinstance(uri, str)) or not isinstance(query, str):
-        raise _invalid(f"{CANDIDATES_COMMAND}: documentUri and query must be strings")
-    with ls.tracked_command():
-        agent = await ls.agent_for(uri)
-        candidates = await ls.engine.resolver.list_candidates(agent, query)
-        return [candidate_row(candidate) for candidate in candidates]
-
-
-async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    uri = _uri_argument(args, SUMMARY_COMMAND)
-    with ls.tracked_command():
-        result = await ls.analysis(uri)
-        if result is None:
-            raise _invalid(f"{SUMMARY_COMMAND}: {uri} is not open")
-        summary = await asyncio.to_thread(document_summary, result.analysis)
-        return {
-            **summary,
-            "target": await ls.target_json(),
-            "maxReferences": result.analysis.max_references,
-            "references": referenced_sessions(result.analysis),
-        }
+    raise invalid(f"no preview for {params.uri}")
 
 
 async def _definition(ls: DshLanguageServer, params: types.DefinitionParams) -> types.Location | None:
@@ -370,91 +293,6 @@ async def _code_lens(ls: DshLanguageServer, params: types.CodeLensParams) -> lis
     return code_lenses(result.analysis, result.index, ls.encoding, summary, preview)
 
 
-def _no_session(session_id: str) -> JsonRpcInvalidParams:
-    return _invalid(f"the sessions root lists no session {display_label(session_id)!r}")
-
-
-async def _transcript(ls: DshLanguageServer, asked: str) -> tuple[str, Transcript]:
-    """The transcript a ``dsh-transcript:`` URI (or a bare session id) names, and its URI, remembered
-    as served (the URI asked for) so that a change to its log tells the client."""
-    target = transcript_target(asked)
-    session_id, label = (asked, None) if target is None else target
-    try:
-        transcript = await read_transcript(ls.engine.resolver, session_id, label)
-    except NoSuchSession:
-        raise _no_session(session_id) from None
-    uri = asked if target is not None else transcript_uri(session_id, transcript.title)
-    ls.live.served(uri, transcript.session_id)
-    return uri, transcript
-
-
-async def _transcript_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    if not args or not isinstance(args[0], str):
-        raise _invalid(f"{TRANSCRIPT_COMMAND} expects [sessionId or {TRANSCRIPT_SCHEME}: URI]")
-    with ls.tracked_command():
-        uri, transcript = await _transcript(ls, args[0])
-    return {
-        "uri": uri,
-        "text": transcript.text,
-        "title": transcript.title,
-        "sessionId": transcript.session_id,
-    }
-
-
-async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    try:
-        uri, cursor, session_id, replace = insertion(args[0] if args else None)
-    except ValueError as error:
-        raise _invalid(f"{INSERT_MENTION_COMMAND} expects {error}") from None
-    document = ls.documents.get(uri)
-    if document is None:
-        raise _invalid(f"{INSERT_MENTION_COMMAND}: {uri} is not open")
-    with ls.tracked_command():
-        candidate = await listed_candidate(ls.engine.source, session_id)
-        if candidate is None:
-            raise _no_session(session_id)
-        version, ranges = document.version, [types.Range(start=cursor, end=cursor)]
-        if replace is not None:
-            # The picker's answer to a pick past maxReferences: that session's mentions become
-            # mentions of the picked one, so the count of sessions stays where it was.
-            version, ranges = await _mention_ranges(ls, uri, replace)
-        mention, edit = mention_edit(
-            uri,
-            version,
-            ranges,
-            candidate,
-            document_changes=bool(ls.capability("workspace.workspace_edit.document_changes", False)),
-        )
-        try:
-            applied = await asyncio.wait_for(
-                ls.workspace_apply_edit_async(
-                    types.ApplyWorkspaceEditParams(edit=edit, label="Insert mention")
-                ),
-                CLIENT_REQUEST_TIMEOUT,
-            )
-        except (JsonRpcException, TimeoutError) as error:
-            raise JsonRpcInvalidParams(
-                f"{INSERT_MENTION_COMMAND}: the editor did not apply it: {error}"
-            ) from None
-        reply: dict[str, Any] = {"mention": mention, "applied": applied.applied}
-        if replace is not None:
-            reply["replaced"] = len(ranges)
-        return reply
-
-
-async def _mention_ranges(
-    ls: DshLanguageServer, uri: str, session_id: str
-) -> tuple[int | None, list[types.Range]]:
-    """Where the document mentions ``session_id`` now, and the version that is true of."""
-    result = await ls.analysis(uri)
-    reference = None if result is None else result.analysis.reference_for(session_id)
-    if result is None or reference is None or not reference.spans:
-        shown = display_label(session_id)
-        raise _invalid(f"{INSERT_MENTION_COMMAND}: the document mentions no session {shown!r}")
-    index = result.index
-    return result.version, [index.range_of(span.start, span.end, ls.encoding) for span in reference.spans]
-
-
 def _shutdown(ls: DshLanguageServer, params: None) -> None:
     ls.idle_gc.stop()
     ls.stop_everything()
@@ -496,11 +334,7 @@ def create_server(sessions: str | None = None) -> DshLanguageServer:
     feature(types.TEXT_DOCUMENT_INLAY_HINT, types.InlayHintOptions(resolve_provider=False))(_inlay_hint)
     feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))(_code_lens)
     feature(types.SHUTDOWN)(_shutdown)
-    server.command(PREVIEW_COMMAND)(_preview_command)
-    server.command(CANDIDATES_COMMAND)(_candidates_command)
-    server.command(SUMMARY_COMMAND)(_summary_command)
-    server.command(TRANSCRIPT_COMMAND)(_transcript_command)
-    server.command(INSERT_MENTION_COMMAND)(_insert_mention_command)
+    commands.register(server)
     return server
 
 

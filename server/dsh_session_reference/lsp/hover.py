@@ -17,7 +17,7 @@ from lsprotocol import types
 
 from ..analysis import Analysis, Intended, Reference
 from ..conversation import ConversationSnapshot, conversation_items, readable
-from ..display import display_block_text, display_label, readable_time, relative_time
+from ..display import display_block_text, display_label, readable_time, relative_time, share
 from ..errors import SessionReferenceError
 from ..model import SurfaceSnapshot
 from ..resolver import SessionReferenceResolver
@@ -125,10 +125,7 @@ def cost_line(retained: RetainedSource, budget: int, tokens: TokenCount | None =
     """What the reference would cost: its serialized bytes against ``maxReferenceBytes`` (and its
     tokens, where they were counted)."""
     stats = retained.stats
-    used = retained.serialized_bytes
-    line = (
-        f"mentioning it costs {used:,} of {budget:,} bytes ({100 * used / budget:.1f}% of maxReferenceBytes)"
-    )
+    line = f"mentioning it costs {share(retained.serialized_bytes, budget)}"
     if tokens is not None:
         line += f", {tokens.describe()}"
     if stats.truncated:

@@ -12,10 +12,10 @@ from typing import Any
 from lsprotocol import types
 
 from ..analysis import Analysis
-from ..display import display_label
+from ..display import display_label, kilobytes
 from ..lines import Encoding
 from ..tokens import TokenCount
-from ..transcript import cost_label, kilobytes
+from ..transcript import cost_label
 from .hover import cost_line
 from .positions import LineIndex
 

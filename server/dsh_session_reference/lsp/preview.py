@@ -1,9 +1,12 @@
-"""The "Preview referenced-session context" document and the status-bar summary.
+"""The "Preview referenced-session context" document, the exact model-facing text, and the
+status-bar summary.
 
-The preview runs the real ``parse`` + ``prepare`` on the document, so what it
-shows is what dsh would send, and renders it with :mod:`..report`, the same
-text ``dsh-session-reference prepare`` prints. It lives at a ``dsh-preview:``
-URI that clients with LSP 3.18 virtual documents open read-only.
+Both documents are made from the document's analysis, which holds ``prepare``'s own reads and
+retention of every source (the tested invariant: no error findings iff ``prepare`` succeeds), so
+what they show is what dsh would send; where the analysis has errors, ``prepare`` itself is run
+for upstream's error. They are rendered by :mod:`..report`: the preview for reading, the model
+text exactly as ``dsh-session-reference prepare`` prints it. They live at ``dsh-preview:`` URIs
+that clients with LSP 3.18 virtual documents open read-only.
 """
 
 from __future__ import annotations
@@ -15,10 +18,12 @@ from typing import Any, Final
 from urllib.parse import quote, unquote, urlsplit
 
 from ..analysis import Analysis
-from ..display import display_label
-from ..errors import SessionReferenceError
+from ..conversation import ConversationSnapshot
+from ..display import display_block_text, display_label, kilobytes, size, wrapped
+from ..errors import INVALID_REFERENCE, SessionReferenceError
 from ..jsjson import js_byte_length
-from ..report import render_prepared_report
+from ..model import SurfaceSnapshot
+from ..report import render_prepared_report, render_readable_report
 from ..resolver import AgentRef, PreparedMessage, SessionReferenceResolver
 from ..snapshot import build_additional_context
 from ..tokens import COUNTER, TokenCount
@@ -69,28 +74,81 @@ class KeptPreviews:
         return list(self._texts)
 
 
-def preview_uri(document_uri: str) -> str:
-    """``dsh-preview:/<name> (context).txt?<document uri>``: readable in a tab, reversible."""
+CONTEXT_SUFFIX: Final = " (context).txt"
+MODEL_TEXT_SUFFIX: Final = " (model text).txt"
+
+
+def preview_uri(document_uri: str, *, model_text: bool = False) -> str:
+    """``dsh-preview:/<name> (context).txt?<document uri>``: readable in a tab, reversible; with
+    ``model_text``, ``… (model text).txt``: the exact text the model receives."""
     name = urlsplit(document_uri).path.rsplit("/", 1)[-1] or "untitled"
-    return f"{PREVIEW_SCHEME}:/{quote(unquote(name) + ' (context).txt')}?{quote(document_uri, safe='')}"
+    suffix = MODEL_TEXT_SUFFIX if model_text else CONTEXT_SUFFIX
+    return f"{PREVIEW_SCHEME}:/{quote(unquote(name) + suffix)}?{quote(document_uri, safe='')}"
 
 
 def document_of_preview(uri: str) -> str | None:
-    """The document a preview URI was made for (``None`` for anything else)."""
+    """The document a preview URI (either kind) was made for (``None`` for anything else)."""
     parts = urlsplit(uri)
     if parts.scheme != PREVIEW_SCHEME or not parts.query:
         return None
     return unquote(parts.query)
 
 
+def is_model_text(uri: str) -> bool:
+    """Whether a preview URI is of the exact model-facing text."""
+    return unquote(urlsplit(uri).path).endswith(MODEL_TEXT_SUFFIX)
+
+
+MODEL_TEXT_COMMAND: Final = "DSH: Show model-facing text"
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    """What ``prepare`` makes of an analysed document that has no errors, and each source's read."""
+
+    readable: str
+    message: PreparedMessage
+    snapshots: list[SurfaceSnapshot | ConversationSnapshot]
+
+
+def _prepared(analysis: Analysis) -> _Prepared:
+    """``prepare``'s result, from the analysis that already holds every source's read and
+    retention (the tested invariant: no error findings iff ``prepare`` succeeds, with the same
+    retention, :meth:`~..resolver.SessionReferenceResolver.render_sources`)."""
+    readable = parse_session_reference_text(analysis.text).text
+    sources = [r for r in analysis.references if r.index is not None and r.index < analysis.max_references]
+    retained = [r.retained for r in sources if r.retained is not None]
+    snapshots = [r.snapshot for r in sources if r.snapshot is not None]
+    context = build_additional_context(retained) if retained else None
+    return _Prepared(readable, PreparedMessage([{"type": "text", "text": readable}], context), snapshots)
+
+
+async def _failure(
+    analysis: Analysis, resolver: SessionReferenceResolver, agent: AgentRef
+) -> SessionReferenceError | None:
+    """Why ``prepare`` rejects the document, in upstream's words, or ``None`` when it would not
+    (the analysis has no error: ``prepare`` is not run again)."""
+    if not analysis.has_errors:
+        return None
+    try:
+        parsed = await asyncio.to_thread(parse_session_reference_text, analysis.text)
+        await resolver.prepare(agent, [{"type": "text", "text": parsed.text}], parsed.references)
+    except SessionReferenceError as error:
+        return error
+    first = next(finding for finding in analysis.findings if finding.severity == "error")
+    return SessionReferenceError(first.message, INVALID_REFERENCE)  # the analysis and prepare disagree
+
+
 async def build_preview(
     document_uri: str,
-    text: str,
+    analysis: Analysis,
     resolver: SessionReferenceResolver,
     agent: AgentRef,
     target_label: str | None = None,
 ) -> Preview:
-    """Parse and prepare ``text`` as dsh would, and render the result or the failure.
+    """The preview of an analysed document: what dsh would send, for reading (the totals, each
+    session's accounting and the messages the model reads of it, the readable message), or why
+    dsh would not send it.
 
     ``target_label``: the target session's title, shown with its id (a bare id tells a reader
     nothing)."""
@@ -106,36 +164,60 @@ async def build_preview(
         f"target session: {target}",
         "",
     ]
-    try:
-        parsed = await asyncio.to_thread(parse_session_reference_text, text)
-        prepared: PreparedMessage = await resolver.prepare(
-            agent, [{"type": "text", "text": parsed.text}], parsed.references
-        )
-    except SessionReferenceError as error:
+    uri = preview_uri(document_uri)
+    error = await _failure(analysis, resolver, agent)
+    if error is not None:
         summary = f"prepare failed: {error.code}: {error.message}"
         body = [
-            summary,
+            wrapped(display_block_text(summary)),
             "",
             "dsh would not send this message; fix the mentions flagged in the document and preview again.",
         ]
-        return Preview(preview_uri(document_uri), "\n".join(header + body) + "\n", summary, False)
-    report = await asyncio.to_thread(
-        render_prepared_report, parsed.text, prepared, resolver.config, for_reading=True
+        return Preview(uri, "\n".join(header + body) + "\n", summary, False)
+    prepared = await asyncio.to_thread(_prepared, analysis)
+    exact = (
+        f'The exact text the model receives: "{MODEL_TEXT_COMMAND}",\n'
+        f"or in a terminal `dsh-session-reference prepare {_document_name(document_uri)}`."
     )
-    context = prepared.additional_context
-    message_bytes = js_byte_length(parsed.text)
-    message_tokens = await asyncio.to_thread(COUNTER.count, parsed.text)  # kept from the report: at once
+    report = await asyncio.to_thread(
+        render_readable_report,
+        prepared.readable,
+        prepared.message,
+        resolver.config,
+        prepared.snapshots,
+        exact,
+    )
+    context = prepared.message.additional_context
+    message_bytes = js_byte_length(prepared.readable)
+    message_tokens = await asyncio.to_thread(COUNTER.count, prepared.readable)  # kept from the report
     if context is None:
-        summary = f"no sessions referenced; message {message_bytes} bytes ({message_tokens.describe()})"
+        summary = f"no sessions referenced; message {size(message_bytes)}, {message_tokens.describe()}"
     else:
-        total = message_bytes + context.text_bytes
         count = len(context.sources)
         tokens = message_tokens + await asyncio.to_thread(COUNTER.count, context.text)
         summary = (
             f"{count} session{'s' if count != 1 else ''} referenced; "
-            f"{total} bytes in all ({tokens.describe()}), snapshot {context.text_bytes} bytes"
+            f"{size(message_bytes + context.text_bytes)} in all, {tokens.describe()}; "
+            f"snapshot {kilobytes(context.text_bytes)} KB"
         )
-    return Preview(preview_uri(document_uri), "\n".join(header) + report + "\n", summary, True)
+    return Preview(uri, "\n".join([*header, report]) + "\n", summary, True)
+
+
+async def build_model_text(
+    document_uri: str, analysis: Analysis, resolver: SessionReferenceResolver, agent: AgentRef
+) -> Preview:
+    """The exact model-facing text of an analysed document: what ``dsh-session-reference prepare``
+    prints for it, byte for byte (or the error ``prepare`` fails with)."""
+    uri = preview_uri(document_uri, model_text=True)
+    error = await _failure(analysis, resolver, agent)
+    if error is not None:
+        summary = f"prepare failed: {error.code}: {error.message}"
+        return Preview(uri, f"error: {error.code}: {error.message}\n", summary, False)
+    prepared = await asyncio.to_thread(_prepared, analysis)
+    text = await asyncio.to_thread(
+        render_prepared_report, prepared.readable, prepared.message, resolver.config
+    )
+    return Preview(uri, text + "\n", "the exact model-facing text", True)
 
 
 def _document_name(document_uri: str) -> str:

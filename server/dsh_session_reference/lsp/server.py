@@ -36,11 +36,11 @@ from ..lines import Encoding
 from ..model import LiveSource
 from ..resolver import AgentRef, find_session, find_titled
 from .diagnostics import to_diagnostics
-from .documents import Document, DocumentStore, text_of
+from .documents import Document, DocumentStore
 from .idle_gc import IdleCollector
 from .live import Live
 from .positions import LineIndex
-from .preview import KeptPreviews, Preview, build_preview
+from .preview import KeptPreviews
 from .progress import CLIENT_REQUEST_TIMEOUT, with_progress
 from .pygls_patches import DshProtocol
 from .settings import SECTION, Settings, apply_settings
@@ -490,17 +490,6 @@ class DshLanguageServer(LanguageServer):
             task.cancel()
 
     # --- documents for commands ---------------------------------------------------------------------
-
-    async def preview(self, uri: str) -> Preview | None:
-        text = await text_of(self.documents, uri)
-        if text is None:
-            return None
-        agent = await self.agent_for(uri)
-        target = await self.target_json()
-        label = None if target is None else target["label"]
-        preview = await build_preview(uri, text, self.engine.resolver, agent, label)
-        self.previews.keep(preview)
-        return preview
 
     def closed(self, uri: str) -> None:
         """A document closed: nothing kept for it stays (its analysis, a pending push, its preview)."""

@@ -140,8 +140,8 @@ def test_emacs_eglot_completion_diagnostic_quick_fix_and_preview(
     assert preview["ok"] is True, preview
     text = preview["text"]
     assert result["preview_buffer"] == text.split("\n")
-    assert "## Referenced sessions" in text and "Byte accounting" in text
-    assert scenario.prepared_report(final_text) in text
+    assert "What the model reads of it:" in text and "Byte accounting" in text
+    assert scenario.shows_accounting(text, final_text)
     # eglot 1.9 has no window/showDocument either: the server adds a showMessage summary.
     (message,) = result["messages"]
     assert message["type"] == 3 and preview["summary"] in message["message"], message

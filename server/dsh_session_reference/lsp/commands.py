@@ -1,0 +1,248 @@
+"""The server's commands (``workspace/executeCommand``): the preview and the model-facing text,
+candidates, the document summary, transcripts and mention insertion, each translating between
+its JSON arguments and the core.
+
+The preview and transcript documents are served by ``workspace/textDocumentContent`` too
+(:mod:`.features`), through :func:`preview_of` and :func:`transcript_of`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, Final
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+
+from ..analysis import analyze
+from ..display import display_label
+from ..transcript import NoSuchSession, Transcript, read_transcript
+from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
+from .documents import text_of
+from .preview import Preview, build_model_text, build_preview, document_summary, referenced_sessions
+from .progress import CLIENT_REQUEST_TIMEOUT
+from .server import DshLanguageServer
+from .sessions import (
+    TRANSCRIPT_SCHEME,
+    candidate_row,
+    insertion,
+    listed_candidate,
+    mention_edit,
+    transcript_target,
+    transcript_uri,
+)
+
+PREVIEW_COMMAND: Final = "dshSessionReference.preview"
+MODEL_TEXT_COMMAND: Final = "dshSessionReference.modelText"
+CANDIDATES_COMMAND: Final = "dshSessionReference.candidates"
+SUMMARY_COMMAND: Final = "dshSessionReference.documentSummary"
+TRANSCRIPT_COMMAND: Final = "dshSessionReference.transcript"
+INSERT_MENTION_COMMAND: Final = "dshSessionReference.insertMention"
+
+
+def _uri_argument(args: Sequence[Any], command: str) -> str:
+    if not args or not isinstance(args[0], str):
+        raise invalid(f"{command} expects [documentUri: string]")
+    return args[0]
+
+
+async def _preview_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+    uri = _uri_argument(args, PREVIEW_COMMAND)
+    with ls.tracked_command():
+        preview = await preview_of(ls, uri)
+        if preview is None:
+            raise invalid(f"{PREVIEW_COMMAND}: {uri} is not open and is no file")
+        if ls.content_registered and ls.capability("window.show_document.support", False):
+            ls.spawn(_show_document(ls, preview))
+        else:
+            _say_summary(ls, preview)
+        return preview.to_json()
+
+
+async def _model_text_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+    uri = _uri_argument(args, MODEL_TEXT_COMMAND)
+    with ls.tracked_command():
+        model_text = await preview_of(ls, uri, model_text=True)
+        if model_text is None:
+            raise invalid(f"{MODEL_TEXT_COMMAND}: {uri} is not open and is no file")
+        if ls.content_registered and ls.capability("window.show_document.support", False):
+            ls.spawn(_show_document(ls, model_text))
+        return model_text.to_json()
+
+
+async def _show_document(ls: DshLanguageServer, preview: Preview) -> None:
+    params = types.ShowDocumentParams(uri=preview.uri, take_focus=True)
+    try:
+        result = await asyncio.wait_for(ls.window_show_document_async(params), CLIENT_REQUEST_TIMEOUT)
+    except (JsonRpcException, TimeoutError):
+        result = None
+    if result is None or not result.success:
+        _say_summary(ls, preview)
+
+
+def _say_summary(ls: DshLanguageServer, preview: Preview) -> None:
+    """The preview's one-line summary as a message, where the preview itself cannot be shown."""
+    kind = types.MessageType.Info if preview.ok else types.MessageType.Error
+    ls.window_show_message(types.ShowMessageParams(type=kind, message=f"dsh: {preview.summary}"))
+
+
+async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[str, Any]]:
+    options = args[0] if args else {}
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise invalid(f"{CANDIDATES_COMMAND} expects [{{documentUri?: string, query?: string}}]")
+    uri = options.get("documentUri")
+    query = options.get("query", "")
+    if (uri is not None and not isinstance(uri, str)) or not isinstance(query, str):
+        raise invalid(f"{CANDIDATES_COMMAND}: documentUri and query must be strings")
+    with ls.tracked_command():
+        agent = await ls.agent_for(uri)
+        candidates = await ls.engine.resolver.list_candidates(agent, query)
+        return [candidate_row(candidate) for candidate in candidates]
+
+
+async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+    uri = _uri_argument(args, SUMMARY_COMMAND)
+    with ls.tracked_command():
+        result = await ls.analysis(uri)
+        if result is None:
+            raise invalid(f"{SUMMARY_COMMAND}: {uri} is not open")
+        summary = await asyncio.to_thread(document_summary, result.analysis)
+        return {
+            **summary,
+            "target": await ls.target_json(),
+            "maxReferences": result.analysis.max_references,
+            "references": referenced_sessions(result.analysis),
+        }
+
+
+def _no_session(session_id: str) -> JsonRpcInvalidParams:
+    return invalid(f"the sessions root lists no session {display_label(session_id)!r}")
+
+
+async def transcript_of(ls: DshLanguageServer, asked: str) -> tuple[str, Transcript]:
+    """The transcript a ``dsh-transcript:`` URI, a mention's ``dsh-session:`` URI (a Markdown link
+    followed in the editor) or a bare session id names, and its URI, remembered as served (the
+    URI asked for) so that a change to its log tells the client. A URI that is no session's is
+    ``InvalidParams`` saying why, as its diagnostic does."""
+    target = transcript_target(asked)
+    if target is None and asked.startswith(SESSION_REFERENCE_SCHEME):
+        spans = scan_session_references(asked)
+        whole = spans[0] if len(spans) == 1 and (spans[0].start, spans[0].end) == (0, len(asked)) else None
+        if whole is None or whole.session_id is None:
+            reason = "it is not one URI" if whole is None else whole.reason
+            raise invalid(f"{display_label(asked)} is not a session URI: {reason}")
+        asked = whole.session_id  # a bare id from here on
+    session_id, label = (asked, None) if target is None else target
+    try:
+        transcript = await read_transcript(ls.engine.resolver, session_id, label)
+    except NoSuchSession:
+        raise _no_session(session_id) from None
+    uri = asked if target is not None else transcript_uri(session_id, transcript.title)
+    ls.live.served(uri, transcript.session_id)
+    return uri, transcript
+
+
+async def _transcript_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+    if not args or not isinstance(args[0], str):
+        raise invalid(f"{TRANSCRIPT_COMMAND} expects [sessionId or {TRANSCRIPT_SCHEME}: URI]")
+    with ls.tracked_command():
+        uri, transcript = await transcript_of(ls, args[0])
+    return {
+        "uri": uri,
+        "text": transcript.text,
+        "title": transcript.title,
+        "sessionId": transcript.session_id,
+    }
+
+
+async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+    try:
+        uri, cursor, session_id, replace = insertion(args[0] if args else None)
+    except ValueError as error:
+        raise invalid(f"{INSERT_MENTION_COMMAND} expects {error}") from None
+    document = ls.documents.get(uri)
+    if document is None:
+        raise invalid(f"{INSERT_MENTION_COMMAND}: {uri} is not open")
+    with ls.tracked_command():
+        candidate = await listed_candidate(ls.engine.source, session_id)
+        if candidate is None:
+            raise _no_session(session_id)
+        version, ranges = document.version, [types.Range(start=cursor, end=cursor)]
+        if replace is not None:
+            # The picker's answer to a pick past maxReferences: that session's mentions become
+            # mentions of the picked one, so the count of sessions stays where it was.
+            version, ranges = await _mention_ranges(ls, uri, replace)
+        mention, edit = mention_edit(
+            uri,
+            version,
+            ranges,
+            candidate,
+            document_changes=bool(ls.capability("workspace.workspace_edit.document_changes", False)),
+        )
+        try:
+            applied = await asyncio.wait_for(
+                ls.workspace_apply_edit_async(
+                    types.ApplyWorkspaceEditParams(edit=edit, label="Insert mention")
+                ),
+                CLIENT_REQUEST_TIMEOUT,
+            )
+        except (JsonRpcException, TimeoutError) as error:
+            raise JsonRpcInvalidParams(
+                f"{INSERT_MENTION_COMMAND}: the editor did not apply it: {error}"
+            ) from None
+        reply: dict[str, Any] = {"mention": mention, "applied": applied.applied}
+        if replace is not None:
+            reply["replaced"] = len(ranges)
+        return reply
+
+
+async def _mention_ranges(
+    ls: DshLanguageServer, uri: str, session_id: str
+) -> tuple[int | None, list[types.Range]]:
+    """Where the document mentions ``session_id`` now, and the version that is true of."""
+    result = await ls.analysis(uri)
+    reference = None if result is None else result.analysis.reference_for(session_id)
+    if result is None or reference is None or not reference.spans:
+        shown = display_label(session_id)
+        raise invalid(f"{INSERT_MENTION_COMMAND}: the document mentions no session {shown!r}")
+    index = result.index
+    return result.version, [index.range_of(span.start, span.end, ls.encoding) for span in reference.spans]
+
+
+def invalid(message: str) -> JsonRpcInvalidParams:
+    return JsonRpcInvalidParams(message)
+
+
+async def preview_of(ls: DshLanguageServer, uri: str, *, model_text: bool = False) -> Preview | None:
+    """The preview of a document (``model_text``: its exact model-facing text), open or a file on
+    disk, kept for a client that asks for it again; ``None`` for one that is neither."""
+    if ls.documents.get(uri) is not None:
+        result = await ls.analysis(uri)
+        analysis = None if result is None else result.analysis
+    else:
+        text = await text_of(ls.documents, uri)
+        analysis = None if text is None else await analyze(text, ls.engine.resolver, await ls.agent_for(uri))
+    if analysis is None:
+        return None
+    agent = await ls.agent_for(uri)
+    if model_text:
+        preview = await build_model_text(uri, analysis, ls.engine.resolver, agent)
+    else:
+        target = await ls.target_json()
+        label = None if target is None else target["label"]
+        preview = await build_preview(uri, analysis, ls.engine.resolver, agent, label)
+    ls.previews.keep(preview)
+    return preview
+
+
+def register(server: DshLanguageServer) -> None:
+    """Register every command on ``server``."""
+    server.command(PREVIEW_COMMAND)(_preview_command)
+    server.command(MODEL_TEXT_COMMAND)(_model_text_command)
+    server.command(CANDIDATES_COMMAND)(_candidates_command)
+    server.command(SUMMARY_COMMAND)(_summary_command)
+    server.command(TRANSCRIPT_COMMAND)(_transcript_command)
+    server.command(INSERT_MENTION_COMMAND)(_insert_mention_command)
