@@ -469,6 +469,13 @@ def profile(tools: Tools, vsix: Path, tmp_path: Path) -> Profile:
     return Profile(env, user_data, extensions)
 
 
+def _machine_settings(profile: Profile, settings: dict[str, str]) -> None:
+    """Settings as a user sets the machine-scoped ones (sessionsRoot, interpreter): code-server's
+    remote settings, the only place besides the user's own that VS Code reads them from."""
+    (profile.user_data / "Machine").mkdir(exist_ok=True)
+    (profile.user_data / "Machine" / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+
+
 def _workspace_settings(workspace: Path, settings: dict[str, str]) -> None:
     (workspace / ".vscode").mkdir(exist_ok=True)
     (workspace / ".vscode" / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
@@ -509,14 +516,17 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     scenario: Scenario, tools: Tools, profile: Profile, tmp_path: Path
 ) -> None:
     started = time.monotonic()
-    # The workspace: settings that point at the sample store, and an empty .venv (no pip, no
-    # packages) that the extension must pick as the interpreter.
+    # The machine's settings point at the sample store. The workspace's own settings name a decoy
+    # store (an empty folder it ships), which VS Code must ignore: sessionsRoot is machine-scoped, a
+    # workspace cannot point the server at a store (were it honoured, no session would be listed).
+    # And an empty .venv (no pip, no packages) that the extension must pick as the interpreter.
     workspace = scenario.workspace
-    relative_root = os.path.relpath(scenario.sessions_root, workspace)
+    _machine_settings(profile, {"dshSessionReference.sessionsRoot": str(scenario.sessions_root)})
+    (workspace / "decoy-sessions").mkdir()
     _workspace_settings(
         workspace,
         {
-            "dshSessionReference.sessionsRoot": "${workspaceFolder}/" + relative_root,
+            "dshSessionReference.sessionsRoot": "${workspaceFolder}/decoy-sessions",
             "dshSessionReference.targetSessionId": scenario.target_id,
             "dshSessionReference.trace.server": "messages",
         },
@@ -858,7 +868,7 @@ def test_vscode_too_old_python_gives_one_clear_notification(
     old_python = tmp_path / "python3.6"
     old_python.write_text(OLD_PYTHON, encoding="utf-8")
     old_python.chmod(0o755)
-    _workspace_settings(scenario.workspace, {"dshSessionReference.interpreter": str(old_python)})
+    _machine_settings(profile, {"dshSessionReference.interpreter": str(old_python)})
     artifacts = _artifacts("old-python")
     spec = _driver_spec(tools, scenario.prompt, artifacts, tmp_path / "result.json", mode="old-python")
     with _code_server(
