@@ -293,7 +293,8 @@ async def test_summary_and_candidates_commands(s: Session, workspace: Path) -> N
     # dependency), DeepSeek's own count after: within a few bytes per token either way.
     assert summary["bytes"] > 500 and summary["bytes"] / 8 < summary["tokens"] < summary["bytes"] / 2
     if not summary["tokensExact"]:
-        assert summary["tokens"] == -(-summary["bytes"] // 4)
+        # Each of the two messages is estimated on its own, a quarter of its bytes rounded up.
+        assert 0 <= summary["tokens"] - summary["bytes"] // 4 <= 2
     rows = await s.command("dshSessionReference.candidates", {"documentUri": uri, "query": "deploy"})
     assert rows == [
         {

@@ -183,7 +183,7 @@ def _assert_sessions(result: dict[str, Any], scenario: Scenario, *, prepared: bo
         references = parse_session_reference_text(final_text).references
         assert lenses[0]["title"].startswith(f"{len({r.session_id for r in references})} sessions · ")
         assert "KB in all" in lenses[0]["title"], lenses
-        assert scenario.shows_accounting(preview, final_text)
+        assert not scenario.missing_accounting(preview, final_text)
     else:
         assert lenses[0]["title"] == "dsh would not send this: 1 error", lenses
         assert "prepare failed: SESSION_REFERENCE_INVALID_REFERENCE" in preview, preview
@@ -319,7 +319,7 @@ def test_neovim_completion_diagnostic_quick_fix_and_preview(
     assert preview["shown"] is True and preview["modifiable"] is False
     text = "\n".join(preview["lines"])
     assert "What the model reads of it:" in text and "Byte accounting" in text
-    assert scenario.shows_accounting(text, final_text)
+    assert not scenario.missing_accounting(text, final_text)
     # One summary per preview: this one's, then the code lens' (step 6).
     message, lens_message = result["messages"]
     assert message["type"] == 3 and message["message"], message  # Info: a one-line summary

@@ -118,6 +118,21 @@ async function visibleLines(editor) {
   return (await renderedLines(editor)).map((line) => line.text);
 }
 
+/**
+ * The lines `editor` shows once VS Code's find widget has looked for `text` in it, as a person
+ * finds a line below the fold (a long preview): scrolled to the first match, where there is one.
+ */
+async function linesFound(page, editor, text) {
+  await editor.locator('.view-lines').click();
+  await page.keyboard.press('Control+f');
+  await editor.locator('.find-widget .monaco-findInput .input').first().fill(text);
+  await page.keyboard.press('Enter');
+  await page.waitForTimeout(200);
+  const lines = await visibleLines(editor);
+  await page.keyboard.press('Escape');
+  return lines;
+}
+
 /** Polls `read` until `predicate` holds of its value; the error says what was seen last. */
 async function waitFor(read, predicate, what, timeout = STEP_TIMEOUT) {
   const started = Date.now();
@@ -854,9 +869,11 @@ async function main() {
     // The open preview is prepared again too: its byte accounting reaches the log's new last seq.
     const seq = transcript.map((line) => /^events: +through seq (\d+)$/.exec(line)).find((match) => match)?.[1];
     const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '(context)' }) }).locator('.monaco-editor').first();
-    const preview = await waitForLines(
-      previewEditor,
-      (l) => seq !== undefined && l.some((line) => line.trim() === `captured through  seq ${seq}`),
+    // The session's accounting is below the fold of a preview that shows messages: found.
+    const captured = `captured through  seq ${seq}`;
+    const preview = await waitFor(
+      () => linesFound(page, previewEditor, captured),
+      (l) => seq !== undefined && l.some((line) => line.trim() === captured),
       `the open preview did not follow the new turn (seq ${seq})`,
     );
     await screenshot(page, 'live-refresh-preview');

@@ -517,14 +517,17 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     scenario: Scenario, tools: Tools, profile: Profile, tmp_path: Path
 ) -> None:
     started = time.monotonic()
-    # The machine settings point at the sample store; the workspace has an empty .venv (no pip, no
-    # packages) that the extension must pick as the interpreter.
+    # The machine's settings point at the sample store. The workspace's own settings name a decoy
+    # store (an empty folder it ships), which VS Code must ignore: sessionsRoot is machine-scoped, a
+    # workspace cannot point the server at a store (were it honoured, no session would be listed).
+    # And an empty .venv (no pip, no packages) that the extension must pick as the interpreter.
     workspace = scenario.workspace
-    relative_root = os.path.relpath(scenario.sessions_root, workspace)
-    profile.machine_settings({"dshSessionReference.sessionsRoot": "${workspaceFolder}/" + relative_root})
+    profile.machine_settings({"dshSessionReference.sessionsRoot": str(scenario.sessions_root)})
+    (workspace / "decoy-sessions").mkdir()
     _workspace_settings(
         workspace,
         {
+            "dshSessionReference.sessionsRoot": "${workspaceFolder}/decoy-sessions",
             "dshSessionReference.targetSessionId": scenario.target_id,
             "dshSessionReference.trace.server": "messages",
         },
