@@ -123,6 +123,16 @@ export class ProtocolError extends Error {
   }
 }
 
+/**
+ * Whether a completion answer is only the server's "Listing dsh sessions…" row (its `data` is
+ * `{listing: true}`): the sessions are still being listed, and the extension asks again shortly
+ * rather than wait for the user's next keystroke.
+ */
+export function isListingOnly(result: unknown): boolean {
+  const items = Array.isArray(result) ? result : isRecord(result) && Array.isArray(result.items) ? result.items : [];
+  return items.length === 1 && isRecord(items[0]) && isRecord(items[0].data) && items[0].data.listing === true;
+}
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

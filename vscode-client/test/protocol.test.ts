@@ -15,6 +15,7 @@ import {
   asTranscriptResult,
   changedContent,
   CLIENT_COMMANDS,
+  isListingOnly,
   isRequestCancelled,
   ProtocolError,
   SERVER_COMMANDS,
@@ -177,4 +178,16 @@ describe('command ids', () => {
   test('package.json contributes exactly the client commands', () => {
     assert.deepEqual(manifest.contributes.commands.map((item) => item.command).sort(), Object.values(CLIENT_COMMANDS).sort());
   });
+});
+
+test('isListingOnly: only an answer that is the one listing row asks again', () => {
+  const listing = { label: 'Listing dsh sessions…', data: { listing: true } };
+  const session = { label: 'Deploy checklist', data: { sessionId: 's-delta', label: 'Deploy checklist' } };
+  assert.equal(isListingOnly({ isIncomplete: true, items: [listing] }), true);
+  assert.equal(isListingOnly([listing]), true);
+  assert.equal(isListingOnly({ items: [session] }), false);
+  assert.equal(isListingOnly({ items: [listing, session] }), false);
+  assert.equal(isListingOnly({ items: [{ label: 'x', data: { listing: 'yes' } }] }), false);
+  assert.equal(isListingOnly(undefined), false);
+  assert.equal(isListingOnly(null), false);
 });

@@ -934,6 +934,7 @@ async function main() {
     let preview = [];
     if ((await previewTab.count()) > 0) {
       await previewTab.first().click();
+      await page.keyboard.press('Control+Home'); // VS Code restores where it was scrolled to
       const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '(context)' }) }).locator('.monaco-editor').first();
       preview = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Byte accounting')), 'the restored preview was not prepared again');
     }
