@@ -99,7 +99,9 @@ class Scenario:
         counter = COUNTER if exact_tokens else TokenCounter(find=False)
         # Exact counts are what the editor's server (with the extra) shows; the tokenizer loads in
         # the background, and a count asked before then is the estimate.
-        assert not exact_tokens or COUNTER.wait(120), "the tokens extra is not installed in the test environment"
+        assert not exact_tokens or COUNTER.wait(120), (
+            "the tokens extra is not installed in the test environment"
+        )
         store = JsonlSessionStore(str(self.sessions_root))
 
         async def prepare() -> list[str]:

@@ -473,7 +473,9 @@ def _machine_settings(profile: Profile, settings: dict[str, str]) -> None:
     """Settings as a user sets the machine-scoped ones (sessionsRoot, interpreter): code-server's
     remote settings, the only place besides the user's own that VS Code reads them from."""
     (profile.user_data / "Machine").mkdir(exist_ok=True)
-    (profile.user_data / "Machine" / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
+    (profile.user_data / "Machine" / "settings.json").write_text(
+        json.dumps(settings, indent=2), encoding="utf-8"
+    )
 
 
 def _workspace_settings(workspace: Path, settings: dict[str, str]) -> None:
