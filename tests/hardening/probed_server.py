@@ -7,6 +7,8 @@ beside the product's commands. It reports the server's live asyncio tasks, the
 work it tracks per document and request, its threads and its resident memory.
 ``dshHardening.block`` occupies a worker thread with work that heeds no stop
 signal (as a read blocked on a stalled disk would), for the exit tests.
+``dshHardening.gateListings`` holds every ``listCandidates`` at its start while
+closed (as a cold listing of a big root does), for the first-completion tests.
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from typing import Any
 from dsh_session_reference.lsp.features import create_server
 from dsh_session_reference.lsp.server import DshLanguageServer
 from dsh_session_reference.lsp.transport import serve_stdio
+from dsh_session_reference.resolver import SessionReferenceResolver
 
 STATS = "dshHardening.stats"
 BLOCK = "dshHardening.block"
+GATE = "dshHardening.gateListings"
 
 
 def _rss_kb() -> int:
@@ -65,11 +69,42 @@ async def _block(ls: DshLanguageServer, seconds: float) -> None:
     await asyncio.to_thread(time.sleep, seconds)
 
 
+class _Gate:
+    """Holds ``SessionReferenceResolver.list_candidates`` while closed; counts the calls."""
+
+    def __init__(self) -> None:
+        self.open = asyncio.Event()
+        self.open.set()
+        self.listings = 0
+        listed = SessionReferenceResolver.list_candidates
+
+        async def gated(resolver: SessionReferenceResolver, *args: Any, **kwargs: Any) -> Any:
+            self.listings += 1
+            await self.open.wait()
+            return await listed(resolver, *args, **kwargs)
+
+        SessionReferenceResolver.list_candidates = gated  # type: ignore[method-assign]
+
+    async def command(self, ls: DshLanguageServer, closed: bool) -> int:
+        """``[true]`` closes the gate, ``[false]`` opens it; answers the listings begun so far."""
+        if closed:
+            self.open.clear()
+        else:
+            self.open.set()
+        return self.listings
+
+
 def main() -> None:
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
     server = create_server()
     server.command(STATS)(_stats)
     server.command(BLOCK)(_block)
+    gate = _Gate()
+
+    async def gate_command(ls: DshLanguageServer, closed: bool) -> int:
+        return await gate.command(ls, closed)
+
+    server.command(GATE)(gate_command)
     sys.exit(serve_stdio(server))
 
 

@@ -34,6 +34,12 @@ from ..uri import JS_SPACE, format_session_reference_mention
 BODY_MARK: Final = "matched in messages"
 """How a body-search row says why it is there (``bodySearch``)."""
 
+LISTING_LABEL: Final = "Listing dsh sessions…"
+"""The row a completion shows while the sessions are still being listed (:func:`listing_item`)."""
+LISTING_DATA: Final = {"listing": True}
+"""That row's ``data``: how a client tells it from a session's row (the VS Code extension asks
+again while it shows)."""
+
 MAX_TOKEN_LENGTH: Final = 512
 """A longer run of non-space text before the cursor is not a mention being typed."""
 
@@ -224,6 +230,24 @@ def item_data(item: types.CompletionItem) -> tuple[str, str] | None:
     if not isinstance(session_id, str) or not isinstance(label, str):
         return None
     return session_id, label
+
+
+def listing_item(edit_range: types.Range, typed: str, read: int) -> types.CompletionItem:
+    """The one row of a completion answered before the sessions are listed (a fresh server over a
+    big root): it says the list is coming, and how far the listing is, rather than leave the popup
+    shut while the user waits. It inserts nothing: its edit puts back what was typed. Its filter
+    text is what was typed, so the client keeps it whatever the query; the list is incomplete, so
+    the next keystroke (or the VS Code extension, at once) asks again."""
+    so_far = f"{read:,} read so far" if read else "reading the sessions folder"
+    return types.CompletionItem(
+        label=LISTING_LABEL,
+        kind=types.CompletionItemKind.Text,
+        detail=f"{so_far}; the sessions follow",
+        sort_text="0",
+        filter_text=typed,
+        text_edit=types.TextEdit(range=edit_range, new_text=typed),
+        data=LISTING_DATA,
+    )
 
 
 def candidate_json(candidate: Candidate) -> dict[str, Any]:

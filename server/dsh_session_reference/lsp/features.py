@@ -18,12 +18,14 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.exceptions import JsonRpcException
 
+from ..cancellation import AbortSignal
 from ..errors import CANCELLED, SessionReferenceError
 from ..model import MAX_TITLE_CHARS
+from ..resolver import Candidate
 from . import commands, transport
 from .actions import code_actions
 from .commands import PREVIEW_COMMAND, invalid, preview_of, transcript_of
-from .completion import completion_items, find_trigger, item_data
+from .completion import completion_items, find_trigger, item_data, listing_item
 from .hover import documentation, hover_text, read_session_facts, session_summary
 from .inline import code_lenses, inlay_hints
 from .positions import encoding_of
@@ -52,6 +54,11 @@ MAX_SYMBOL_QUERY: Final = MAX_TITLE_CHARS
 """A longer ``workspace/symbol`` query is answered at once with nothing: titles are kept to this
 length and ids are file names, so only a cwd that long could match, and a 2 MB query was matched
 against every session's fields."""
+COMPLETION_PATIENCE: Final = 0.1
+"""Seconds a completion waits for the session list before it answers with a single "Listing dsh
+sessions…" row (:func:`.completion.listing_item`): a fresh server over a big root lists for a
+second or more, and a popup that stays shut meanwhile reads as nothing happening. The listing goes
+on; the next ask waits on it rather than start another. Warm answers take a few milliseconds."""
 DIAGNOSTIC_DELAY: Final = 0.12
 """Seconds of quiet after a change before pushed diagnostics are recomputed."""
 
@@ -146,23 +153,28 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
     trigger = find_trigger(document.index, cursor, continuing=continuing)
     if trigger is None:
         return empty
+
+    def listing() -> types.CompletionList:
+        edit_range = document.index.range_of(trigger.at, trigger.cursor, ls.encoding)
+        typed = document.index[trigger.at : trigger.cursor]
+        row = listing_item(edit_range, typed, ls.catalog.walked_sessions)
+        return types.CompletionList(is_incomplete=True, items=[row])
+
+    # An earlier answer's listing still running (a cold root): wait on it, not beside it.
+    pending = ls.pending_listing
+    if pending is not None and not pending.done():
+        done, _ = await asyncio.wait({pending}, timeout=COMPLETION_PATIENCE)
+        if not done:
+            return listing()
     signal = ls.begin_completion(uri)
-    try:
-        agent = await ls.agent_for(uri)
-        candidates = await ls.engine.resolver.list_candidates(agent, trigger.query, signal=signal)
-    except SessionReferenceError as error:
-        if error.code != CANCELLED:
-            ls.window_log_message(
-                types.LogMessageParams(type=types.MessageType.Warning, message=f"completion: {error.message}")
-            )
+    running = asyncio.ensure_future(_candidates(ls, uri, trigger.query, signal))
+    done, _ = await asyncio.wait({running}, timeout=COMPLETION_PATIENCE)
+    if not done:
+        ls.pending_listing = running
+        return listing()
+    candidates = running.result()
+    if candidates is None:
         return types.CompletionList(is_incomplete=True, items=[])
-    except Exception as error:  # an unreadable root: no rows, and say why in the log
-        ls.window_log_message(
-            types.LogMessageParams(type=types.MessageType.Warning, message=f"completion: {error}")
-        )
-        return types.CompletionList(is_incomplete=True, items=[])
-    finally:
-        ls.end_completion(uri, signal)
     edit_range = document.index.range_of(trigger.at, trigger.cursor, ls.encoding)
     items = completion_items(
         candidates,
@@ -173,6 +185,30 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
         filter_text=bool(ls.capability("text_document.completion.completion_item.insert_replace_support")),
     )
     return types.CompletionList(is_incomplete=True, items=items)
+
+
+async def _candidates(
+    ls: DshLanguageServer, uri: str, query: str, signal: AbortSignal
+) -> list[Candidate] | None:
+    """``listCandidates`` for a completion in ``uri``; ``None`` when it failed (said in the log) or
+    a newer completion superseded it. Never raises: its answer may be nobody's (see
+    :data:`COMPLETION_PATIENCE`)."""
+    try:
+        agent = await ls.agent_for(uri)
+        return await ls.engine.resolver.list_candidates(agent, query, signal=signal)
+    except SessionReferenceError as error:
+        if error.code != CANCELLED:
+            ls.window_log_message(
+                types.LogMessageParams(type=types.MessageType.Warning, message=f"completion: {error.message}")
+            )
+        return None
+    except Exception as error:  # an unreadable root: no rows, and say why in the log
+        ls.window_log_message(
+            types.LogMessageParams(type=types.MessageType.Warning, message=f"completion: {error}")
+        )
+        return None
+    finally:
+        ls.end_completion(uri, signal)
 
 
 async def _completion_resolve(ls: DshLanguageServer, item: types.CompletionItem) -> types.CompletionItem:

@@ -115,6 +115,8 @@ class DshLanguageServer(LanguageServer):
         self._analyses: dict[str, _AnalysisRun] = {}
         self._pending: dict[str, asyncio.Task[None]] = {}
         self._completions: dict[str, AbortSignal] = {}
+        self.pending_listing: asyncio.Future[Any] | None = None
+        """A completion's listing still running after its answer went out (see features.py)."""
         self._commands: dict[int | str, asyncio.Task[Any]] = {}
         self.previews = KeptPreviews()
         self.live = Live(self)

@@ -1,0 +1,76 @@
+"""A first ``@`` is never silent: a completion that cannot list the sessions in time (a fresh
+server over a big root lists for seconds) answers at once with one "Listing dsh sessions…" row,
+incomplete, that inserts nothing; the next ask waits on that same listing rather than start
+another, and gets the sessions once it is done.
+
+The listing is held by the probed server's gate (:mod:`probed_server`), so what is asserted does
+not depend on how fast this machine lists; how fast the real first answer is lives in the
+benchmark (``docs/benchmarks.md``).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from lsp_support import default_specs, write_store
+from lsprotocol import types
+
+from dsh_session_reference.lsp.completion import LISTING_DATA, LISTING_LABEL
+
+from .audit import audited_env
+from .lsp_harness import lsp_session
+from .probed_server import GATE, STATS
+from .test_server_faults import COMMAND
+
+
+@pytest.fixture(scope="module")
+def store_root(tmp_path_factory: pytest.TempPathFactory, workspace: Path) -> Path:
+    return write_store(tmp_path_factory.mktemp("first") / "sessions", default_specs(str(workspace)))
+
+
+async def test_a_completion_that_cannot_list_in_time_shows_one_listing_row(
+    tmp_path: Path, workspace: Path, store_root: Path
+) -> None:
+    async with lsp_session(COMMAND, audited_env(tmp_path / "a.log"), workspace, store_root) as s:
+        uri = s.open(workspace, "see @dep")
+        await s.command(GATE, True)
+        first = await s.complete(uri)
+        assert first.is_incomplete
+        assert [item.label for item in first.items] == [LISTING_LABEL]
+        (row,) = first.items
+        # It inserts nothing (its edit puts back what was typed), the client keeps it whatever
+        # was typed, and it says how far the listing is.
+        assert isinstance(row.text_edit, types.TextEdit) and row.text_edit.new_text == "@dep"
+        assert row.text_edit.range == types.Range(
+            start=types.Position(line=0, character=4), end=types.Position(line=0, character=8)
+        )
+        assert row.filter_text == "@dep" and row.data == LISTING_DATA
+        assert row.detail is not None
+        assert re.fullmatch(
+            r"([\d,]+ read so far|reading the sessions folder); the sessions follow", row.detail
+        )
+        begun = await s.command(GATE, True)
+        assert begun == 1
+        # Asked again while that listing runs: the same row, and no second listing beside it.
+        again = await s.complete(uri)
+        assert [item.label for item in again.items] == [LISTING_LABEL] and again.is_incomplete
+        assert await s.command(GATE, True) == begun
+        # The listing done, the next ask has the sessions (and no listing row).
+        await s.command(GATE, False)
+        done = await s.complete(uri)
+        assert [item.label for item in done.items] == ["Deploy checklist"]
+        stats = await s.command(STATS)
+        assert stats["completions"] == 0, stats
+
+
+async def test_a_warm_completion_answers_with_its_rows(
+    tmp_path: Path, workspace: Path, store_root: Path
+) -> None:
+    """The patience is for listings that take long: an open gate never shows the listing row."""
+    async with lsp_session(COMMAND, audited_env(tmp_path / "a.log"), workspace, store_root) as s:
+        uri = s.open(workspace, "see @")
+        rows = await s.complete(uri)
+        labels = [item.label for item in rows.items]
+        assert LISTING_LABEL not in labels and len(labels) >= 3, labels
