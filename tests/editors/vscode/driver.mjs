@@ -9,7 +9,9 @@
 //          hintCount?, sessionSearches?, sessionQuery?, sessionLabel?, mentionQuery?, mentionLabel?,
 //          growLog?, growBytes?, growText?, growMention?, limitQuery?, limitLabel?, limitMention?, replaceLabel?,
 //          wrapColumn?}
-//   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives.
+//   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives;
+//   "first-at": the first `@` typed as soon as the prompt shows (the server still starting), timed
+//   with no other key until real rows show (spec: placeholderPattern, waitMs).
 
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -332,6 +334,11 @@ async function main() {
     const lines = await waitForLines(promptEditor, (l) => l.length > 2, 'the prompt did not render');
     return { lines };
   });
+
+  if (spec.mode === 'first-at') {
+    await step('first-at', page, async () => firstAt(page, promptEditor));
+    return;
+  }
 
   if (spec.mode === 'old-python') {
     await step('notification', page, async () => {
@@ -941,6 +948,63 @@ async function main() {
     await page.waitForTimeout(500);
     return { before, after: await editorGroups(page), preview: preview.slice(0, 3) };
   });
+}
+
+/**
+ * Types ` @` at the end of the prompt's last line, then only watches: when the popup first shows a
+ * row (the server's placeholder, or rows), and when real rows replace a placeholder with no key
+ * pressed. Polled every 20 ms; each change of the popup's first rows or of the status bar is kept
+ * in `timeline` (the status bar shows the server's work-done progress).
+ */
+async function firstAt(page, promptEditor) {
+  await promptEditor.locator('.view-lines').click();
+  await page.keyboard.press('Control+End');
+  if ((await visibleLines(promptEditor)).at(-1) === '') {
+    await page.keyboard.press('ArrowUp');
+  }
+  await page.keyboard.press('End');
+  await page.keyboard.type(' @');
+  const typed = Date.now();
+  const placeholder = new RegExp(spec.placeholderPattern);
+  // The server's rows are references; VS Code adds words of the document (icon "text") when no
+  // provider has rows, and those are not an answer.
+  const popupRows = () =>
+    page.locator('.editor-widget.suggest-widget.visible .monaco-list-row').evaluateAll((elements) =>
+      elements
+        .sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index')))
+        .map((row) => ({
+          label: row.querySelector('.label-name')?.textContent ?? '',
+          reference: row.querySelector('.codicon-symbol-reference') !== null,
+        })),
+    );
+  const timeline = [];
+  let seen = '';
+  let first = null;
+  let rows = null;
+  while (Date.now() - typed < spec.waitMs) {
+    const shown = await popupRows();
+    const ours = shown.filter((row) => row.reference || placeholder.test(row.label)).map((row) => row.label);
+    const status = (await page.locator('.statusbar-item').allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim()).filter((text) => text !== '');
+    const ms = Date.now() - typed;
+    const now = JSON.stringify([shown.slice(0, 3), status]);
+    if (now !== seen) {
+      seen = now;
+      timeline.push({ ms, rows: shown.slice(0, 3).map((row) => `${row.reference ? '' : '(not ours) '}${row.label}`), count: shown.length, status });
+    }
+    if (first === null && ours.length > 0) {
+      first = { ms, labels: ours.slice(0, 5) };
+      log(`first popup after ${ms} ms: ${JSON.stringify(ours.slice(0, 3))}`);
+      await screenshot(page, 'first-at-popup');
+    }
+    if (ours.some((label) => !placeholder.test(label))) {
+      rows = { ms, labels: ours.slice(0, 5) };
+      log(`rows after ${ms} ms`);
+      break;
+    }
+    await page.waitForTimeout(20);
+  }
+  const line = (await visibleLines(promptEditor)).find((text) => text.endsWith(' @')) ?? null;
+  return { first, rows, timeline, line };
 }
 
 /** Each editor group's tab titles, left to right. */
