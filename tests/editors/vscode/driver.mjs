@@ -941,9 +941,13 @@ async function main() {
     let preview = [];
     if ((await previewTab.count()) > 0) {
       await previewTab.first().click();
-      await page.keyboard.press('Control+Home'); // VS Code restores where it was scrolled to
       const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '(context)' }) }).locator('.monaco-editor').first();
-      preview = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Byte accounting')), 'the restored preview was not prepared again');
+      // Found, not read off the top: VS Code restores the preview scrolled where it was.
+      preview = await waitFor(
+        () => linesFound(page, previewEditor, 'Referenced-session context preview'),
+        (l) => l.some((line) => line.includes('Byte accounting')),
+        'the restored preview was not prepared again',
+      );
     }
     await page.waitForTimeout(500);
     return { before, after: await editorGroups(page), preview: preview.slice(0, 3) };
@@ -957,6 +961,11 @@ async function main() {
  * in `timeline` (the status bar shows the server's work-done progress).
  */
 async function firstAt(page, promptEditor) {
+  // A fresh server: `@` is typed as soon as the server has answered once (the status bar shows
+  // the prompt's mentions), its listing of the cold store under way.
+  const opened = Date.now();
+  await waitForStatus(page, /mentions/, 'the server never answered');
+  const serverMs = Date.now() - opened;
   await promptEditor.locator('.view-lines').click();
   await page.keyboard.press('Control+End');
   if ((await visibleLines(promptEditor)).at(-1) === '') {
@@ -997,14 +1006,18 @@ async function firstAt(page, promptEditor) {
       await screenshot(page, 'first-at-popup');
     }
     if (ours.some((label) => !placeholder.test(label))) {
-      rows = { ms, labels: ours.slice(0, 5) };
+      // The popup's rows as they settle (VS Code draws a new answer's rows over a few frames).
+      await page.waitForTimeout(600);
+      const settled = (await popupRows()).filter((row) => row.reference).map((row) => row.label);
+      rows = { ms, labels: settled.slice(0, 5) };
       log(`rows after ${ms} ms`);
+      await screenshot(page, 'first-at-rows');
       break;
     }
     await page.waitForTimeout(20);
   }
   const line = (await visibleLines(promptEditor)).find((text) => text.endsWith(' @')) ?? null;
-  return { first, rows, timeline, line };
+  return { serverMs, first, rows, timeline, line };
 }
 
 /** Each editor group's tab titles, left to right. */
