@@ -296,7 +296,9 @@ export class ServerController implements vscode.Disposable {
     setTimeout(() => {
       const editor = vscode.window.activeTextEditor;
       if (editor?.document === document && document.version === version && editor.selection.active.isEqual(position)) {
-        void vscode.commands.executeCommand('editor.action.triggerSuggest');
+        this.output.info(`completion: asking again (sessions still being listed)`);
+        // Triggered while its popup shows, VS Code keeps the answer it has: closed first.
+        void vscode.commands.executeCommand('hideSuggestWidget').then(() => vscode.commands.executeCommand('editor.action.triggerSuggest'));
       }
     }, LISTING_RETRY_MS);
   }

@@ -884,7 +884,8 @@ async function main() {
       `the open preview did not follow the new turn (seq ${seq})`,
     );
     await screenshot(page, 'live-refresh-preview');
-    return { transcript, hintBefore, hints: hintOf(lines), lines, preview };
+    const totals = await linesFound(page, previewEditor, 'Totals');
+    return { transcript, hintBefore, hints: hintOf(lines), lines, preview, totals };
   });
 
   await step('insert-mention-limit', page, async () => {
@@ -950,7 +951,7 @@ async function main() {
       );
     }
     await page.waitForTimeout(500);
-    return { before, after: await editorGroups(page), preview: preview.slice(0, 3) };
+    return { before, after: await editorGroups(page), preview };
   });
 }
 
