@@ -172,6 +172,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
 
   context.subscriptions.push(
+    PreviewDocuments.keepLanguage(),
     output,
     previews,
     previews.register(),

@@ -255,6 +255,13 @@ async function statusText(page) {
   return (await item.count()) > 0 ? (await item.innerText()).replace(/\s+/g, ' ').trim() : '';
 }
 
+/** The active editor's language as the status bar names it, once it is `expected` (or after a while). */
+async function languageShown(page, expected) {
+  const items = () => page.locator('.statusbar-item').allInnerTexts();
+  const texts = await waitFor(items, (all) => all.some((text) => text.trim() === expected), 'no language', 5000).catch(() => items());
+  return texts.map((text) => text.trim()).find((text) => text === expected) ?? texts.join(' | ');
+}
+
 /** Waits until the status bar item matches `pattern` (it refreshes once edits settle). */
 async function waitForStatus(page, pattern, what) {
   const started = Date.now();
@@ -951,7 +958,22 @@ async function main() {
       );
     }
     await page.waitForTimeout(500);
-    return { before, after: await editorGroups(page), preview };
+    // Read as a preview still (wrapped prose), not as the plain text of a restored `.txt`.
+    const language = await languageShown(page, 'DSH Preview');
+    return { before, after: await editorGroups(page), preview, language };
+  });
+
+  await step('model-text', page, async () => {
+    // The exact text the model receives is one command away from the preview.
+    await page.locator('.tab', { hasText: '(context)' }).first().click();
+    await runCommand(page, 'DSH: Show model-facing text');
+    const tab = page.locator('.tab.active', { hasText: '(model text)' }).first();
+    await tab.waitFor({ timeout: STEP_TIMEOUT });
+    const editor = page.locator('.editor-group-container', { has: tab }).locator('.monaco-editor').first();
+    const lines = await waitForLines(editor, (l) => l.length > 5, 'the model-facing text stayed empty');
+    await screenshot(page, 'model-text');
+    const language = await languageShown(page, 'DSH Preview');
+    return { tabTitle: (await tab.innerText()).replace(/\s+/g, ' ').trim(), lines, language };
   });
 }
 

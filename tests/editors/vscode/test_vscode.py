@@ -876,6 +876,18 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert all(reload["after"]), f"an editor group is empty after the reload: {reload['after']}"
     assert len(reload["after"]) == 2 and any("(context)" in tab for tab in reload["after"][1]), reload
     assert "Referenced-session context preview" in reload["preview"], reload
+    assert "DSH Preview" in reload["language"], reload  # wrapped, as before the reload
+
+    # 14c. "DSH: Show model-facing text" on the preview opens the exact text the model receives:
+    # what the CLI's `prepare` prints for the prompt, from its first line on.
+    model = steps["model-text"]
+    assert "DSH Preview" in model["language"], model
+    assert model["tabTitle"].startswith(f"{scenario.prompt.name} (model text)"), model
+    expected = scenario.model_text(final_text)
+    assert model["lines"][0] == expected.splitlines()[0], (model["lines"][:3], expected[:300])
+    # Whitespace aside: word wrap may break a long JSON line anywhere on screen.
+    shown_text = "".join("".join(model["lines"][:-1]).split())
+    assert shown_text in "".join(expected.split()), (model, expected[:3000])
 
     # 15. A crashed server is restarted by the extension, counted against the bound.
     assert recovered_after is not None and recovered_after < 20
