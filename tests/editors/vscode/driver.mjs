@@ -344,6 +344,29 @@ async function main() {
 
   if (spec.mode === 'first-at') {
     await step('first-at', page, async () => firstAt(page, promptEditor));
+    await step('broken-link', page, async () => {
+      // Ctrl+click on a broken mention's URI (Markdown makes it a link): no empty tab, no modal
+      // error, a status bar message that says why.
+      await page.keyboard.press('Escape');
+      const before = await editorGroups(page);
+      const payload = promptEditor.locator('.view-line span span', { hasText: spec.brokenPayload }).last();
+      const [x, y] = await centre(payload);
+      await page.keyboard.down('Control');
+      await page.mouse.move(x, y);
+      await page.waitForTimeout(300);
+      await page.mouse.click(x, y);
+      await page.keyboard.up('Control');
+      const messages = () => page.locator('.statusbar-item').allInnerTexts();
+      const status = await waitFor(messages, (texts) => texts.some((text) => text.includes('DSH:')), 'no status bar message').catch(() => messages());
+      await page.waitForTimeout(1000); // a tab VS Code opened for the URI would be there by now
+      await screenshot(page, 'broken-link');
+      return {
+        before,
+        after: await editorGroups(page),
+        dialogs: await page.locator('.monaco-dialog-box').count(),
+        status: status.map((text) => text.replace(/\s+/g, ' ').trim()).filter((text) => text.includes('DSH:')),
+      };
+    });
     return;
   }
 

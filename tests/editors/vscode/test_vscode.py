@@ -883,7 +883,8 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     model = steps["model-text"]
     assert "DSH Preview" in model["language"], model
     assert model["tabTitle"].startswith(f"{scenario.prompt.name} (model text)"), model
-    expected = scenario.model_text(final_text)
+    # The prompt as 14a left it: the fourth session's mention in place of the oldest's.
+    expected = scenario.model_text(final_text.replace(oldest_mention, fourth_mention))
     assert model["lines"][0] == expected.splitlines()[0], (model["lines"][:3], expected[:300])
     # Whitespace aside: word wrap may break a long JSON line anywhere on screen.
     shown_text = "".join("".join(model["lines"][:-1]).split())
@@ -1049,7 +1050,12 @@ def test_vscode_first_at_over_a_big_cold_store_shows_a_popup_at_once(
     _workspace_settings(workspace, {"dshSessionReference.trace.server": "messages"})
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(workspace / ".venv")], check=True)
     prompt = workspace / "prompt.md"
-    prompt.write_text("# Next step\n\nWhat did we decide about\n", encoding="utf-8")
+    # A broken mention (its URI decodes to no id), which a Ctrl+click follows after the first `@`.
+    broken = "IiJ"
+    prompt.write_text(
+        f"# Next step\n\nSee @[old notes](dsh-session:{broken}) first.\n\nWhat did we decide about\n",
+        encoding="utf-8",
+    )
     artifacts = _artifacts("first-at")
     spec = _driver_spec(
         tools,
@@ -1059,6 +1065,7 @@ def test_vscode_first_at_over_a_big_cold_store_shows_a_popup_at_once(
         mode="first-at",
         placeholderPattern=PLACEHOLDER,
         waitMs=FIRST_AT_WAIT_MS,
+        brokenPayload=broken,
     )
     with _code_server(
         tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
@@ -1076,6 +1083,12 @@ def test_vscode_first_at_over_a_big_cold_store_shows_a_popup_at_once(
     assert step["rows"]["labels"][:3] == [display_inline_text(title) for title in titles[:3]], timeline
     for label in step["first"]["labels"]:
         assert label in step["rows"]["labels"] or re.match(PLACEHOLDER, label), (label, timeline)
+    # Ctrl+click on the broken mention leaves the tabs as they were and opens no modal; the status
+    # bar says why the URI is no session's.
+    followed = result["steps"]["broken-link"]
+    assert followed["after"] == followed["before"], followed
+    assert followed["dialogs"] == 0, followed
+    assert any("decodes to" in text or "not" in text for text in followed["status"]), followed
     print(
         f"vscode first @: {len(titles):,} sessions written in {written:.1f} s; server answered "
         f"{step['serverMs']} ms after the prompt opened; first popup "
