@@ -33,7 +33,7 @@ from pytest_lsp import LanguageClient
 
 from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.lsp.sessions import session_of_transcript, transcript_uri
-from dsh_session_reference.uri import format_session_reference_mention
+from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -93,6 +93,17 @@ async def test_the_transcript_command_serves_editors_without_virtual_documents(s
     assert "\x1b" not in by_id["text"] and "\\x1b" in by_id["text"]
     with pytest.raises(Exception, match="lists no session"):
         await s.command("dshSessionReference.transcript", "../../etc/passwd")
+
+
+async def test_a_followed_mention_uri_opens_its_sessions_transcript_or_says_why_not(s: Session) -> None:
+    """What a Markdown link to ``dsh-session:`` opens in the editor (VS Code's mentionLinks): the
+    session's transcript, or an error in plain words for a URI that is no session's."""
+    by_uri = await s.command("dshSessionReference.transcript", encode_session_reference_uri("s-beta"))
+    assert by_uri == await s.command("dshSessionReference.transcript", "s-beta")
+    with pytest.raises(Exception, match="decodes to an empty session id, which no session has"):
+        await s.command("dshSessionReference.transcript", "dsh-session:IiJ")
+    with pytest.raises(Exception, match="s-nobody"):
+        await s.command("dshSessionReference.transcript", encode_session_reference_uri("s-nobody"))
 
 
 async def test_workspace_symbols_find_sessions_by_title(s: Session) -> None:

@@ -132,7 +132,12 @@ async def transcript_of(ls: DshLanguageServer, asked: str) -> tuple[str, Transcr
         spans = scan_session_references(asked)
         whole = spans[0] if len(spans) == 1 and (spans[0].start, spans[0].end) == (0, len(asked)) else None
         if whole is None or whole.session_id is None:
-            reason = "it is not one URI" if whole is None else whole.reason
+            if whole is None:
+                reason = "it is not one URI"
+            elif whole.recovered_id == "":
+                reason = "it decodes to an empty session id, which no session has"
+            else:
+                reason = whole.reason
             raise invalid(f"{display_label(asked)} is not a session URI: {reason}")
         asked = whole.session_id  # a bare id from here on
     session_id, label = (asked, None) if target is None else target

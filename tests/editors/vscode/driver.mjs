@@ -1010,7 +1010,7 @@ async function firstAt(page, promptEditor) {
   // A fresh server: `@` is typed as soon as the server has answered once (the status bar shows
   // the prompt's mentions), its listing of the cold store under way.
   const opened = Date.now();
-  await waitForStatus(page, /mentions/, 'the server never answered');
+  await waitForStatus(page, /mention/, 'the server never answered');
   const serverMs = Date.now() - opened;
   await promptEditor.locator('.view-lines').click();
   await page.keyboard.press('Control+End');
