@@ -27,7 +27,7 @@ import pytest
 
 from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.jsjson import js_stringify, js_utf8
-from dsh_session_reference.report import render_accounting
+from dsh_session_reference.report import render_accounting, render_prepared_report
 from dsh_session_reference.resolver import Candidate, SessionReferenceResolver, agent_for_target
 from dsh_session_reference.sample import write_sample_store
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
@@ -112,6 +112,24 @@ class Scenario:
                 agent, [{"type": "text", "text": parsed.text}], parsed.references
             )
             return render_accounting(prepared, resolver.config, parsed.text, counter)
+
+        return asyncio.run(prepare())
+
+    def model_text(self, document_text: str) -> str:
+        """What ``dsh-session-reference prepare`` prints for ``document_text`` (the model-facing
+        text), its tokens estimated as a server without the ``tokens`` extra counts them."""
+        store = JsonlSessionStore(str(self.sessions_root))
+
+        async def prepare() -> str:
+            agent = await agent_for_target(store, self.target_id, str(self.workspace))
+            resolver = SessionReferenceResolver(store)
+            parsed = parse_session_reference_text(document_text)
+            prepared = await resolver.prepare(
+                agent, [{"type": "text", "text": parsed.text}], parsed.references
+            )
+            return render_prepared_report(
+                parsed.text, prepared, resolver.config, counter=TokenCounter(find=False)
+            )
 
         return asyncio.run(prepare())
 

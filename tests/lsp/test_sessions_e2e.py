@@ -12,6 +12,7 @@ import asyncio
 import re
 import time
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 import pytest_lsp
@@ -32,7 +33,7 @@ from pytest_lsp import LanguageClient
 
 from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.lsp.sessions import session_of_transcript, transcript_uri
-from dsh_session_reference.uri import format_session_reference_mention
+from dsh_session_reference.uri import encode_session_reference_uri, format_session_reference_mention
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -94,6 +95,17 @@ async def test_the_transcript_command_serves_editors_without_virtual_documents(s
         await s.command("dshSessionReference.transcript", "../../etc/passwd")
 
 
+async def test_a_followed_mention_uri_opens_its_sessions_transcript_or_says_why_not(s: Session) -> None:
+    """What a Markdown link to ``dsh-session:`` opens in the editor (VS Code's mentionLinks): the
+    session's transcript, or an error in plain words for a URI that is no session's."""
+    by_uri = await s.command("dshSessionReference.transcript", encode_session_reference_uri("s-beta"))
+    assert by_uri == await s.command("dshSessionReference.transcript", "s-beta")
+    with pytest.raises(Exception, match="decodes to an empty session id, which no session has"):
+        await s.command("dshSessionReference.transcript", "dsh-session:IiJ")
+    with pytest.raises(Exception, match="s-nobody"):
+        await s.command("dshSessionReference.transcript", encode_session_reference_uri("s-nobody"))
+
+
 async def test_workspace_symbols_find_sessions_by_title(s: Session) -> None:
     symbols = await s.client.workspace_symbol_async(types.WorkspaceSymbolParams(query="deploy"))
     assert symbols is not None
@@ -102,7 +114,40 @@ async def test_workspace_symbols_find_sessions_by_title(s: Session) -> None:
     found = next(symbol for symbol in symbols if symbol.name == "Deploy checklist")
     assert isinstance(found, types.SymbolInformation)
     assert session_of_transcript(found.location.uri) == "s-delta"
-    assert found.container_name == "/elsewhere"
+    # Its age and project beside the title, as a completion row reads: a folder, not a path.
+    assert found.container_name == "4 hours ago · elsewhere"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("elsewhere", ["s-gamma", "s-delta"]),  # the project folder: neither title holds it
+        ("s-del", ["s-delta"]),  # an id prefix
+    ],
+)
+async def test_workspace_symbols_find_sessions_by_project_and_id_in_dshs_order(
+    s: Session, query: str, expected: list[str]
+) -> None:
+    """A symbol query is dsh's ``@`` query: the rows are the ``candidates`` command's, in its order,
+    each named by its title (its id when untitled) and opening its transcript."""
+    symbols = await s.client.workspace_symbol_async(types.WorkspaceSymbolParams(query=query))
+    rows = await s.command("dshSessionReference.candidates", {"query": query})
+    assert symbols is not None
+    assert [session_of_transcript(symbol.location.uri) for symbol in symbols] == expected
+    assert [row["sessionId"] for row in rows] == expected
+    assert [symbol.name for symbol in symbols] == [row["label"] for row in rows]
+    assert all(symbol.container_name.endswith(" ago · elsewhere") for symbol in symbols), symbols
+
+
+async def test_candidate_rows_carry_the_project_and_the_transcript(s: Session) -> None:
+    """What VS Code's session picker shows beside a title (the cwd's last folder) and opens."""
+    rows = {row["sessionId"]: row for row in await s.command("dshSessionReference.candidates", {"query": ""})}
+    assert rows["s-delta"]["project"] == "elsewhere" and rows["s-delta"]["cwd"] == "/elsewhere"
+    assert rows["s-delta"]["transcript"] == transcript_uri("s-delta", "Deploy checklist")
+    assert rows["s-beta"]["project"] is None  # no cwd
+    assert session_of_transcript(rows["s-beta"]["transcript"]) == "s-beta"
+    # Its title's escape is shown escaped, in the row and in the tab name the URI gives.
+    assert "\\x1b" in rows["s-beta"]["label"] and "\\x1b" in unquote(rows["s-beta"]["transcript"])
 
 
 async def test_insert_mention_applies_the_completion_text(s: Session, workspace: Path) -> None:

@@ -4,6 +4,7 @@
 import * as vscode from 'vscode';
 
 import { errorText } from './format';
+import { goToSession } from './goToSession';
 import { MentionChips } from './mentionChips';
 import { MentionLinks } from './mentionLinks';
 import { insertSessionMention } from './mentionPicker';
@@ -39,7 +40,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   const updateContext = (): void => {
     const document = vscode.window.activeTextEditor?.document;
-    void vscode.commands.executeCommand('setContext', 'dshSessionReference.documentSelected', document !== undefined && server.selects(document));
+    const prompt = document !== undefined && server.selects(document);
+    void vscode.commands.executeCommand('setContext', 'dshSessionReference.documentSelected', prompt);
+    // Where Ctrl+T is "Go to session" (package.json's keybinding): a prompt or a transcript.
+    void vscode.commands.executeCommand('setContext', 'dshSessionReference.sessionsAtHand', prompt || document?.uri.scheme === TRANSCRIPT_SCHEME);
   };
 
   // An open preview follows its prompt: edits, a new target or limit, and the server's restart
@@ -168,6 +172,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
 
   context.subscriptions.push(
+    PreviewDocuments.keepLanguage(),
     output,
     previews,
     previews.register(),
@@ -223,6 +228,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(CLIENT_COMMANDS.showModelText, showModelText),
     vscode.commands.registerCommand(CLIENT_COMMANDS.selectTarget, () => selectTargetSession(server, targets)),
     vscode.commands.registerCommand(CLIENT_COMMANDS.insertMention, () => insertSessionMention(server)),
+    vscode.commands.registerCommand(CLIENT_COMMANDS.goToSession, () => goToSession(server)),
     vscode.commands.registerCommand(CLIENT_COMMANDS.restartServer, async () => {
       output.info('restart requested');
       await server.restart();

@@ -139,12 +139,22 @@ export interface CandidatePickText {
   readonly detail: string;
 }
 
+/**
+ * A session's row in the pickers: its title, then its age and project as the `@` completion rows
+ * read (`3 days ago · terraform`: the folder's name, not its path), and its id below when the
+ * title is not the id.
+ */
 export function formatCandidate(candidate: Candidate, now: Date): CandidatePickText {
   const created = parseCreatedAt(candidate.createdAt);
   const when = created === undefined ? '' : relativeTime(created, now);
-  const description = [when, candidate.cwd ?? ''].filter((part) => part !== '').join(' · ');
+  const description = [when, candidate.project ?? ''].filter((part) => part !== '').join(' · ');
   // An untitled session's label is its id already: do not print it twice.
   return { label: candidate.label, description, detail: candidate.label === candidate.sessionId ? '' : candidate.sessionId };
+}
+
+/** The heading over Go to session's last row: says when no session matched, so an empty list reads as an answer. */
+export function otherSymbolsHeading(found: number, query: string): string {
+  return found === 0 && query !== '' ? `No session matches “${query}”` : 'Other symbols';
 }
 
 /** "04:01:09": the local wall-clock time, to the second. */

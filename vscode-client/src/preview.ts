@@ -127,6 +127,21 @@ export class PreviewDocuments implements vscode.FileSystemProvider, vscode.TextD
     }
   }
 
+  /**
+   * Gives every preview document the preview language, those the window restores after a reload
+   * (opened by VS Code, not by {@link show}) and the model-facing text included: without it they
+   * read as plain text, unwrapped.
+   */
+  static keepLanguage(): vscode.Disposable {
+    const adopt = (document: vscode.TextDocument): void => {
+      if (document.uri.scheme === PREVIEW_SCHEME && document.languageId !== PREVIEW_LANGUAGE) {
+        void vscode.languages.setTextDocumentLanguage(document, PREVIEW_LANGUAGE);
+      }
+    };
+    vscode.workspace.textDocuments.forEach(adopt);
+    return vscode.workspace.onDidOpenTextDocument(adopt);
+  }
+
   /** Shows the preview beside the editor, or where it is already open, keeping focus on the prompt. */
   async show(uri: vscode.Uri): Promise<boolean> {
     let document = await vscode.workspace.openTextDocument(uri);

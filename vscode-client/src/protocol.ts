@@ -35,6 +35,7 @@ export const CLIENT_COMMANDS = {
   showModelText: 'dshSessionReference.showModelText',
   selectTarget: 'dshSessionReference.selectTarget',
   insertMention: 'dshSessionReference.insertMentionFromPicker',
+  goToSession: 'dshSessionReference.goToSession',
   restartServer: 'dshSessionReference.restartServer',
   showOutput: 'dshSessionReference.showOutput',
 } as const;
@@ -50,8 +51,12 @@ export interface Candidate {
   readonly sessionId: string;
   readonly label: string;
   readonly cwd: string | null;
+  /** The cwd's last folder as a row shows it (`terraform`), null without a cwd. */
+  readonly project: string | null;
   readonly createdAt: unknown;
   readonly mention: string;
+  /** The session's `dsh-transcript:` URI, what Go to Definition on a mention of it opens. */
+  readonly transcript?: string;
 }
 
 export interface DocumentSummary {
@@ -118,6 +123,16 @@ export class ProtocolError extends Error {
   }
 }
 
+/**
+ * Whether a completion answer is only the server's "Listing dsh sessions…" row (its `data` is
+ * `{listing: true}`): the sessions are still being listed, and the extension asks again shortly
+ * rather than wait for the user's next keystroke.
+ */
+export function isListingOnly(result: unknown): boolean {
+  const items = Array.isArray(result) ? result : isRecord(result) && Array.isArray(result.items) ? result.items : [];
+  return items.length === 1 && isRecord(items[0]) && isRecord(items[0].data) && items[0].data.listing === true;
+}
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -140,14 +155,16 @@ export function asCandidates(value: unknown): Candidate[] {
   }
   return value.map((item) => {
     if (!isRecord(item) || typeof item.sessionId !== 'string') {
-      throw new ProtocolError(SERVER_COMMANDS.candidates, 'expected {sessionId, label, cwd, createdAt, mention}');
+      throw new ProtocolError(SERVER_COMMANDS.candidates, 'expected {sessionId, label, cwd, project, createdAt, mention, transcript}');
     }
     return {
       sessionId: item.sessionId,
       label: typeof item.label === 'string' && item.label !== '' ? item.label : item.sessionId,
       cwd: typeof item.cwd === 'string' ? item.cwd : null,
+      project: typeof item.project === 'string' && item.project !== '' ? item.project : null,
       createdAt: item.createdAt,
       mention: typeof item.mention === 'string' ? item.mention : '',
+      ...(typeof item.transcript === 'string' && item.transcript.startsWith(`${TRANSCRIPT_SCHEME}:`) ? { transcript: item.transcript } : {}),
     };
   });
 }

@@ -40,6 +40,7 @@ import {
   asTranscriptResult,
   CLIENT_COMMANDS,
   CONTENT_CHANGED_NOTIFICATION,
+  isListingOnly,
   PREVIEW_SCHEME,
   SERVER_COMMANDS,
 } from './protocol';
@@ -59,6 +60,8 @@ import {
 export const CLIENT_ID = 'dshSessionReference';
 export const CLIENT_NAME = 'DSH Session Reference';
 const MAX_RESTARTS = 3;
+/** How soon a completion answered "Listing dsh sessions…" is asked again. */
+const LISTING_RETRY_MS = 250;
 const RESTART_WINDOW_MS = 3 * 60_000;
 
 export type ServerState = 'starting' | 'running' | 'stopped';
@@ -282,6 +285,22 @@ export class ServerController implements vscode.Disposable {
       }
       return undefined;
     }
+  }
+
+  /**
+   * Opens the suggestions again at `position` in a little while, if the user is still there (same
+   * document version, same cursor): the server answered before it had listed the sessions.
+   */
+  private askAgainSoon(document: vscode.TextDocument, position: vscode.Position): void {
+    const version = document.version;
+    setTimeout(() => {
+      const editor = vscode.window.activeTextEditor;
+      if (editor?.document === document && document.version === version && editor.selection.active.isEqual(position)) {
+        this.output.info(`completion: asking again (sessions still being listed)`);
+        // Triggered while its popup shows, VS Code keeps the answer it has: closed first.
+        void vscode.commands.executeCommand('hideSuggestWidget').then(() => vscode.commands.executeCommand('editor.action.triggerSuggest'));
+      }
+    }, LISTING_RETRY_MS);
   }
 
   dispose(): void {
@@ -565,6 +584,19 @@ export class ServerController implements vscode.Disposable {
           }
           return hints;
         },
+        // While the server is still listing the sessions (a fresh server over a big root), its
+        // answer is one "Listing dsh sessions…" row: ask again shortly, so the sessions replace
+        // it without another key pressed.
+        provideCompletionItem: async (document, position, context, token, next) => {
+          const result = await next(document, position, context, token);
+          if (isListingOnly(result)) {
+            this.askAgainSoon(document, position);
+          }
+          return result;
+        },
+        // Sessions are searched in the extension's own picker (goToSession.ts says why Go to
+        // Symbol in Workspace cannot show them as dsh lists them); other clients list them.
+        provideWorkspaceSymbols: () => [],
         provideTextDocumentContent: (uri, token, next) => {
           const own = this.contentProviders.get(uri.scheme);
           return own === undefined ? next(uri, token) : own.provideTextDocumentContent(uri, token);

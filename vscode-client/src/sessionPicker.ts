@@ -1,7 +1,7 @@
-// The quick pick both session commands use ("Select target session", "Insert session mention"):
-// every keystroke asks the server (the candidates list is capped, so filtering the first rows
-// here would never find an older session), in dsh's rank order, and only the newest answer is
-// shown (LatestSearch). A failed search closes the pick with an error that says why.
+// The quick pick every session command uses ("Go to session", "Select target session", "Insert
+// session mention"): every keystroke asks the server (the candidates list is capped, so filtering
+// the first rows here would never find an older session), in dsh's rank order, and only the
+// newest answer is shown (LatestSearch). A failed search closes the pick with an error that says why.
 
 import * as vscode from 'vscode';
 
@@ -27,10 +27,22 @@ export interface SessionPickOptions {
   readonly fixed?: readonly FixedRow[];
   /** Marks a session's row (such as "mentioned"), before its age and folder. */
   readonly mark?: (candidate: Candidate) => string | undefined;
+  /** Rows below the sessions, under a separator: `heading` names it, given the sessions found. */
+  readonly trailing?: { readonly rows: readonly FixedRow[]; readonly heading: (found: number, query: string) => string };
 }
 
-/** What the user picked: a session, a fixed row's choice, or nothing (the pick was closed). */
-export type SessionPick = { readonly candidate: Candidate } | { readonly choice: string } | undefined;
+/**
+ * What the user picked: a session, or a fixed or trailing row's choice with what was typed then;
+ * undefined when the pick was closed.
+ */
+export type SessionPick = { readonly candidate: Candidate } | { readonly choice: string; readonly query: string } | undefined;
+
+/**
+ * `QuickPick.sortByLabel`: false keeps the rows in the order they are given. It is still a
+ * proposed API (microsoft/vscode#73904) and absent from `@types/vscode`, but the extension host
+ * passes it on to the workbench without asking for the proposal (checked in VS Code 1.139.1).
+ */
+type Unsorted<T extends vscode.QuickPickItem> = vscode.QuickPick<T> & { sortByLabel: boolean };
 
 interface Row extends vscode.QuickPickItem {
   readonly candidate?: Candidate;
@@ -43,6 +55,9 @@ export function pickSession(controller: ServerController, options: SessionPickOp
   pick.placeholder = options.placeholder;
   pick.matchOnDescription = true;
   pick.matchOnDetail = true;
+  // The server has matched and ranked the rows: VS Code would otherwise move those whose title
+  // it matches to the top by its own score (dsh's first for `Benchmark` came twelfth).
+  (pick as Unsorted<Row>).sortByLabel = false;
   const fixed = options.fixed ?? [];
   pick.items = fixed;
   const search = new LatestSearch<Candidate[], vscode.CancellationToken>(
@@ -61,7 +76,12 @@ export function pickSession(controller: ServerController, options: SessionPickOp
           return { label: row.label, description, detail: row.detail || undefined, candidate, alwaysShow: true };
         });
         const heading: Row = { label: query === '' ? 'Sessions' : `Sessions matching “${query}”`, kind: vscode.QuickPickItemKind.Separator };
-        pick.items = fixed.length === 0 ? rows : [...fixed, heading, ...rows];
+        const trailing = options.trailing;
+        const after: Row[] =
+          trailing === undefined
+            ? []
+            : [{ label: trailing.heading(candidates.length, query), kind: vscode.QuickPickItemKind.Separator }, ...trailing.rows.map((row) => ({ ...row, alwaysShow: true }))];
+        pick.items = [...(fixed.length === 0 ? rows : [...fixed, heading, ...rows]), ...after];
       },
       fail: (error) => {
         pick.hide();
@@ -91,7 +111,7 @@ export function pickSession(controller: ServerController, options: SessionPickOp
         if (chosen?.candidate !== undefined) {
           finish({ candidate: chosen.candidate });
         } else if (chosen?.choice !== undefined) {
-          finish({ choice: chosen.choice });
+          finish({ choice: chosen.choice, query: pick.value.trim() });
         }
       }),
       pick.onDidHide(() => finish(undefined)),

@@ -9,6 +9,7 @@ import {
   interpreterLine,
   formatCandidate,
   formatStatus,
+  otherSymbolsHeading,
   parseCreatedAt,
   relativeTime,
   shortId,
@@ -135,18 +136,33 @@ describe('formatStatus', () => {
 });
 
 describe('formatCandidate', () => {
-  test('label, relative time and cwd; the id on the detail line', () => {
+  test('label, relative time and project (the folder, not its path); the id on the detail line', () => {
     const row = formatCandidate(
-      { sessionId: 's-1', label: 'Refactor store', cwd: '/work/app', createdAt: NOW.getTime() - 7_200_000, mention: '@[Refactor store](dsh-session:InMtMSI)' },
+      {
+        sessionId: 's-1',
+        label: 'Refactor store',
+        cwd: '/work/app',
+        project: 'app',
+        createdAt: NOW.getTime() - 7_200_000,
+        mention: '@[Refactor store](dsh-session:InMtMSI)',
+      },
       NOW,
     );
-    assert.deepEqual(row, { label: 'Refactor store', description: '2 hours ago · /work/app', detail: 's-1' });
+    assert.deepEqual(row, { label: 'Refactor store', description: '2 hours ago · app', detail: 's-1' });
   });
 
   test('no cwd and no date leave no stray separators', () => {
-    const row = formatCandidate({ sessionId: 's-2', label: 's-2', cwd: null, createdAt: undefined, mention: '' }, NOW);
+    const row = formatCandidate({ sessionId: 's-2', label: 's-2', cwd: null, project: null, createdAt: undefined, mention: '' }, NOW);
     assert.equal(row.description, '');
     assert.equal(row.detail, '', 'an untitled session shows its id once, as the label');
+  });
+});
+
+describe('otherSymbolsHeading', () => {
+  test('says when no session matched what was typed', () => {
+    assert.equal(otherSymbolsHeading(0, 'terraform'), 'No session matches “terraform”');
+    assert.equal(otherSymbolsHeading(3, 'terraform'), 'Other symbols');
+    assert.equal(otherSymbolsHeading(0, ''), 'Other symbols', 'an empty root is not a failed search');
   });
 });
 

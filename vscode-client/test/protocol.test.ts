@@ -15,6 +15,7 @@ import {
   asTranscriptResult,
   changedContent,
   CLIENT_COMMANDS,
+  isListingOnly,
   isRequestCancelled,
   ProtocolError,
   SERVER_COMMANDS,
@@ -23,9 +24,16 @@ import {
 
 describe('server replies', () => {
   test('candidates: a missing label falls back to the id; a wrong shape is a protocol error', () => {
-    const [candidate] = asCandidates([{ sessionId: 'abc', label: '', cwd: 5, createdAt: 1, mention: '@[abc](dsh-session:ImFiYyI)' }]);
+    const [candidate] = asCandidates([{ sessionId: 'abc', label: '', cwd: 5, project: 7, createdAt: 1, mention: '@[abc](dsh-session:ImFiYyI)' }]);
     assert.equal(candidate.label, 'abc');
     assert.equal(candidate.cwd, null);
+    assert.equal(candidate.project, null);
+    assert.equal(candidate.transcript, undefined);
+    // The transcript a row opens is the server's, and only a transcript: never another scheme.
+    const [row] = asCandidates([{ sessionId: 'abc', label: 'T', cwd: '/w/tf', project: 'tf', transcript: 'dsh-transcript:/T.txt?abc' }]);
+    assert.equal(row.project, 'tf');
+    assert.equal(row.transcript, 'dsh-transcript:/T.txt?abc');
+    assert.equal(asCandidates([{ sessionId: 'abc', transcript: 'file:///etc/passwd' }])[0].transcript, undefined);
     assert.throws(() => asCandidates({ items: [] }), ProtocolError);
     assert.throws(() => asCandidates([{ label: 'no id' }]), /dshSessionReference\.candidates/);
   });
@@ -170,4 +178,16 @@ describe('command ids', () => {
   test('package.json contributes exactly the client commands', () => {
     assert.deepEqual(manifest.contributes.commands.map((item) => item.command).sort(), Object.values(CLIENT_COMMANDS).sort());
   });
+});
+
+test('isListingOnly: only an answer that is the one listing row asks again', () => {
+  const listing = { label: 'Listing dsh sessions…', data: { listing: true } };
+  const session = { label: 'Deploy checklist', data: { sessionId: 's-delta', label: 'Deploy checklist' } };
+  assert.equal(isListingOnly({ isIncomplete: true, items: [listing] }), true);
+  assert.equal(isListingOnly([listing]), true);
+  assert.equal(isListingOnly({ items: [session] }), false);
+  assert.equal(isListingOnly({ items: [listing, session] }), false);
+  assert.equal(isListingOnly({ items: [{ label: 'x', data: { listing: 'yes' } }] }), false);
+  assert.equal(isListingOnly(undefined), false);
+  assert.equal(isListingOnly(null), false);
 });

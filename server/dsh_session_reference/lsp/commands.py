@@ -19,13 +19,13 @@ from ..analysis import analyze
 from ..display import display_label
 from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
-from .completion import candidate_json
 from .documents import text_of
 from .preview import Preview, build_model_text, build_preview, document_summary, referenced_sessions
 from .progress import CLIENT_REQUEST_TIMEOUT
 from .server import DshLanguageServer
 from .sessions import (
     TRANSCRIPT_SCHEME,
+    candidate_row,
     insertion,
     listed_candidate,
     mention_edit,
@@ -100,7 +100,7 @@ async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[st
     with ls.tracked_command():
         agent = await ls.agent_for(uri)
         candidates = await ls.engine.resolver.list_candidates(agent, query)
-        return [candidate_json(candidate) for candidate in candidates]
+        return [candidate_row(candidate) for candidate in candidates]
 
 
 async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
@@ -132,7 +132,12 @@ async def transcript_of(ls: DshLanguageServer, asked: str) -> tuple[str, Transcr
         spans = scan_session_references(asked)
         whole = spans[0] if len(spans) == 1 and (spans[0].start, spans[0].end) == (0, len(asked)) else None
         if whole is None or whole.session_id is None:
-            reason = "it is not one URI" if whole is None else whole.reason
+            if whole is None:
+                reason = "it is not one URI"
+            elif whole.recovered_id == "":
+                reason = "it decodes to an empty session id, which no session has"
+            else:
+                reason = whole.reason
             raise invalid(f"{display_label(asked)} is not a session URI: {reason}")
         asked = whole.session_id  # a bare id from here on
     session_id, label = (asked, None) if target is None else target

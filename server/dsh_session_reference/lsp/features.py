@@ -303,7 +303,7 @@ async def _workspace_symbol(
         return []
     agent = await ls.agent_for(None)
     candidates = await ls.engine.resolver.list_candidates(agent, params.query)
-    return workspace_symbols(candidates)
+    return workspace_symbols(candidates, _now_ms())
 
 
 async def _inlay_hint(ls: DshLanguageServer, params: types.InlayHintParams) -> list[types.InlayHint]:

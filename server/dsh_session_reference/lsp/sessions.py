@@ -9,18 +9,18 @@ command where the client has no virtual documents); its path is only a readable 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 from urllib.parse import quote, unquote, urlsplit
 
 from lsprotocol import types
 
 from ..analysis import Analysis, Reference
 from ..candidates import label_for
-from ..display import display_inline_text, display_label
+from ..display import display_inline_text, display_label, relative_time
 from ..lines import Encoding
 from ..model import SessionSource
 from ..resolver import Candidate, find_titled
-from .completion import mention_for
+from .completion import candidate_json, mention_for, project_name
 from .positions import LineIndex
 
 TRANSCRIPT_SCHEME: Final = "dsh-transcript"
@@ -133,18 +133,51 @@ def location_of(session_id: str, title: str | None) -> types.Location:
     return types.Location(uri=transcript_uri(session_id, title), range=TOP)
 
 
-def workspace_symbols(candidates: Sequence[Candidate]) -> list[types.SymbolInformation]:
-    """``listCandidates``' answer as symbols, in its order (the client may re-sort by its own
-    fuzzy score): each named by its label, in its working directory, at its transcript."""
+def project_of(cwd: str | None) -> str | None:
+    """A session's project as a row shows it: its cwd's last folder (``terraform``), escaped and
+    at most :data:`~..display.SHOWN_CHARS` characters; ``None`` for a session without a cwd."""
+    return None if cwd is None else display_label(project_name(cwd))
+
+
+def session_detail(candidate: Candidate, now_ms: int) -> str:
+    """``3 days ago · terraform``: what tells sessions of one title apart, as a completion row's
+    description reads. A folder's name, not its path: a row has room for the one, and a path
+    beside a session reads as a file it lives in."""
+    project = project_of(candidate.cwd)
+    age = relative_time(candidate.created_at, now_ms)
+    return age if project is None else f"{age} · {project}"
+
+
+def workspace_symbols(candidates: Sequence[Candidate], now_ms: int) -> list[types.SymbolInformation]:
+    """``listCandidates``' answer as symbols, in its order: each named by its title (its label),
+    its age and project as the container, at its transcript.
+
+    For clients that list what the server answers (Neovim's quickfix list, eglot's
+    ``xref-find-apropos``). VS Code's Go to Symbol in Workspace cannot show these as dsh does: it
+    keeps only the rows whose *name* its fuzzy filter matches (a project folder or an id query
+    finds nothing), sorts them by its own score and shows the location's path beside each. The
+    VS Code extension therefore searches sessions in its own picker, from :func:`candidate_row`'s
+    rows, and leaves them out of that list."""
     return [
         types.SymbolInformation(
             name=display_label(candidate.label),
             kind=types.SymbolKind.Event,
             location=location_of(candidate.session_id, candidate.label),
-            container_name=None if candidate.cwd is None else display_label(candidate.cwd),
+            container_name=session_detail(candidate, now_ms),
         )
         for candidate in candidates
     ]
+
+
+def candidate_row(candidate: Candidate) -> dict[str, Any]:
+    """The ``dshSessionReference.candidates`` command's row: :func:`.completion.candidate_json`
+    and what a client's session picker shows and opens besides: ``project`` (:func:`project_of`)
+    and ``transcript``, the URI Go to Definition gives for the session."""
+    return {
+        **candidate_json(candidate),
+        "project": project_of(candidate.cwd),
+        "transcript": transcript_uri(candidate.session_id, candidate.label),
+    }
 
 
 async def listed_candidate(source: SessionSource, session_id: str) -> Candidate | None:

@@ -6,10 +6,12 @@
 //
 // Usage: node driver.mjs SPEC.json
 //   spec: {playwrightDir, chromium, url, prompt, artifacts, result, timeoutMs, mode, pick?, quickFixPattern?,
-//          hintCount?, symbolQuery?, symbolLabel?, mentionQuery?, mentionLabel?,
+//          hintCount?, sessionSearches?, sessionQuery?, sessionLabel?, mentionQuery?, mentionLabel?,
 //          growLog?, growBytes?, growText?, growMention?, limitQuery?, limitLabel?, limitMention?, replaceLabel?,
 //          wrapColumn?}
-//   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives.
+//   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives;
+//   "first-at": the first `@` typed as soon as the prompt shows (the server still starting), timed
+//   with no other key until real rows show (spec: placeholderPattern, waitMs).
 
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -118,6 +120,21 @@ async function visibleLines(editor) {
   return (await renderedLines(editor)).map((line) => line.text);
 }
 
+/**
+ * The lines `editor` shows once VS Code's find widget has looked for `text` in it, as a person
+ * finds a line below the fold (a long preview): scrolled to the first match, where there is one.
+ */
+async function linesFound(page, editor, text) {
+  await editor.locator('.view-lines').click();
+  await page.keyboard.press('Control+f');
+  await editor.locator('.find-widget .monaco-findInput .input').first().fill(text);
+  await page.keyboard.press('Enter');
+  await page.waitForTimeout(200);
+  const lines = await visibleLines(editor);
+  await page.keyboard.press('Escape');
+  return lines;
+}
+
 /** Polls `read` until `predicate` holds of its value; the error says what was seen last. */
 async function waitFor(read, predicate, what, timeout = STEP_TIMEOUT) {
   const started = Date.now();
@@ -146,6 +163,44 @@ async function settledQuickInputRows(page) {
     }
   }
   return rows;
+}
+
+/**
+ * The quick input's rendered rows top to bottom (VS Code renders only those that fit), each as
+ * its parts: the label, the description beside it, the detail line under it, and the separator
+ * label VS Code draws on the first row of a group.
+ */
+async function quickInputItems(page) {
+  const rows = await page.locator('.quick-input-widget .monaco-list-row').evaluateAll((elements) =>
+    elements.map((row) => {
+      const text = (selector) => (row.querySelector(selector)?.textContent ?? '').replace(/\s+/g, ' ').trim();
+      return {
+        index: Number(row.getAttribute('data-index')),
+        label: text('.quick-input-list-row .label-name'),
+        description: text('.quick-input-list-row .label-description'),
+        detail: text('.quick-input-list-label-meta .label-name'),
+        separator: text('.quick-input-list-separator'),
+      };
+    }),
+  );
+  return rows.sort((a, b) => a.index - b.index);
+}
+
+/** {@link quickInputItems} once they stop changing and one row is labelled `label`. */
+async function settledQuickInputItems(page, label) {
+  await waitFor(() => quickInputItems(page), (items) => items.some((item) => item.label === label), `no row labelled ${JSON.stringify(label)}`);
+  let items = [];
+  let stableSince = Date.now();
+  const started = Date.now();
+  while (Date.now() - stableSince < 800 && Date.now() - started < STEP_TIMEOUT) {
+    await page.waitForTimeout(100);
+    const now = await quickInputItems(page);
+    if (JSON.stringify(now) !== JSON.stringify(items)) {
+      items = now;
+      stableSince = Date.now();
+    }
+  }
+  return items;
 }
 
 /** Where to point at an element without letting Playwright scroll the editor around it. */
@@ -198,6 +253,13 @@ async function waitForLines(editor, predicate, what) {
 async function statusText(page) {
   const item = page.locator('.statusbar-item', { has: page.locator('.codicon-references') }).first();
   return (await item.count()) > 0 ? (await item.innerText()).replace(/\s+/g, ' ').trim() : '';
+}
+
+/** The active editor's language as the status bar names it, once it is `expected` (or after a while). */
+async function languageShown(page, expected) {
+  const items = () => page.locator('.statusbar-item').allInnerTexts();
+  const texts = await waitFor(items, (all) => all.some((text) => text.trim() === expected), 'no language', 5000).catch(() => items());
+  return texts.map((text) => text.trim()).find((text) => text === expected) ?? texts.join(' | ');
 }
 
 /** Waits until the status bar item matches `pattern` (it refreshes once edits settle). */
@@ -279,6 +341,34 @@ async function main() {
     const lines = await waitForLines(promptEditor, (l) => l.length > 2, 'the prompt did not render');
     return { lines };
   });
+
+  if (spec.mode === 'first-at') {
+    await step('first-at', page, async () => firstAt(page, promptEditor));
+    await step('broken-link', page, async () => {
+      // Ctrl+click on a broken mention's URI (Markdown makes it a link): no empty tab, no modal
+      // error, a status bar message that says why.
+      await page.keyboard.press('Escape');
+      const before = await editorGroups(page);
+      const payload = promptEditor.locator('.view-line span span', { hasText: spec.brokenPayload }).last();
+      const [x, y] = await centre(payload);
+      await page.keyboard.down('Control');
+      await page.mouse.move(x, y);
+      await page.waitForTimeout(300);
+      await page.mouse.click(x, y);
+      await page.keyboard.up('Control');
+      const messages = () => page.locator('.statusbar-item').allInnerTexts();
+      const status = await waitFor(messages, (texts) => texts.some((text) => text.includes('DSH:')), 'no status bar message').catch(() => messages());
+      await page.waitForTimeout(1000); // a tab VS Code opened for the URI would be there by now
+      await screenshot(page, 'broken-link');
+      return {
+        before,
+        after: await editorGroups(page),
+        dialogs: await page.locator('.monaco-dialog-box').count(),
+        status: status.map((text) => text.replace(/\s+/g, ' ').trim()).filter((text) => text.includes('DSH:')),
+      };
+    });
+    return;
+  }
 
   if (spec.mode === 'old-python') {
     await step('notification', page, async () => {
@@ -701,29 +791,61 @@ async function main() {
     return { mentionLine: lines[index], ...(await activeTranscript()) };
   });
 
-  await step('workspace-symbol', page, async () => {
+  // Ctrl+T in a prompt is "DSH: Go to session": each search's rows as VS Code shows them, then the
+  // last row, which hands the query to Go to Symbol in Workspace, then a session opened.
+  const goToSession = async () => {
     await backToPrompt();
     await page.keyboard.press('Control+t');
-    const input = page.locator('.quick-input-widget input');
+    const input = page.locator('.quick-input-widget input[placeholder^="Type a title, id or folder: Enter opens"]');
     await input.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
-    await waitFor(() => input.inputValue(), (value) => value.startsWith('#'), 'Ctrl+T did not open Go to Symbol in Workspace');
-    await input.press('End');
-    await input.type(spec.symbolQuery, { delay: 40 });
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: spec.symbolLabel }).first().waitFor({ timeout: STEP_TIMEOUT });
-    const rows = await settledQuickInputRows(page);
-    return { value: await input.inputValue(), rows };
+    await page.locator('.quick-input-widget .monaco-list-row').first().waitFor({ timeout: STEP_TIMEOUT });
+    await input.focus();
+    return input;
+  };
+  const search = async (input, query, label) => {
+    // The query replaces the last one as typed over a selection (no empty query in between).
+    await input.press('Control+a');
+    await input.type(query, { delay: 40 });
+    return await settledQuickInputItems(page, label);
+  };
+
+  await step('go-to-session', page, async () => {
+    const input = await goToSession();
+    const title = (await page.locator('.quick-input-widget .quick-input-title').innerText()).trim();
+    const searches = {};
+    for (const { name, query, first } of spec.sessionSearches) {
+      searches[name] = { query, items: await search(input, query, first) };
+      await screenshot(page, `go-to-session-${name}`);
+    }
+    return { title, searches };
   });
 
-  await step('workspace-symbol-open', page, async () => {
+  await step('go-to-session-other-symbols', page, async () => {
+    // Up from the first row wraps to the last: Go to Symbol in Workspace, given what was typed.
+    const input = page.locator('.quick-input-widget input');
+    const typed = await input.inputValue();
+    await page.keyboard.press('ArrowUp');
+    const active = (await page.locator('.quick-input-widget .monaco-list-row.focused').first().innerText()).replace(/\s+/g, ' ').trim();
+    await page.keyboard.press('Enter');
+    const value = await waitFor(() => input.inputValue(), (text) => text.startsWith('#'), 'the last row did not open Go to Symbol in Workspace');
+    await page.waitForTimeout(500);
+    await screenshot(page, 'go-to-session-other-symbols');
+    await page.keyboard.press('Escape');
+    await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: STEP_TIMEOUT });
+    return { typed, active, value };
+  });
+
+  await step('go-to-session-open', page, async () => {
     // Enter on the session's row (moved to with the arrow keys, as a person would).
-    const rows = result.steps['workspace-symbol'].rows;
-    const index = rows.findIndex((row) => row.includes(spec.symbolLabel));
+    const input = await goToSession();
+    const items = await search(input, spec.sessionQuery, spec.sessionLabel);
+    const index = items.findIndex((item) => item.label === spec.sessionLabel);
     for (let i = 0; i < index; i++) {
       await page.keyboard.press('ArrowDown');
     }
     await page.keyboard.press('Enter');
     await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: STEP_TIMEOUT });
-    return await activeTranscript();
+    return { items, ...(await activeTranscript()) };
   });
 
   await step('insert-mention', page, async () => {
@@ -778,19 +900,22 @@ async function main() {
       "the mention's hint did not follow the session's new turn",
     );
     await screenshot(page, 'live-refresh-hint');
-    await page.locator('.tab', { hasText: spec.symbolLabel }).first().click();
+    await page.locator('.tab', { hasText: spec.sessionLabel }).first().click();
     const editor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '.txt' }) }).locator('.monaco-editor').first();
     const transcript = await waitForLines(editor, (l) => l.includes(spec.growText), 'the open transcript did not show the new turn');
     // The open preview is prepared again too: its byte accounting reaches the log's new last seq.
     const seq = transcript.map((line) => /^events: +through seq (\d+)$/.exec(line)).find((match) => match)?.[1];
     const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '(context)' }) }).locator('.monaco-editor').first();
-    const preview = await waitForLines(
-      previewEditor,
-      (l) => seq !== undefined && l.some((line) => line.trim() === `captured through  seq ${seq}`),
+    // The session's accounting is below the fold of a preview that shows messages: found.
+    const captured = `captured through  seq ${seq}`;
+    const preview = await waitFor(
+      () => linesFound(page, previewEditor, captured),
+      (l) => seq !== undefined && l.some((line) => line.trim() === captured),
       `the open preview did not follow the new turn (seq ${seq})`,
     );
     await screenshot(page, 'live-refresh-preview');
-    return { transcript, hintBefore, hints: hintOf(lines), lines, preview };
+    const totals = await linesFound(page, previewEditor, 'Totals');
+    return { transcript, hintBefore, hints: hintOf(lines), lines, preview, totals };
   });
 
   await step('insert-mention-limit', page, async () => {
@@ -848,11 +973,97 @@ async function main() {
     if ((await previewTab.count()) > 0) {
       await previewTab.first().click();
       const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '(context)' }) }).locator('.monaco-editor').first();
-      preview = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Byte accounting')), 'the restored preview was not prepared again');
+      // Found, not read off the top: VS Code restores the preview scrolled where it was.
+      preview = await waitFor(
+        () => linesFound(page, previewEditor, 'Referenced-session context preview'),
+        (l) => l.some((line) => line.includes('Byte accounting')),
+        'the restored preview was not prepared again',
+      );
     }
     await page.waitForTimeout(500);
-    return { before, after: await editorGroups(page), preview: preview.slice(0, 3) };
+    // Read as a preview still (wrapped prose), not as the plain text of a restored `.txt`.
+    const language = await languageShown(page, 'DSH Preview');
+    return { before, after: await editorGroups(page), preview, language };
   });
+
+  await step('model-text', page, async () => {
+    // The exact text the model receives is one command away from the preview.
+    await page.locator('.tab', { hasText: '(context)' }).first().click();
+    await runCommand(page, 'DSH: Show model-facing text');
+    const tab = page.locator('.tab.active', { hasText: '(model text)' }).first();
+    await tab.waitFor({ timeout: STEP_TIMEOUT });
+    const editor = page.locator('.editor-group-container', { has: tab }).locator('.monaco-editor').first();
+    const lines = await waitForLines(editor, (l) => l.length > 5, 'the model-facing text stayed empty');
+    await screenshot(page, 'model-text');
+    const language = await languageShown(page, 'DSH Preview');
+    return { tabTitle: (await tab.innerText()).replace(/\s+/g, ' ').trim(), lines, language };
+  });
+}
+
+/**
+ * Types ` @` at the end of the prompt's last line, then only watches: when the popup first shows a
+ * row (the server's placeholder, or rows), and when real rows replace a placeholder with no key
+ * pressed. Polled every 20 ms; each change of the popup's first rows or of the status bar is kept
+ * in `timeline` (the status bar shows the server's work-done progress).
+ */
+async function firstAt(page, promptEditor) {
+  // A fresh server: `@` is typed as soon as the server has answered once (the status bar shows
+  // the prompt's mentions), its listing of the cold store under way.
+  const opened = Date.now();
+  await waitForStatus(page, /mention/, 'the server never answered');
+  const serverMs = Date.now() - opened;
+  await promptEditor.locator('.view-lines').click();
+  await page.keyboard.press('Control+End');
+  if ((await visibleLines(promptEditor)).at(-1) === '') {
+    await page.keyboard.press('ArrowUp');
+  }
+  await page.keyboard.press('End');
+  await page.keyboard.type(' @');
+  const typed = Date.now();
+  const placeholder = new RegExp(spec.placeholderPattern);
+  // The server's rows are references; VS Code adds words of the document (icon "text") when no
+  // provider has rows, and those are not an answer.
+  const popupRows = () =>
+    page.locator('.editor-widget.suggest-widget.visible .monaco-list-row').evaluateAll((elements) =>
+      elements
+        .sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index')))
+        .map((row) => ({
+          label: row.querySelector('.label-name')?.textContent ?? '',
+          reference: row.querySelector('.codicon-symbol-reference') !== null,
+        })),
+    );
+  const timeline = [];
+  let seen = '';
+  let first = null;
+  let rows = null;
+  while (Date.now() - typed < spec.waitMs) {
+    const shown = await popupRows();
+    const ours = shown.filter((row) => row.reference || placeholder.test(row.label)).map((row) => row.label);
+    const status = (await page.locator('.statusbar-item').allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim()).filter((text) => text !== '');
+    const ms = Date.now() - typed;
+    const now = JSON.stringify([shown.slice(0, 3), status]);
+    if (now !== seen) {
+      seen = now;
+      timeline.push({ ms, rows: shown.slice(0, 3).map((row) => `${row.reference ? '' : '(not ours) '}${row.label}`), count: shown.length, status });
+    }
+    if (first === null && ours.length > 0) {
+      first = { ms, labels: ours.slice(0, 5) };
+      log(`first popup after ${ms} ms: ${JSON.stringify(ours.slice(0, 3))}`);
+      await screenshot(page, 'first-at-popup');
+    }
+    if (ours.some((label) => !placeholder.test(label))) {
+      // The popup's rows as they settle (VS Code draws a new answer's rows over a few frames).
+      await page.waitForTimeout(600);
+      const settled = (await popupRows()).filter((row) => row.reference).map((row) => row.label);
+      rows = { ms, labels: settled.slice(0, 5) };
+      log(`rows after ${ms} ms`);
+      await screenshot(page, 'first-at-rows');
+      break;
+    }
+    await page.waitForTimeout(20);
+  }
+  const line = (await visibleLines(promptEditor)).find((text) => text.endsWith(' @')) ?? null;
+  return { serverMs, first, rows, timeline, line };
 }
 
 /** Each editor group's tab titles, left to right. */
