@@ -28,6 +28,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
+from dsh_session_reference.lsp.completion import LISTING_DATA
 from dsh_session_reference.store.layout import Compression
 from dsh_session_reference.uri import format_session_reference_mention
 
@@ -264,8 +265,14 @@ def ours_cli(args: Sequence[str], cache: Path) -> Run:
 # --- our language server ---------------------------------------------------------------------------
 
 
+LISTING_RETRY = 0.25
+"""Seconds between asks while a completion answers "Listing dsh sessions…" (the VS Code extension's)."""
+
+
 class Server:
     """The real server over stdio, driven as an editor drives it."""
+
+    first_answer = 0.0
 
     def __init__(self, root: str, cache: Path, target: str, body_search: bool = False) -> None:
         self.root, self.cache, self.target, self.body_search = root, cache, target, body_search
@@ -327,16 +334,25 @@ class Server:
         )
 
     async def complete(self, text: str, uri: str = "file:///bench/prompt.md") -> tuple[float, int]:
+        """Seconds until an answer holds sessions, and how many. While the server answers only
+        "Listing dsh sessions…" (a listing that takes long), it is asked again every
+        :data:`LISTING_RETRY` seconds, as the VS Code extension does; ``first_answer`` is the time
+        to the first answer, whatever it held."""
         self.set_text(uri, text)
         params = types.CompletionParams(
             text_document=types.TextDocumentIdentifier(uri=uri),
             position=types.Position(line=0, character=len(text)),
         )
         started = time.perf_counter()
-        result = await self.client.text_document_completion_async(params)
-        elapsed = time.perf_counter() - started
-        assert isinstance(result, types.CompletionList)
-        return elapsed, len(result.items)
+        first: float | None = None
+        while True:
+            result = await self.client.text_document_completion_async(params)
+            if first is None:
+                first = self.first_answer = time.perf_counter() - started
+            assert isinstance(result, types.CompletionList)
+            if len(result.items) != 1 or result.items[0].data != LISTING_DATA:
+                return time.perf_counter() - started, len(result.items)
+            await asyncio.sleep(LISTING_RETRY)
 
     async def command(self, name: str, *arguments: Any) -> tuple[float, Any]:
         started = time.perf_counter()
@@ -465,6 +481,9 @@ class Suite:
         # of a second from run to run (two cores shared by the walk, a worker and the host), so it
         # is sampled like the cold CLI cases, each time with a new server and an emptied index.
         measure = self.measure("first `@` completion with a query, fresh server, empty index", "< 2 s")
+        answered = self.measure(
+            "first answer to `@` (sessions or the listing row), fresh server, empty index", "< 300 ms"
+        )
         items = []
         for _ in range(self.s.cold_runs):
             cold_cache = self.scratch / "cold-lsp-cache"
@@ -473,6 +492,7 @@ class Suite:
             await server.start()
             elapsed, found = await server.complete(f"see @{query}")
             measure.ours.append(elapsed)
+            answered.ours.append(server.first_answer)
             items.append(str(found))
             await server.stop()
             shutil.rmtree(cold_cache, ignore_errors=True)
@@ -484,6 +504,10 @@ class Suite:
         elapsed, _ = await server.complete(f"see @{query}")
         built = self.measure("first `@` completion with a query, fresh server, warm index built by the CLI")
         built.ours.append(elapsed)
+        self.measure(
+            "first answer to `@` (sessions or the listing row), fresh server, index built by the CLI",
+            "<= 150 ms (10k)",
+        ).ours.append(server.first_answer)
         at_only = self.measure(
             "warm `@` completion round trip, no query", "p95 < 30 ms (10k), < 100 ms (50k)"
         )
