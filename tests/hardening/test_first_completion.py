@@ -36,7 +36,7 @@ async def test_a_completion_that_cannot_list_in_time_shows_one_listing_row(
     async with lsp_session(COMMAND, audited_env(tmp_path / "a.log"), workspace, store_root) as s:
         uri = s.open(workspace, "see @dep")
         await s.command(GATE, True)
-        first = await s.complete(uri)
+        first = await s.complete(uri, listed=False)
         assert first.is_incomplete
         assert [item.label for item in first.items] == [LISTING_LABEL]
         (row,) = first.items
@@ -54,7 +54,7 @@ async def test_a_completion_that_cannot_list_in_time_shows_one_listing_row(
         begun = await s.command(GATE, True)
         assert begun == 1
         # Asked again while that listing runs: the same row, and no second listing beside it.
-        again = await s.complete(uri)
+        again = await s.complete(uri, listed=False)
         assert [item.label for item in again.items] == [LISTING_LABEL] and again.is_incomplete
         assert await s.command(GATE, True) == begun
         # The listing done, the next ask has the sessions (and no listing row).

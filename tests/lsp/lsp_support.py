@@ -22,6 +22,7 @@ from lsprotocol import types
 from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
+from dsh_session_reference.lsp.completion import LISTING_DATA
 from dsh_session_reference.lsp.positions import Encoding, LineIndex, encoding_of
 from dsh_session_reference.store.layout import Compression, encode_segment
 from dsh_session_reference.store.writer import SessionLog, write_session_log
@@ -285,19 +286,29 @@ class Session:
             types.ExecuteCommandParams(command=name, arguments=list(arguments))
         )
 
-    async def complete(self, uri: str, offset: int | None = None) -> types.CompletionList:
+    async def complete(
+        self, uri: str, offset: int | None = None, *, listed: bool = True
+    ) -> types.CompletionList:
+        """A completion at ``offset`` (the end by default). ``listed``: asked again, as the VS Code
+        extension does, while the server answers only "Listing dsh sessions…" (its listing takes
+        over 100 ms: a cold or forged cache, a loaded machine), so the answer holds the sessions;
+        ``listed=False`` gives the first answer, whatever it is."""
         position = self.end(uri) if offset is None else self.position(uri, offset)
-        result = await self.client.text_document_completion_async(
-            types.CompletionParams(
-                text_document=types.TextDocumentIdentifier(uri=uri),
-                position=position,
-                context=types.CompletionContext(
-                    trigger_kind=types.CompletionTriggerKind.TriggerCharacter, trigger_character="@"
-                ),
-            )
+        params = types.CompletionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            position=position,
+            context=types.CompletionContext(
+                trigger_kind=types.CompletionTriggerKind.TriggerCharacter, trigger_character="@"
+            ),
         )
-        assert isinstance(result, types.CompletionList)
-        return result
+        deadline = time.monotonic() + 60
+        while True:
+            result = await self.client.text_document_completion_async(params)
+            assert isinstance(result, types.CompletionList)
+            only_listing = len(result.items) == 1 and result.items[0].data == LISTING_DATA
+            if not listed or not only_listing or time.monotonic() > deadline:
+                return result
+            await asyncio.sleep(0.02)
 
     async def actions(
         self, uri: str, offset: int, diagnostics: Sequence[types.Diagnostic] = (), end: int | None = None

@@ -303,6 +303,8 @@ async def test_summary_and_candidates_commands(s: Session, workspace: Path) -> N
             "cwd": "/elsewhere",
             "createdAt": rows[0]["createdAt"],
             "mention": DELTA,
+            "project": "elsewhere",
+            "transcript": "dsh-transcript:/Deploy%20checklist.txt?s-delta",
         }
     ]
     everyone = await s.command("dshSessionReference.candidates")
