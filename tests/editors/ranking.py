@@ -66,6 +66,18 @@ async def ranked_for(root: Path, target_id: str | None, cwd: str, query: str) ->
 ARCHIVE_CWD = "/home/dev/archive"
 
 
+BACKLOG_CWD = "/srv/backlog"
+
+
+def backlog_sessions(root: Path, count: int) -> None:
+    """``count`` sessions older than every other, in a project of their own, whose titles, ids and
+    folder match none of the queries the editors type: they make the store as big as a user's
+    (the issue's 3,000 sessions) without moving any row the tests expect."""
+    for number in range(count):
+        title = f"Backlog item {number:04d}"
+        titled_session(root, f"0198eeee-0000-7000-8000-{number:012d}", 400 + number % 300, BACKLOG_CWD, title)
+
+
 def archive_sessions(root: Path, count: int) -> list[str]:
     """``count`` old sessions in one more project, oldest last: past the ``candidateLimit`` (50) of
     a list that is not searched again, only a server query reaches the oldest. Their titles."""

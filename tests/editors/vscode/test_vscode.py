@@ -2,17 +2,20 @@
 
 The end-to-end tests build the .vsix exactly as a release would (`npm run package`), install it
 into a throwaway code-server profile (code-server 4.139.1 is VS Code 1.139.1 served to a browser;
-the VS Code test runners that download builds cannot work offline), point its user settings at a
-generated sample store (`sessionsRoot` is a machine setting: code-server's remote settings), open a workspace, and let driver.mjs walk the user's
-path in Debian's Chromium through Playwright: the error squiggle on a noncanonical URI, its quick
-fix, `@` completion in ranked order, accepting a candidate, the preview with its byte accounting,
-a setting changed while the server runs, the target picker, "Restart server", then each mention's
-cost as an inlay hint, the code lens and its "Preview", Go to Definition on a mention (the
-session's transcript), sessions in Go to Symbol in Workspace, and the insert-mention picker. Then
-the server is killed as a crash would, and must come back. The workspace has a `.venv` with nothing
-installed, so the run also proves that the extension picks that interpreter and that the server
-runs from the libraries inside the .vsix. A second run gives the extension a Python that is too
-old and reads the one notification it must show.
+the VS Code test runners that download builds cannot work offline), point its machine settings at
+a generated store of over 3,000 sessions (`sessionsRoot` is a machine setting: code-server's remote
+settings; the workspace's own settings name a decoy, which must be ignored), open a workspace, and
+let driver.mjs walk the user's path in Debian's Chromium through Playwright: the error squiggle on a
+noncanonical URI, its quick fix, `@` completion in ranked order, accepting a candidate, the preview
+with its byte accounting, a setting changed while the server runs, the target picker, "Restart
+server", then each mention's cost as an inlay hint, mentions as chips, the code lens and its
+"Preview", Go to Definition on a mention (the session's transcript), Ctrl+T ("DSH: Go to
+session") by title, folder and id, the insert-mention picker and its limit, a reload, and the
+model-facing text. Then the server is killed as a crash would, and must come back. The workspace
+has a `.venv` with nothing installed, so the run also proves that the extension picks that
+interpreter and that the server runs from the libraries inside the .vsix. A second run gives the
+extension a Python that is too old and reads the one notification it must show; a third types the
+first `@` over a cold store of 3,040 sessions and follows a broken mention's link.
 
 Expected values come from the library itself (the scenario fixture in ../conftest.py), not from
 copies. Screenshots of each step land in test-artifacts/vscode/<run>/ (not committed).
@@ -57,7 +60,14 @@ from dsh_session_reference.uri import (
 )
 from editors.environment import isolated_env
 from editors.mentions import as_chips
-from editors.ranking import RANKING_BASE, RANKING_QUERIES, archive_sessions, ranked_for, titled_log
+from editors.ranking import (
+    RANKING_BASE,
+    RANKING_QUERIES,
+    archive_sessions,
+    backlog_sessions,
+    ranked_for,
+    titled_log,
+)
 
 if TYPE_CHECKING:
     from conftest import Scenario
@@ -543,8 +553,10 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(workspace / ".venv")], check=True)
     # The prompt as written: VS Code may save the edited one before the run ends.
     original_prompt = scenario.prompt.read_text(encoding="utf-8")
-    # Oldest of all, in one more project: the 50 rows a first answer holds never reach the last.
+    # Old, in one more project: the 50 rows a first answer holds never reach the last of them.
     archived = archive_sessions(scenario.sessions_root, 60)
+    # And a store as big as a user's: 3,000 older sessions no query here matches.
+    backlog_sessions(scenario.sessions_root, BACKLOG)
     oldest_id = "0198bbbb-0000-7000-8000-000000000060"
     # Ctrl+T ("DSH: Go to session") finds sessions as `@` does, in dsh's rank order: by title
     # (`mig`: VS Code's own score would put "mig checklist" first), by project folder and by id
@@ -946,6 +958,10 @@ def _session_searches(scenario: Scenario, cwd: str) -> dict[str, tuple[str, list
             assert not any(query.lower() in label.lower() for label in expected), (name, query, expected)
     assert len(searches["id"][1]) == 1, searches["id"]
     return searches
+
+
+BACKLOG = 3000
+"""Sessions the main test's store holds beyond the sample's: the issue's store is 3,040 sessions."""
 
 
 OLD_PYTHON = """#!/bin/sh
