@@ -74,3 +74,23 @@ async def test_a_warm_completion_answers_with_its_rows(
         rows = await s.complete(uri)
         labels = [item.label for item in rows.items]
         assert LISTING_LABEL not in labels and len(labels) >= 3, labels
+
+
+async def test_a_listing_under_the_old_settings_is_not_waited_on(
+    tmp_path: Path, workspace: Path, store_root: Path
+) -> None:
+    """A listing still running when the settings change (a stalled old root, say) is not the one
+    the next completion waits on: it lists anew, under the new settings."""
+    async with lsp_session(COMMAND, audited_env(tmp_path / "a.log"), workspace, store_root) as s:
+        uri = s.open(workspace, "see @")
+        await s.command(GATE, True)
+        assert [item.label for item in (await s.complete(uri, listed=False)).items] == [LISTING_LABEL]
+        assert await s.command(GATE, True) == 1
+        s.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"dshSessionReference": {"candidateLimit": 2}})
+        )
+        await s.complete(uri, listed=False)
+        assert await s.command(GATE, True) == 2  # a listing of its own, not the old one's
+        await s.command(GATE, False)
+        labels = [item.label for item in (await s.complete(uri)).items]
+        assert len(labels) == 2 and LISTING_LABEL not in labels, labels

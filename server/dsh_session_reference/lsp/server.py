@@ -188,6 +188,7 @@ class DshLanguageServer(LanguageServer):
         engine = self._engine
         if engine is None or engine.root != root:
             engine = self._engine = Engine(root, self.settings)
+            self.pending_listing = None  # a listing of another root is no completion's to wait on
         self.live.follow(engine.source)
         return engine
 
@@ -203,6 +204,7 @@ class DshLanguageServer(LanguageServer):
         )
         self.live.follow(self._engine.source)
         self._generation += 1
+        self.pending_listing = None  # listed under the old settings (maybe a stalled old root)
         return True
 
     @property
