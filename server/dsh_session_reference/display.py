@@ -106,45 +106,43 @@ def readable_time(created_at_ms: int) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
-_UNITS = (
-    (365 * 24 * 3600, "year"),
-    (30 * 24 * 3600, "month"),
-    (7 * 24 * 3600, "week"),
-    (24 * 3600, "day"),
-    (3600, "hour"),
-    (60, "minute"),
+_UNITS: Final = (
+    (365 * 24 * 3600, "year", "y"),
+    (30 * 24 * 3600, "month", "mo"),
+    (7 * 24 * 3600, "week", "wk"),
+    (24 * 3600, "day", "d"),
+    (3600, "hour", "h"),
+    (60, "minute", "min"),
 )
+"""Each unit of an age: its seconds, its word, and its short form."""
 
 
-_SHORT_UNITS = (
-    (365 * 24 * 3600, "y"),
-    (30 * 24 * 3600, "mo"),
-    (7 * 24 * 3600, "wk"),
-    (24 * 3600, "d"),
-    (3600, "h"),
-    (60, "min"),
-)
+def _age(created_at_ms: int, now_ms: int) -> tuple[int, str, str] | None:
+    """How many of the largest unit that fits the age, with the unit's word and short form;
+    ``None`` under a minute. A negative count: a time in the future."""
+    seconds = (now_ms - created_at_ms) // 1000
+    if seconds < 0:
+        return -1, "", ""
+    for size_, name, short in _UNITS:
+        if seconds >= size_:
+            return seconds // size_, name, short
+    return None
 
 
 def short_age(created_at_ms: int, now_ms: int) -> str:
     """``4 mo``, ``3 d``, ``12 min``: an age for a completion row, which VS Code's popup cuts at
     about 45 characters with the title ("4 months a…" left no room for the project)."""
-    seconds = (now_ms - created_at_ms) // 1000
-    if seconds < 0:
-        return "future"
-    for size_, name in _SHORT_UNITS:
-        if seconds >= size_:
-            return f"{seconds // size_} {name}"
-    return "now"
+    age = _age(created_at_ms, now_ms)
+    if age is None:
+        return "now"
+    count, _, short = age
+    return "future" if count < 0 else f"{count} {short}"
 
 
 def relative_time(created_at_ms: int, now_ms: int) -> str:
     """A short age such as ``3 hours ago`` for a completion row."""
-    seconds = (now_ms - created_at_ms) // 1000
-    if seconds < 0:
-        return "in the future"
-    for size, name in _UNITS:
-        if seconds >= size:
-            count = seconds // size
-            return f"{count} {name}{'' if count == 1 else 's'} ago"
-    return "just now"
+    age = _age(created_at_ms, now_ms)
+    if age is None:
+        return "just now"
+    count, name, _ = age
+    return "in the future" if count < 0 else f"{count} {name}{'' if count == 1 else 's'} ago"
