@@ -153,6 +153,12 @@ def project_name(cwd: str) -> str:
     return cwd.rstrip("/\\").rsplit("/", 1)[-1].rsplit("\\", 1)[-1] or cwd
 
 
+def project_for(candidate: Candidate) -> str | None:
+    """A candidate's project as a row shows it: its cwd's last folder (``terraform``), escaped and
+    at most :data:`~..display.SHOWN_CHARS` characters; ``None`` for a session without a cwd."""
+    return _shown(candidate.session_id, candidate.label, candidate.cwd).project
+
+
 def mention_for(candidate: Candidate) -> str:
     """The mention a pick inserts: the label escaped as upstream's TUI did, then formatted."""
     return _shown(candidate.session_id, candidate.label, candidate.cwd).mention

@@ -20,7 +20,7 @@ from ..display import display_inline_text, display_label, relative_time
 from ..lines import Encoding
 from ..model import SessionSource
 from ..resolver import Candidate, find_titled
-from .completion import candidate_json, mention_for, project_name
+from .completion import candidate_json, mention_for, project_for
 from .positions import LineIndex
 
 TRANSCRIPT_SCHEME: Final = "dsh-transcript"
@@ -133,17 +133,11 @@ def location_of(session_id: str, title: str | None) -> types.Location:
     return types.Location(uri=transcript_uri(session_id, title), range=TOP)
 
 
-def project_of(cwd: str | None) -> str | None:
-    """A session's project as a row shows it: its cwd's last folder (``terraform``), escaped and
-    at most :data:`~..display.SHOWN_CHARS` characters; ``None`` for a session without a cwd."""
-    return None if cwd is None else display_label(project_name(cwd))
-
-
 def session_detail(candidate: Candidate, now_ms: int) -> str:
     """``3 days ago · terraform``: what tells sessions of one title apart, as a completion row's
     description reads. A folder's name, not its path: a row has room for the one, and a path
     beside a session reads as a file it lives in."""
-    project = project_of(candidate.cwd)
+    project = project_for(candidate)
     age = relative_time(candidate.created_at, now_ms)
     return age if project is None else f"{age} · {project}"
 
@@ -171,11 +165,11 @@ def workspace_symbols(candidates: Sequence[Candidate], now_ms: int) -> list[type
 
 def candidate_row(candidate: Candidate) -> dict[str, Any]:
     """The ``dshSessionReference.candidates`` command's row: :func:`.completion.candidate_json`
-    and what a client's session picker shows and opens besides: ``project`` (:func:`project_of`)
+    and what a client's session picker shows and opens besides: ``project`` (as a completion row)
     and ``transcript``, the URI Go to Definition gives for the session."""
     return {
         **candidate_json(candidate),
-        "project": project_of(candidate.cwd),
+        "project": project_for(candidate),
         "transcript": transcript_uri(candidate.session_id, candidate.label),
     }
 
