@@ -48,27 +48,28 @@ def _uri_argument(args: Sequence[Any], command: str) -> str:
 
 
 async def _preview_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    uri = _uri_argument(args, PREVIEW_COMMAND)
-    with ls.tracked_command():
-        preview = await preview_of(ls, uri)
-        if preview is None:
-            raise invalid(f"{PREVIEW_COMMAND}: {uri} is not open and is no file")
-        if ls.content_registered and ls.capability("window.show_document.support", False):
-            ls.spawn(_show_document(ls, preview))
-        else:
-            _say_summary(ls, preview)
-        return preview.to_json()
+    return await _shown_preview(ls, args, PREVIEW_COMMAND, model_text=False)
 
 
 async def _model_text_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    uri = _uri_argument(args, MODEL_TEXT_COMMAND)
+    return await _shown_preview(ls, args, MODEL_TEXT_COMMAND, model_text=True)
+
+
+async def _shown_preview(
+    ls: DshLanguageServer, args: Sequence[Any], command: str, *, model_text: bool
+) -> dict[str, Any]:
+    """Either preview document of ``args``' document, shown where the client shows documents; a
+    preview (not the model text, whose summary says nothing) is summarised where it cannot be."""
+    uri = _uri_argument(args, command)
     with ls.tracked_command():
-        model_text = await preview_of(ls, uri, model_text=True)
-        if model_text is None:
-            raise invalid(f"{MODEL_TEXT_COMMAND}: {uri} is not open and is no file")
+        preview = await preview_of(ls, uri, model_text=model_text)
+        if preview is None:
+            raise invalid(f"{command}: {uri} is not open and is no file")
         if ls.content_registered and ls.capability("window.show_document.support", False):
-            ls.spawn(_show_document(ls, model_text))
-        return model_text.to_json()
+            ls.spawn(_show_document(ls, preview))
+        elif not model_text:
+            _say_summary(ls, preview)
+        return preview.to_json()
 
 
 async def _show_document(ls: DshLanguageServer, preview: Preview) -> None:
@@ -224,15 +225,15 @@ def invalid(message: str) -> JsonRpcInvalidParams:
 async def preview_of(ls: DshLanguageServer, uri: str, *, model_text: bool = False) -> Preview | None:
     """The preview of a document (``model_text``: its exact model-facing text), open or a file on
     disk, kept for a client that asks for it again; ``None`` for one that is neither."""
+    agent = await ls.agent_for(uri)
     if ls.documents.get(uri) is not None:
         result = await ls.analysis(uri)
         analysis = None if result is None else result.analysis
     else:
         text = await text_of(ls.documents, uri)
-        analysis = None if text is None else await analyze(text, ls.engine.resolver, await ls.agent_for(uri))
+        analysis = None if text is None else await analyze(text, ls.engine.resolver, agent)
     if analysis is None:
         return None
-    agent = await ls.agent_for(uri)
     if model_text:
         preview = await build_model_text(uri, analysis, ls.engine.resolver, agent)
     else:
