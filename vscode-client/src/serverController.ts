@@ -62,6 +62,11 @@ export const CLIENT_NAME = 'DSH Session Reference';
 const MAX_RESTARTS = 3;
 /** How soon a completion answered "Listing dsh sessions…" is asked again. */
 const LISTING_RETRY_MS = 250;
+/**
+ * How many times in a row it is asked again (about 30 s): a root that never finishes listing (a
+ * stalled network mount) leaves the row up until the next key, rather than reopen the popup forever.
+ */
+const MAX_LISTING_RETRIES = 100;
 const RESTART_WINDOW_MS = 3 * 60_000;
 
 export type ServerState = 'starting' | 'running' | 'stopped';
@@ -140,6 +145,8 @@ export class ServerController implements vscode.Disposable {
   private readonly traceChannel = new TraceChannel();
   private selector: LanguageFilter[] = toDocumentSelector(undefined);
   private previewCommandsInFlight = 0;
+  /** Completions answered only "Listing dsh sessions…" in a row (see MAX_LISTING_RETRIES). */
+  private listingRetries = 0;
   private readonly previewsShownAt = new Map<string, number>();
   private _state: ServerState = 'stopped';
   private watchingPythonExtension = false;
@@ -296,7 +303,7 @@ export class ServerController implements vscode.Disposable {
     setTimeout(() => {
       const editor = vscode.window.activeTextEditor;
       if (editor?.document === document && document.version === version && editor.selection.active.isEqual(position)) {
-        this.output.info(`completion: asking again (sessions still being listed)`);
+        this.output.trace("completion: asking again (the sessions are still being listed)");
         // Triggered while its popup shows, VS Code keeps the answer it has: closed first.
         void vscode.commands.executeCommand('hideSuggestWidget').then(() => vscode.commands.executeCommand('editor.action.triggerSuggest'));
       }
@@ -589,7 +596,10 @@ export class ServerController implements vscode.Disposable {
         // it without another key pressed.
         provideCompletionItem: async (document, position, context, token, next) => {
           const result = await next(document, position, context, token);
-          if (isListingOnly(result)) {
+          if (!isListingOnly(result)) {
+            this.listingRetries = 0;
+          } else if (this.listingRetries < MAX_LISTING_RETRIES) {
+            this.listingRetries += 1;
             this.askAgainSoon(document, position);
           }
           return result;
