@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from .cancellation import AbortSignal, Cancelled
-from .conversation import ConversationSnapshot
 from .display import display_inline_text, display_label, shortened
 from .errors import BUDGET_EXCEEDED, SessionReferenceError
 from .jsjson import js_normalize, js_stringify
-from .model import SessionRecord, SurfaceSnapshot
+from .model import ConversationSnapshot, SessionRecord, SurfaceSnapshot
 from .resolver import AgentRef, SessionReferenceResolver, listed_records
 from .retention import RetainedSource
 from .tokens import COUNTER, TokenCount

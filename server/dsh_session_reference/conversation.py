@@ -22,24 +22,12 @@ kept items is byte-identical to retention over the full surface.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from .jsjson import js_byte_length
-from .model import SessionRecord, SurfaceSnapshot
+from .model import ConversationSnapshot, SurfaceSnapshot
 from .projection import ConversationItem, LongText, project_conversation
 from .retention import RetainedSource, bounded_text, item_json_bytes, retain_items
-
-
-@dataclass(frozen=True)
-class ConversationSnapshot:
-    """A session as ``prepare`` sees it: the header, ``capturedThroughSeq`` and the projected
-    conversation in surface order, texts bounded by the byte budget it was read for."""
-
-    session: SessionRecord
-    captured_through_seq: int | None
-    items: Sequence[ConversationItem]
-    max_bytes: int
 
 
 class ConversationKeeper:

@@ -11,14 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol, runtime_checkable
 
 from .cancellation import AbortSignal
 from .display import shortened
-
-if TYPE_CHECKING:
-    from .candidates import CandidateTable
-    from .conversation import ConversationSnapshot
+from .projection import ConversationItem
 
 
 class StoreError(Exception):
@@ -56,6 +53,18 @@ class SurfaceSnapshot:
     session: SessionRecord
     captured_through_seq: int | None
     events: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class ConversationSnapshot:
+    """A session as ``prepare`` sees it: the header, ``capturedThroughSeq`` and the projected
+    conversation in surface order, texts bounded by the byte budget it was read for
+    (``conversation.py`` says what is kept)."""
+
+    session: SessionRecord
+    captured_through_seq: int | None
+    items: Sequence[ConversationItem]
+    max_bytes: int
 
 
 @dataclass(frozen=True)
@@ -128,15 +137,6 @@ class ReadsConversations(Protocol):
 
 
 @runtime_checkable
-class KeepsCandidateTable(Protocol):
-    """Keeps every listed session with its label warm across requests (the language server's source)."""
-
-    def candidate_table(
-        self, stop: AbortSignal | None = None, target_cwd: str | None = None
-    ) -> CandidateTable: ...
-
-
-@runtime_checkable
 class SearchesBodies(Protocol):
     """Searches indexed message text (the opt-in body search)."""
 
@@ -166,9 +166,7 @@ class StoreChange:
     listing: bool
 
 
-class LiveSource(
-    SessionSource, ReadsConversations, KeepsCandidateTable, SearchesBodies, CountsWalk, Protocol
-):
+class LiveSource(SessionSource, ReadsConversations, SearchesBodies, CountsWalk, Protocol):
     """A long-lived source for an editor (:class:`.store.catalog.SessionCatalog`): it keeps its
     listing and titles warm, works in the background while the editor is quiet, and says so."""
 

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Self, TypeVar
 
 from .cancellation import AbortSignal, Cancelled
-from .candidates import CandidateTable, Row, label_for
+from .candidates import CandidateTable, KeepsCandidateTable, Row, label_for
 from .config import ResolverConfig, is_positive_safe_integer, resolver_config
-from .conversation import ConversationSnapshot, retain_conversation
+from .conversation import retain_conversation
 from .errors import (
     BUDGET_EXCEEDED,
     INVALID_REFERENCE,
@@ -30,8 +30,8 @@ from .errors import (
 )
 from .jsjson import js_lower, js_normalize, js_stringify
 from .model import (
+    ConversationSnapshot,
     FindsRecords,
-    KeepsCandidateTable,
     ReadsConversations,
     SessionRecord,
     SessionSource,

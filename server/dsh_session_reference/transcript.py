@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .conversation import ConversationSnapshot, retain_conversation
+from .conversation import retain_conversation
 from .display import (
     display_block_text,
     display_inline_text,
@@ -26,7 +26,7 @@ from .display import (
     wrapped,
 )
 from .jsjson import js_byte_length
-from .model import ReadsConversations
+from .model import ConversationSnapshot, ReadsConversations
 from .projection import ConversationItem, LongText
 from .resolver import SessionReferenceResolver, find_titled
 from .retention import RetainedSource

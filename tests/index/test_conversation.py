@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from dsh_session_reference.assembly import open_source
-from dsh_session_reference.conversation import ConversationSnapshot, retain_conversation
+from dsh_session_reference.conversation import retain_conversation
 from dsh_session_reference.jsjson import js_stringify
-from dsh_session_reference.model import StoreError
+from dsh_session_reference.model import ConversationSnapshot, StoreError
 from dsh_session_reference.projection import LongText
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.retention import bounded_text, retain_referenced_session, truncate_with_notice

@@ -3,9 +3,9 @@ they begin and end, checkpoints marked, what the read did not keep named with it
 
 from __future__ import annotations
 
-from dsh_session_reference.conversation import ConversationSnapshot, retain_conversation
+from dsh_session_reference.conversation import retain_conversation
 from dsh_session_reference.display import kilobytes
-from dsh_session_reference.model import SessionRecord
+from dsh_session_reference.model import ConversationSnapshot, SessionRecord
 from dsh_session_reference.projection import ConversationItem, LongText
 from dsh_session_reference.retention import bounded_text, item_json_bytes
 from dsh_session_reference.transcript import (

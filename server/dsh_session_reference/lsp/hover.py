@@ -16,10 +16,10 @@ from typing import Final
 from lsprotocol import types
 
 from ..analysis import Analysis, Intended, Reference
-from ..conversation import ConversationSnapshot, conversation_items, readable
+from ..conversation import conversation_items, readable
 from ..display import display_block_text, display_label, readable_time, relative_time, share
 from ..errors import SessionReferenceError
-from ..model import SurfaceSnapshot
+from ..model import ConversationSnapshot, SurfaceSnapshot
 from ..resolver import SessionReferenceResolver
 from ..retention import RetainedSource
 from ..tokens import TokenCount

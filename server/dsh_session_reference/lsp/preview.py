@@ -18,11 +18,10 @@ from typing import Any, Final
 from urllib.parse import quote, unquote, urlsplit
 
 from ..analysis import Analysis
-from ..conversation import ConversationSnapshot
 from ..display import display_block_text, display_label, kilobytes, size, wrapped
 from ..errors import INVALID_REFERENCE, SessionReferenceError
 from ..jsjson import js_byte_length
-from ..model import SurfaceSnapshot
+from ..model import ConversationSnapshot, SurfaceSnapshot
 from ..report import render_prepared_report, render_readable_report
 from ..resolver import AgentRef, PreparedMessage, SessionReferenceResolver
 from ..snapshot import build_additional_context

@@ -66,11 +66,11 @@ from typing import Final, TypeVar
 
 from ..cancellation import AbortSignal
 from ..candidates import CandidateTable, Row, candidate_rank, label_for
-from ..conversation import ConversationSnapshot
 from ..model import (
     INDEXING_BODIES,
     VERIFYING_TITLES,
     BodyMatch,
+    ConversationSnapshot,
     SessionRecord,
     StoreChange,
     SurfaceSnapshot,

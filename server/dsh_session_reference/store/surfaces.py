@@ -11,8 +11,7 @@ import threading
 from collections import OrderedDict
 from typing import Final, NamedTuple
 
-from ..conversation import ConversationSnapshot
-from ..model import SurfaceSnapshot
+from ..model import ConversationSnapshot, SurfaceSnapshot
 from .index.rows import Fingerprint, fingerprint_at
 
 MAX_SURFACES: Final = 16

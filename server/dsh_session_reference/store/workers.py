@@ -17,14 +17,13 @@ our process. So a worker runs with ``-P`` (nothing prepended) and ``-s`` (no
 user site), drops relative and empty ``PYTHONPATH`` entries (an empty one means
 the working directory), and imports from exactly the parent's module path.
 
-Only the functions in the ``TASKS`` table of :data:`TASKS_MODULE` can be called, with plain data; a worker
+Only the functions in the ``TASKS`` table of :mod:`.index.tasks` can be called, with plain data; a worker
 reads logs and never writes anything. It exits when its pipe closes, so it
 never outlives the process that started it.
 """
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import json
 import logging
@@ -42,17 +41,6 @@ from ..cancellation import AbortSignal, check
 
 _LOG = logging.getLogger("dsh_session_reference.workers")
 _HEADER: Final = struct.Struct("!I")
-
-
-TASKS_MODULE: Final = "dsh_session_reference.store.index.tasks"
-"""The one module whose ``TASKS`` table a worker runs. Named, not imported: this transport knows
-nothing of what it carries, so the index (which starts workers) and its tasks (which read with the
-index's store) import this module and never the other way round."""
-
-
-def _tasks() -> Mapping[str, Callable[..., Any]]:
-    tasks: Mapping[str, Callable[..., Any]] = importlib.import_module(TASKS_MODULE).TASKS
-    return tasks
 
 
 def _send(stream: IO[bytes], value: object) -> None:
@@ -74,8 +62,12 @@ def _receive(stream: IO[bytes]) -> Any:
 
 _BOOT: Final = (
     "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
-    "from dsh_session_reference.store.workers import main; main()"
+    "from dsh_session_reference.store.index.tasks import main; main()"
 )
+"""A child's program: the tasks module's :func:`~.index.tasks.main`. A command line for another
+process, not an import of this one: this transport knows nothing of what it carries, so the index
+(which starts workers) and its tasks (which read with the index's store) import this module and
+never the other way round."""
 
 
 def _safe_entries(entries: list[str]) -> list[str]:
@@ -253,9 +245,8 @@ def _portable(error: Exception) -> Exception:
     return error
 
 
-def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
-    """The child's loop: one task at a time until the pipe closes."""
-    tasks = _tasks()
+def serve(stdin: IO[bytes], stdout: IO[bytes], tasks: Mapping[str, Callable[..., Any]]) -> None:
+    """The child's loop: one task of ``tasks`` at a time until the pipe closes."""
     while True:
         try:
             request, task, args = _receive(stdin)
@@ -273,10 +264,10 @@ def serve(stdin: IO[bytes], stdout: IO[bytes]) -> None:
             return  # the parent is gone (or stopped listening): nobody wants the reply
 
 
-def main() -> None:
-    """A worker's entry point (:data:`_BOOT`): serve tasks on stdin, replies on a private stdout."""
+def serve_process(tasks: Mapping[str, Callable[..., Any]]) -> None:
+    """A worker's program (:data:`_BOOT`): serve ``tasks`` on stdin, replies on a private stdout."""
     level = os.environ.get("DSH_LSP_LOG", "WARNING").upper()
     logging.basicConfig(level=level if level in logging.getLevelNamesMapping() else "WARNING")
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # a stray print must not corrupt the replies
-    serve(sys.stdin.buffer, replies)
+    serve(sys.stdin.buffer, replies, tasks)

@@ -22,9 +22,9 @@ from functools import partial
 from typing import Final
 
 from ...cancellation import AbortSignal, check
-from ...conversation import ConversationKeeper, ConversationSnapshot
+from ...conversation import ConversationKeeper
 from ...jsjson import js_normalize
-from ...model import BodyMatch, SessionRecord, SurfaceSnapshot, TitleObservation
+from ...model import BodyMatch, ConversationSnapshot, SessionRecord, SurfaceSnapshot, TitleObservation
 from ..jsonl_store import Artifact, JsonlSessionStore
 from ..layout import is_within
 from ..workers import run_apart

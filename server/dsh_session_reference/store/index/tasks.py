@@ -1,4 +1,4 @@
-"""The tasks a worker process runs (:mod:`..workers` loads this module by name).
+"""The tasks a worker process runs: the program of every child :mod:`..workers` starts.
 
 Each is the uncached store's own reading, so a row a worker makes is the row the walk would have
 made; each checks the log's fingerprint around its read (:func:`.rows.stable_read`), and a read
@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Final
 
-from ...conversation import ConversationSnapshot
+from ...model import ConversationSnapshot
 from ..jsonl_store import JsonlSessionStore
 from ..layout import Compression
+from ..workers import serve_process
 from .bodies import message_text
 from .records import ListedEntry, MessageText, RecordData, Scanned, Verified
 from .rows import fingerprint_of, stable_read
@@ -99,4 +100,9 @@ TASKS: Final[Mapping[str, Callable[..., Any]]] = {
     "message_texts": message_texts,
     "read_conversation": read_conversation,
 }
-"""What a worker process may be asked to run (:data:`..workers.TASKS_MODULE`), by name, with plain data."""
+"""What a worker process may be asked to run, by name, with plain data."""
+
+
+def main() -> None:
+    """A worker process's program (:data:`..workers._BOOT` runs it)."""
+    serve_process(TASKS)
