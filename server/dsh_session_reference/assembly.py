@@ -17,7 +17,16 @@ from .model import LiveSource, SessionSource
 from .resolver import SessionReferenceResolver
 from .store.layout import resolve_root, root_origin, root_problem
 
-__all__ = ["make_resolver", "open_source", "root_origin", "root_problem", "sessions_root", "target_session"]
+__all__ = [
+    "make_resolver",
+    "open_source",
+    "root_origin",
+    "root_problem",
+    "sessions_root",
+    "start_spare_worker",
+    "target_session",
+    "zstd_missing",
+]
 """``root_problem`` and ``root_origin`` (:mod:`.store.layout`) are the front ends' words for a root
 that is missing or no folder, given here so neither front end reaches into the store."""
 
@@ -118,3 +127,24 @@ def make_resolver(
     from .body_search import BodySearchResolver
 
     return BodySearchResolver.with_config(source, config)
+
+
+def zstd_missing() -> str | None:
+    """Why no Zstandard codec can be imported, else ``None``: writing ``.jsonl.zstd`` logs needs one
+    (it is imported lazily, so plain logs work without it)."""
+    from .store.logbase import LogError, zstd_codec
+
+    try:
+        zstd_codec()
+    except LogError as error:
+        return str(error.__cause__ or error)
+    return None
+
+
+def start_spare_worker() -> None:
+    """Start, where a core is spare, the worker process a cold index's first walk will take: the
+    language server calls it before its LSP stack's imports (0.7 s), so the worker is ready by then."""
+    if (os.cpu_count() or 1) > 1:
+        from .store.workers import start_spare
+
+        start_spare()

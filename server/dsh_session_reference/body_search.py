@@ -21,7 +21,7 @@ from .candidates import label_for
 from .config import is_positive_safe_integer
 from .jsjson import js_normalize
 from .model import SearchesBodies
-from .resolver import AgentRef, Candidate, SessionReferenceResolver, _run
+from .resolver import AgentRef, Candidate, SessionReferenceResolver, run_blocking
 
 
 @dataclass(frozen=True)
@@ -60,13 +60,13 @@ class BodySearchResolver(SessionReferenceResolver):
             return exact
         self_id = None if agent.id is None else js_normalize(agent.id)
         shown = {candidate.session_id for candidate in exact}
-        records = await _run(lambda stop: self.query.list_sessions(stop), signal)
+        records = await run_blocking(lambda stop: self.query.list_sessions(stop), signal)
         others = [record for record in records if record.id != self_id and record.id not in shown]
         matches = await asyncio.to_thread(source.search_bodies, query, others, room)
         if not matches:
             return exact
         chosen_records = [match.record for match in matches]
-        titles = await _run(lambda stop: self.query.read_titles(chosen_records, stop), signal)
+        titles = await run_blocking(lambda stop: self.query.read_titles(chosen_records, stop), signal)
         found: list[Candidate] = list(exact)
         for match, observation in zip(matches, titles, strict=True):
             record = match.record

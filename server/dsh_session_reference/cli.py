@@ -25,8 +25,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from . import __version__
-from .assembly import make_resolver, open_source, root_origin, root_problem, sessions_root, target_session
+from . import __version__, assembly
 from .cancellation import AbortSignal
 from .config import resolver_config
 from .display import display_label
@@ -36,7 +35,6 @@ from .logsetup import LOG_ENV, LOG_LEVELS, log_level, progress_after
 from .logsetup import configure as configure_log
 from .model import CountsWalk, SessionSource, StoreError
 from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
-from .store.logbase import LogError, zstd_codec
 from .uri import (
     decode_session_reference_uri,
     encode_session_reference_uri,
@@ -188,7 +186,7 @@ def _read(path: str) -> str:
 
 def _store(args: argparse.Namespace, *, every_title: bool = False) -> SessionSource:
     """The title index over the root (cold logs are replayed on every core), or the plain store."""
-    return open_source(
+    return assembly.open_source(
         args.root,
         live=False,
         index=not args.no_index,
@@ -233,12 +231,12 @@ def _terminal_progress(args: argparse.Namespace, store: SessionSource) -> Iterat
 
 def _resolver(args: argparse.Namespace, store: SessionSource) -> SessionReferenceResolver:
     config = resolver_config(args.max_references, args.candidate_limit, args.max_reference_bytes)
-    return make_resolver(store, config, body_search=getattr(args, "body_search", False))
+    return assembly.make_resolver(store, config, body_search=getattr(args, "body_search", False))
 
 
 async def _agent(args: argparse.Namespace, store: SessionSource) -> AgentRef:
     # An explicit empty ``--target ""`` means no target, as before ``$DSH_SESSION_ID`` is looked at.
-    target = args.target if args.target is not None else target_session(None)
+    target = args.target if args.target is not None else assembly.target_session(None)
     return await agent_for_target(store, target, args.cwd if args.cwd is not None else os.getcwd())
 
 
@@ -375,12 +373,10 @@ def _missing_zstandard(args: argparse.Namespace, writes: str, remedy: str) -> in
     it). Asking before anything is written spares the user a traceback and a root with an empty
     log in it.
     """
-    try:
-        zstd_codec()
-    except LogError as error:
-        reason = str(error.__cause__ or error)
-        return _fail(args, MISSING_PACKAGE, f"{writes} .jsonl.zstd logs, but {reason}: {remedy}", EXIT_USAGE)
-    return None
+    reason = assembly.zstd_missing()
+    if reason is None:
+        return None
+    return _fail(args, MISSING_PACKAGE, f"{writes} .jsonl.zstd logs, but {reason}: {remedy}", EXIT_USAGE)
 
 
 def _sample_store(args: argparse.Namespace) -> int:
@@ -436,10 +432,7 @@ def _lsp(args: argparse.Namespace, serve_stdio: Callable[[str | None], int]) -> 
     except OSError as error:
         reason = error.strerror or str(error)
         return _fail(args, "IO_ERROR", f"cannot write the log file {args.log_file!r}: {reason}")
-    if (os.cpu_count() or 1) > 1:
-        from .store.workers import start_spare
-
-        start_spare()  # before the LSP stack's imports (0.7 s): ready for a cold index's first walk
+    assembly.start_spare_worker()
     return serve_stdio(args.sessions)
 
 
@@ -465,10 +458,10 @@ def main(argv: Sequence[str] | None, frontends: Frontends) -> int:
     if args.command != "lsp":  # the server's log is the editor's, set up by the server
         _log_to_terminal()
     if args.command in STORE_COMMANDS:
-        root = args.root = sessions_root(args.sessions)
-        problem = root_problem(root)
+        root = args.root = assembly.sessions_root(args.sessions)
+        problem = assembly.root_problem(root)
         if problem is not None:
-            origin = root_origin(args.sessions, "from --sessions")
+            origin = assembly.root_origin(args.sessions, "from --sessions")
             return _fail(args, ROOT_NOT_FOUND, f'sessions root "{root}" ({origin}) {problem}')
     try:
         match args.command:

@@ -179,7 +179,7 @@ class SessionReferenceResolver:
         source = self.query
         if isinstance(source, KeepsCandidateTable):
             # A store that keeps its listing and labels warm answers from one persistent table.
-            rows = await _run(
+            rows = await run_blocking(
                 lambda stop: source.candidate_table(stop, agent.cwd).select(
                     needle, self_id, agent.cwd, cap, stop
                 ),
@@ -187,7 +187,9 @@ class SessionReferenceResolver:
             )
         else:
             table = await self._listing_table(needle, self_id, agent.cwd, cap, signal)
-            rows = await _run(lambda stop: table.select(needle, self_id, agent.cwd, cap, stop), signal)
+            rows = await run_blocking(
+                lambda stop: table.select(needle, self_id, agent.cwd, cap, stop), signal
+            )
         return [Candidate(row.record.id, row.label, row.record.cwd, row.record.created_at) for row in rows]
 
     async def _listing_table(
@@ -195,12 +197,12 @@ class SessionReferenceResolver:
     ) -> CandidateTable:
         """Upstream's path: list, then read titles of every other session for a query, or of
         only the ``cap`` best ranked ones for an empty query (labels do not affect that order)."""
-        records = await _run(lambda stop: self.query.list_sessions(stop), signal)
+        records = await run_blocking(lambda stop: self.query.list_sessions(stop), signal)
         chosen = [record for record in records if record.id != self_id]
         if needle == "":
             unlabelled = CandidateTable([Row(record, record.id) for record in chosen])
             chosen = [row.record for row in unlabelled.select("", None, target_cwd, cap)]
-        observations = await _run(lambda stop: self.query.read_titles(chosen, stop), signal)
+        observations = await run_blocking(lambda stop: self.query.read_titles(chosen, stop), signal)
         return CandidateTable(
             [Row(record, label_for(record, seen)) for record, seen in zip(chosen, observations, strict=True)]
         )
@@ -286,8 +288,9 @@ def _assert_not_cancelled(signal: AbortSignal | None) -> None:
         raise cancelled()
 
 
-async def _run(work: Callable[[AbortSignal], T], signal: AbortSignal | None) -> T:
-    """Run one blocking store call in a thread, raced against ``signal``."""
+async def run_blocking(work: Callable[[AbortSignal], T], signal: AbortSignal | None) -> T:
+    """Run one blocking store call in a thread, raced against ``signal`` (``work`` gets the stop
+    signal the store checks)."""
     stop = AbortSignal()
     return await _race(asyncio.to_thread(work, stop), signal, stop)
 
