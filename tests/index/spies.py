@@ -13,18 +13,18 @@ from dsh_session_reference.store.index.store import IndexedSessionStore
 
 
 class CountingStore(IndexedSessionStore):
-    """Counts the log replays its reader makes (the reads the index exists to spare)."""
+    """Counts the log replays it makes (the reads the index exists to spare)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.replays = 0
-        replay: Callable[..., Any] = self.reader.replay
+        replay: Callable[..., Any] = self.replay
 
         def counted(*replay_args: Any, **replay_kwargs: Any) -> Any:
             self.replays += 1
             return replay(*replay_args, **replay_kwargs)
 
-        self.reader.replay = counted  # type: ignore[method-assign]
+        self.replay = counted  # type: ignore[method-assign]
 
 
 def slow_probes(monkeypatch: pytest.MonkeyPatch, delay: float = 0.02) -> list[str]:
@@ -33,10 +33,10 @@ def slow_probes(monkeypatch: pytest.MonkeyPatch, delay: float = 0.02) -> list[st
     probed: list[str] = []
     probe = walk_module.probe
 
-    def slow(reader: Any, root_real: str, segment: str, path: str, *args: Any) -> Any:
+    def slow(root: str, skips: Any, real: str, segment: str, path: str, *args: Any) -> Any:
         probed.append(path)
         time.sleep(delay)
-        return probe(reader, root_real, segment, path, *args)
+        return probe(root, skips, real, segment, path, *args)
 
     monkeypatch.setattr(walk_module, "probe", slow)
     return probed

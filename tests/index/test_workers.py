@@ -11,7 +11,7 @@ import pytest
 
 from dsh_session_reference.cancellation import AbortSignal, Cancelled
 from dsh_session_reference.model import StoreError
-from dsh_session_reference.store.jsonl_store import NOT_FOUND
+from dsh_session_reference.store.listing import NOT_FOUND
 from dsh_session_reference.store.workers import (
     WorkerProcess,
     _send,

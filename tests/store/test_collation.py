@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from dsh_session_reference import collation
 from dsh_session_reference.model import SessionRecord
-from dsh_session_reference.store.jsonl_store import _newest_first
+from dsh_session_reference.store.listing import newest_first
 
 # `xs.sort((a, b) => a.localeCompare(b))` in Node 24 with LC_ALL=C.UTF-8.
 NODE_ORDER = [
@@ -91,4 +91,4 @@ def test_the_listing_sorts_ties_by_collation_only_and_stays_stable(entries: list
         SessionRecord(session_id, created, None, {"n": n}) for n, (created, session_id) in enumerate(entries)
     ]
     expected = sorted(records, key=lambda r: (-r.created_at, collation.locale_compare_key(r.id)))
-    assert _newest_first(list(records)) == expected
+    assert newest_first(list(records)) == expected

@@ -60,7 +60,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
@@ -76,7 +75,7 @@ from ..model import (
     SurfaceSnapshot,
     TitleObservation,
 )
-from .index.records import MessageText, Scanned, Verified, batches, record_data
+from .feed import WorkerFeed
 from .index.rows import Fingerprint, header_text
 from .index.store import IndexedSessionStore
 from .root_state import root_state
@@ -98,9 +97,6 @@ REFRESH_AFTER: Final = 1.0
 """Seconds after which a served-from-memory listing is walked again in the background."""
 SYNC_VERIFY_BYTES: Final = 8 << 20
 """Bytes of changed logs whose titles a request reads itself; more are verified in the background."""
-VERIFY_BATCH_BYTES: Final = 8 << 20
-SCAN_BATCH: Final = 256
-"""Claimed titles per scan a worker process runs (a scan reads the log, but does not replay it)."""
 KEEP_LISTING_EVERY: Final = 30.0
 """Seconds at least between two writes of the whole listing to the index
 (:meth:`SessionCatalog._keep_listing`): at 50,000 sessions one costs the background half a second."""
@@ -148,20 +144,6 @@ class _Snapshot:
         return cls(records, walked, taken, directories, by_location, {r.id: r for r in records}, state)
 
 
-@dataclass
-class _BodyIndexing:
-    """Where indexing message text for body search stands."""
-
-    wanted: bool = False
-    """Body search has been asked for (indexing starts on the first search)."""
-    stopped: bool = False
-    """The user cancelled indexing: search answers from what is indexed."""
-    busy: bool = False
-    left: int = 0
-    done_for: _Snapshot | None = None
-    """The listing every log of which is indexed."""
-
-
 _LIVE: weakref.WeakSet[SessionCatalog] = weakref.WeakSet()
 
 
@@ -191,7 +173,6 @@ class SessionCatalog:
         self.surfaces = SurfaceCache()
         self._lock = threading.RLock()
         self._refreshing = threading.Lock()
-        self._feeding = threading.Lock()
         self._loading = threading.Lock()
         self._stored_taken = False
         self._listing_kept: tuple[list[SessionRecord], int] | None = None
@@ -201,7 +182,8 @@ class SessionCatalog:
         """The latest listing."""
         self.kept_table: _KeptTable | None = None
         """The candidate table of the latest listing, as last labelled."""
-        self._bodies = _BodyIndexing()
+        self.feed = WorkerFeed(index, self.titles, self.scheduler)
+        """What the worker process is given (hint scans, verifications, message text)."""
         self._closed = False
         self._watcher: RootWatcher | None = None
         self._listeners: list[Callable[[StoreChange], None]] = []
@@ -340,6 +322,7 @@ class SessionCatalog:
             with self._refreshing:
                 if self.snapshot is None:
                     self.snapshot = snapshot
+                    self.feed.listing = snapshot.records
                 return self.snapshot
 
     def _served(self, snapshot: _Snapshot) -> bool:
@@ -416,7 +399,7 @@ class SessionCatalog:
         titles = self.titles.pending()
         if titles:
             return VERIFYING_TITLES, titles
-        bodies = self._bodies
+        bodies = self.feed.bodies
         if bodies.busy and not bodies.stopped:
             return INDEXING_BODIES, bodies.left
         return None
@@ -424,18 +407,18 @@ class SessionCatalog:
     def stop_bodies(self) -> None:
         """Stop indexing message text (the user cancelled it): body search answers from the logs
         indexed so far until :meth:`resume_bodies` (body search turned on again)."""
-        self._bodies.stopped = True
+        self.feed.bodies.stopped = True
 
     def resume_bodies(self) -> None:
-        self._bodies.stopped = False
+        self.feed.bodies.stopped = False
         self._ask()
 
     # --- body search (opt-in) --------------------------------------------------------------------
 
     def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> list[BodyMatch]:
         """Body matches from what is indexed so far; the first call starts indexing message text."""
-        if not self._bodies.wanted:
-            self._bodies.wanted = True
+        if not self.feed.bodies.wanted:
+            self.feed.bodies.wanted = True
             if self.background:
                 self._ask()
             else:
@@ -591,6 +574,7 @@ class SessionCatalog:
             if previous is not None and quick and state == previous.state:
                 snapshot = dataclasses.replace(previous, taken=began)
                 self.snapshot = snapshot
+                self.feed.listing = snapshot.records
                 return snapshot
             records = self.index.list_sessions(stop)
             walked = dict(self.index.walked)
@@ -601,6 +585,7 @@ class SessionCatalog:
                 records = [_same_record(record, previous, walked, exact) for record in records]
             snapshot = _Snapshot.of(records, walked, began, self.index.directories, state)
             self.snapshot = snapshot
+            self.feed.listing = snapshot.records
             if previous is not None and previous.records is not records:
                 self.titles.keep_only(snapshot.by_location)
         self._write_behind()
@@ -718,8 +703,8 @@ class SessionCatalog:
         deadline = scheduler.refresh_deadline()
         try:
             self.index.flush(scheduler.wait_quiet)
-            self._feed()
-            self._scan_hints()
+            self.feed.feed()
+            self.feed.scan_hints()
             self._keep_listing()
             if deadline is not None:
                 wait = scheduler.until_idle(deadline)
@@ -730,7 +715,7 @@ class SessionCatalog:
                 seen = self._take_seen()
                 if seen or snapshot is None or time.monotonic() - snapshot.taken >= REFRESH_AFTER:
                     self._refresh(None, quick=True, pause=functools.partial(scheduler.idle, deadline))
-                    self._feed()
+                    self.feed.feed()
                 if seen is not None:
                     self._tell(seen)
         except Exception:  # the next request still works from the snapshot; say why here
@@ -759,124 +744,6 @@ class SessionCatalog:
             return
         self._listing_kept, self._listing_kept_at = (snapshot.records, version), now
         self.index.keep_whole_listing(snapshot.records, snapshot.walked, snapshot.directories)
-
-    def _scan_hints(self) -> None:
-        """Hints a request had no time for (the scan is mostly decompression, outside the GIL)."""
-        root_real = os.path.realpath(self.root)
-        titles = self.titles
-        while True:
-            self.scheduler.wait_quiet()
-            if self.scheduler.closed:
-                return
-            left = titles.next_scan()
-            if left is None:
-                return
-            location, record, fp = left
-            if titles.current(location, fp) is not None:
-                continue
-            hint = TitleObservation(record.id, title=titles.hint(location, fp, root_real, None))
-            titles.provisional(location, fp, hint)
-
-    def _feed(self) -> None:
-        """Send scans of claimed titles (then queued title verifications, then body texts, when
-        wanted) to the worker process: from the background thread, and as a scan of claimed titles
-        ends (the next one goes at once, not at the next round, which a walk may hold up)."""
-        with self._feeding:
-            self._feed_one()
-
-    def _feed_one(self) -> None:
-        titles = self.titles
-        if titles.busy():
-            return  # one batch at a time keeps a core free for requests
-        # Claimed titles first: until its log is scanned, a claim may be a forged title on show
-        # (a verification only confirms what a scan or a hint already shows).
-        if titles.to_prove:
-            worker = self.scheduler.worker()
-            if worker is None:
-                return
-            claims = titles.to_scan_claims(SCAN_BATCH)
-            paths = [str(record.location) for record, _ in claims]
-            scan = worker.submit("scan_titles", self.root, paths)
-            scan.add_done_callback(lambda done: self._scanned(claims, done))
-            return
-        queued = titles.waiting()
-        if queued:
-            batch = batches([record for record, _ in queued[:256]], VERIFY_BATCH_BYTES, 256)[0]
-            worker = self.scheduler.worker()
-            if worker is None:
-                return
-            titles.take(batch)
-            future = worker.submit("verify_titles", self.root, [record_data(record) for record in batch])
-            future.add_done_callback(lambda done: self._verified(batch, done))
-            return
-        snapshot = self.snapshot
-        bodies = self._bodies
-        if bodies.wanted and not bodies.stopped and not bodies.busy and snapshot is not None:
-            if bodies.done_for is snapshot:
-                return  # every log of this listing is indexed already
-            stale = self.index.bodies_to_index(snapshot.records)
-            if not stale:
-                bodies.done_for = snapshot
-                return
-            worker = self.scheduler.worker()
-            if worker is None:
-                return
-            bodies.busy = True
-            bodies.left = len(stale)
-            body = worker.submit("message_texts", self.root, stale[:64])
-            body.add_done_callback(self._bodies_read)
-
-    def _verified(
-        self,
-        batch: list[SessionRecord],
-        future: Future[list[Verified]],
-    ) -> None:
-        try:
-            results = future.result()
-        except Exception as failure:  # a cancelled or crashed batch is queued again on demand
-            LOG.info("title verification stopped: %r", failure)
-            results = []
-        for record, found in zip(batch, results, strict=False):
-            observation = self.index.remember_verified(record, found)
-            if observation is not None and found.fp is not None and record.location is not None:
-                self.titles.observe(record.location, found.fp, observation)
-        self.index.flush()
-        self.titles.done(batch)
-        self.scheduler.wake()
-
-    def _scanned(
-        self, claims: list[tuple[SessionRecord, Fingerprint]], future: Future[list[Scanned]]
-    ) -> None:
-        """A worker's scans of claimed titles: the claims that hold count, the others give way to
-        the scan and are verified."""
-        try:
-            results = future.result()
-        except Exception as failure:  # withdrawn: the next request claims them anew, to be scanned
-            LOG.info("scanning claimed titles stopped: %r", failure)
-            results = []
-        verify: dict[str, tuple[SessionRecord, Fingerprint]] = {}
-        unproved = [str(record.location) for record, _ in claims[len(results) :]]
-        for (record, fp), found in zip(claims, results, strict=False):
-            location = str(record.location)
-            if found.fp != fp:
-                unproved.append(location)  # changed under the scan
-            elif self.titles.prove(location, fp, found.title):
-                verify[location] = (record, fp)
-        self.titles.enqueue(verify, {})
-        self.titles.scanned((str(record.location) for record, _ in claims), unproved)
-        try:
-            self._feed()
-        except Exception:  # the background's next round feeds it instead
-            LOG.exception("the next scan of claimed titles could not be sent")
-        self.scheduler.wake()
-
-    def _bodies_read(self, future: Future[list[MessageText]]) -> None:
-        try:
-            self.index.put_bodies(future.result())
-        except Exception as error:
-            LOG.info("body indexing stopped: %r", error)
-        self._bodies.busy = False
-        self.scheduler.wake()
 
 
 def _weakly(method: Callable[[frozenset[str]], None]) -> Callable[[frozenset[str]], None]:

@@ -19,8 +19,8 @@ from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
 from ...model import SessionRecord, TitleObservation
-from ..jsonl_store import record_at
 from ..layout import is_walk_relative
+from ..listing import record_at
 from .rows import Fingerprint, Untrusted, too_many_missing
 
 

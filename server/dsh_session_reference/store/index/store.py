@@ -1,8 +1,9 @@
 """``IndexedSessionStore``: the store answering from the index for every log that has not changed.
 
-It holds the rows (loaded from :mod:`.database` on first use, written behind), gives its reader
-the index's walk (:mod:`.walk`) and title cache, verifies many cold titles in worker processes,
-and reads huge logs for ``prepare`` apart.
+It holds the rows (loaded from :mod:`.database` on first use, written behind), walks the root
+through them (:mod:`.walk`), answers titles from them, verifies many cold titles in worker
+processes, and reads huge logs for ``prepare`` apart. What misses is read with the plain reading
+functions (:mod:`..jsonl_store`, :mod:`..listing`).
 
 Over 500 lines because the rows (which ones are loaded, kept, written, pruned) and everything that
 reads or makes them share one lock and one table; what stands alone is in modules of its own:
@@ -16,17 +17,26 @@ import logging
 import os
 import stat
 import threading
-import weakref
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Final
+from typing import Any, Final
 
 from ...cancellation import AbortSignal, check
 from ...conversation import ConversationKeeper
 from ...jsjson import js_normalize
-from ...model import BodyMatch, ConversationSnapshot, SessionRecord, SurfaceSnapshot, TitleObservation
-from ..jsonl_store import Artifact, JsonlSessionStore
-from ..layout import is_within
+from ...model import (
+    BodyMatch,
+    ConversationSnapshot,
+    SessionRecord,
+    StoreError,
+    SurfaceSnapshot,
+    TitleObservation,
+)
+from ..jsonl_store import artifact_of, lookup_segment, observed_title, replay, surface_of
+from ..layout import encode_segment, is_within, resolve_root
+from ..listing import Artifact, Skips, Walk, root_real
+from ..replay import ReplayResult
+from ..surface import SurfaceKeeper
 from ..workers import run_apart
 from .bodies import fts_query, message_text
 from .database import IndexDatabase, default_index_dir, index_file, tidy_once
@@ -45,7 +55,7 @@ from .rows import (
     stable_read,
 )
 from .verify import TitleWorkers
-from .walk import index_walk, stored_walk
+from .walk import stored_walk, walk_rows
 
 LOG = logging.getLogger("dsh_session_reference.index")
 
@@ -63,9 +73,9 @@ about 0.2 s to start, against seconds of replay that would hold the caller's GIL
 
 
 class IndexedSessionStore:
-    """A :class:`~..jsonl_store.JsonlSessionStore` (``reader``) answering from the index for every
-    log that has not changed: the reader's walks ask the index's rows first (:func:`.walk.index_walk`)
-    and its title reads go through :meth:`read_title`; what misses is read by the reader and kept.
+    """The store answering as :class:`~..jsonl_store.JsonlSessionStore` does, from the index for every
+    log that has not changed: its walks ask the rows first (:func:`.walk.walk_rows`) and its title
+    reads go through :meth:`read_title`; what misses is read and kept.
 
     ``index_dir``: where the index files live (default :func:`default_index_dir`);
     ``persistent=False`` keeps the index in memory only (tests, read-only homes);
@@ -90,14 +100,10 @@ class IndexedSessionStore:
         apart_bytes: int | None = None,
         autoflush: bool = True,
     ) -> None:
-        # The reader refers back to this store weakly: no cycle, so a dropped store (the server
-        # switched roots) is freed at once with its rows and its SQLite connection, not at the
-        # next full collection, which the server puts off while the editor is busy.
-        this = weakref.proxy(self)
-        self.reader = JsonlSessionStore(
-            root, walks=partial(index_walk, this), titles=lambda record, stop: this.read_title(record, stop)
-        )
-        self.root = self.reader.root
+        self.root = resolve_root(root)
+        self.skips = Skips()
+        self._walking: Walk | None = None
+        self._walked = 0
         self.workers = workers
         self.apart_bytes = apart_bytes
         self.autoflush = autoflush
@@ -130,7 +136,8 @@ class IndexedSessionStore:
     @property
     def walked_sessions(self) -> int:
         """Session directories the latest full walk has looked at so far (progress)."""
-        return self.reader.walked_sessions
+        walking = self._walking
+        return self._walked if walking is None else walking.sessions
 
     @property
     def index_path(self) -> str | None:
@@ -239,9 +246,11 @@ class IndexedSessionStore:
     # --- SessionSource ---------------------------------------------------------------------------
 
     def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
+        walk = self._walking = Walk(self.skips)
         try:
-            return self.reader.list_sessions(stop)
+            return walk_rows(self, walk, None, stop).listing()
         finally:
+            self._walked, self._walking = walk.sessions, None
             self._call_done()
 
     def stored_listing(self) -> StoredListing:
@@ -251,7 +260,7 @@ class IndexedSessionStore:
         (:func:`.walk.stored_walk`)."""
         with self._database().kept_listing() as pieces:
             kept = None if pieces is None else kept_listing(pieces, self.root)
-        return kept if kept is not None else stored_walk(self, self.reader)
+        return kept if kept is not None else stored_walk(self, self.skips)
 
     def keep_whole_listing(
         self, records: list[SessionRecord], walked: dict[str, Fingerprint], directories: int
@@ -272,7 +281,27 @@ class IndexedSessionStore:
         self._database().write_listing(text)
 
     def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
-        return self.reader.find_record(session_id, stop)
+        session_id = js_normalize(session_id)
+        if root_real(self.root) is None or session_id == "":
+            return None
+        return walk_rows(self, Walk(self.skips), encode_segment(session_id), stop).record_of(session_id)
+
+    def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
+        """The log of ``session_id``, found through the rows, else upstream's failure."""
+        segment = lookup_segment(self.root, session_id)
+        return walk_rows(self, Walk(self.skips), segment, stop).artifact(session_id)
+
+    def replay(
+        self,
+        session_id: str,
+        artifact: Artifact,
+        keep_surface: bool | SurfaceKeeper,
+        stop: AbortSignal | None,
+        *,
+        discovery: bool = False,
+    ) -> tuple[dict[str, Any], ReplayResult]:
+        """Every log this store reads whole is read here (:func:`..jsonl_store.replay`)."""
+        return replay(self.root, session_id, artifact, keep_surface, stop, discovery=discovery)
 
     def read_titles(
         self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
@@ -280,13 +309,19 @@ class IndexedSessionStore:
         try:
             if self.workers > 1:
                 self._verify_in_workers(records, stop)
-            return self.reader.read_titles(records, stop)
+            seen: dict[str, TitleObservation] = {}
+            for record in records:
+                check(stop)
+                if record.id not in seen:
+                    seen[record.id] = self.read_title(record, stop)
+            return [seen[record.id] for record in records]
         finally:
             self._title_workers.close()  # those started ahead and not needed
             self._call_done()
 
     def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
-        return self.reader.read_surface(session_id, stop)
+        session_id = js_normalize(session_id)
+        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
 
     def _call_done(self) -> None:
         if self.autoflush:
@@ -330,14 +365,14 @@ class IndexedSessionStore:
         the first messages' texts kept as well (a transcript's head, see :class:`ConversationKeeper`).
         """
         session_id = js_normalize(session_id)
-        artifact = self.reader.locate(session_id, stop)
+        artifact = self.locate(session_id, stop)
         if self.apart_bytes is not None and _replay_bytes(artifact) > self.apart_bytes:
             conversation: ConversationSnapshot = run_apart(
                 "read_conversation", self.root, session_id, max_bytes, head_bytes, stop=stop
             )
             return conversation
         keeper = ConversationKeeper(max_bytes, head_bytes=head_bytes)
-        header, result = self.reader.replay(session_id, artifact, keeper, stop)
+        header, result = self.replay(session_id, artifact, keeper, stop)
         for attempt in range(3):
             if not keeper.missing:
                 break
@@ -348,7 +383,7 @@ class IndexedSessionStore:
                 if attempt < 2
                 else ConversationKeeper(max_bytes, evict=False)
             )
-            header, result = self.reader.replay(session_id, artifact, keeper, stop)
+            header, result = self.replay(session_id, artifact, keeper, stop)
         return ConversationSnapshot(
             session=Artifact(artifact.path, artifact.compression, header).record(),
             captured_through_seq=result.captured_through_seq,
@@ -383,24 +418,32 @@ class IndexedSessionStore:
     # --- titles ----------------------------------------------------------------------------------
 
     def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
-        """The reader's title read (:class:`~..jsonl_store.TitleReader`): from the index when the
-        log is unchanged, else the reader's own, kept when the log held still while it was read."""
+        """One record's title: from the index when the log is unchanged, else read, and kept when
+        the log held still while it was read."""
         path = record.location
         try:
             info = None if path is None else lstat_or_none(path)
         except OSError:
             info = None
         if path is None or info is None or not stat.S_ISREG(info.st_mode):
-            return self.reader.title_of(record, stop)
+            return self._title_of(record, stop)
         fp = fingerprint_of(info)
         key = header_text(record.header)
         hit = self.cached_title(record, fp, key)
         if hit is not None:
             return hit
-        observation, unchanged, started = stable_read(path, partial(self.reader.title_of, record, stop), fp)
+        observation, unchanged, started = stable_read(path, partial(self._title_of, record, stop), fp)
         if unchanged is not None:
             self.remember_title(record, fp, key, observation, started)
         return observation
+
+    def _title_of(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
+        try:
+            artifact = artifact_of(self.root, record, stop, self.skips)
+            _, result = self.replay(js_normalize(record.id), artifact, False, stop, discovery=True)
+        except StoreError as error:
+            return TitleObservation(record.id, error=error.message)
+        return observed_title(record.id, result.title)
 
     def cached_title(
         self, record: SessionRecord, fp: Fingerprint, key: str | None

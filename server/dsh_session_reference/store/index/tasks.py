@@ -13,8 +13,9 @@ from functools import partial
 from typing import Any, Final
 
 from ...model import ConversationSnapshot
-from ..jsonl_store import JsonlSessionStore
+from ..jsonl_store import title_of
 from ..layout import Compression
+from ..listing import Skips
 from ..workers import serve_process
 from .bodies import message_text
 from .records import ListedEntry, MessageText, RecordData, Scanned, Verified
@@ -25,15 +26,16 @@ from .walk import PLAIN_NAME, ZSTD_NAME, probe, single_log
 
 
 def verify_titles(root: str, items: Sequence[RecordData]) -> list[Verified]:
-    """Title observations of listed logs, made by the uncached store (runs in a worker process)."""
-    store = JsonlSessionStore(root)
+    """Title observations of listed logs, read as the uncached store reads them (runs in a worker
+    process)."""
+    skips = Skips()
     found: list[Verified] = []
     for item in items:
-        read = stable_read(item.location, partial(store.read_titles, [item.record()]))
+        read = stable_read(item.location, partial(title_of, root, item.record(), None, skips))
         if read is None:
             found.append(Verified(None, 0, None, None))  # gone: nothing to keep
             continue
-        [observation], fp, started = read
+        observation, fp, started = read
         found.append(Verified(fp, started, observation.title, observation.error))
     return found
 
@@ -75,7 +77,7 @@ def read_conversation(
 def read_headers(root: str, directories: Sequence[tuple[str, str]]) -> list[ListedEntry]:
     """Index listing entries ``(log, fingerprint, read at, text)`` for session directories the index
     has never seen, as the walk would make them (runs in a worker process)."""
-    reader = JsonlSessionStore(root, report=False)  # the walk that takes these reports each problem
+    skips = Skips(report=False)  # the walk that takes these reports each problem
     root_real = os.path.realpath(root)
     found: list[ListedEntry] = []
     for segment, directory in directories:
@@ -87,7 +89,7 @@ def read_headers(root: str, directories: Sequence[tuple[str, str]]) -> list[List
             continue
         path, info = single
         fp = fingerprint_of(info)
-        _, entry = probe(reader, root_real, segment, path, fp, None)
+        _, entry = probe(root, skips, root_real, segment, path, fp, None)
         if entry is not None:
             found.append(ListedEntry(path, fp, *entry))
     return found

@@ -1,7 +1,9 @@
 """The index's walk: each session directory listed from its row when the row is fresh at the log's
 fingerprint, read by the plain store (and kept as a row) otherwise.
 
-This is the :class:`..jsonl_store.Walks` an :class:`.store.IndexedSessionStore` gives its reader.
+The walk of an :class:`.store.IndexedSessionStore`: it goes over the root's session directories
+as the plain store's (:func:`..listing.session_directories`) and, for each, uses the row or calls
+the plain listing step (:func:`..listing.inspect_directory`); nothing calls back into it.
 A cold root's first walk shares its header reads with worker processes (:class:`HeaderReaders`):
 they read from the end of the walk while the walk reads from the start, and meet in the middle.
 """
@@ -17,15 +19,18 @@ from dataclasses import dataclass, field
 from typing import Final, Protocol
 
 from ...cancellation import AbortSignal
-from ..jsonl_store import (
+from ..layout import LOG_NAMES, is_walk_path
+from ..listing import (
     Artifact,
-    DirectoryVisitor,
-    JsonlSessionStore,
+    Skips,
     Walk,
     compression_of,
+    inspect_directory,
+    inspect_log,
+    root_real,
+    session_directories,
     sorted_entries,
 )
-from ..layout import LOG_NAMES, is_walk_path
 from ..workers import WorkerProcess, drop_spare, take_spare
 from .kept import StoredListing
 from .records import ListedEntry
@@ -68,13 +73,31 @@ class Rows(Protocol):
     def walk_done(self, walked: dict[str, Fingerprint], looked: set[str], directories: int) -> None: ...
 
 
-def index_walk(rows: Rows, reader: JsonlSessionStore, full: bool) -> DirectoryVisitor:
-    """The reader's :data:`~..jsonl_store.Walks` (``rows`` bound): a visitor asking the index first."""
-    if not full:
-        return _IndexVisitor(rows, reader, None, None)
-    rows.table()  # a full walk looks up every row: one query for all, not one per log
-    readers = start_header_readers(rows) if not rows.walked and rows.workers > 1 else None
-    return _IndexVisitor(rows, reader, _FullWalk(), readers)
+def walk_rows(rows: Rows, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
+    """Upstream's listing of the root into ``walk`` (``only``: just the session directories of that
+    name), each directory listed from its row when the row is fresh, else read and kept as a row.
+    A full walk also tells ``rows`` every log it looked at (:meth:`Rows.walk_done`)."""
+    root = rows.root
+    real = root_real(root)
+    if real is None:
+        return walk
+    full = readers = None
+    if only is None:
+        rows.table()  # a full walk looks up every row: one query for all, not one per log
+        full = _FullWalk()
+        readers = start_header_readers(rows) if not rows.walked and rows.workers > 1 else None
+    try:
+        for directory, segment in session_directories(root, walk, only, stop):
+            _inspect(rows, walk, full, readers, real, directory, segment, stop)
+        walk.settle(root)
+        if full is not None:
+            rows.walk_done(full.walked, full.looked, walk.directories)
+    finally:
+        if readers is not None:
+            readers.close()
+        if full is not None:
+            drop_spare()  # a first walk that did not need it leaves it unclaimed
+    return walk
 
 
 @dataclass(slots=True)
@@ -85,91 +108,77 @@ class _FullWalk:
     """Every log path the walk looked at (both names in every session directory)."""
 
 
-class _IndexVisitor:
-    def __init__(
-        self, rows: Rows, reader: JsonlSessionStore, walk: _FullWalk | None, readers: HeaderReaders | None
-    ) -> None:
-        self._rows = rows
-        self._reader = reader
-        self._walk = walk
-        self._readers = readers
-
-    def inspect(
-        self, scan: Walk, root_real: str, directory: str, segment: str, stop: AbortSignal | None
-    ) -> None:
-        walk = self._walk
-        # One string per log path, shared by the walk's sets and the records: a 50,000-log root
-        # would otherwise keep twice as many path strings (and fragment the heap with the rest).
-        paths = (directory + ZSTD_NAME, directory + PLAIN_NAME)
-        if walk is not None:
-            walk.looked.update(paths)
-        readers = self._readers
-        delivered = None if readers is None else readers.delivered(directory)
-        # A worker of this walk that found the one log here and read it (both names looked at,
-        # fingerprint checked around the read) looked for the walk.
-        if delivered is not None and self._listed_from_row(scan, *delivered):
-            return
-        try:
-            single = single_log(paths)
-        except OSError:
-            single = None
-        if single is None:
-            self._reader.inspect_directory(scan, root_real, directory, segment, stop)
-            return
-        path, info = single
-        fp = fingerprint_of(info)
-        if self._listed_from_row(scan, path, fp):
-            return
-        if walk is not None:
-            walk.walked[path] = fp
-        found, entry = probe(self._reader, root_real, segment, path, fp, stop)
-        scan.artifacts.extend(found.artifacts)
-        scan.encodings.update(found.encodings)
-        assert found.trail is not None
-        for block_segment, block_path, reason in found.trail:
-            self._reader.block(scan, block_segment, block_path, reason)
-        if entry is not None:
-            self._rows.keep_listing(path, fp, *entry)
-
-    def _listed_from_row(self, scan: Walk, path: str, fp: Fingerprint) -> bool:
-        """List the one log ``path`` (seen at ``fp``) from its index row, if that row is fresh at
-        ``fp``; ``False`` when the log must be read."""
-        row = self._rows.row(path)
-        cached = None if row is None else row.listing_outcome(fp, path)
-        if row is None or cached is None:
-            return False
-        if self._walk is not None:
-            self._walk.walked[path] = row.fp  # one tuple for the row and the walk: a big root keeps both
-        _replay_listing(self._reader, scan, path, cached)
-        return True
-
-    def finish(self, walk: Walk) -> None:
-        if self._walk is not None:
-            self._rows.walk_done(self._walk.walked, self._walk.looked, walk.directories)
-
-    def close(self) -> None:
-        if self._readers is not None:
-            self._readers.close()
-        if self._walk is not None:
-            drop_spare()  # a first walk that did not need it leaves it unclaimed
+def _inspect(
+    rows: Rows,
+    scan: Walk,
+    walk: _FullWalk | None,
+    readers: HeaderReaders | None,
+    real: str,
+    directory: str,
+    segment: str,
+    stop: AbortSignal | None,
+) -> None:
+    # One string per log path, shared by the walk's sets and the records: a 50,000-log root
+    # would otherwise keep twice as many path strings (and fragment the heap with the rest).
+    paths = (directory + ZSTD_NAME, directory + PLAIN_NAME)
+    if walk is not None:
+        walk.looked.update(paths)
+    delivered = None if readers is None else readers.delivered(directory)
+    # A worker of this walk that found the one log here and read it (both names looked at,
+    # fingerprint checked around the read) looked for the walk.
+    if delivered is not None and _listed_from_row(rows, scan, walk, *delivered):
+        return
+    try:
+        single = single_log(paths)
+    except OSError:
+        single = None
+    if single is None:
+        inspect_directory(rows.root, scan, real, directory, segment, stop)
+        return
+    path, info = single
+    fp = fingerprint_of(info)
+    if _listed_from_row(rows, scan, walk, path, fp):
+        return
+    if walk is not None:
+        walk.walked[path] = fp
+    found, entry = probe(rows.root, scan.skips, real, segment, path, fp, stop)
+    scan.artifacts.extend(found.artifacts)
+    scan.encodings.update(found.encodings)
+    assert found.trail is not None
+    for block_segment, block_path, reason in found.trail:
+        scan.block(block_segment, block_path, reason)
+    if entry is not None:
+        rows.keep_listing(path, fp, *entry)
 
 
-def _replay_listing(reader: JsonlSessionStore, scan: Walk, path: str, outcome: ListingEntry) -> None:
+def _listed_from_row(rows: Rows, scan: Walk, walk: _FullWalk | None, path: str, fp: Fingerprint) -> bool:
+    """List the one log ``path`` (seen at ``fp``) from its index row, if that row is fresh at
+    ``fp``; ``False`` when the log must be read."""
+    row = rows.row(path)
+    cached = None if row is None else row.listing_outcome(fp, path)
+    if row is None or cached is None:
+        return False
+    if walk is not None:
+        walk.walked[path] = row.fp  # one tuple for the row and the walk: a big root keeps both
+    _replay_listing(scan, path, cached)
+    return True
+
+
+def _replay_listing(scan: Walk, path: str, outcome: ListingEntry) -> None:
     for artifact_path, compression, header in outcome.artifacts:
         # ``record()`` copies the header dict; only nested values would be shared.
-        scan.artifacts.append(
+        scan.add(
             Artifact(
                 path if artifact_path is None else artifact_path,
                 compression,
                 header_dict(header) if isinstance(header, tuple) else deep_copy(header),
             )
         )
-        scan.encodings.add(compression)
     for segment, block_path, reason in outcome.blocks:
-        reader.block(scan, segment, block_path, reason)
+        scan.block(segment, block_path, reason)
 
 
-def stored_walk(rows: Rows, reader: JsonlSessionStore) -> StoredListing:
+def stored_walk(rows: Rows, skips: Skips) -> StoredListing:
     """The listing the index's rows remember, without looking at the disk, and the fingerprint of
     every log it lists: what a walk of the root would list if no log had changed since each row
     was written (a fresh language server answers its first ``@`` from it while a walk runs behind).
@@ -191,20 +200,22 @@ def stored_walk(rows: Rows, reader: JsonlSessionStore) -> StoredListing:
         directory = (os.fsencode(parts[0]), os.fsencode(parts[1]))
         # Rows for both log names of one directory: the walk would look at it afresh, so none.
         found[directory] = None if directory in found else (path, row, outcome)
-    scan = Walk()
+    scan = Walk(skips)
     walked: dict[str, Fingerprint] = {}
     for directory in sorted(found):
         entry = found[directory]
         if entry is not None:
             path, row, outcome = entry
             walked[path] = row.fp
-            _replay_listing(reader, scan, path, outcome)
-    return StoredListing(reader.listing_of(scan), walked, {}, False, len(walked))
+            _replay_listing(scan, path, outcome)
+    scan.settle(rows.root)
+    return StoredListing(scan.listing(), walked, {}, False, len(walked))
 
 
 def probe(
-    reader: JsonlSessionStore,
-    root_real: str,
+    root: str,
+    skips: Skips,
+    real: str,
     segment: str,
     path: str,
     fp: Fingerprint,
@@ -219,8 +230,8 @@ def probe(
     """
 
     def inspect() -> Walk:
-        found = Walk(trail=[])
-        reader.inspect_log(found, root_real, segment, path, compression_of(path), True, stop)
+        found = Walk(skips, trail=[])
+        inspect_log(root, found, real, segment, path, compression_of(path), True, stop)
         return found
 
     found, unchanged, started = stable_read(path, inspect, before=fp)

@@ -1,0 +1,174 @@
+"""What the catalog's worker process is given, one batch at a time, and what comes back: claimed
+titles to scan, titles to verify, and (for body search) logs whose message text to index.
+
+One batch at a time keeps a core free for requests. Claimed titles go first: until its log is
+scanned, a claim may be a forged title on show (:meth:`.titles.TitleBoard.claim`); a verification
+only confirms what a scan or a hint already shows.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
+
+from ..model import SessionRecord, TitleObservation
+from .index.records import MessageText, Scanned, Verified, batches, record_data
+from .index.rows import Fingerprint
+from .index.store import IndexedSessionStore
+from .scheduler import Scheduler
+from .titles import TitleBoard
+
+LOG = logging.getLogger("dsh_session_reference.store.catalog")
+
+VERIFY_BATCH_BYTES = 8 << 20
+SCAN_BATCH = 256
+"""Claimed titles per scan a worker process runs (a scan reads the log, but does not replay it)."""
+
+
+@dataclass
+class BodyIndexing:
+    """Where indexing message text for body search stands."""
+
+    wanted: bool = False
+    """Body search has been asked for (indexing starts on the first search)."""
+    stopped: bool = False
+    """The user cancelled indexing: search answers from what is indexed."""
+    busy: bool = False
+    left: int = 0
+    done_for: list[SessionRecord] | None = None
+    """The listing every log of which is indexed."""
+
+
+class WorkerFeed:
+    """Feeds the scheduler's worker process for a catalog over ``index`` (``titles``: its board)."""
+
+    def __init__(self, index: IndexedSessionStore, titles: TitleBoard, scheduler: Scheduler) -> None:
+        self.index = index
+        self.root = index.root
+        self.titles = titles
+        self.scheduler = scheduler
+        self.bodies = BodyIndexing()
+        self.listing: list[SessionRecord] | None = None
+        """The catalog's latest listing, whose logs' message text is indexed when body search is on."""
+        self._lock = threading.Lock()
+
+    def scan_hints(self) -> None:
+        """Hints a request had no time for (the scan is mostly decompression, outside the GIL)."""
+        root_real = os.path.realpath(self.root)
+        titles = self.titles
+        while True:
+            self.scheduler.wait_quiet()
+            if self.scheduler.closed:
+                return
+            left = titles.next_scan()
+            if left is None:
+                return
+            location, record, fp = left
+            if titles.current(location, fp) is not None:
+                continue
+            hint = TitleObservation(record.id, title=titles.hint(location, fp, root_real, None))
+            titles.provisional(location, fp, hint)
+
+    def feed(self) -> None:
+        """Send scans of claimed titles (then queued title verifications, then body texts, when
+        wanted) to the worker process: from the background thread, and as a scan of claimed titles
+        ends (the next one goes at once, not at the next round, which a walk may hold up)."""
+        with self._lock:
+            self._feed_one()
+
+    def _feed_one(self) -> None:
+        titles = self.titles
+        if titles.busy():
+            return  # one batch at a time keeps a core free for requests
+        # Claimed titles first: until its log is scanned, a claim may be a forged title on show
+        # (a verification only confirms what a scan or a hint already shows).
+        if titles.to_prove:
+            worker = self.scheduler.worker()
+            if worker is None:
+                return
+            claims = titles.to_scan_claims(SCAN_BATCH)
+            paths = [str(record.location) for record, _ in claims]
+            scan = worker.submit("scan_titles", self.root, paths)
+            scan.add_done_callback(lambda done: self._scanned(claims, done))
+            return
+        queued = titles.waiting()
+        if queued:
+            batch = batches([record for record, _ in queued[:256]], VERIFY_BATCH_BYTES, 256)[0]
+            worker = self.scheduler.worker()
+            if worker is None:
+                return
+            titles.take(batch)
+            future = worker.submit("verify_titles", self.root, [record_data(record) for record in batch])
+            future.add_done_callback(lambda done: self._verified(batch, done))
+            return
+        listing = self.listing
+        bodies = self.bodies
+        if bodies.wanted and not bodies.stopped and not bodies.busy and listing is not None:
+            if bodies.done_for is listing:
+                return  # every log of this listing is indexed already
+            stale = self.index.bodies_to_index(listing)
+            if not stale:
+                bodies.done_for = listing
+                return
+            worker = self.scheduler.worker()
+            if worker is None:
+                return
+            bodies.busy = True
+            bodies.left = len(stale)
+            body = worker.submit("message_texts", self.root, stale[:64])
+            body.add_done_callback(self._bodies_read)
+
+    def _verified(
+        self,
+        batch: list[SessionRecord],
+        future: Future[list[Verified]],
+    ) -> None:
+        try:
+            results = future.result()
+        except Exception as failure:  # a cancelled or crashed batch is queued again on demand
+            LOG.info("title verification stopped: %r", failure)
+            results = []
+        for record, found in zip(batch, results, strict=False):
+            observation = self.index.remember_verified(record, found)
+            if observation is not None and found.fp is not None and record.location is not None:
+                self.titles.observe(record.location, found.fp, observation)
+        self.index.flush()
+        self.titles.done(batch)
+        self.scheduler.wake()
+
+    def _scanned(
+        self, claims: list[tuple[SessionRecord, Fingerprint]], future: Future[list[Scanned]]
+    ) -> None:
+        """A worker's scans of claimed titles: the claims that hold count, the others give way to
+        the scan and are verified."""
+        try:
+            results = future.result()
+        except Exception as failure:  # withdrawn: the next request claims them anew, to be scanned
+            LOG.info("scanning claimed titles stopped: %r", failure)
+            results = []
+        verify: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        unproved = [str(record.location) for record, _ in claims[len(results) :]]
+        for (record, fp), found in zip(claims, results, strict=False):
+            location = str(record.location)
+            if found.fp != fp:
+                unproved.append(location)  # changed under the scan
+            elif self.titles.prove(location, fp, found.title):
+                verify[location] = (record, fp)
+        self.titles.enqueue(verify, {})
+        self.titles.scanned((str(record.location) for record, _ in claims), unproved)
+        try:
+            self.feed()
+        except Exception:  # the background's next round feeds it instead
+            LOG.exception("the next scan of claimed titles could not be sent")
+        self.scheduler.wake()
+
+    def _bodies_read(self, future: Future[list[MessageText]]) -> None:
+        try:
+            self.index.put_bodies(future.result())
+        except Exception as error:
+            LOG.info("body indexing stopped: %r", error)
+        self.bodies.busy = False
+        self.scheduler.wake()

@@ -1,0 +1,443 @@
+"""Upstream's listing of a sessions root: the walk over ``<root>/<project>/<session>/``, each
+directory's listing step, and the order sessions are listed in.
+
+Plain functions over a :class:`Walk` the caller owns: the plain store runs
+:func:`walk_root`; the index's walk (:mod:`.index.walk`) iterates the same
+:func:`session_directories` and answers a directory from its row where it can, calling
+:func:`inspect_directory` for the rest. Nothing here calls back into its caller.
+
+Upstream's listing throws for the whole root on the first bad artifact; here only that artifact
+is skipped (:meth:`Walk.block`), with a reason logged once, and reading the id its directory names
+fails with that reason (see the upstream-semantics notes, "Where this project deliberately
+differs"). Only paths found by listing the root (or built with :func:`~.layout.encode_segment`)
+are opened, read-only, after resolving inside the root.
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import stat
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ..cancellation import AbortSignal, check
+from ..collation import locale_compare_key
+from ..jsjson import js_stringify
+from ..model import SessionRecord, StoreError
+from .jsvalue import UNDEFINED, js_string
+from .layout import LOG_NAMES, Compression, decode_segment, log_path
+from .logbase import HEADER_BUFFER, LogError, open_artifact
+from .logfile import parse_header_meta, read_first_line
+from .zstd_frames import read_first_zstd_line
+
+_LOG = logging.getLogger("dsh_session_reference.store")
+
+NOT_FOUND = "SESSION_QUERY_SESSION_NOT_FOUND"
+PERSISTENCE_FAILED = "SESSION_QUERY_PERSISTENCE_FAILED"
+
+_FLAT_SUFFIXES = (".jsonl.zstd", ".jsonl")
+
+MAX_REPORTED: Final = 10_000
+"""Skipped artifacts remembered as already logged (each is logged once, up to this many)."""
+
+
+def fs_message(error: OSError, syscall: str, path: str) -> str:
+    """An ``fs`` error worded as Node words it (``EACCES: permission denied, open '/x'``)."""
+    code = errno.errorcode.get(error.errno or 0, "EIO")
+    text = (
+        "illegal operation on a directory" if error.errno == errno.EISDIR else (error.strerror or "").lower()
+    )
+    return f"{code}: {text}, {syscall} '{path}'"
+
+
+def compression_of(path: str) -> Compression:
+    return "zstd" if path.endswith(".zstd") else "none"
+
+
+class Skips:
+    """Where skipped artifacts are said: each ``(path, reason)`` logged once per store
+    (``report=False``: not at all, as in a worker process, whose caller reports them)."""
+
+    def __init__(self, report: bool = True) -> None:
+        self._on = report
+        self._said: set[tuple[str, str]] = set()
+        self._lock = threading.Lock()
+
+    def report(self, path: str, reason: str) -> None:
+        if not self._on:
+            return
+        with self._lock:
+            if (path, reason) in self._said:
+                return
+            if len(self._said) >= MAX_REPORTED:
+                self._said.clear()  # a root of more broken logs than this says some of them again
+            self._said.add((path, reason))
+        _LOG.warning("skipping %s: %s", path, reason)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    path: str
+    compression: Compression
+    header: dict[str, Any]
+
+    @property
+    def session_id(self) -> str:
+        session_id: str = self.header["id"]
+        return session_id
+
+    def record(self) -> SessionRecord:
+        return record_at(self.path, dict(self.header))
+
+    @classmethod
+    def of(cls, record: SessionRecord) -> Artifact:
+        """The artifact a listed record was read from (``record.location`` set)."""
+        assert record.location is not None
+        return cls(record.location, compression_of(record.location), dict(record.header))
+
+
+def record_at(path: str, header: dict[str, Any]) -> SessionRecord:
+    """The record of the log at ``path`` with ``header`` (a validated header, owned by the record)."""
+    cwd = header.get("cwd")
+    return SessionRecord(
+        id=header["id"],
+        created_at=int(header["createdAt"]),
+        cwd=cwd if isinstance(cwd, str) else None,
+        header=header,
+        location=path,
+    )
+
+
+@dataclass
+class Walk:
+    """One look at the root: the usable artifacts, and why other ids are unusable.
+
+    ``trail``, when a list, also records every block as ``[segment, path, reason]`` (the index
+    keeps a directory's blocks in its row, to replay them when the row is used)."""
+
+    skips: Skips
+    artifacts: list[Artifact] = field(default_factory=list)
+    blocked: dict[str, str] = field(default_factory=dict)
+    duplicates: set[str] = field(default_factory=set)
+    encodings: set[Compression] = field(default_factory=set)
+    trail: list[list[str]] | None = None
+    directories: int = 0
+    """Directories the walk listed or looked in: project directories, and session directories
+    with a log or not. What a walk costs grows with it, not with the sessions it finds."""
+    sessions: int = 0
+    """Session directories looked at so far: read from another thread to show a long first
+    listing's progress (a plain int, so reads need no lock)."""
+
+    def usable(self) -> dict[str, Artifact]:
+        """Artifacts by id, in directory order, without ids that are blocked as duplicates."""
+        return {a.session_id: a for a in self.artifacts if a.session_id not in self.duplicates}
+
+    def block(self, segment: str, path: str, reason: str) -> None:
+        """Skip ``path`` for ``reason``: logged once, and the id its directory names fails with it."""
+        self.skips.report(path, reason)
+        blocked_id = decode_segment(segment)
+        if blocked_id is not None:
+            self.blocked.setdefault(blocked_id, reason)
+        if self.trail is not None:
+            self.trail.append([segment, path, reason])
+
+    def add(self, artifact: Artifact) -> None:
+        self.encodings.add(artifact.compression)
+        self.artifacts.append(artifact)
+
+    def settle(self, root: str) -> None:
+        """Block the ids found in more than one directory; note a root of two encodings."""
+        counts: dict[str, int] = {}
+        for artifact in self.artifacts:
+            counts[artifact.session_id] = counts.get(artifact.session_id, 0) + 1
+        for artifact in self.artifacts:
+            if counts[artifact.session_id] > 1:
+                reason = (
+                    f'duplicate JSONL session id "{artifact.session_id}" '
+                    "appears in multiple project directories"
+                )
+                self.skips.report(artifact.path, reason)
+                self.duplicates.add(artifact.session_id)
+                self.blocked[artifact.session_id] = reason
+        if len(self.encodings) > 1:
+            self.skips.report(
+                root,
+                "the root holds both .jsonl and .jsonl.zstd logs (dsh reads one encoding per root); "
+                "each log is read in its own encoding",
+            )
+
+    def listing(self) -> list[SessionRecord]:
+        """What the walk lists (after :meth:`settle`), newest first."""
+        return newest_first([artifact.record() for artifact in self.usable().values()])
+
+    def record_of(self, session_id: str) -> SessionRecord | None:
+        """The record the walk lists for ``session_id``, if any."""
+        artifact = self.usable().get(session_id)
+        return None if artifact is None else artifact.record()
+
+    def artifact(self, session_id: str) -> Artifact:
+        """The usable artifact of ``session_id`` (a walk named after it), else upstream's failure."""
+        artifact = self.usable().get(session_id)
+        if artifact is not None:
+            return artifact
+        reason = self.blocked.get(session_id)
+        if reason is not None:
+            raise StoreError(f"session persistence listing failed: {reason}", PERSISTENCE_FAILED)
+        raise not_found(session_id)
+
+
+def newest_first(records: list[SessionRecord]) -> list[SessionRecord]:
+    """Upstream's listing order: ``createdAt`` descending, ties by ``localeCompare`` of the ids.
+
+    Only ties need ICU sort keys, so only they get one (keys for every id of a big root cost time
+    and memory for nothing). Python's sort is stable, as V8's is: ICU-equal ids keep directory order.
+    """
+    records.sort(key=lambda record: -record.created_at)
+    start = 0
+    while start < len(records):
+        end = start + 1
+        while end < len(records) and records[end].created_at == records[start].created_at:
+            end += 1
+        if end - start > 1:
+            records[start:end] = sorted(records[start:end], key=lambda record: locale_compare_key(record.id))
+        start = end
+    return records
+
+
+def not_found(session_id: str) -> StoreError:
+    return StoreError(f'session "{session_id}" not found', NOT_FOUND)
+
+
+def root_real(root: str) -> str | None:
+    """The resolved root, ``None`` when it does not exist; a root that is not a directory is an error."""
+    try:
+        mode = os.stat(root).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise StoreError(
+            f"session persistence listing failed: {fs_message(error, 'scandir', root)}", PERSISTENCE_FAILED
+        ) from error
+    if not stat.S_ISDIR(mode):
+        raise StoreError(
+            f"session persistence listing failed: ENOTDIR: not a directory, scandir '{root}'",
+            PERSISTENCE_FAILED,
+        )
+    return os.path.realpath(root)
+
+
+def sorted_entries(path: str) -> list[os.DirEntry[str]]:
+    """Directory entries in libuv's ``scandir`` order (byte order of the names)."""
+    with os.scandir(path) as iterator:
+        entries = list(iterator)
+    entries.sort(key=lambda entry: os.fsencode(entry.name))
+    return entries
+
+
+def walk_root(root: str, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
+    """Upstream's listing of ``root`` (its resolved path ``root_real``) into ``walk``, every
+    directory read from its log; ``only``: just the session directories of that name."""
+    real = root_real(root)
+    if real is not None:
+        for directory, segment in session_directories(root, walk, only, stop):
+            inspect_directory(root, walk, real, directory, segment, stop)
+        walk.settle(root)
+    return walk
+
+
+def session_directories(
+    root: str, walk: Walk, only: str | None, stop: AbortSignal | None
+) -> Iterator[tuple[str, str]]:
+    """Each session directory of ``<root>/<project>/<session>/`` (or only those named ``only``), as
+    ``(path, name)``, in upstream's order; flat-layout logs found on the way are blocked in ``walk``."""
+    try:
+        projects = sorted_entries(root)
+    except OSError as error:
+        raise StoreError(
+            f"session persistence listing failed: {fs_message(error, 'scandir', root)}", PERSISTENCE_FAILED
+        ) from error
+    for project in projects:
+        check(stop)
+        if not project.is_dir(follow_symlinks=False):
+            continue
+        walk.directories += 1
+        if only is None:
+            yield from _project_directories(walk, project.path, stop)
+        else:
+            yield from _named_directories(walk, project.path, only)
+
+
+def _project_directories(walk: Walk, project: str, stop: AbortSignal | None) -> Iterator[tuple[str, str]]:
+    try:
+        entries = sorted_entries(project)
+    except OSError as error:
+        walk.skips.report(project, fs_message(error, "scandir", project))
+        return
+    for entry in entries:
+        check(stop)
+        if entry.is_file(follow_symlinks=False):
+            for suffix in _FLAT_SUFFIXES:
+                if entry.name.endswith(suffix):
+                    walk.block(entry.name[: -len(suffix)], entry.path, _flat_layout(entry.path))
+                    break
+        elif entry.is_dir(follow_symlinks=False):
+            yield entry.path, entry.name
+            walk.directories += 1
+            walk.sessions += 1
+
+
+def _named_directories(walk: Walk, project: str, segment: str) -> Iterator[tuple[str, str]]:
+    flats = [
+        flat
+        for flat in (os.path.join(project, segment + suffix) for suffix in _FLAT_SUFFIXES)
+        if _is_real(flat, stat.S_ISREG)
+    ]
+    directory = os.path.join(project, segment)
+    found = _is_real(directory, stat.S_ISDIR)
+    if not (flats or found):
+        return
+    # A listing sees nothing in a project folder it cannot list, even one it may search
+    # (mode 0311): a lookup by name must not find more than the listing would.
+    try:
+        with os.scandir(project):
+            pass
+    except OSError as error:
+        walk.skips.report(project, fs_message(error, "scandir", project))
+        return
+    for flat in flats:
+        walk.block(segment, flat, _flat_layout(flat))
+    if found:
+        yield directory, segment
+
+
+def _is_real(path: str, kind: Callable[[int], bool]) -> bool:
+    """Whether ``path`` itself (not a link's target) is of ``kind`` (``stat.S_ISDIR``, ...)."""
+    try:
+        return bool(kind(os.lstat(path).st_mode))
+    except OSError:
+        return False
+
+
+def _exists(path: str) -> tuple[bool, bool]:
+    """Upstream's ``exists`` (absent, a dangling symlink too, is false; any other failure shows
+    on open), and whether the path is a regular file itself rather than a link to one."""
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False, False
+    except OSError:
+        return True, False
+    if not stat.S_ISLNK(info.st_mode):
+        return True, stat.S_ISREG(info.st_mode)
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False, False
+    except OSError:
+        return True, False
+    return True, False
+
+
+def inspect_directory(
+    root: str, walk: Walk, real: str, directory: str, segment: str, stop: AbortSignal | None
+) -> None:
+    """Upstream's per-directory listing step, with its root-wide failures turned into blocks."""
+    zstd_path = os.path.join(directory, LOG_NAMES["zstd"])
+    plain_path = os.path.join(directory, LOG_NAMES["none"])
+    (has_zstd, zstd_file), (has_plain, plain_file) = _exists(zstd_path), _exists(plain_path)
+    if has_zstd and has_plain:
+        try:
+            os.stat(zstd_path)
+            os.stat(plain_path)
+        except OSError as error:  # not two logs: a directory that cannot be searched
+            walk.block(segment, zstd_path, fs_message(error, "stat", zstd_path))
+            return
+        walk.block(segment, plain_path, _encoding_mismatch(plain_path))
+        return
+    if not has_zstd and not has_plain:
+        return
+    compression: Compression = "zstd" if has_zstd else "none"
+    path, is_file = (zstd_path, zstd_file) if has_zstd else (plain_path, plain_file)
+    inspect_log(root, walk, real, segment, path, compression, is_file, stop)
+
+
+def inspect_log(
+    root: str,
+    walk: Walk,
+    real: str,
+    segment: str,
+    path: str,
+    compression: Compression,
+    is_file: bool,
+    stop: AbortSignal | None,
+) -> None:
+    """The listing step for a directory known to hold exactly this one log.
+
+    ``is_file``: the log was just seen to be a regular file, not a link, so it can be opened where
+    the walk found it without resolving the path first: the walk reaches each log only through
+    directories it checked without following links, so the log resolves to the same place under
+    the resolved root.
+    """
+    resolved = None
+    if is_file and path.startswith(root):
+        resolved = os.path.join(real, path[len(root) :].lstrip(os.sep))
+    try:
+        with open_artifact(path, real, resolved=resolved, buffering=HEADER_BUFFER) as handle:
+            zstd = compression == "zstd"
+            first = read_first_zstd_line(handle, stop) if zstd else read_first_line(handle, stop)
+        meta = None if first is None else parse_header_meta(first)
+    except LogError as error:
+        walk.block(segment, path, error.message)
+        return
+    except OSError as error:
+        walk.block(segment, path, fs_message(error, "open", path))
+        return
+    if meta is None:
+        return  # an empty, torn or non-header first line hides the session, as upstream
+    problem = identity_problem(root, path, meta, compression)
+    if problem is not None:
+        walk.block(segment, path, problem)
+        return
+    walk.add(Artifact(path, compression, meta))
+
+
+def identity_problem(root: str, path: str, meta: Mapping[str, Any], compression: Compression) -> str | None:
+    """Upstream's ``assertStoredIdentity`` (listing form): the header must name this very file."""
+    cwd: Any = meta.get("cwd", UNDEFINED)
+    if cwd is not UNDEFINED and not isinstance(cwd, str):
+        # Upstream lists some of these (a numeric cwd keys "--root--") and then fails every read;
+        # a session without a usable cwd is skipped here instead.
+        return f'corrupt session log "{path}": header cwd {js_string(cwd)} is not a string'
+    project_cwd = cwd if isinstance(cwd, str) else None
+    try:
+        expected = log_path(root, project_cwd, meta["id"], compression)
+    except ValueError:
+        return f'corrupt session log "{path}": header id cannot name a storage path'
+    if path != expected and not _same_file(path, expected):
+        return f'corrupt session log "{path}": header id "{meta["id"]}" and cwd identify "{expected}"'
+    return None
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.realpath(a, strict=True) == os.path.realpath(b, strict=True)
+    except OSError:
+        return False
+
+
+def _flat_layout(path: str) -> str:
+    return (
+        f"session artifact {js_stringify(path)} uses the unsupported flat-file layout; use a separate root "
+        "or move it into a project/session directory before loading"
+    )
+
+
+def _encoding_mismatch(path: str) -> str:
+    return (
+        f"session artifact {js_stringify(path)} uses .jsonl, but this backend is configured for compression "
+        '"zstd"; use a separate root or select the matching compression mode'
+    )
