@@ -26,7 +26,7 @@ from .display import display_inline_text, display_label, shortened
 from .errors import BUDGET_EXCEEDED, SessionReferenceError
 from .jsjson import js_normalize, js_stringify
 from .model import ConversationSnapshot, SessionRecord, SurfaceSnapshot
-from .resolver import AgentRef, SessionReferenceResolver, listed_records
+from .resolver import AgentRef, SessionReferenceResolver
 from .retention import RetainedSource
 from .tokens import COUNTER, TokenCount
 from .uri import SESSION_REFERENCE_SCHEME, MentionSpan, SessionReference, iter_session_references
@@ -255,7 +255,7 @@ async def _load_store_facts(
         return {}, frozenset()
     query = resolver.query
     try:
-        by_id = await asyncio.to_thread(listed_records, query, wanted, stop)
+        by_id = await asyncio.to_thread(query.find_records, wanted, stop)
     except Cancelled:
         raise
     except Exception:

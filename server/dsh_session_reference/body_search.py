@@ -20,7 +20,6 @@ from .cancellation import AbortSignal
 from .candidates import label_for
 from .config import is_positive_safe_integer
 from .jsjson import js_normalize
-from .model import SearchesBodies
 from .resolver import AgentRef, Candidate, SessionReferenceResolver, run_blocking
 
 
@@ -49,11 +48,7 @@ class BodySearchResolver(SessionReferenceResolver):
         exact = await super().list_candidates(agent, query, limit, signal)
         source = self.query
         chosen = self.config.candidate_limit if limit is None else limit
-        if (
-            not isinstance(source, SearchesBodies)
-            or query.strip() == ""
-            or not is_positive_safe_integer(chosen)
-        ):
+        if query.strip() == "" or not is_positive_safe_integer(chosen):
             return exact
         room = int(chosen) - len(exact)
         if room <= 0:

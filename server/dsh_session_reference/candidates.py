@@ -25,7 +25,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Final, Protocol, runtime_checkable
+from typing import Final
 
 from .cancellation import AbortSignal, check
 from .jsjson import js_has_surrogates, js_includes, js_lower
@@ -52,16 +52,6 @@ def label_for(record: SessionRecord, observation: TitleObservation) -> str:
     """The session's last title, or its id when it has none or its log could not be read."""
     title = observation.title if observation.error is None else None
     return record.id if title is None else title
-
-
-@runtime_checkable
-class KeepsCandidateTable(Protocol):
-    """A source that keeps every listed session with its label warm across requests (the language
-    server's catalog): ``list_candidates`` queries its table instead of building one."""
-
-    def candidate_table(
-        self, stop: AbortSignal | None = None, target_cwd: str | None = None
-    ) -> CandidateTable: ...
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from .errors import SessionReferenceError
 from .jsjson import js_normalize, read_text
 from .logsetup import LOG_ENV, LOG_LEVELS, log_level, progress_after
 from .logsetup import configure as configure_log
-from .model import CountsWalk, SessionSource, StoreError
+from .model import SessionSource, StoreError
 from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
 from .uri import (
     decode_session_reference_uri,
@@ -201,7 +201,7 @@ def _terminal_progress(args: argparse.Namespace, store: SessionSource) -> Iterat
     work runs past :func:`.logsetup.progress_after` (a cold root of thousands of logs takes
     seconds): how many sessions were read and how fast. Nothing when piped or with ``--json``;
     the line is erased when the work ends, so the output reads as without it."""
-    if args.json or not sys.stderr.isatty() or not isinstance(store, CountsWalk):
+    if args.json or not sys.stderr.isatty():
         yield
         return
     done = AbortSignal()  # the work ended: the line goes

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol, runtime_checkable
+from typing import Any, Final, Protocol
 
 from .cancellation import AbortSignal
 from .display import shortened
@@ -90,24 +90,6 @@ MAX_TITLE_CHARS: Final = 1_024
 """The longest title a listing keeps (a query that matches only past it finds nothing there)."""
 
 
-class SessionSource(Protocol):
-    """What the resolver needs from a sessions store (upstream's ``sessionQuery``)."""
-
-    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
-        """Every visible session, newest ``createdAt`` first, ties by ICU ``localeCompare`` of ids."""
-        ...
-
-    def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
-    ) -> list[TitleObservation]:
-        """One observation per record, in order (duplicates allowed)."""
-        ...
-
-    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
-        """The folded current surface of one session; raises :class:`StoreError`."""
-        ...
-
-
 @dataclass(frozen=True)
 class BodyMatch:
     """A session whose message text matches a body search, with a short excerpt."""
@@ -116,39 +98,65 @@ class BodyMatch:
     snippet: str
 
 
-# --- what a source may offer beyond SessionSource -------------------------------------------------
-# Declared here so the resolver asks ``isinstance(source, Capability)`` rather than probing names.
+class SessionSource(Protocol):
+    """What the resolver needs from a sessions store (upstream's ``sessionQuery``), one protocol
+    every store implements whole: what a store cannot do it answers with ``None``, so nothing
+    asks which kind of store it holds."""
 
+    @property
+    def walked_sessions(self) -> int:
+        """Session directories the latest full listing has looked at so far (progress for a cold
+        root of thousands of logs)."""
+        ...
 
-@runtime_checkable
-class FindsRecords(Protocol):
-    """Finds one listed record without listing the root (the indexed store)."""
+    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
+        """Every visible session, newest ``createdAt`` first, ties by ICU ``localeCompare`` of ids."""
+        ...
 
-    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None: ...
+    def find_records(
+        self, session_ids: Iterable[str], stop: AbortSignal | None = None
+    ) -> dict[str, SessionRecord]:
+        """The record :meth:`list_sessions` lists for each id that has one (a store that can look
+        where one log must be need not list a root of 50,000 for three mentions)."""
+        ...
 
+    def read_titles(
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
+    ) -> list[TitleObservation]:
+        """One observation per record, in order (duplicates allowed). ``target_cwd``: a store that
+        shows some titles before it has read them shows first those ``listCandidates`` ranks first
+        for that cwd."""
+        ...
 
-@runtime_checkable
-class ReadsConversations(Protocol):
-    """Reads what ``prepare`` needs of a session for a byte budget, without holding the log."""
+    def titles_version(self) -> int | None:
+        """How many times the titles this store keeps warm have changed; ``None`` when it keeps
+        none (every title read reads)."""
+        ...
+
+    def titles_since(
+        self, version: int, stop: AbortSignal | None = None
+    ) -> tuple[int, dict[str, TitleObservation]]:
+        """The titles version now, and each listed log's title observed since ``version`` (by
+        location)."""
+        ...
+
+    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
+        """The folded current surface of one session; raises :class:`StoreError`."""
+        ...
 
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0
-    ) -> ConversationSnapshot: ...
+    ) -> ConversationSnapshot | None:
+        """What ``prepare`` needs of a session for a ``max_bytes`` budget, without holding the log
+        (``conversation.py``); ``None`` when this store reads surfaces only."""
+        ...
 
-
-@runtime_checkable
-class SearchesBodies(Protocol):
-    """Searches indexed message text (the opt-in body search)."""
-
-    def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> list[BodyMatch]: ...
-
-
-@runtime_checkable
-class CountsWalk(Protocol):
-    """Says how far a long listing has got (progress for a cold root of thousands of logs)."""
-
-    @property
-    def walked_sessions(self) -> int: ...
+    def search_bodies(
+        self, query: str, records: Sequence[SessionRecord], limit: int
+    ) -> list[BodyMatch] | None:
+        """Listed sessions whose message text matches ``query``, best first; ``None`` when this
+        store indexes no message text (body search is opt-in)."""
+        ...
 
 
 VERIFYING_TITLES: Final = "Verifying session titles"
@@ -166,7 +174,7 @@ class StoreChange:
     listing: bool
 
 
-class LiveSource(SessionSource, ReadsConversations, SearchesBodies, CountsWalk, Protocol):
+class LiveSource(SessionSource, Protocol):
     """A long-lived source for an editor (:class:`.store.catalog.SessionCatalog`): it keeps its
     listing and titles warm, works in the background while the editor is quiet, and says so."""
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Self, TypeVar
 
 from .cancellation import AbortSignal, Cancelled
-from .candidates import CandidateTable, KeepsCandidateTable, Row, label_for
+from .candidate_cache import CandidateCache
+from .candidates import CandidateTable, Row, label_for
 from .config import ResolverConfig, is_positive_safe_integer, resolver_config
 from .conversation import retain_conversation
 from .errors import (
@@ -31,8 +32,6 @@ from .errors import (
 from .jsjson import js_lower, js_normalize, js_stringify
 from .model import (
     ConversationSnapshot,
-    FindsRecords,
-    ReadsConversations,
     SessionRecord,
     SessionSource,
     SurfaceSnapshot,
@@ -151,6 +150,8 @@ class SessionReferenceResolver:
         max_reference_bytes: object = None,
     ) -> None:
         self.query = query
+        self.candidates = CandidateCache()
+        """The table ``list_candidates`` queries over a store that keeps its titles warm."""
         self.config: ResolverConfig = resolver_config(max_references, candidate_limit, max_reference_bytes)
 
     @classmethod
@@ -177,15 +178,17 @@ class SessionReferenceResolver:
         self_id = None if agent.id is None else js_normalize(agent.id)
         _assert_not_cancelled(signal)
         source = self.query
-        if isinstance(source, KeepsCandidateTable):
-            # A store that keeps its listing and labels warm answers from one persistent table.
-            rows = await run_blocking(
-                lambda stop: source.candidate_table(stop, agent.cwd).select(
-                    needle, self_id, agent.cwd, cap, stop
-                ),
-                signal,
-            )
-        else:
+
+        def warm(stop: AbortSignal) -> list[Row] | None:
+            # A store that keeps its listing and titles warm answers from the one kept table.
+            version = source.titles_version()
+            if version is None:
+                return None
+            table = self.candidates.table(source, version, stop, agent.cwd)
+            return table.select(needle, self_id, agent.cwd, cap, stop)
+
+        rows = await run_blocking(warm, signal)
+        if rows is None:
             table = await self._listing_table(needle, self_id, agent.cwd, cap, signal)
             rows = await run_blocking(
                 lambda stop: table.select(needle, self_id, agent.cwd, cap, stop), signal
@@ -230,22 +233,23 @@ class SessionReferenceResolver:
     ) -> list[SurfaceSnapshot | ConversationSnapshot]:
         """``readSurface`` for every input in parallel; the first failure fails them all.
 
-        A source that can read a bounded conversation (``read_conversation``, as
-        the indexed store does) is asked for that instead, for this resolver's
-        byte budget: the result renders identically, and a huge log is never held.
+        A source that reads a bounded conversation (``read_conversation``, as the index does)
+        gives that instead, for this resolver's byte budget: the result renders identically, and
+        a huge log is never held.
         """
         stop = AbortSignal()
         budget = self.config.max_reference_bytes
         source = self.query
 
-        async def read(session_id: str) -> SurfaceSnapshot | ConversationSnapshot:
-            if isinstance(source, ReadsConversations):
-                return await asyncio.to_thread(source.read_conversation, session_id, budget, stop)
-            return await asyncio.to_thread(self.query.read_surface, session_id, stop)
+        def read(session_id: str) -> SurfaceSnapshot | ConversationSnapshot:
+            conversation = source.read_conversation(session_id, budget, stop)
+            return source.read_surface(session_id, stop) if conversation is None else conversation
 
         try:
             return await _race(
-                asyncio.gather(*(read(reference.session_id) for reference in inputs)), signal, stop
+                asyncio.gather(*(asyncio.to_thread(read, reference.session_id) for reference in inputs)),
+                signal,
+                stop,
             )
         except SessionReferenceError:
             raise
@@ -348,25 +352,10 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: AbortSigna
             aborted.cancel()
 
 
-def listed_records(
-    query: SessionSource, wanted: set[str], stop: AbortSignal | None = None
-) -> dict[str, SessionRecord]:
-    """The listed record of each wanted id that has one (blocking).
-
-    A source that can find one record without listing them all (``find_record``: the CLI's
-    indexed store) is asked for each, so a lookup costs the same in a root of 50,000 sessions
-    as in one of 50; any other source (the language server's keeps its listing) is listed once.
-    """
-    if not isinstance(query, FindsRecords):
-        return {record.id: record for record in query.list_sessions(stop) if record.id in wanted}
-    found = {session_id: query.find_record(session_id, stop) for session_id in wanted}
-    return {session_id: record for session_id, record in found.items() if record and record.id == session_id}
-
-
 async def find_session(query: SessionSource, session_id: str) -> SessionRecord | None:
     """The listed record for ``session_id`` (compared as JS strings), or ``None``."""
     wanted = js_normalize(session_id)
-    return (await asyncio.to_thread(listed_records, query, {wanted})).get(wanted)
+    return (await asyncio.to_thread(query.find_records, {wanted})).get(wanted)
 
 
 async def find_titled(query: SessionSource, session_id: str) -> tuple[SessionRecord, TitleObservation] | None:

@@ -3,7 +3,7 @@
 The transcript is the projection ``prepare`` retains from (direct user messages, assistant
 text, compaction checkpoints), in surface order, newest last, with the messages the byte
 budget would omit fenced where they begin and end, so a reader sees what the model will not.
-It is rendered from one bounded read (:meth:`~.model.ReadsConversations.read_conversation`
+It is rendered from one bounded read (:meth:`~.model.SessionSource.read_conversation`
 with a head): a long session shows its first :data:`HEAD_BYTES` and its newest
 :data:`TAIL_BYTES` (or the budget, if larger), and says how much lies between.
 """
@@ -26,7 +26,7 @@ from .display import (
     wrapped,
 )
 from .jsjson import js_byte_length
-from .model import ConversationSnapshot, ReadsConversations
+from .model import ConversationSnapshot
 from .projection import ConversationItem, LongText
 from .resolver import SessionReferenceResolver, find_titled
 from .retention import RetainedSource
@@ -93,8 +93,6 @@ async def read_transcript(
         raise NoSuchSession(session_id)
     record, seen = titled
     title = seen.title if seen.error is None else None
-    if not isinstance(source, ReadsConversations):
-        raise TypeError("a transcript needs a source that reads bounded conversations")
     budget = resolver.config.max_reference_bytes
     try:
         snapshot = await asyncio.to_thread(
@@ -109,6 +107,8 @@ async def read_transcript(
             f"This session's log cannot be read, so a mention of it fails: {display_inline_text(reason)}\n"
         )
         return Transcript(record.id, title, text)
+    if snapshot is None:
+        raise TypeError("a transcript needs a source that reads bounded conversations")
     # The label a mention picked from the list would carry: the title (else the id), escaped as shown.
     shown = label if label is not None else display_label(title if title is not None else record.id)
     retained = await asyncio.to_thread(retain_conversation, snapshot, shown, budget)

@@ -22,6 +22,8 @@ from lsprotocol import types
 from dsh_session_reference.assembly import open_source
 from dsh_session_reference.body_search import BodyCandidate, BodySearchResolver
 from dsh_session_reference.cancellation import AbortSignal
+from dsh_session_reference.candidate_cache import CandidateCache
+from dsh_session_reference.candidates import CandidateTable
 from dsh_session_reference.lsp.completion import BODY_MARK, candidate_json, completion_items
 from dsh_session_reference.lsp.settings import Settings, apply_settings
 from dsh_session_reference.model import SessionRecord, StoreChange, TitleObservation
@@ -37,6 +39,15 @@ from dsh_session_reference.store.titles import TitleBoard
 from store.logbuild import header, lines, one_turn, put, title
 
 from .test_index import age
+
+_CACHES: weakref.WeakKeyDictionary[SessionCatalog, CandidateCache] = weakref.WeakKeyDictionary()
+
+
+def kept_table(source: SessionCatalog, target_cwd: str | None = None) -> CandidateTable:
+    """The candidate table a resolver over ``source`` keeps (one cache per source, as one resolver
+    has one)."""
+    cache = _CACHES.setdefault(source, CandidateCache())
+    return cache.table(source, source.titles_version(), AbortSignal(), target_cwd)
 
 
 def store(root: Path) -> None:
@@ -136,7 +147,7 @@ def typing(source: SessionCatalog, seconds: float) -> None:
     """Requests back to back, as an ``@`` popup sends them while a query is typed."""
     until = time.monotonic() + seconds
     while time.monotonic() < until:
-        source.candidate_table()
+        kept_table(source)
         time.sleep(0.02)
 
 
@@ -272,11 +283,11 @@ async def test_the_kept_candidate_table_follows_new_titles(tmp_path: Path) -> No
     try:
         for query in ("", "o", "oo", "looks", "BAD", "zzz"):
             assert await cached.list_candidates(agent, query) == await exact.list_candidates(agent, query)
-        table = source.candidate_table()
-        assert source.candidate_table() is table  # nothing changed: the same table answers
+        table = kept_table(source)
+        assert kept_table(source) is table  # nothing changed: the same table answers
         put(root, "plain", lines(header("plain", createdAt=1), *one_turn(0, "x"), title(6, "Renamed")))
         assert [c.label for c in await cached.list_candidates(agent, "renamed")] == ["Renamed"]
-        assert source.candidate_table() is not table
+        assert kept_table(source) is not table
     finally:
         source.close()
 
@@ -353,7 +364,7 @@ def test_a_cold_first_popup_hints_titles_in_rank_order_for_its_cwd(
     monkeypatch.setattr(source.titles, "hint", spied)
     try:
         records = source.list_sessions()
-        table = source.candidate_table(None, "/b")
+        table = kept_table(source, "/b")
         by_location = {record.location: record for record in records}
         ranks = [catalog.candidate_rank(by_location[location].cwd, "/b") for location in hinted]
         assert len(hinted) == len(cwds) and ranks == sorted(ranks)  # /b, then no cwd, then the rest
@@ -559,19 +570,16 @@ async def test_titles_verified_under_a_kept_table_relabel_only_their_rows(
     source, cached, exact = big_cold_store(tmp_path, monkeypatch)
     agent = AgentRef(None)
     try:
-        first = source.candidate_table()
+        first = kept_table(source)
         assert [row.label for row in first.rows] == ["Good", "Looks fine", "plain"]  # hints
         wait_for(
             lambda: (
-                source.candidate_table() is not first
-                and source.titles.queued == {}
-                and not source.titles.in_flight
+                kept_table(source) is not first and source.titles.queued == {} and not source.titles.in_flight
             )
         )
-        table = source.candidate_table()
-        assert (
-            source.kept_table is not None and source.kept_table.positions is not None
-        )  # relabelled, not rebuilt
+        table = kept_table(source)
+        kept = _CACHES[source]._kept
+        assert kept is not None and kept.positions is not None  # relabelled, not rebuilt
         assert [row.label for row in table.rows] == ["Good", "bad", "plain"]  # the damaged log: its id
         for query in ("", "o", "looks", "bad"):
             assert await cached.list_candidates(agent, query) == await exact.list_candidates(agent, query)
@@ -752,7 +760,7 @@ def test_a_fresh_server_answers_from_the_index_before_it_walks(
     paused = Scheduler(idle_grace=60.0, max_defer=60.0)  # no pause comes: the walk never runs here
     fresh = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=paused)
     try:
-        table = fresh.candidate_table()
+        table = kept_table(fresh)
         assert fresh.index.walked == {}  # answered without a walk of the root
         assert [row.record for row in table.rows] == expected
         assert [row.label for row in table.rows] == ["Good", "bad", "plain"]  # "bad" is damaged
@@ -774,12 +782,12 @@ def test_a_session_deleted_before_the_editor_opens_goes_at_the_first_walk(
     rules = Scheduler(idle_grace=0.0, max_defer=scheduler_module.MAX_DEFER)
     fresh = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
     try:
-        first = [row.record.id for row in fresh.candidate_table().rows]
+        first = [row.record.id for row in kept_table(fresh).rows]
         # What the index held, served at once, but for the log that is gone: each entry of the
         # listing a server left must name a log that is there (the cache folder is not trusted).
         assert first == ["good", "bad"]
         # The popup after the walk is the walk's listing (waited for as the listing requests see).
-        wait_for(lambda: [row.record.id for row in fresh.candidate_table().rows] == ["new", "good", "bad"])
+        wait_for(lambda: [row.record.id for row in kept_table(fresh).rows] == ["new", "good", "bad"])
         assert fresh.index.walked != {}
     finally:
         fresh.close()
@@ -904,7 +912,7 @@ def test_the_listing_is_left_in_the_background_once_its_titles_are_verified(
     rules = Scheduler(idle_grace=0.0, max_defer=scheduler_module.MAX_DEFER)
     live = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
     try:
-        live.candidate_table()
+        kept_table(live)
 
         def left() -> bool:
             reader = IndexedSessionStore(root, index_dir=tmp_path / "cache")
@@ -932,7 +940,7 @@ def test_a_server_that_never_walked_still_leaves_its_listing(
     filled.close()
     paused = Scheduler(idle_grace=60.0, max_defer=60.0)
     short = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=paused)
-    short.candidate_table()
+    kept_table(short)
     assert short.index.walked == {}
     short.close()
     after = IndexedSessionStore(root, index_dir=tmp_path / "cache")
@@ -965,8 +973,8 @@ def test_the_first_walk_replaces_what_a_forged_stored_listing_said(
     rules = Scheduler(idle_grace=0.0, max_defer=scheduler_module.MAX_DEFER)
     fresh = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
     try:
-        assert fresh.candidate_table().rows[0].record.cwd == "/evil"  # the stored word, at first
-        wait_for(lambda: [row.record for row in fresh.candidate_table().rows] == expected)
+        assert kept_table(fresh).rows[0].record.cwd == "/evil"  # the stored word, at first
+        wait_for(lambda: [row.record for row in kept_table(fresh).rows] == expected)
         assert fresh.index.walked != {}
     finally:
         fresh.close()

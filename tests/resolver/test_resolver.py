@@ -17,7 +17,7 @@ from dsh_session_reference import (
     format_session_reference_mention,
 )
 from dsh_session_reference.jsjson import js_byte_length, stringify_tag_safe_json
-from dsh_session_reference.model import SessionRecord, SurfaceSnapshot, TitleObservation
+from dsh_session_reference.model import SurfaceSnapshot
 from dsh_session_reference.resolver import SessionReferenceResolver
 from dsh_session_reference.snapshot import PROMPT_PREFIX, PROMPT_SUFFIX
 
@@ -238,11 +238,8 @@ class StalledStore:
         self.done = threading.Event()
         self.stops: list[AbortSignal | None] = []
 
-    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
-        return self.inner.list_sessions(stop)  # type: ignore[no-any-return]
-
-    def read_titles(self, records: Any, stop: AbortSignal | None = None) -> list[TitleObservation]:
-        return self.inner.read_titles(records, stop)  # type: ignore[no-any-return]
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)  # the rest of the store's protocol, as the store answers it
 
     def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
         self.stops.append(stop)

@@ -54,7 +54,6 @@ import dataclasses
 import functools
 import logging
 import math
-import operator
 import os
 import threading
 import time
@@ -64,7 +63,7 @@ from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
 from ..cancellation import AbortSignal
-from ..candidates import CandidateTable, Row, candidate_rank, label_for
+from ..candidates import candidate_rank
 from ..model import (
     INDEXING_BODIES,
     VERIFYING_TITLES,
@@ -103,17 +102,6 @@ KEEP_LISTING_EVERY: Final = 30.0
 
 
 _Read = TypeVar("_Read", SurfaceSnapshot, ConversationSnapshot)
-
-
-@dataclass(frozen=True)
-class _KeptTable:
-    """The candidate table for one listing, labelled as of one titles version."""
-
-    records: list[SessionRecord]
-    version: int
-    table: CandidateTable
-    positions: dict[str, int] | None = None
-    """Each listed log's row, built the first time titles change under the table."""
 
 
 @dataclass(frozen=True)
@@ -180,8 +168,6 @@ class SessionCatalog:
         self._listing_kept_at = -math.inf
         self.snapshot: _Snapshot | None = None
         """The latest listing."""
-        self.kept_table: _KeptTable | None = None
-        """The candidate table of the latest listing, as last labelled."""
         self.feed = WorkerFeed(index, self.titles, self.scheduler)
         """What the worker process is given (hint scans, verifications, message text)."""
         self._closed = False
@@ -204,68 +190,50 @@ class SessionCatalog:
         with self.scheduler.serving():
             return list(self._listing(stop))
 
-    def candidate_table(
-        self, stop: AbortSignal | None = None, target_cwd: str | None = None
-    ) -> CandidateTable:
-        """Every listed session with its label, kept across requests so that a keystroke in an
-        ``@`` popup costs work proportional to its matches. When titles change (the background
-        verifying or scanning them), only the rows whose label changed are labelled again.
+    def find_records(
+        self, session_ids: Iterable[str], stop: AbortSignal | None = None
+    ) -> dict[str, SessionRecord]:
+        """The listed record of each id that has one, from one listing (kept in memory)."""
+        with self.scheduler.serving():
+            records = self._listing(stop)
+            snapshot = self.snapshot
+            by_id = snapshot.by_id if snapshot is not None and snapshot.records is records else None
+            if by_id is None:
+                by_id = {record.id: record for record in records}
+            return {session_id: by_id[session_id] for session_id in session_ids if session_id in by_id}
 
-        On a cold index, titles are hinted in ``listCandidates``' rank order for ``target_cwd``
-        (same cwd, no cwd, other cwds), so the first popup's top rows are the right ones.
-        """
+    def titles_version(self) -> int:
+        """The title board's version (:class:`.titles.TitleBoard`); before the first walk, the
+        listing the index remembers is taken first, so its titles are observed now, not under a
+        table being built from it."""
         with self.scheduler.serving():
             if self.snapshot is None:
-                self._stored()  # its titles are observed now, not under the table being built
-            version = self.titles.version  # read first: a change while building makes the table stale
-            records = self._listing(stop)
-            kept = self.kept_table
-            if kept is None or not _same_list(kept.records, records):
-                observations = self._titles(records, stop, target_cwd)
-                rows = [
-                    Row(record, label_for(record, seen))
-                    for record, seen in zip(records, observations, strict=True)
-                ]
-                kept = _KeptTable(records, version, CandidateTable(rows))
-                # Building observed titles itself (the index's, on a first build): those bumps
-                # change no label of this table, and checking now spares the next keystroke.
-            if kept.version != self.titles.version:
-                kept = self._relabelled(kept, stop)
-            self.kept_table = kept
-            return kept.table
+                self._stored()
+            return self.titles.version
 
-    def _relabelled(self, kept: _KeptTable, stop: AbortSignal | None) -> _KeptTable:
-        """``kept`` brought up to the current titles: only rows whose label changed are replaced
-        (the same table, memos and all, when none did)."""
-        version, changed = self.titles.changed_since(kept.version)
-        positions = kept.positions
-        if positions is None:
-            positions = {
-                record.location: index for index, record in enumerate(kept.records) if record.location
-            }
-        snapshot = self.snapshot
-        walked = snapshot.walked if snapshot is not None else {}
-        rows = kept.table.rows
-        labels: dict[int, str] = {}
-        unsure: list[int] = []
-        for location, (fp, observation, *_) in changed:
-            index = positions.get(location)
-            if index is None:
-                continue  # not in this listing
-            if walked.get(location) != fp:
-                unsure.append(index)  # observed at another fingerprint: read_titles decides
-                continue
-            label = label_for(kept.records[index], observation)
-            if label != rows[index].label:
-                labels[index] = label
-        if unsure:
-            records = [kept.records[index] for index in unsure]
-            for index, record, seen in zip(unsure, records, self.read_titles(records, stop), strict=True):
-                label = label_for(record, seen)
-                if label != rows[index].label:
-                    labels[index] = label
-        table = kept.table.relabelled(labels) if labels else kept.table
-        return _KeptTable(kept.records, version, table, positions)
+    def titles_since(
+        self, version: int, stop: AbortSignal | None = None
+    ) -> tuple[int, dict[str, TitleObservation]]:
+        """Titles observed since ``version`` for logs of the latest listing, by location; one
+        observed at another fingerprint than the listing's is read again (:meth:`read_titles`)."""
+        with self.scheduler.serving():
+            version, changed = self.titles.changed_since(version)
+            snapshot = self.snapshot
+            walked = snapshot.walked if snapshot is not None else {}
+            by_location = snapshot.by_location if snapshot is not None else {}
+            found: dict[str, TitleObservation] = {}
+            unsure: list[SessionRecord] = []
+            for location, (fp, observation, *_) in changed:
+                record = by_location.get(location)
+                if record is None:
+                    continue  # not in this listing
+                if walked.get(location) != fp:
+                    unsure.append(record)  # observed at another fingerprint: read_titles decides
+                else:
+                    found[location] = observation
+            for record, seen in zip(unsure, self._titles(unsure, stop), strict=True):
+                found[str(record.location)] = seen
+            return version, found
 
     @property
     def walked_sessions(self) -> int:
@@ -331,10 +299,10 @@ class SessionCatalog:
         return self.background and max(len(snapshot.records), snapshot.directories) > SYNC_MAX_SESSIONS
 
     def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
     ) -> list[TitleObservation]:
         with self.scheduler.serving():
-            return self._titles(records, stop)
+            return self._titles(records, stop, target_cwd)
 
     def _titles(
         self,
@@ -756,12 +724,6 @@ def _weakly(method: Callable[[frozenset[str]], None]) -> Callable[[frozenset[str
             bound(paths)
 
     return call
-
-
-def _same_list(kept: list[SessionRecord], records: list[SessionRecord]) -> bool:
-    """Whether two listings hold the same record objects (a re-walk of an unchanged small root
-    builds a new list of the same records)."""
-    return kept is records or (len(kept) == len(records) and all(map(operator.is_, kept, records)))
 
 
 def _same_record(

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..cancellation import AbortSignal, check
@@ -194,7 +194,32 @@ def replay(
     return meta, result
 
 
-class JsonlSessionStore:
+class ReadsOnDemand:
+    """What a store that reads on demand (the plain store, the index) answers alike: records are
+    found one by one where their logs must be, and no title is kept warm (every title read reads)."""
+
+    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
+        raise NotImplementedError
+
+    def find_records(
+        self, session_ids: Iterable[str], stop: AbortSignal | None = None
+    ) -> dict[str, SessionRecord]:
+        """Each id's record, found alone: a lookup costs the same in a root of 50,000 as of 50."""
+        found = {session_id: self.find_record(session_id, stop) for session_id in session_ids}
+        return {
+            session_id: record for session_id, record in found.items() if record and record.id == session_id
+        }
+
+    def titles_version(self) -> None:
+        return None
+
+    def titles_since(
+        self, version: int, stop: AbortSignal | None = None
+    ) -> tuple[int, dict[str, TitleObservation]]:
+        return version, {}
+
+
+class JsonlSessionStore(ReadsOnDemand):
     """Read-only view of a dsh sessions root (``None``: ``$DSH_HOME/sessions`` or ``~/.dsh/sessions``)
     that reads every log afresh: the CLI's ``--no-index``, and the differential suite's subject.
 
@@ -239,7 +264,7 @@ class JsonlSessionStore:
         return walk_root(self.root, Walk(self.skips), segment, stop).artifact(session_id)
 
     def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
     ) -> list[TitleObservation]:
         """The latest ``session/title`` of each record's log; a log that fails to read gives an error."""
         seen: dict[str, TitleObservation] = {}
@@ -253,3 +278,13 @@ class JsonlSessionStore:
         """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
         session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
         return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
+
+    def read_conversation(
+        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0
+    ) -> None:
+        """Surfaces only: ``prepare`` over this store retains from :meth:`read_surface`, upstream's way."""
+        return None
+
+    def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> None:
+        """No message text is indexed here."""
+        return None

@@ -32,7 +32,7 @@ from ...model import (
     SurfaceSnapshot,
     TitleObservation,
 )
-from ..jsonl_store import artifact_of, lookup_segment, observed_title, replay, surface_of
+from ..jsonl_store import ReadsOnDemand, artifact_of, lookup_segment, observed_title, replay, surface_of
 from ..layout import encode_segment, is_within, resolve_root
 from ..listing import Artifact, Skips, Walk, root_real
 from ..replay import ReplayResult
@@ -72,7 +72,7 @@ size) is read for ``prepare`` in a process of its own, where one is wanted (``ap
 about 0.2 s to start, against seconds of replay that would hold the caller's GIL and grow its heap."""
 
 
-class IndexedSessionStore:
+class IndexedSessionStore(ReadsOnDemand):
     """The store answering as :class:`~..jsonl_store.JsonlSessionStore` does, from the index for every
     log that has not changed: its walks ask the rows first (:func:`.walk.walk_rows`) and its title
     reads go through :meth:`read_title`; what misses is read and kept.
@@ -304,7 +304,7 @@ class IndexedSessionStore:
         return replay(self.root, session_id, artifact, keep_surface, stop, discovery=discovery)
 
     def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
     ) -> list[TitleObservation]:
         try:
             if self.workers > 1:

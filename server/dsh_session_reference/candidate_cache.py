@@ -1,0 +1,87 @@
+"""The candidate table kept across ``@`` keystrokes: built once per listing, relabelled row by row
+as titles change.
+
+An ``@`` popup asks again at every keystroke. A store that keeps its listing and titles warm (the
+language server's catalog) says so through :meth:`~.model.SessionSource.titles_version`, and which
+titles it has observed since a version (:meth:`~.model.SessionSource.titles_since`). The resolver
+keeps one :class:`CandidateCache` and asks it for the table its queries run on
+(:class:`.candidates.CandidateTable`), so a keystroke costs work proportional to its matches, and
+a title verified in the background relabels one row rather than rebuilding the table.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .cancellation import AbortSignal
+from .candidates import CandidateTable, Row, label_for
+from .model import SessionRecord, SessionSource, TitleObservation
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """The candidate table for one listing, labelled as of one titles version."""
+
+    records: list[SessionRecord]
+    version: int
+    table: CandidateTable
+    positions: dict[str, int] | None = None
+    """Each listed log's row, built the first time titles change under the table."""
+
+
+class CandidateCache:
+    """The table of a warm store's latest listing, as last labelled."""
+
+    def __init__(self) -> None:
+        self._kept: _Kept | None = None
+
+    def table(
+        self, source: SessionSource, version: int, stop: AbortSignal, target_cwd: str | None
+    ) -> CandidateTable:
+        """Every listed session of ``source`` with its label, as of titles ``version`` (read before
+        the listing: a change while building makes the table stale, and the next call relabels).
+
+        A new listing is labelled whole, titles read in ``listCandidates``' rank order for
+        ``target_cwd`` (a cold store hints them in that order, so the first popup's top rows are
+        the right ones); the same listing is relabelled only where a title changed.
+        """
+        records = source.list_sessions(stop)
+        kept = self._kept
+        if kept is None or not _same_list(kept.records, records):
+            observations = source.read_titles(records, stop, target_cwd)
+            rows = [
+                Row(record, label_for(record, seen))
+                for record, seen in zip(records, observations, strict=True)
+            ]
+            kept = _Kept(records, version, CandidateTable(rows))
+        if source.titles_version() != kept.version:
+            kept = _relabelled(kept, *source.titles_since(kept.version, stop))
+        self._kept = kept
+        return kept.table
+
+
+def _relabelled(kept: _Kept, version: int, changed: Mapping[str, TitleObservation]) -> _Kept:
+    """``kept`` brought up to titles ``version``: only rows whose label changed are replaced (the
+    same table, memos and all, when none did)."""
+    positions = kept.positions
+    if positions is None:
+        positions = {record.location: index for index, record in enumerate(kept.records) if record.location}
+    rows = kept.table.rows
+    labels: dict[int, str] = {}
+    for location, observation in changed.items():
+        index = positions.get(location)
+        if index is None:
+            continue  # not in this listing
+        label = label_for(kept.records[index], observation)
+        if label != rows[index].label:
+            labels[index] = label
+    table = kept.table.relabelled(labels) if labels else kept.table
+    return _Kept(kept.records, version, table, positions)
+
+
+def _same_list(kept: list[SessionRecord], records: list[SessionRecord]) -> bool:
+    """Whether two listings hold the same record objects (a re-walk of an unchanged small root
+    builds a new list of the same records)."""
+    return kept is records or (len(kept) == len(records) and all(map(operator.is_, kept, records)))
