@@ -46,8 +46,9 @@ from .jsvalue import UNDEFINED, js_string, strict_equal
 from .layout import LOG_NAMES, Compression, decode_segment, encode_segment, log_path, resolve_root
 from .logbase import HEADER_BUFFER, LogChanged, LogError, open_artifact
 from .logfile import line_too_long, parse_header_meta, read_first_line, read_log
-from .replay import Replay, ReplayFailure, ReplayResult
+from .replay import Replay, ReplayResult
 from .surface import SurfaceKeeper
+from .validation import ReplayFailure
 from .zstd_frames import read_first_zstd_line
 
 _LOG = logging.getLogger("dsh_session_reference.store")
