@@ -44,8 +44,9 @@ from ..jsjson import js_normalize, js_stringify
 from ..model import SessionRecord, StoreError, SurfaceSnapshot, TitleObservation
 from .jsvalue import UNDEFINED, js_string, strict_equal
 from .layout import LOG_NAMES, Compression, decode_segment, encode_segment, log_path, resolve_root
+from .log_header import parse_header_meta, read_first_line
 from .logbase import HEADER_BUFFER, LogChanged, LogError, open_artifact
-from .logfile import line_too_long, parse_header_meta, read_first_line, read_log
+from .logfile import line_too_long, read_log
 from .replay import Replay, ReplayResult
 from .surface import SurfaceKeeper
 from .validation import ReplayFailure

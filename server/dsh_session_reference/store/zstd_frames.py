@@ -17,9 +17,9 @@ from .logbase import (
     MAX_LINE_BYTES,
     READ_CHUNK,
     ZSTD_MAGIC,
-    LimitExceeded,
     LogError,
     file_size,
+    header_too_long,
     read_span,
     zstd_codec,
 )
@@ -398,7 +398,7 @@ def read_first_zstd_line(handle: IO[bytes], stop: AbortSignal | None = None) -> 
         except FrameFailed:
             raise LogError("corrupt Zstandard session log: header frame failed validation") from None
         if plaintext is None:
-            raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
+            raise header_too_long()
     assert_header_frame(plaintext)
     return plaintext[:-1].decode("utf-8", "replace")
 
