@@ -71,10 +71,6 @@ def from_header_line(line: dict[str, Any]) -> dict[str, Any]:
     return header
 
 
-def _parse_header_value(text: str) -> Any:
-    return js_parse(text, keep_negative_zero=True)
-
-
 def parse_header_meta(first_line: str) -> dict[str, Any] | None:
     """Upstream's ``parseHeaderMeta`` (listing): the header, or ``None`` when the line is not one.
 
@@ -82,7 +78,7 @@ def parse_header_meta(first_line: str) -> dict[str, Any] | None:
     lets fail the whole listing.
     """
     try:
-        parsed = _parse_header_value(first_line)
+        parsed = js_parse(first_line, keep_negative_zero=True)
     except ValueError:
         return None
     if not is_header_line(parsed):
@@ -95,7 +91,7 @@ def parse_header_record(record: bytes) -> dict[str, Any]:
     if not record.endswith(b"\n") or record.find(b"\n") != len(record) - 1:
         raise LogError("empty or header-less session log")
     try:
-        parsed = _parse_header_value(record[:-1].decode("utf-8", "replace"))
+        parsed = js_parse(record[:-1].decode("utf-8", "replace"), keep_negative_zero=True)
     except ValueError:
         raise LogError("corrupt session log: header line is not valid JSON") from None
     if isinstance(parsed, dict):

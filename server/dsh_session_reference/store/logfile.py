@@ -252,20 +252,16 @@ class EventScanner:
             if self._issue is None or self._oversized_matters:
                 raise LimitExceeded(line_too_long(self._line))
             return
+        if self._part_bytes + len(tail) > MAX_LINE_BYTES:  # no parts held: no part bytes
+            self._hold(tail)
+            self._take_line(b"", end_byte)
+            return
         if self._parts:
-            if self._part_bytes + len(tail) > MAX_LINE_BYTES:
-                self._hold(tail)
-                self._take_line(b"", end_byte)
-                return
             self._parts.append(tail)
             line = b"".join(self._parts)
             self._parts = []
             self._part_bytes = 0
         else:
-            if len(tail) > MAX_LINE_BYTES:
-                self._hold(tail)
-                self._take_line(b"", end_byte)
-                return
             line = tail
         self._consume(line, end_byte)
 

@@ -91,20 +91,13 @@ def _current_turn_end_reason(data: dict[str, Any]) -> dict[str, Any] | None:
     ):
         raise _Malformed
     kind = reason["kind"]
-    if kind in ("completed", "blocked", "max-tokens", "interrupted"):
-        if not _only_keys(reason, ("kind",)):
-            raise _Malformed
+    if kind == "aborted" and "reason" in reason:
         return None
-    if kind == "aborted":
-        if "reason" in reason:
-            return None
+    if kind in ("completed", "blocked", "max-tokens", "interrupted", "aborted", "disposed"):
         if not _only_keys(reason, ("kind",)):
             raise _Malformed
-        return {"kind": "aborted", "reason": {"kind": "legacy"}}
-    if kind == "disposed":
-        if not _only_keys(reason, ("kind",)):
-            raise _Malformed
-        return {"kind": "aborted", "reason": {"kind": "disposed"}}
+        abort = {"aborted": "legacy", "disposed": "disposed"}.get(kind)  # the reasons that were renamed
+        return None if abort is None else {"kind": "aborted", "reason": {"kind": abort}}
     if kind != "error":
         return None
     if "error" in reason:
