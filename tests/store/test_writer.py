@@ -10,7 +10,7 @@ import pytest
 
 from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.store import JsonlSessionStore
-from dsh_session_reference.store.logfile import packed_row
+from dsh_session_reference.store.chunk_rows import packed_row
 from dsh_session_reference.store.writer import (
     SessionLog,
     encode_log,

@@ -41,8 +41,9 @@ from .listing import (
 )
 from .logbase import LogChanged, LogError, open_artifact
 from .logfile import line_too_long, read_log
-from .replay import Replay, ReplayFailure, ReplayResult, TitleFold
+from .replay import Replay, ReplayResult, TitleFold
 from .surface import SurfaceKeeper
+from .validation import ReplayFailure
 
 _LOG = logging.getLogger("dsh_session_reference.store")
 

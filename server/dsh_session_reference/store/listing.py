@@ -30,8 +30,8 @@ from ..jsjson import js_stringify
 from ..model import SessionRecord, StoreError
 from .jsvalue import UNDEFINED, js_string
 from .layout import LOG_NAMES, Compression, decode_segment, log_path
+from .log_header import parse_header_meta, read_first_line
 from .logbase import HEADER_BUFFER, LogError, open_artifact
-from .logfile import parse_header_meta, read_first_line
 from .zstd_frames import read_first_zstd_line
 
 _LOG = logging.getLogger("dsh_session_reference.store")

@@ -45,6 +45,10 @@ class LimitExceeded(LogError):
     """This reader's own size limit (see :data:`MAX_LINE_BYTES`); upstream has none."""
 
 
+def header_too_long() -> LimitExceeded:
+    return LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
+
+
 class LogChanged(Exception):
     """The log was truncated or rewritten while it was being read; read it again."""
 

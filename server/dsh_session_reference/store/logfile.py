@@ -1,9 +1,10 @@
 """Reading one dsh session log, plain or zstd, exactly as upstream's JSONL backend reads it.
 
-This is upstream's ``loadStored`` (``dsh-session-persistence-jsonl``): the
-header record, the event scanner with its crash-tail rule, packed chunk rows,
-the zstd frame container with its torn-final-frame recovery, and every error
-message those produce. The next stage (``replay.py``) validates what it yields.
+This is upstream's ``loadStored`` (``dsh-session-persistence-jsonl``): the event scanner with its
+crash-tail rule, driven over a plain log or the frames of a zstd one with its torn-final-frame
+recovery, and every error message those produce. The header record (:mod:`.log_header`), packed
+chunk rows (:mod:`.chunk_rows`), the zstd container (:mod:`.zstd_frames`) and what every part
+shares (:mod:`.logbase`) are modules of their own; :mod:`.replay` validates what a read yields.
 
 Crash tails, as upstream defines them. A log is committed line by line; the
 first line that is torn, unparsable or out of ``seq`` order starts an *issue*:
@@ -35,10 +36,6 @@ Two deliberate differences, both about resources rather than results:
   a content-carrying event in sequence (:data:`SKIPPABLE_TYPES`): that event is
   counted and taken as valid, and the read says which lines it skipped, so a
   session keeps its title while ``prepare`` of it still fails with the error.
-
-Over 500 lines because the event scanner and its crash-tail rule are most of it and the rest (the header
-record, packed chunk rows, whole-log reads) only feeds or drives it; the zstd container
-(:mod:`.zstd_frames`) and what every part shares (:mod:`.logbase`) are modules of their own.
 """
 
 from __future__ import annotations
@@ -47,21 +44,13 @@ import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import IO, Any, Final, Protocol
 
 from ..cancellation import AbortSignal, check
-from .jsvalue import (
-    MAX_SAFE_INTEGER,
-    UNDEFINED,
-    is_negative_zero,
-    is_number,
-    is_safe_integer,
-    js_parse,
-    js_parse_line,
-    js_string,
-)
+from .chunk_rows import RowError, packed_row
+from .jsvalue import UNDEFINED, is_number, js_parse_line, js_string
 from .layout import Compression
+from .log_header import first_line, parse_header_record
 from .logbase import (
     FRAME_BUFFER_BYTES,
     MAX_LINE_BYTES,
@@ -70,6 +59,7 @@ from .logbase import (
     LogChanged,
     LogError,
     file_size,
+    header_too_long,
     zstd_codec,
 )
 from .zstd_frames import (
@@ -84,8 +74,6 @@ from .zstd_frames import (
     zstd_frames,
 )
 
-SESSION_FORMAT_VERSION: Final = 0
-_NEWLINE: Final = 10
 _JSON_SPACE: Final = b" \t\r"
 SKIPPABLE_TYPES: Final = frozenset(
     {"user/message", "assistant/message", "tool/result", "tool/call", "command/done", "hook/result"}
@@ -102,7 +90,6 @@ _ENVELOPE_HEAD: Final = re.compile(
 _HEAD_BYTES: Final = 128
 _HOLD_LIMIT: Final = "the most this reader holds in memory"
 _SKIP_LIMIT: Final = "the longest line a discovery read skips"
-_ROW_TAGS: Final = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 
 
 class EventSink(Protocol):
@@ -127,181 +114,9 @@ class EventSink(Protocol):
 StartLog = Callable[[dict[str, Any]], EventSink]
 
 
-class _RowError(Exception):
-    """A malformed packed chunk row (upstream: an unparsable committed event)."""
-
-
-# --- header ---------------------------------------------------------------
-
-
-def version_refusal(session_id: object, version: int | float) -> str:
-    """Upstream's ``sessionFormatVersionRefusal`` text."""
-    name = session_id if isinstance(session_id, str) else js_string(session_id)
-    shown = js_string(version)
-    if version > SESSION_FORMAT_VERSION:
-        return (
-            f'session "{name}" uses log format v{shown}, but this harness reads only '
-            f"v{SESSION_FORMAT_VERSION}: the log was written by a newer harness — "
-            "upgrade the harness to open it"
-        )
-    return (
-        f'session "{name}" uses log format v{shown}, older than the supported '
-        f"v{SESSION_FORMAT_VERSION}, and this build ships no upgrade path for it"
-    )
-
-
-def _non_negative_safe(value: object) -> bool:
-    return is_safe_integer(value) and value >= 0 and not is_negative_zero(value)  # type: ignore[operator]
-
-
-def is_header_line(value: object) -> bool:
-    """Upstream's ``isHeaderLine`` guard."""
-    if not isinstance(value, dict):
-        return False
-    origin = value.get("origin", UNDEFINED)
-    preset = value.get("agentPreset", UNDEFINED)
-    return (
-        value.get("type") == "session"
-        and is_number(value.get("version", UNDEFINED))
-        and isinstance(value.get("id"), str)
-        and _non_negative_safe(value.get("createdAt", UNDEFINED))
-        and _non_negative_safe(value.get("delegationDepth", UNDEFINED))
-        and (origin is UNDEFINED or origin == "subagent")
-        and (preset is UNDEFINED or isinstance(preset, str))
-    )
-
-
-_OPTIONAL_BEFORE_DEPTH: Final = ("cwd", "parentSession", "seedLength", "origin")
-
-
-def from_header_line(line: dict[str, Any]) -> dict[str, Any]:
-    """Upstream's ``fromHeaderLine``: the header in its fixed key order (absent fields omitted)."""
-    if "sandboxMode" in line or "approvalPolicy" in line:
-        raise LogError("session header uses retired policy baseline fields")
-    header: dict[str, Any] = {"version": line["version"], "id": line["id"], "createdAt": line["createdAt"]}
-    for key in _OPTIONAL_BEFORE_DEPTH:
-        if key in line:
-            header[key] = line[key]
-    header["delegationDepth"] = line["delegationDepth"]
-    if "agentPreset" in line:
-        header["agentPreset"] = line["agentPreset"]
-    return header
-
-
-def _parse_header_value(text: str) -> Any:
-    return js_parse(text, keep_negative_zero=True)
-
-
-def parse_header_meta(first_line: str) -> dict[str, Any] | None:
-    """Upstream's ``parseHeaderMeta`` (listing): the header, or ``None`` when the line is not one.
-
-    Raises :class:`LogError` for a header with retired fields, which upstream
-    lets fail the whole listing.
-    """
-    try:
-        parsed = _parse_header_value(first_line)
-    except ValueError:
-        return None
-    if not is_header_line(parsed):
-        return None
-    return from_header_line(parsed)
-
-
-def parse_header_record(record: bytes) -> dict[str, Any]:
-    """Upstream's ``parseHeaderRecord``: one newline-terminated header record, or a :class:`LogError`."""
-    if len(record) == 0 or record[-1] != _NEWLINE or record.find(b"\n") != len(record) - 1:
-        raise LogError("empty or header-less session log")
-    try:
-        parsed = _parse_header_value(record[:-1].decode("utf-8", "replace"))
-    except ValueError:
-        raise LogError("corrupt session log: header line is not valid JSON") from None
-    if isinstance(parsed, dict):
-        version = parsed.get("version", UNDEFINED)
-        if is_number(version) and version != SESSION_FORMAT_VERSION:
-            raise LogError(version_refusal(parsed.get("id", UNDEFINED), version), unsupported=True)
-    if not is_header_line(parsed):
-        raise LogError("corrupt session log: first line is not a session header")
-    return from_header_line(parsed)
-
-
-# --- packed chunk rows ----------------------------------------------------
-
-
-def _exact_keys(value: dict[str, Any], keys: tuple[str, ...]) -> bool:
-    return len(value) == len(keys) and all(key in value for key in keys)
-
-
-def _safe_integers(values: list[Any]) -> bool:
-    """Whether every item is a safe integer: ``Number.isSafeInteger`` per item, in native calls
-    for the usual list of ints (a chunk row's gaps are most of what a big log holds)."""
-    if not values:
-        return True
-    if set(map(type, values)) == {int}:
-        return bool(min(values) >= -MAX_SAFE_INTEGER and max(values) <= MAX_SAFE_INTEGER)
-    return all(map(is_safe_integer, values))
-
-
-def _run_payload(data: dict[str, Any], payload_key: str) -> list[str]:
-    if not (is_number(data.get("turn")) and is_number(data.get("step")) and is_number(data.get("index"))):
-        raise _RowError("turn/step/index must be numbers")
-    payload = data.get(payload_key)
-    if not isinstance(payload, list) or not payload or set(map(type, payload)) != {str}:
-        raise _RowError(f"{payload_key} must be a non-empty string array")
-    dt = data.get("dt")
-    if not isinstance(dt, list) or not _safe_integers(dt):
-        raise _RowError("dt must be an array of safe integers")
-    if len(dt) != len(payload) - 1:
-        raise _RowError("dt length does not match members")
-    return payload
-
-
-_TOOL_KEYS_NAMED: Final = ("turn", "step", "index", "id", "name", "dt", "args")
-_TOOL_KEYS: Final = ("turn", "step", "index", "id", "dt", "args")
-_TEXT_KEYS: Final = ("turn", "step", "index", "dt", "texts")
-
-
-def packed_row(value: Any) -> tuple[int, list[Any]] | None:
-    """Upstream's ``validateRow`` for a packed chunk row: the first seq and every member's time
-    of the events ``expandRow`` would make (see :meth:`EventSink.push_chunks`), or ``None``
-    for a record that is one event as is. :class:`_RowError` for a row upstream refuses.
-    """
-    tag = value.get("type") if isinstance(value, dict) else None
-    if not (isinstance(tag, str) and tag in _ROW_TAGS):
-        return None
-    if not _exact_keys(value, ("type", "seq0", "time0", "data")):
-        raise _RowError("envelope")
-    seq0, time0, data = value["seq0"], value["time0"], value["data"]
-    if not is_safe_integer(seq0) or seq0 < 0:
-        raise _RowError("seq0")
-    if not is_safe_integer(time0):
-        raise _RowError("time0")
-    if not isinstance(data, dict):
-        raise _RowError("data")  # an array has index keys, never the exact row keys
-    if tag == "tool-call-chunks":
-        named = _exact_keys(data, _TOOL_KEYS_NAMED)
-        if not named and not _exact_keys(data, _TOOL_KEYS):
-            raise _RowError("data keys")
-        if not isinstance(data["id"], str) or (named and not isinstance(data["name"], str)):
-            raise _RowError("id/name")
-        members = _run_payload(data, "args")
-    else:
-        if not _exact_keys(data, _TEXT_KEYS):
-            raise _RowError("data keys")
-        members = _run_payload(data, "texts")
-    if not is_safe_integer(seq0 + len(members) - 1):
-        raise _RowError("member seqs")
-    times = list(accumulate(data["dt"], initial=time0))
-    if not _safe_integers(times):
-        raise _RowError("member times")
-    return seq0, times
-
-
 def line_too_long(line: int) -> str:
     """The error of a read that meets committed line ``line`` over :data:`MAX_LINE_BYTES`."""
     return f"session log line {line} is larger than {MAX_LINE_BYTES} bytes, {_HOLD_LIMIT}"
-
-
-# --- the event scanner ----------------------------------------------------
 
 
 def _type_of(value: Any) -> Any:
@@ -396,19 +211,14 @@ class EventScanner:
         """
         if self._issue is not None:
             return None
-        cap = MAX_SKIPPED_LINE_BYTES if self._discovery else MAX_LINE_BYTES
+        cap, limit = (
+            (MAX_SKIPPED_LINE_BYTES, _SKIP_LIMIT) if self._discovery else (MAX_LINE_BYTES, _HOLD_LIMIT)
+        )
         run = self._oversized_bytes if self._oversized else self._part_bytes
         line = self._line + 1
 
         def too_long() -> LimitExceeded:
-            return LimitExceeded(
-                f"session log line {line} is larger than {cap} bytes, "
-                + (
-                    "the longest line a discovery read skips"
-                    if self._discovery
-                    else "the most this reader holds in memory"
-                )
-            )
+            return LimitExceeded(f"session log line {line} is larger than {cap} bytes, {limit}")
 
         def guard(output: bytes) -> None:
             nonlocal run, line
@@ -442,20 +252,16 @@ class EventScanner:
             if self._issue is None or self._oversized_matters:
                 raise LimitExceeded(line_too_long(self._line))
             return
+        if self._part_bytes + len(tail) > MAX_LINE_BYTES:  # no parts held: no part bytes
+            self._hold(tail)
+            self._take_line(b"", end_byte)
+            return
         if self._parts:
-            if self._part_bytes + len(tail) > MAX_LINE_BYTES:
-                self._hold(tail)
-                self._take_line(b"", end_byte)
-                return
             self._parts.append(tail)
             line = b"".join(self._parts)
             self._parts = []
             self._part_bytes = 0
         else:
-            if len(tail) > MAX_LINE_BYTES:
-                self._hold(tail)
-                self._take_line(b"", end_byte)
-                return
             line = tail
         self._consume(line, end_byte)
 
@@ -481,7 +287,7 @@ class EventScanner:
         try:
             value = js_parse_line(line)
             row = packed_row(value)
-        except (ValueError, _RowError):
+        except (ValueError, RowError):
             if self._issue is None:
                 self._issue = f"corrupt session log: unparsable committed event at line {self._line}"
             return
@@ -517,9 +323,6 @@ class EventScanner:
         )
 
 
-# --- files ------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class LogPrefix:
     """What one read produced: the header, and how much of the log the events cover."""
@@ -531,57 +334,27 @@ class LogPrefix:
     """Lines a discovery read skipped for their size (see :data:`SKIPPABLE_TYPES`)."""
 
 
-def read_first_line(handle: IO[bytes], stop: AbortSignal | None = None) -> str | None:
-    """Upstream's ``readFirstLine`` (plain listing): the first line, or ``None`` without one."""
-    parts: list[bytes] = []
-    total = 0
-    while True:
-        check(stop)
-        chunk = handle.read(8192)
-        if not chunk:
-            return None
-        newline = chunk.find(b"\n")
-        if newline != -1:
-            parts.append(chunk[:newline])
-            return b"".join(parts).decode("utf-8", "replace")
-        parts.append(chunk)
-        total += len(chunk)
-        if total > MAX_LINE_BYTES:
-            raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
-
-
-# --- whole logs ----------------------------------------------------------------
-
-
 def _read_plain(
     handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal | None, discovery: bool
 ) -> LogPrefix:
     handle.seek(0)
-    header_parts: list[bytes] = []
-    header_bytes = 0
     remaining = size
-    chunk = b""
-    while True:
-        check(stop)
+
+    def read() -> bytes:
+        nonlocal remaining
         chunk = handle.read(min(READ_CHUNK, remaining)) if remaining > 0 else b""
         remaining -= len(chunk)
-        if not chunk:
-            raise LogError("empty or header-less session log")
-        newline = chunk.find(b"\n")
-        if newline != -1:
-            header_parts.append(chunk[: newline + 1])
-            chunk = chunk[newline + 1 :]
-            break
-        header_parts.append(chunk)
-        header_bytes += len(chunk)
-        if header_bytes > MAX_LINE_BYTES:
-            raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
-    scanner = EventScanner(b"".join(header_parts), start, discovery=discovery)
+        return chunk
+
+    line = first_line(read, stop)
+    if line is None:
+        raise LogError("empty or header-less session log")
+    scanner = EventScanner(line[0] + b"\n", start, discovery=discovery)
+    chunk = line[1]
     while chunk:
         scanner.write(chunk)
         check(stop)
-        chunk = handle.read(min(READ_CHUNK, remaining)) if remaining > 0 else b""
-        remaining -= len(chunk)
+        chunk = read()
     return LogPrefix(
         scanner.header, scanner.event_count, scanner.committed_bytes < size, tuple(scanner.skipped)
     )
@@ -603,7 +376,7 @@ def _read_zstd(
     except FrameFailed:
         raise frame_failed(first.start) from None
     if header is None:
-        raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
+        raise header_too_long()
     assert_header_frame(header)
     scanner = EventScanner(header, start, discovery=discovery)
 

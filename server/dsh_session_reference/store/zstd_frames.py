@@ -7,6 +7,7 @@ used; a torn final frame is recovered as upstream recovers it (see :mod:`.logfil
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import IO, Final, NamedTuple
@@ -17,9 +18,9 @@ from .logbase import (
     MAX_LINE_BYTES,
     READ_CHUNK,
     ZSTD_MAGIC,
-    LimitExceeded,
     LogError,
     file_size,
+    header_too_long,
     read_span,
     zstd_codec,
 )
@@ -266,36 +267,16 @@ def _quick_first_frame(prefix: bytes) -> bytes | None:
     bytes, they are what that path would decode: the same frame, validated the same way
     (checksum, nothing after its end), with a bound on the output known before decoding.
     """
-    size = len(prefix)
-    if size < 5 or int.from_bytes(prefix[:4], "little") != ZSTD_MAGIC:
+    try:
+        first = next(zstd_frames(io.BytesIO(prefix), len(prefix)), None)
+    except LogError:
         return None
-    descriptor = prefix[4]
-    if descriptor & 24:
+    if first is None or first.end is None or first.bound > _QUICK_FRAME_OUTPUT:
         return None
-    offset = 5 + _header_rest(descriptor)
-    bound = 0
-    while True:
-        if size - offset < 3:
-            return None
-        block = int.from_bytes(prefix[offset : offset + 3], "little")
-        offset += 3
-        block_type = (block >> 1) & 3
-        if block_type == 3:
-            return None
-        bound += _BLOCK_MAX_OUTPUT if block_type == 2 else block >> 3  # raw or RLE: its size is its output
-        offset += _block_payload(block)
-        if offset > size or bound > _QUICK_FRAME_OUTPUT:
-            return None
-        if block & 1:
-            break
-    if descriptor & 4:
-        offset += 4  # the checksum
-        if offset > size:
-            return None
     zstd = zstd_codec()
     with zstd.frame_decoder() as decoder:
         try:
-            output = decoder.decompress(prefix[:offset])
+            output = decoder.decompress(prefix[: first.end])
         except zstd.error:
             return None
     return output if decoder.eof and not decoder.unused_data else None
@@ -398,7 +379,7 @@ def read_first_zstd_line(handle: IO[bytes], stop: AbortSignal | None = None) -> 
         except FrameFailed:
             raise LogError("corrupt Zstandard session log: header frame failed validation") from None
         if plaintext is None:
-            raise LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
+            raise header_too_long()
     assert_header_frame(plaintext)
     return plaintext[:-1].decode("utf-8", "replace")
 

@@ -1,0 +1,224 @@
+"""Upstream's checks of a restored session: its header, each event's envelope, each message's shape.
+
+Each check raises :class:`ReplayFailure` with upstream's exact text; :mod:`.replay` decides which
+failure is reported when several stages fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .jsvalue import UNDEFINED, is_number, is_safe_integer, js_string, prop, strict_equal
+
+KNOWN_SESSION_EVENT_TYPES: Final = frozenset(
+    {
+        "agent-preset/selected",
+        "agent/inbox/spliced",
+        "approval/asked",
+        "approval/decided",
+        "approval/policy",
+        "assistant/chunk",
+        "assistant/message",
+        "command/done",
+        "command/run",
+        "compaction/end",
+        "compaction/prune",
+        "compaction/start",
+        "compaction/summary",
+        "feedback/record",
+        "goal/change",
+        "hook/invoked",
+        "hook/result",
+        "llm/retry",
+        "llm/retry-started",
+        "permission/preset",
+        "plan/mode",
+        "request/context",
+        "request/header",
+        "sandbox/mode",
+        "schedule/change",
+        "session/end-seed",
+        "session/title",
+        "session/title-llm-request",
+        "step/end",
+        "step/start",
+        "subagent/descriptor",
+        "team/member",
+        "team/message/delivered",
+        "team/message/queued",
+        "team/task",
+        "todo/write",
+        "tool-workflow/agent-end",
+        "tool-workflow/agent-start",
+        "tool-workflow/run-end",
+        "tool-workflow/run-start",
+        "tool/call",
+        "tool/code-dispatch",
+        "tool/code-dispatch-start",
+        "tool/result",
+        "turn/end",
+        "turn/start",
+        "user/message",
+        "web/deepseek-search-llm-request",
+    }
+)
+"""The event vocabulary of ``dsh-session`` 0.1.0-rc.8 (``KNOWN_SESSION_EVENT_TYPES``)."""
+
+_ENVELOPE_KEYS: Final = frozenset(
+    {"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"}
+)
+MESSAGE_TYPES: Final = frozenset({"user/message", "assistant/message", "tool/result"})
+
+
+class ReplayFailure(Exception):
+    """Why upstream refuses the log: ``message`` and the JS error ``name`` it was thrown as.
+
+    ``unsupported`` is upstream's ``SessionFormatUnsupportedError`` (an
+    unknown event type): reported as an inspection failure, not corruption.
+    """
+
+    def __init__(self, message: str, name: str = "Error", *, unsupported: bool = False) -> None:
+        super().__init__(message)
+        self.message = message
+        self.name = name
+        self.unsupported = unsupported
+
+
+def has_provider_model(value: object) -> bool:
+    if not isinstance(value, dict):
+        return False
+    provider, model = value.get("provider"), value.get("model")
+    return isinstance(provider, str) and provider != "" and isinstance(model, str) and model != ""
+
+
+def _message_shape_problem(event: Mapping[str, Any]) -> str | None:
+    """Upstream's ``assertMessageEventShape``: what is wrong with a message event, after its subject."""
+    kind = event.get("type")
+    if not isinstance(kind, str) or kind not in MESSAGE_TYPES:
+        return None
+    data = event.get("data", UNDEFINED)
+    record = data if isinstance(data, dict | list) else None
+    message: Any
+    if kind == "user/message":
+        message = record
+    else:
+        message = prop(record, "message") if record is not None else UNDEFINED
+    if not isinstance(message, dict) or not isinstance(message.get("id"), str) or message["id"] == "":
+        return "lacks an identified message"
+    expected_role = "assistant" if kind == "assistant/message" else "user"
+    if message.get("role") != expected_role or not isinstance(message.get("role"), str):
+        return f'message must have role "{expected_role}"'
+    source = message.get("source")
+    if not isinstance(source, dict) or not isinstance(source.get("kind"), str) or source["kind"] == "":
+        return "message has invalid source"
+    content = message.get("content")
+    if not isinstance(content, list):
+        return "message has invalid content"
+    if kind == "assistant/message":
+        if source["kind"] != "model" or not has_provider_model(source):
+            return "message must have model source"
+        return None
+    if kind != "tool/result":
+        return None
+    call_id = source.get("callId")
+    if source["kind"] != "tool" or not isinstance(call_id, str) or call_id == "":
+        return "message must have tool source"
+    block = content[0] if content else UNDEFINED
+    if (
+        len(content) != 1
+        or not isinstance(block, dict)
+        or block.get("type") != "tool-result"
+        or not isinstance(block.get("content"), list)
+    ):
+        return "message must contain one tool-result block"
+    if not strict_equal(block.get("toolCallId", UNDEFINED), call_id):
+        return "message has mismatched tool call ids"
+    return None
+
+
+def assert_message_shape(event: Mapping[str, Any], subject: str) -> None:
+    """Raise upstream's message-shape error for ``event`` named by ``subject``."""
+    problem = _message_shape_problem(event)
+    if problem is not None:
+        raise ReplayFailure(f"{subject} {problem}")
+
+
+def _assert_request_header(event: Mapping[str, Any], index: int) -> None:
+    data = event["data"]
+    header = data.get("header") if isinstance(data, dict) else UNDEFINED
+    header_record = header if isinstance(header, dict) else None
+    config = header_record.get("config") if header_record is not None else UNDEFINED
+    if not has_provider_model(config):
+        raise ReplayFailure(f"seed request/header at index {index} lacks provider/model")
+    assert isinstance(config, dict)
+    effort = config.get("reasoningEffort", UNDEFINED)
+    if effort is not UNDEFINED and (not isinstance(effort, str) or effort == ""):
+        raise ReplayFailure(f"seed request/header at index {index} has an invalid reasoningEffort")
+    defaults = header_record.get("adapterDefaults", UNDEFINED) if header_record is not None else UNDEFINED
+    if defaults is UNDEFINED:
+        return
+    if (
+        not isinstance(defaults, dict)
+        or any(key not in ("reasoningEffort", "maxTokens") for key in defaults)
+        or any(marker is not True for marker in defaults.values())
+        or (defaults.get("reasoningEffort") is True and "reasoningEffort" not in config)
+        or (defaults.get("maxTokens") is True and "maxTokens" not in config)
+    ):
+        raise ReplayFailure(f"seed request/header at index {index} has invalid adapterDefaults")
+
+
+def assert_envelope(event: Mapping[str, Any], index: int, shape_checked: bool = False) -> None:
+    """Upstream's ``assertSessionEventEnvelope`` (legacy request headers were refused earlier);
+    ``shape_checked``: ``event`` is a message event whose shape already passed (migration checks
+    it), so it is not checked twice."""
+    seq, time = event.get("seq", UNDEFINED), event.get("time", UNDEFINED)
+    ignorable = event.get("ignorable", UNDEFINED)
+    if (
+        not event.keys() <= _ENVELOPE_KEYS
+        or not isinstance(event.get("type"), str)
+        or not is_safe_integer(seq)
+        or seq < 0
+        or not is_safe_integer(time)
+        or "data" not in event
+        or (ignorable is not UNDEFINED and ignorable is not True)
+    ):
+        raise ReplayFailure(f"seed event at index {index} has an invalid event envelope")
+    kind = event["type"]
+    if kind == "request/header":
+        _assert_request_header(event, index)
+    elif kind in MESSAGE_TYPES and not shape_checked:
+        assert_message_shape(event, f"seed {kind} at index {index}")
+
+
+def validate_header(session_id: str, header: Mapping[str, Any]) -> None:
+    """Upstream's ``validateSessionHeader`` for a restored header (POSIX ``isAbsolute``)."""
+    if header.get("version") != 0 or not is_number(header.get("version")):
+        raise ReplayFailure(
+            f"session header version must be 0, got {js_string(header.get('version', UNDEFINED))}"
+        )
+    if header.get("id") != session_id:
+        raise ReplayFailure(
+            f'session header id "{js_string(header.get("id", UNDEFINED))}" '
+            f'does not match session id "{session_id}"'
+        )
+    created = header.get("createdAt", UNDEFINED)
+    if not is_safe_integer(created) or created < 0:
+        raise ReplayFailure("session header createdAt must be a non-negative safe integer")
+    if "cwd" in header:
+        cwd = header["cwd"]
+        if not isinstance(cwd, str):
+            raise ReplayFailure("session header cwd must be a string")
+        if not cwd.startswith("/"):
+            raise ReplayFailure(f'session header cwd must be an absolute path, got "{cwd}"')
+    if "parentSession" in header and not isinstance(header["parentSession"], str):
+        raise ReplayFailure("session header parentSession must be a string")
+    if "seedLength" in header and not (is_safe_integer(header["seedLength"]) and header["seedLength"] >= 0):
+        raise ReplayFailure("session header seedLength must be a non-negative safe integer")
+    if "origin" in header and header["origin"] != "subagent":
+        raise ReplayFailure('session header origin must be "subagent"')
+    depth = header.get("delegationDepth", UNDEFINED)
+    if depth is not UNDEFINED and not (is_safe_integer(depth) and depth >= 0):
+        raise ReplayFailure("session header delegationDepth must be a non-negative safe integer")
+    if "agentPreset" in header and not isinstance(header["agentPreset"], str):
+        raise ReplayFailure("session header agentPreset must be a string")
