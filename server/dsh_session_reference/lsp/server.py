@@ -30,11 +30,9 @@ from .. import __version__
 from ..analysis import Analysis, analyze
 from ..assembly import make_resolver, open_source, root_origin, root_problem, sessions_root, target_session
 from ..cancellation import AbortSignal, Cancelled
-from ..candidates import label_for
-from ..display import display_label
 from ..lines import Encoding
 from ..model import LiveSource
-from ..resolver import AgentRef, find_session, find_titled
+from ..resolver import AgentRef, find_session
 from .diagnostics import to_diagnostics
 from .documents import Document, DocumentStore
 from .idle_gc import IdleCollector
@@ -326,32 +324,6 @@ class DshLanguageServer(LanguageServer):
         while len(engine.targets) > MAX_TARGETS:
             del engine.targets[next(iter(engine.targets))]
         return agent
-
-    async def target_json(self) -> dict[str, Any] | None:
-        """``documentSummary``'s ``target``: ``{sessionId, label, found}``, ``None`` without a target.
-
-        The label is what ``list_candidates`` shows for a session
-        (:func:`..candidates.label_for`: its current title, else its id), as a row shows it
-        (escaped, at most :data:`~..display.SHOWN_CHARS` characters). A
-        target the store does not list (a typo in the setting, another root,
-        an unreadable root) has ``found: false`` and its id as the label, so
-        the status bar can flag it. ``sessionId`` is the configured id, which
-        a client matches to its own setting.
-        """
-        target = target_session(self.settings.target_session_id)
-        if target is None:
-            return None
-        label = target
-        found = False
-        source = self.engine.source
-        try:
-            titled = await find_titled(source, target)
-            if titled is not None:
-                found = True
-                label = display_label(label_for(*titled))
-        except Exception as error:  # an unreadable root: the status bar still names the target
-            LOG.info("reading the target session's title failed: %s", error)
-        return {"sessionId": target, "label": label, "found": found}
 
     # --- analysis -----------------------------------------------------------------------------------
 
