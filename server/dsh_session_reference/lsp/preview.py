@@ -129,6 +129,17 @@ def _prepared(analysis: Analysis) -> _Prepared:
     return _Prepared(readable, PreparedMessage([{"type": "text", "text": readable}], context), snapshots)
 
 
+def _weight(prepared: _Prepared) -> tuple[int, TokenCount]:
+    """What both user messages weigh together, in bytes and tokens (the readable text, and the
+    snapshot where there is one). Blocking (a first count of a big snapshot takes tens of ms)."""
+    context = prepared.message.additional_context
+    total, tokens = js_byte_length(prepared.readable), COUNTER.count(prepared.readable)
+    if context is not None:
+        total += context.text_bytes
+        tokens += COUNTER.count(context.text)
+    return total, tokens
+
+
 def _failure(analysis: Analysis, agent: AgentRef) -> SessionReferenceError | None:
     """Why ``prepare`` rejects the document, in upstream's words, or ``None`` when it would not.
 
@@ -200,17 +211,14 @@ async def build_preview(
         exact,
     )
     context = prepared.message.additional_context
-    message_bytes = js_byte_length(prepared.readable)
-    message_tokens = await asyncio.to_thread(COUNTER.count, prepared.readable)  # kept from the report
+    total, tokens = await asyncio.to_thread(_weight, prepared)  # counts kept from the report
     if context is None:
-        summary = f"no sessions referenced; message {size(message_bytes)}, {message_tokens.describe()}"
+        summary = f"no sessions referenced; message {size(total)}, {tokens.describe()}"
     else:
         count = len(context.sources)
-        tokens = message_tokens + await asyncio.to_thread(COUNTER.count, context.text)
         summary = (
             f"{count} session{'s' if count != 1 else ''} referenced; "
-            f"{size(message_bytes + context.text_bytes)} in all, {tokens.describe()}; "
-            f"snapshot {kilobytes(context.text_bytes)} KB"
+            f"{size(total)} in all, {tokens.describe()}; snapshot {kilobytes(context.text_bytes)} KB"
         )
     return Preview(uri, "\n".join([*header, report]) + "\n", summary, True)
 
@@ -248,17 +256,7 @@ def document_summary(analysis: Analysis) -> dict[str, Any]:
     Blocking (a first count of a big snapshot takes tens of milliseconds).
     """
     errors = analysis.error_count
-    total: int | None = None
-    tokens: TokenCount | None = None
-    if errors == 0:
-        readable = parse_session_reference_text(analysis.text).text
-        total = js_byte_length(readable)
-        tokens = COUNTER.count(readable)
-        rendered = [reference.retained for reference in analysis.references if reference.retained is not None]
-        if rendered:
-            context = build_additional_context(rendered)
-            total += context.text_bytes
-            tokens += COUNTER.count(context.text)
+    total, tokens = _weight(_prepared(analysis)) if errors == 0 else (None, None)
     return {
         "mentions": analysis.mention_count,
         "sessions": len(analysis.references),
