@@ -9,6 +9,7 @@ The preview and transcript documents are served by ``workspace/textDocumentConte
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -16,7 +17,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..analysis import analyze
+from ..assembly import target_session
+from ..candidates import label_for
 from ..display import display_label
+from ..resolver import find_titled
 from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
 from .documents import text_of
@@ -32,6 +36,8 @@ from .sessions import (
     transcript_target,
     transcript_uri,
 )
+
+LOG = logging.getLogger(__name__)
 
 PREVIEW_COMMAND: Final = "dshSessionReference.preview"
 MODEL_TEXT_COMMAND: Final = "dshSessionReference.modelText"
@@ -113,10 +119,36 @@ async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
         summary = await asyncio.to_thread(document_summary, result.analysis)
         return {
             **summary,
-            "target": await ls.target_json(),
+            "target": await _target_json(ls),
             "maxReferences": result.analysis.max_references,
             "references": referenced_sessions(result.analysis),
         }
+
+
+async def _target_json(ls: DshLanguageServer) -> dict[str, Any] | None:
+    """``documentSummary``'s ``target``: ``{sessionId, label, found}``, ``None`` without a target.
+
+    The label is what ``list_candidates`` shows for a session
+    (:func:`..candidates.label_for`: its current title, else its id), as a row shows it
+    (escaped, at most :data:`~..display.SHOWN_CHARS` characters). A
+    target the store does not list (a typo in the setting, another root,
+    an unreadable root) has ``found: false`` and its id as the label, so
+    the status bar can flag it. ``sessionId`` is the configured id, which
+    a client matches to its own setting.
+    """
+    target = target_session(ls.settings.target_session_id)
+    if target is None:
+        return None
+    label = target
+    found = False
+    try:
+        titled = await find_titled(ls.engine.source, target)
+        if titled is not None:
+            found = True
+            label = display_label(label_for(*titled))
+    except Exception as error:  # an unreadable root: the status bar still names the target
+        LOG.info("reading the target session's title failed: %s", error)
+    return {"sessionId": target, "label": label, "found": found}
 
 
 def _no_session(session_id: str) -> JsonRpcInvalidParams:
@@ -237,7 +269,7 @@ async def preview_of(ls: DshLanguageServer, uri: str, *, model_text: bool = Fals
     if model_text:
         preview = await build_model_text(uri, analysis, ls.engine.resolver, agent)
     else:
-        target = await ls.target_json()
+        target = await _target_json(ls)
         label = None if target is None else target["label"]
         preview = await build_preview(uri, analysis, ls.engine.resolver, agent, label)
     ls.previews.keep(preview)

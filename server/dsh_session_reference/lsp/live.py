@@ -1,46 +1,56 @@
-"""Following the sessions root as dsh writes it: what the server refreshes when a change arrives.
+"""Following the sessions root as dsh writes it: which open documents and served transcripts a
+change may alter.
 
 The root's source watches it (:meth:`~..model.LiveSource.watch`) and says which listed sessions'
 logs changed, after its listing has caught up. Documents whose analysis read one of them (or, when
-sessions came or went, any that mentions a session the root did not list) are analysed again;
-the client is asked to refresh diagnostics, inlay hints and code lenses, and told which served
-virtual documents (transcripts, previews) may read differently. Changes that arrive while one
-refresh is under way are merged into the next, so a reply dsh streams in many appends costs a
-handful of refreshes, not one per chunk.
+sessions came or went, any that mentions a session the root did not list), and transcripts of
+those sessions, are handed to the server (:meth:`Host.refresh`), which analyses the documents
+again and tells the client. Changes that arrive while one refresh is under way are merged into the
+next, so a reply dsh streams in many appends costs a handful of refreshes, not one per chunk.
+
+The server is seen only through :class:`Host`: this module imports nothing of :mod:`.server`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import weakref
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Final
-
-from pygls.exceptions import JsonRpcException
+from collections.abc import Coroutine
+from typing import Any, Final, Protocol
 
 from ..analysis import Analysis
 from ..model import LiveSource, StoreChange
-from .preview import document_of_preview
-from .progress import CLIENT_REQUEST_TIMEOUT
-
-if TYPE_CHECKING:
-    from .server import DshLanguageServer
+from .documents import DocumentStore
 
 LOG = logging.getLogger(__name__)
 
-CONTENT_CHANGED: Final = "dshSessionReference/contentChanged"
-"""Notification ``{uris}``: virtual documents this server served (previews, transcripts) that may
-read differently now; a client showing one asks for it again."""
 MAX_TRACKED_TRANSCRIPTS: Final = 64
 
 
-class Live:
-    """The server's side of watching: which source it follows, and what a change refreshes."""
+class Host(Protocol):
+    """What following the root needs of the server."""
 
-    def __init__(self, server: DshLanguageServer) -> None:
-        self.server = server
+    documents: DocumentStore
+
+    @property
+    def is_closing(self) -> bool: ...
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> object: ...
+
+    def analysis_done(self, uri: str) -> Analysis | None:
+        """The document's finished analysis (``None`` while one runs or when it failed)."""
+
+    async def refresh(self, documents: list[str], transcripts: list[str]) -> None:
+        """Analyse ``documents`` again and tell the client they (and the served ``transcripts``)
+        may read differently; returns once their analyses ended."""
+
+
+class Live:
+    """The server's side of watching: which source it follows, and what a change affects."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
         self.loop: asyncio.AbstractEventLoop | None = None
         self._followed: weakref.ref[LiveSource] | None = None
         """Weakly: a source dropped for another root must be collected (that stops its threads)."""
@@ -75,19 +85,6 @@ class Live:
         if reason is not None:
             LOG.warning("not watching the sessions root (it is checked when asked instead): %s", reason)
 
-    def refresh_inline(self) -> None:
-        """Ask the client for inlay hints and code lenses again, where it takes such requests."""
-        server = self.server
-        if server.capability("workspace.inlay_hint.refresh_support", False):
-            server.spawn(self.ask_client(server.workspace_inlay_hint_refresh_async))
-        if server.capability("workspace.code_lens.refresh_support", False):
-            server.spawn(self.ask_client(server.workspace_code_lens_refresh_async))
-
-    async def ask_client(self, request: Callable[[None], Awaitable[object]]) -> None:
-        """A refresh request to the client, whose answer (or silence) changes nothing here."""
-        with contextlib.suppress(JsonRpcException, TimeoutError):
-            await asyncio.wait_for(request(None), CLIENT_REQUEST_TIMEOUT)
-
     def served(self, uri: str, session_id: str) -> None:
         """A transcript was served: a change to its session's log tells the client."""
         self._transcripts.pop(uri, None)
@@ -110,7 +107,7 @@ class Live:
         source = None if self._followed is None else self._followed()
         if source is None:
             return
-        documents = self.server.documents
+        documents = self.host.documents
         for uri in [uri for uri in self._read if documents.get(uri) is None]:
             del self._read[uri]  # closed
         sessions = dict.fromkeys(session for read in self._read.values() for session in sorted(read))
@@ -121,17 +118,16 @@ class Live:
 
     def changed(self, source: weakref.ref[LiveSource], change: StoreChange) -> None:
         """On the loop: a burst of changes under the root of ``source``."""
-        server = self.server
-        if server.is_closing or source is not self._followed:
+        if self.host.is_closing or source is not self._followed:
             return
         self._changes.append(change)
         if not self._refreshing:
             self._refreshing = True
-            server.spawn(self._refresh())
+            self.host.spawn(self._refresh())
 
     def affected(self, uri: str, change: StoreChange) -> bool:
         """Whether the document's analysis may read differently after ``change``."""
-        analysis = self.server.analysis_done(uri)
+        analysis = self.host.analysis_done(uri)
         if analysis is None:
             return True
         if change.listing and (analysis.intended or any(r.record is None for r in analysis.references)):
@@ -147,29 +143,13 @@ class Live:
             while self._changes:
                 await asyncio.sleep(0)  # let the rest of a burst in
                 changes, self._changes = self._changes, []
-                await self._round(
-                    StoreChange(
-                        frozenset().union(*(change.sessions for change in changes)),
-                        any(change.listing for change in changes),
-                    )
+                merged = StoreChange(
+                    frozenset().union(*(change.sessions for change in changes)),
+                    any(change.listing for change in changes),
+                )
+                await self.host.refresh(
+                    [document.uri for document in self.host.documents if self.affected(document.uri, merged)],
+                    [uri for uri, session in self._transcripts.items() if session in merged.sessions],
                 )
         finally:
             self._refreshing = False
-
-    async def _round(self, merged: StoreChange) -> None:
-        server = self.server
-        documents = [document.uri for document in server.documents if self.affected(document.uri, merged)]
-        for uri in documents:
-            server.drop_analysis(uri)
-        content = [uri for uri, session in self._transcripts.items() if session in merged.sessions]
-        content += [uri for uri in server.previews.uris if document_of_preview(uri) in documents]
-        if documents:
-            if not server.pull_diagnostics:
-                for uri in documents:
-                    server.schedule_publish(uri, 0)
-            elif server.capability("workspace.diagnostics.refresh_support", False):
-                server.spawn(self.ask_client(server.workspace_diagnostic_refresh_async))
-            self.refresh_inline()
-        if content and server.takes_content_changes:
-            server.protocol.notify(CONTENT_CHANGED, {"uris": content})
-        await asyncio.gather(*(server.analysis(uri) for uri in documents), return_exceptions=True)

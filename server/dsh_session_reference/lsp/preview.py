@@ -3,10 +3,11 @@ status-bar summary.
 
 Both documents are made from the document's analysis, which holds ``prepare``'s own reads and
 retention of every source (the tested invariant: no error findings iff ``prepare`` succeeds), so
-what they show is what dsh would send; where the analysis has errors, ``prepare`` itself is run
-for upstream's error. They are rendered by :mod:`..report`: the preview for reading, the model
-text exactly as ``dsh-session-reference prepare`` prints it. They live at ``dsh-preview:`` URIs
-that clients with LSP 3.18 virtual documents open read-only.
+what they show is what dsh would send; where the analysis has errors, upstream's error is that of
+``prepare``'s first failing step, found in the analysis too: no log is read again for a preview.
+They are rendered by :mod:`..report`: the preview for reading, the model text exactly as
+``dsh-session-reference prepare`` prints it. They live at ``dsh-preview:`` URIs that clients with
+LSP 3.18 virtual documents open read-only.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote, unquote, urlsplit
 
-from ..analysis import Analysis
+from ..analysis import Analysis, Reference
 from ..display import display_block_text, display_label, kilobytes, size, wrapped
 from ..errors import INVALID_REFERENCE, SessionReferenceError
 from ..jsjson import js_byte_length
 from ..model import ConversationSnapshot, SurfaceSnapshot
 from ..report import render_prepared_report, render_readable_report
-from ..resolver import AgentRef, PreparedMessage, SessionReferenceResolver
+from ..resolver import AgentRef, PreparedMessage, SessionReferenceResolver, normalize_references
 from ..snapshot import build_additional_context
 from ..tokens import COUNTER, TokenCount
 from ..uri import parse_session_reference_text
@@ -110,30 +111,52 @@ class _Prepared:
     snapshots: list[SurfaceSnapshot | ConversationSnapshot]
 
 
+def _sources(analysis: Analysis) -> list[Reference]:
+    """The references ``prepare`` reads, in its order: the distinct ones within ``maxReferences``."""
+    return [r for r in analysis.references if r.index is not None and r.index < analysis.max_references]
+
+
 def _prepared(analysis: Analysis) -> _Prepared:
     """``prepare``'s result, from the analysis that already holds every source's read and
     retention (the tested invariant: no error findings iff ``prepare`` succeeds, with the same
     retention, :meth:`~..resolver.SessionReferenceResolver.render_sources`)."""
     readable = parse_session_reference_text(analysis.text).text
-    sources = [r for r in analysis.references if r.index is not None and r.index < analysis.max_references]
+    sources = _sources(analysis)
     retained = [r.retained for r in sources if r.retained is not None]
     snapshots = [r.snapshot for r in sources if r.snapshot is not None]
     context = build_additional_context(retained) if retained else None
     return _Prepared(readable, PreparedMessage([{"type": "text", "text": readable}], context), snapshots)
 
 
-async def _failure(
-    analysis: Analysis, resolver: SessionReferenceResolver, agent: AgentRef
-) -> SessionReferenceError | None:
-    """Why ``prepare`` rejects the document, in upstream's words, or ``None`` when it would not
-    (the analysis has no error: ``prepare`` is not run again)."""
+def _weight(prepared: _Prepared) -> tuple[int, TokenCount]:
+    """What both user messages weigh together, in bytes and tokens (the readable text, and the
+    snapshot where there is one). Blocking (a first count of a big snapshot takes tens of ms)."""
+    context = prepared.message.additional_context
+    total, tokens = js_byte_length(prepared.readable), COUNTER.count(prepared.readable)
+    if context is not None:
+        total += context.text_bytes
+        tokens += COUNTER.count(context.text)
+    return total, tokens
+
+
+def _failure(analysis: Analysis, agent: AgentRef) -> SessionReferenceError | None:
+    """Why ``prepare`` rejects the document, in upstream's words, or ``None`` when it would not.
+
+    ``prepare``'s steps in its order, none of them reading a log again: the strict parse and the
+    references' checks, then the first source the analysis could not read (``prepare`` reads every
+    source before it retains any), then the first that cannot fit the budget; the analysis read
+    and retained each one as ``prepare`` does. Blocking (the parse of a big document)."""
     if not analysis.has_errors:
         return None
     try:
-        parsed = await asyncio.to_thread(parse_session_reference_text, analysis.text)
-        await resolver.prepare(agent, [{"type": "text", "text": parsed.text}], parsed.references)
+        parsed = parse_session_reference_text(analysis.text)
+        normalize_references(agent.id, parsed.references, analysis.max_references)
     except SessionReferenceError as error:
         return error
+    failed = [r for r in _sources(analysis) if r.error is not None]
+    failed.sort(key=lambda r: r.snapshot is not None)  # unread first: prepare reads all, then retains
+    if failed:
+        return failed[0].error
     first = next(finding for finding in analysis.findings if finding.severity == "error")
     return SessionReferenceError(first.message, INVALID_REFERENCE)  # the analysis and prepare disagree
 
@@ -164,7 +187,7 @@ async def build_preview(
         "",
     ]
     uri = preview_uri(document_uri)
-    error = await _failure(analysis, resolver, agent)
+    error = await asyncio.to_thread(_failure, analysis, agent)
     if error is not None:
         summary = f"prepare failed: {error.code}: {error.message}"
         body = [
@@ -187,17 +210,14 @@ async def build_preview(
         exact,
     )
     context = prepared.message.additional_context
-    message_bytes = js_byte_length(prepared.readable)
-    message_tokens = await asyncio.to_thread(COUNTER.count, prepared.readable)  # kept from the report
+    total, tokens = await asyncio.to_thread(_weight, prepared)  # counts kept from the report
     if context is None:
-        summary = f"no sessions referenced; message {size(message_bytes)}, {message_tokens.describe()}"
+        summary = f"no sessions referenced; message {size(total)}, {tokens.describe()}"
     else:
         count = len(context.sources)
-        tokens = message_tokens + await asyncio.to_thread(COUNTER.count, context.text)
         summary = (
             f"{count} session{'s' if count != 1 else ''} referenced; "
-            f"{size(message_bytes + context.text_bytes)} in all, {tokens.describe()}; "
-            f"snapshot {kilobytes(context.text_bytes)} KB"
+            f"{size(total)} in all, {tokens.describe()}; snapshot {kilobytes(context.text_bytes)} KB"
         )
     return Preview(uri, "\n".join([*header, report]) + "\n", summary, True)
 
@@ -208,7 +228,7 @@ async def build_model_text(
     """The exact model-facing text of an analysed document: what ``dsh-session-reference prepare``
     prints for it, byte for byte (or the error ``prepare`` fails with)."""
     uri = preview_uri(document_uri, model_text=True)
-    error = await _failure(analysis, resolver, agent)
+    error = await asyncio.to_thread(_failure, analysis, agent)
     if error is not None:
         summary = f"prepare failed: {error.code}: {error.message}"
         return Preview(uri, f"error: {error.code}: {error.message}\n", summary, False)
@@ -235,17 +255,7 @@ def document_summary(analysis: Analysis) -> dict[str, Any]:
     Blocking (a first count of a big snapshot takes tens of milliseconds).
     """
     errors = analysis.error_count
-    total: int | None = None
-    tokens: TokenCount | None = None
-    if errors == 0:
-        readable = parse_session_reference_text(analysis.text).text
-        total = js_byte_length(readable)
-        tokens = COUNTER.count(readable)
-        rendered = [reference.retained for reference in analysis.references if reference.retained is not None]
-        if rendered:
-            context = build_additional_context(rendered)
-            total += context.text_bytes
-            tokens += COUNTER.count(context.text)
+    total, tokens = _weight(_prepared(analysis)) if errors == 0 else (None, None)
     return {
         "mentions": analysis.mention_count,
         "sessions": len(analysis.references),

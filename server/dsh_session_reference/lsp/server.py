@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
@@ -30,17 +30,15 @@ from .. import __version__
 from ..analysis import Analysis, analyze
 from ..assembly import make_resolver, open_source, root_origin, root_problem, sessions_root, target_session
 from ..cancellation import AbortSignal, Cancelled
-from ..candidates import label_for
-from ..display import display_label
 from ..lines import Encoding
 from ..model import LiveSource
-from ..resolver import AgentRef, find_session, find_titled
+from ..resolver import AgentRef, find_session
 from .diagnostics import to_diagnostics
 from .documents import Document, DocumentStore
 from .idle_gc import IdleCollector
 from .live import Live
 from .positions import LineIndex
-from .preview import KeptPreviews
+from .preview import KeptPreviews, document_of_preview
 from .progress import CLIENT_REQUEST_TIMEOUT, with_progress
 from .pygls_patches import DshProtocol
 from .settings import SECTION, Settings, apply_settings
@@ -50,6 +48,9 @@ LOG = logging.getLogger(__name__)
 NAME: Final = "dsh-session-reference"
 MAX_TARGETS: Final = 16
 """Target sessions whose record is remembered (a settings change may name a new one each time)."""
+CONTENT_CHANGED: Final = "dshSessionReference/contentChanged"
+"""Notification ``{uris}``: virtual documents this server served (previews, transcripts) that may
+read differently now; a client showing one asks for it again."""
 
 
 class Engine:
@@ -278,16 +279,33 @@ class DshLanguageServer(LanguageServer):
         self.spawn(self.warm_up())
         self.flush_warnings()
         self.report_root()
-        self.live.refresh_inline()
-        if self.pull_diagnostics:
-            if self.capability("workspace.diagnostics.refresh_support", False):
-                self.spawn(self._refresh_diagnostics())
-            return
-        for document in self.documents:
-            self.schedule_publish(document.uri, 0)
+        self.redraw(document.uri for document in self.documents)
 
-    async def _refresh_diagnostics(self) -> None:
-        await self.live.ask_client(self.workspace_diagnostic_refresh_async)
+    async def refresh(self, documents: list[str], transcripts: list[str]) -> None:
+        """The store changed under ``documents`` and served ``transcripts`` (:class:`.live.Live`
+        finds which): the documents are analysed again, and the client told what may read
+        differently (their previews too). Returns once those analyses ended."""
+        for uri in documents:
+            self.drop_analysis(uri)
+        content = transcripts + [uri for uri in self.previews.uris if document_of_preview(uri) in documents]
+        if documents:
+            self.redraw(documents)
+        if content and self.takes_content_changes:
+            self.protocol.notify(CONTENT_CHANGED, {"uris": content})
+        await asyncio.gather(*(self.analysis(uri) for uri in documents), return_exceptions=True)
+
+    def redraw(self, uris: Iterable[str]) -> None:
+        """Have the client show new diagnostics for ``uris`` (pushed again, or asked for again by a
+        client that pulls them and takes refresh requests), and new inlay hints and code lenses."""
+        if not self.pull_diagnostics:
+            for uri in uris:
+                self.schedule_publish(uri, 0)
+        elif self.capability("workspace.diagnostics.refresh_support", False):
+            self.spawn(ask_client(self.workspace_diagnostic_refresh_async))
+        if self.capability("workspace.inlay_hint.refresh_support", False):
+            self.spawn(ask_client(self.workspace_inlay_hint_refresh_async))
+        if self.capability("workspace.code_lens.refresh_support", False):
+            self.spawn(ask_client(self.workspace_code_lens_refresh_async))
 
     # --- the session a document is written for ------------------------------------------------------
 
@@ -326,32 +344,6 @@ class DshLanguageServer(LanguageServer):
         while len(engine.targets) > MAX_TARGETS:
             del engine.targets[next(iter(engine.targets))]
         return agent
-
-    async def target_json(self) -> dict[str, Any] | None:
-        """``documentSummary``'s ``target``: ``{sessionId, label, found}``, ``None`` without a target.
-
-        The label is what ``list_candidates`` shows for a session
-        (:func:`..candidates.label_for`: its current title, else its id), as a row shows it
-        (escaped, at most :data:`~..display.SHOWN_CHARS` characters). A
-        target the store does not list (a typo in the setting, another root,
-        an unreadable root) has ``found: false`` and its id as the label, so
-        the status bar can flag it. ``sessionId`` is the configured id, which
-        a client matches to its own setting.
-        """
-        target = target_session(self.settings.target_session_id)
-        if target is None:
-            return None
-        label = target
-        found = False
-        source = self.engine.source
-        try:
-            titled = await find_titled(source, target)
-            if titled is not None:
-                found = True
-                label = display_label(label_for(*titled))
-        except Exception as error:  # an unreadable root: the status bar still names the target
-            LOG.info("reading the target session's title failed: %s", error)
-        return {"sessionId": target, "label": label, "found": found}
 
     # --- analysis -----------------------------------------------------------------------------------
 
@@ -509,3 +501,9 @@ class DshLanguageServer(LanguageServer):
         if run is None or not run.task.done() or run.task.cancelled() or run.task.exception() is not None:
             return None
         return run.task.result()
+
+
+async def ask_client(request: Callable[[None], Awaitable[object]]) -> None:
+    """A refresh request to the client, whose answer (or silence) changes nothing here."""
+    with contextlib.suppress(JsonRpcException, TimeoutError):
+        await asyncio.wait_for(request(None), CLIENT_REQUEST_TIMEOUT)
