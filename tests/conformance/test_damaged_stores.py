@@ -24,6 +24,8 @@ import zstandard
 from hypothesis import given
 from hypothesis import strategies as st
 
+from zstd_backends import zstd
+
 from . import python_side as py
 from .conftest import Oracle, Outcome, conformance_settings
 from .strategies import OMIT, Agent, Damage, ListOp, PrepareOp, StoreCase, damaged_store_cases, store_cases
@@ -194,6 +196,7 @@ def _both_read_failed(python: Outcome, upstream: Outcome) -> bool:
     )
 
 
+@zstd
 @conformance_settings(ci_examples=60)
 @given(damaged_store_cases())
 def test_damaged_logs_read_like_upstream(oracle: Oracle, case_and_damage: tuple[StoreCase, Damage]) -> None:

@@ -17,6 +17,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 
+from zstd_backends import zstd
+
 from . import python_side as py
 from .conftest import Oracle, Outcome, conformance_settings
 from .strategies import (
@@ -93,6 +95,7 @@ def compare(python: Outcome, upstream: Outcome, case: StoreCase, op: Any, what: 
     py.assert_same(python, upstream, {"what": what, "op": op.oracle_spec(), "store": case})
 
 
+@zstd
 @conformance_settings(ci_examples=150)
 @given(store_cases())
 def test_list_candidates_and_prepare_over_upstream_written_stores(oracle: Oracle, case: StoreCase) -> None:

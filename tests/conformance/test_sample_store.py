@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from dsh_session_reference.sample import JULY_ID, SAMPLE_SESSION_IDS, write_sample_store
+from dsh_session_reference.store.layout import Compression
+from zstd_backends import by_compression
 
 from . import python_side as py
 from .conftest import Oracle
@@ -22,16 +24,17 @@ from .test_resolver import compare, digest
 OUTSIDE = Agent("agent outside the sample", "/home/dev/shop")
 
 
-@pytest.fixture(params=["zstd", "none"])
-def sample_root(request: pytest.FixtureRequest) -> Iterator[tuple[Path, str]]:
+@pytest.fixture
+def sample_root(compression: Compression) -> Iterator[tuple[Path, str]]:
     folder = Path(tempfile.mkdtemp(prefix="dsh-sr-sample-"))
     try:
-        write_sample_store(folder, request.param)
-        yield folder, request.param
+        write_sample_store(folder, compression)
+        yield folder, compression
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@by_compression
 @pytest.mark.parametrize("budget", [65536, 2000, 400])
 def test_sample_store_reads_the_same_on_both_sides(
     oracle: Oracle, sample_root: tuple[Path, str], budget: int

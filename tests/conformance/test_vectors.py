@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from vectors import URI_VECTORS, U
+from zstd_backends import by_compression, zstd
 
 from . import python_side as py
 from .conftest import Oracle, Outcome
@@ -415,7 +416,7 @@ RANKING_EXPECTED: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize("compression", ["zstd", "none"])
+@by_compression
 def test_spec_ranking_on_both_sides(oracle: Oracle, root: Path, compression: str) -> None:
     case = StoreCase(RANKING_SESSIONS, compression, True, ResolverConfigCase(3, 50, 65536), RANKING_OPS)
     for outcomes in write_and_run(oracle, root, case):
@@ -474,6 +475,7 @@ def full_prepare_sessions(latest: str) -> list[StoreSession]:
     ]
 
 
+@zstd
 def test_full_prepare_vector_on_both_sides(oracle: Oracle, root: Path) -> None:
     """§8 does not give the vector's label/cwd; its numbers (13 kept 界, 261 omitted) need a
     fixed part 6 bytes longer than label "source" gives, so the label is "source-label"."""
@@ -581,6 +583,7 @@ LIMIT_CASES: list[tuple[list[Any], Any]] = [
 ]
 
 
+@zstd
 def test_spec_limits_and_failures_on_both_sides(oracle: Oracle, root: Path) -> None:
     ops: list[ListOp | PrepareOp] = [_prepare(refs) for refs, _ in LIMIT_CASES]
     ops.append(
@@ -733,6 +736,7 @@ def _prepared(oracle: Oracle, root: Path, case: StoreCase) -> list[dict[str, Any
 TARGET_SESSION = StoreSession("target", "/target", 1, [todo()])
 
 
+@zstd
 def test_spec_8_projection_of_the_current_surface(oracle: Oracle, root: Path) -> None:
     sessions = [TARGET_SESSION, StoreSession("source", "/source", 2, append_conversation())]
     for context in _prepared(
@@ -762,6 +766,7 @@ def test_spec_8_projection_of_the_current_surface(oracle: Oracle, root: Path) ->
         assert "untrusted, read-only snapshot" in context["text"]
 
 
+@zstd
 def test_spec_9_nested_snapshots_are_not_projected(oracle: Oracle, root: Path) -> None:
     nested = user_message(
         "n0",
@@ -791,6 +796,7 @@ def test_spec_10_tag_safety(oracle: Oracle, root: Path) -> None:
         assert prompt_data(text)[0]["conversation"] == [{"role": "user", "text": hostile}]
 
 
+@zstd
 def test_spec_12_retention_at_360_bytes(oracle: Oracle, root: Path) -> None:
     from dsh_session_reference.jsjson import js_byte_length, js_stringify
 
@@ -806,6 +812,7 @@ def test_spec_12_retention_at_360_bytes(oracle: Oracle, root: Path) -> None:
         assert reference["truncated"] is True and reference["compacted"] is True
 
 
+@zstd
 def test_spec_13_the_budget_is_per_source(oracle: Oracle, root: Path) -> None:
     from dsh_session_reference.jsjson import js_byte_length, js_stringify
 
@@ -832,6 +839,7 @@ def test_spec_13_the_budget_is_per_source(oracle: Oracle, root: Path) -> None:
         assert len(sizes) == 3 and all(size <= 360 for size in sizes) and sum(sizes) > 720
 
 
+@zstd
 def test_spec_14_a_budget_too_small_for_an_empty_source(oracle: Oracle, root: Path) -> None:
     sessions = [TARGET_SESSION, StoreSession("source", None, 2, [todo()])]
     error = {

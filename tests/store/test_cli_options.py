@@ -23,6 +23,7 @@ from dsh_session_reference.cli import EXIT_USAGE, ROOT_NOT_FOUND, build_parser
 from dsh_session_reference.main import main
 from dsh_session_reference.sample import SAMPLE_SESSION_IDS
 from dsh_session_reference.uri import format_session_reference_mention
+from zstd_backends import by_compression, zstd
 
 from .logbuild import header, lines, one_turn, put, title
 
@@ -120,7 +121,7 @@ def test_no_index_before_the_command_keeps_the_index_unwritten(
     assert list(index_dir.glob("*.sqlite3"))
 
 
-@pytest.mark.parametrize("compression", ["zstd", "none"])
+@by_compression
 def test_sample_store_writes_the_chosen_encoding(
     tmp_path: Path, compression: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -170,6 +171,7 @@ def prompt(tmp_path: Path, session_id: str) -> str:
     return str(path)
 
 
+@zstd
 @pytest.mark.parametrize("index", [[], ["--no-index"]], ids=["indexed", "no-index"])
 def test_each_skipped_log_is_reported_once_per_run(
     tmp_path: Path, damaged_root: tuple[Path, str], index: list[str]
@@ -194,6 +196,7 @@ def test_each_skipped_log_is_reported_once_per_run(
     assert "Healthy title" in run(["candidates", *common], cache).stdout
 
 
+@zstd
 def test_json_output_is_one_document_and_warnings_go_to_stderr(
     tmp_path: Path, damaged_root: tuple[Path, str]
 ) -> None:
@@ -235,6 +238,7 @@ def test_json_output_is_one_document_and_warnings_go_to_stderr(
     assert "demo has no JSON output" in demo.stderr
 
 
+@zstd
 def test_a_message_that_is_not_utf8_is_read_as_the_editor_reads_it(
     tmp_path: Path, damaged_root: tuple[Path, str]
 ) -> None:

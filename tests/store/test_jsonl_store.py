@@ -15,6 +15,7 @@ from dsh_session_reference.store import JsonlSessionStore
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
 from dsh_session_reference.store.logbase import LogError, open_artifact
+from zstd_backends import by_compression, zstd
 
 from .logbuild import T0, as_zstd, header, lines, one_turn, put, snapshot_tree, title
 
@@ -38,7 +39,7 @@ TIED_IDS_IN_UPSTREAM_ORDER = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("compression", ["none", "zstd"])
+@by_compression
 def test_listing_order_matches_upstream(tmp_path: Path, compression: str) -> None:
     root = tmp_path / "sessions"
     cwds = ["/w", None, "/C:\\Users\\x", "/home/ü/proj", "/"]
@@ -142,7 +143,7 @@ def test_skipped_artifacts_are_logged_once_per_store(
     assert len(caplog.records) == 1
 
 
-@pytest.mark.parametrize("compression", ["none", "zstd"])
+@by_compression
 def test_root_wide_failures_only_affect_their_artifact(tmp_path: Path, compression: str) -> None:
     """Each of these makes upstream's listing throw for the whole root (same messages)."""
     root = tmp_path / "sessions"
@@ -176,6 +177,7 @@ def test_root_wide_failures_only_affect_their_artifact(tmp_path: Path, compressi
     assert retired.endswith("session.jsonl" if compression == "none" else "session.jsonl.zstd")
 
 
+@zstd
 def test_a_directory_holding_both_encodings_is_isolated(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     put(root, "both", plain("both"), "none")
@@ -186,6 +188,7 @@ def test_a_directory_holding_both_encodings_is_isolated(tmp_path: Path) -> None:
     assert "uses .jsonl, but this backend is configured" in _error(lambda: store.read_surface("both")).message
 
 
+@zstd
 def test_a_root_mixing_encodings_reads_each_log_in_its_own(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -246,6 +249,7 @@ def test_a_symlinked_root_is_followed(tmp_path: Path) -> None:
     assert JsonlSessionStore(tmp_path / "link").read_surface("s").captured_through_seq == 5
 
 
+@zstd
 def test_reading_never_changes_the_root(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     put(root, "ok", plain("ok"), "none")
@@ -320,6 +324,7 @@ def test_a_version_1_header_is_listed_but_unreadable(tmp_path: Path) -> None:
     )
 
 
+@zstd
 @pytest.mark.parametrize("indexed", [False, True])
 def test_a_root_named_with_a_trailing_slash_or_relatively_lists_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, indexed: bool
@@ -371,6 +376,7 @@ def test_a_log_that_became_a_link_after_the_walk_saw_it_is_resolved_and_checked(
         open_artifact(str(escape), root_real, resolved=str(tmp_path / "outside.jsonl"))
 
 
+@zstd
 def test_zstd_decoding_recovers_after_a_corrupt_frame_in_the_same_thread(tmp_path: Path) -> None:
     """Each thread reuses one decompression context; a frame that fails must not spoil it."""
     root = tmp_path / "sessions"

@@ -17,6 +17,7 @@ import pytest
 
 from dsh_session_reference.model import SessionRecord, StoreError
 from dsh_session_reference.store import JsonlSessionStore
+from zstd_backends import by_compression, zstd
 
 from .logbuild import (
     DROP,
@@ -445,7 +446,7 @@ def _expected(expected: Outcome, sid: str, path: str) -> Outcome:
     return expected
 
 
-@pytest.mark.parametrize("compression", ["none", "zstd"])
+@by_compression
 def test_each_case_reads_as_upstream(tmp_path: Path, compression: str) -> None:
     root = tmp_path / "sessions"
     failures = []
@@ -497,6 +498,7 @@ def test_bad_headers_hide_the_session(tmp_path: Path, first_line: bytes, reason:
     assert raised.value.code == "SESSION_QUERY_SESSION_NOT_FOUND"
 
 
+@zstd
 def test_zstd_bytes_under_a_plain_name_hide_the_session(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     put(root, "z", as_zstd(lines(header("z"), *TURN)), "none")

@@ -14,6 +14,7 @@ from dsh_session_reference.model import StoreError
 from dsh_session_reference.store import JsonlSessionStore, logfile
 from dsh_session_reference.store.index.bodies import message_text
 from store.logbuild import as_zstd, event, header, lines, one_turn, put, title, turn_end, turn_start, user
+from zstd_backends import by_compression
 
 CAP = 64 * 1024
 BIG = "x" * (100 * 1024)
@@ -29,7 +30,7 @@ def _log(sid: str, big: dict[str, object]) -> bytes:
     return lines(header(sid), *one_turn(0, "q", "a"), turn_start(6), big, turn_end(8), title(9, "Past it"))
 
 
-@pytest.mark.parametrize("compression", ["none", "zstd"])
+@by_compression
 def test_a_title_past_an_oversized_message_is_read_and_the_skip_logged(
     tmp_path: Path, compression: str, caplog: pytest.LogCaptureFixture
 ) -> None:

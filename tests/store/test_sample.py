@@ -20,8 +20,11 @@ from dsh_session_reference.sample import (
     write_sample_store,
 )
 from dsh_session_reference.store import writer
+from zstd_backends import zstd
 
 from .logbuild import snapshot_tree
+
+pytestmark = zstd
 
 
 @pytest.fixture(scope="module", params=["zstd", "none"])

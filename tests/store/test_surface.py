@@ -10,6 +10,7 @@ import pytest
 from dsh_session_reference.store.logbase import LogError
 from dsh_session_reference.store.logfile import read_log
 from dsh_session_reference.store.surface import SurfaceError, fold_surface
+from zstd_backends import by_compression
 
 from .logbuild import as_zstd, event, header, lines, one_turn, tool_result, user
 
@@ -94,7 +95,7 @@ class SeqRecorder:
         self.seqs.extend(range(first_seq, first_seq + len(times)))
 
 
-@pytest.mark.parametrize("compression", ["none", "zstd"])
+@by_compression
 def test_read_log_streams_committed_events(tmp_path: Path, compression: str) -> None:
     data = lines(header("s"), *one_turn(), user(6, "cut")) + b'{"type":"tur'
     if compression == "zstd":

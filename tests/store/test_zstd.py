@@ -14,8 +14,11 @@ import zstandard
 from dsh_session_reference.model import StoreError
 from dsh_session_reference.store import JsonlSessionStore, logbase, logfile, zstd_frames
 from dsh_session_reference.store.logbase import ZSTD_MAGIC
+from zstd_backends import zstd
 
 from .logbuild import frame, header, lines, one_turn, put, step_start, turn_end, turn_start, user
+
+pytestmark = zstd
 
 FIRST = lines(*one_turn())  # seqs 0-5, one complete turn
 SECOND = lines(*one_turn(6, "second question", "second answer"))  # seqs 6-11
