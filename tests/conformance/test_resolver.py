@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 
+from dsh_session_reference.jsjson import js_normalize
 from zstd_backends import zstd
 
 from . import python_side as py
@@ -66,9 +67,11 @@ def digest(root: Path) -> list[list[str]]:
 
 
 def missing_ids(case: StoreCase, op: PrepareOp) -> set[str]:
+    """The referenced ids no log holds, as JS strings (a surrogate pair is the character it spells,
+    as upstream's message names it)."""
     on_disk = {s.session_id for s in case.sessions if s.events}
     return {
-        r["sessionId"]
+        js_normalize(r["sessionId"])
         for r in op.references
         if isinstance(r, dict) and isinstance(r.get("sessionId"), str) and r["sessionId"] not in on_disk
     }

@@ -1033,7 +1033,7 @@ def test_a_watched_big_root_says_what_changed_and_walks_for_new_sessions(
     try:
         source.list_sessions()
         told: list[StoreChange] = []
-        source._listeners.append(told.append)  # type: ignore[attr-defined]
+        source.listeners.add(told.append)
         with log.open("ab") as handle:
             handle.write(lines(title(7, "A, renamed")))
         source._watched(frozenset({str(log)}))  # type: ignore[attr-defined]

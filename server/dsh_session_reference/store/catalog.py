@@ -63,7 +63,6 @@ from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
 from ..cancellation import AbortSignal
-from ..candidates import candidate_rank
 from ..model import (
     INDEXING_BODIES,
     VERIFYING_TITLES,
@@ -74,6 +73,7 @@ from ..model import (
     SurfaceSnapshot,
     TitleObservation,
 )
+from .changes import Listeners, changed_sessions
 from .feed import WorkerFeed
 from .index.rows import Fingerprint, header_text
 from .index.store import IndexedSessionStore
@@ -81,7 +81,7 @@ from .root_state import root_state
 from .scheduler import IDLE_ROUND, Scheduler, weak_round
 from .surfaces import SurfaceCache
 from .titles import TitleBoard
-from .watch import RootWatcher, depth_below
+from .watch import RootWatcher
 
 LOG = logging.getLogger(__name__)
 
@@ -172,9 +172,7 @@ class SessionCatalog:
         """What the worker process is given (hint scans, verifications, message text)."""
         self._closed = False
         self._watcher: RootWatcher | None = None
-        self._listeners: list[Callable[[StoreChange], None]] = []
-        self._seen: tuple[set[str], bool] | None = None
-        """Changes the watcher saw that listeners have not been told of (after the next walk)."""
+        self.listeners = Listeners()
         self._directories: tuple[_Snapshot, dict[str, SessionRecord]] | None = None
         self._round = weak_round(self._work)
         """This catalog's background round, referenced weakly (made once: ``_ask`` runs per keystroke)."""
@@ -426,7 +424,7 @@ class SessionCatalog:
         with self._lock:
             if self._closed:
                 return "the catalog is closed"
-            self._listeners.append(listener)
+            self.listeners.add(listener)
             if self._watcher is not None:
                 return None
             # The watcher's thread holds this catalog only weakly (as the background thread does):
@@ -458,31 +456,20 @@ class SessionCatalog:
     def _watched(self, paths: frozenset[str]) -> None:
         """The watcher's thread: which listed sessions the changed paths belong to."""
         snapshot = self.snapshot
-        by_directory = {} if snapshot is None else self._by_directory(snapshot)
-        sessions: set[str] = set()
-        listing = snapshot is None
-        for path in paths:
-            depth = depth_below(self.root, path)
-            record = None
-            if depth is not None and depth >= 2:
-                record = by_directory.get(path if depth == 2 else os.path.dirname(path))
-            if record is None or depth == 2:
-                listing = True
-            if record is not None:
-                sessions.add(record.id)
+        sessions, listing = changed_sessions(
+            self.root, paths, None if snapshot is None else self._by_directory(snapshot)
+        )
         if snapshot is not None and self._served(snapshot):
             # Logs that changed are read afresh by whoever asks (reads check each log's
             # fingerprint): say so now. Their titles, and sessions that came or went, wait for a
             # walk: at once when sessions came or went, else at the editor's next pause (a walk
             # of a big root per chunk dsh streams would take the interpreter from the keystrokes).
-            with self._lock:
-                seen = self._seen or (set(), False)
-                self._seen = (seen[0] | sessions, seen[1] or listing)
+            self.listeners.hold(sessions, listing)
             self._ask(refresh=True, urgent=listing)
             if not sessions:
                 return
             listing = False  # said after the walk
-        self._tell(StoreChange(frozenset(sessions), listing))
+        self.listeners.tell(StoreChange(frozenset(sessions), listing))
 
     def _by_directory(self, snapshot: _Snapshot) -> dict[str, SessionRecord]:
         cached = self._directories
@@ -490,20 +477,6 @@ class SessionCatalog:
             mapping = {os.path.dirname(location): record for location, record in snapshot.by_location.items()}
             cached = self._directories = (snapshot, mapping)
         return cached[1]
-
-    def _tell(self, change: StoreChange) -> None:
-        for listener in list(self._listeners):
-            try:
-                listener(change)
-            except Exception:  # one listener's failure must not keep the change from the others
-                LOG.exception("a listener for changes under the sessions root failed")
-
-    def _take_seen(self) -> StoreChange | None:
-        """What the watcher saw that listeners have not been told of, taken before a walk: what it
-        sees during the walk stays for the next one (which it has asked for)."""
-        with self._lock:
-            seen, self._seen = self._seen, None
-        return None if seen is None else StoreChange(frozenset(seen[0]), seen[1])
 
     # --- listing ---------------------------------------------------------------------------------
 
@@ -608,31 +581,18 @@ class SessionCatalog:
             for index, observation in zip(unknown, observations, strict=True):
                 found[index] = observation
             return
-        # Too much to read now: hints for the listed logs (as many as HINT_BUDGET allows; the rest
-        # are scanned in the background), exact reads for the rest, and a worker process verifies
-        # the listed ones for the next request.
+        # Too much to read now: hints for the listed logs, exact reads for the rest.
+        hintable: list[tuple[int, SessionRecord, Fingerprint]] = []
         exact: list[int] = []
-        later: dict[str, tuple[SessionRecord, Fingerprint]] = {}
-        verify: dict[str, tuple[SessionRecord, Fingerprint]] = {}
-        root_real = os.path.realpath(self.root)
-        titles = self.titles
-        deadline = time.monotonic() + titles.hint_budget()
-        for index in sorted(unknown, key=lambda at: candidate_rank(records[at].cwd, target_cwd)):
+        for index in unknown:
             record = records[index]
-            location = record.location
-            fp = walked.get(location) if location is not None else None
-            if location is None or fp is None or by_location.get(location) is not record:
-                exact.append(index)
-                continue
-            if titles.known_hint(location, fp) or time.monotonic() < deadline:
-                hint = TitleObservation(record.id, title=titles.hint(location, fp, root_real, stop))
-                titles.provisional(location, fp, hint)
+            fp = walked.get(record.location) if record.location is not None else None
+            if fp is not None and by_location.get(str(record.location)) is record:
+                hintable.append((index, record, fp))
             else:
-                hint = TitleObservation(record.id)  # labelled by its id until its hint is scanned
-                later[location] = (record, fp)
+                exact.append(index)
+        for index, hint in self.titles.hint_ranked(hintable, os.path.realpath(self.root), target_cwd, stop):
             found[index] = hint
-            verify[location] = (record, fp)
-        titles.enqueue(verify, later)
         if exact:
             for index, observation in zip(
                 exact, self.index.read_titles([records[i] for i in exact], stop), strict=True
@@ -680,12 +640,12 @@ class SessionCatalog:
                     return wait
                 scheduler.refresh_taken()
                 snapshot = self.snapshot
-                seen = self._take_seen()
+                seen = self.listeners.take()
                 if seen or snapshot is None or time.monotonic() - snapshot.taken >= REFRESH_AFTER:
                     self._refresh(None, quick=True, pause=functools.partial(scheduler.idle, deadline))
                     self.feed.feed()
                 if seen is not None:
-                    self._tell(seen)
+                    self.listeners.tell(seen)
         except Exception:  # the next request still works from the snapshot; say why here
             LOG.exception("background index work failed")
         return IDLE_ROUND

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import itertools
 import threading
+import time
 from collections.abc import Container, Iterable
 from typing import Final, NamedTuple
 
 from ..cancellation import AbortSignal
+from ..candidates import candidate_rank
 from ..display import shortened
 from ..model import MAX_TITLE_CHARS, SessionRecord, TitleObservation
 from .index.rows import Fingerprint
@@ -173,6 +175,34 @@ class TitleBoard:
         return found
 
     # --- the verification queue -------------------------------------------------------------------
+
+    def hint_ranked(
+        self,
+        listed: list[tuple[int, SessionRecord, Fingerprint]],
+        root_real: str,
+        target_cwd: str | None,
+        stop: AbortSignal | None,
+    ) -> list[tuple[int, TitleObservation]]:
+        """Hints for listed logs whose titles are too many to read now (each ``(position, record,
+        fingerprint)``), in ``listCandidates``' rank order for ``target_cwd`` as far as
+        :meth:`hint_budget` allows (the rest are labelled by their id and scanned behind), every
+        one queued for a worker process to verify for the next request."""
+        hints: list[tuple[int, TitleObservation]] = []
+        later: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        verify: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        deadline = time.monotonic() + self.hint_budget()
+        for index, record, fp in sorted(listed, key=lambda item: candidate_rank(item[1].cwd, target_cwd)):
+            location = str(record.location)
+            if self.known_hint(location, fp) or time.monotonic() < deadline:
+                hint = TitleObservation(record.id, title=self.hint(location, fp, root_real, stop))
+                self.provisional(location, fp, hint)
+            else:
+                hint = TitleObservation(record.id)  # labelled by its id until its hint is scanned
+                later[location] = (record, fp)
+            hints.append((index, hint))
+            verify[location] = (record, fp)
+        self.enqueue(verify, later)
+        return hints
 
     def enqueue(
         self,
