@@ -116,6 +116,17 @@ class ConversationKeeper:
         self.needed = frozenset(self._reachable(self.nodes))
         self.missing = frozenset(seq for seq in self.needed if _is_evicted(self.items[seq]))
 
+    def again(self, reads: int) -> ConversationKeeper | None:
+        """The keeper for another read of the log (after ``reads`` reads), when this fold let go of
+        texts retention turned out to use (a replacement brought older messages back into reach):
+        for exactly those, and at the fourth read for every text, should the log keep changing
+        under the reads. ``None`` when this fold holds everything retention can use."""
+        if not self.missing or reads > 3:
+            return None
+        if reads < 3:
+            return ConversationKeeper(self.max_bytes, self.needed, head_bytes=self.head_bytes)
+        return ConversationKeeper(self.max_bytes, evict=False)
+
     # results
 
     def conversation(self) -> list[ConversationItem]:

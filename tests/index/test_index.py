@@ -24,7 +24,7 @@ from dsh_session_reference.model import SessionRecord, StoreError, TitleObservat
 from dsh_session_reference.store import JsonlSessionStore
 from dsh_session_reference.store import workers as workers_module
 from dsh_session_reference.store.index import database as database_module
-from dsh_session_reference.store.index import store as store_module
+from dsh_session_reference.store.index import table as table_module
 from dsh_session_reference.store.index import walk as walk_module
 from dsh_session_reference.store.index.database import default_index_dir, tidy_index_dir
 from dsh_session_reference.store.index.rows import RACY_NS, header_text
@@ -445,7 +445,7 @@ def test_a_spare_worker_is_taken_by_a_cold_walk_and_dropped_by_a_warm_one(
 def test_pending_rows_are_written_in_pausable_transactions(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(store_module, "FLUSH_ROWS", 2)
+    monkeypatch.setattr(table_module, "FLUSH_ROWS", 2)
     root = tmp_path / "sessions"
     for name in "abcde":
         put(root, name, lines(header(name)))

@@ -1,50 +1,19 @@
 """The session catalog: the editor's live source (:class:`~..model.LiveSource`), fast at any store size.
 
-Under it is the title index (:class:`~.index.store.IndexedSessionStore`),
-which answers exactly as the uncached store and only reads logs that changed.
-What it cannot avoid is looking: a listing walks the root and ``lstat``s every
-log, about 10 ms per thousand sessions, and a cold index must replay every log
-once. So this layer keeps the latest listing in memory and decides per call
-how much of that work an ``@`` keystroke may wait for:
-
-* **Small stores stay exact.** Up to :data:`SYNC_MAX_SESSIONS` directories
-  (sessions, and the project and session directories a walk lists even when they hold none),
-  every listing walks the root again, so a new
-  session or an append shows at the very next request, and titles of changed
-  logs under :data:`SYNC_VERIFY_BYTES` in all are read (exactly) before answering.
-* **Big stores are served from memory and revalidated behind.** The last
-  listing is answered at once and a new walk runs in a background thread when
-  it is older than :data:`REFRESH_AFTER` (``@`` results are always
-  ``isIncomplete``, so the editor asks again as the user types and sees it).
-  Background work only runs while no request is being answered, and its walk
-  pauses when one arrives: a request never shares the interpreter with it.
-* **A fresh server answers from the index.** Before its first walk, a big root is served from the
-  listing the index remembers (the last server left it whole, titles and all:
-  :meth:`SessionCatalog._keep_listing`; without it, the one its rows make), and the walk that
-  revalidates it comes at the editor's first pause. The cache folder is not trusted: a title from
-  it (that listing's, or a row another process wrote) is a claim, shown until a worker process
-  has scanned its log (:meth:`.titles.TitleBoard.claim`).
-* **A cold index never blocks a popup.** Titles the index does not know yet,
-  when there are more than :data:`SYNC_VERIFY_BYTES` of them to read, are shown
-  from a byte scan for the last ``session/title`` line
-  (:func:`~.index.title_scan.scan_last_title`), in ``listCandidates``' rank order
-  for the popup's cwd as far as :data:`HINT_BUDGET` allows (the rest behind it),
-  while a worker process replays the logs and fills the index; a verified title
-  then replaces the hint (they differ only for damaged logs, whose label is
-  their id). The candidate table kept for ``@`` queries is then relabelled row
-  by row, not rebuilt. The server lists the root as soon as it starts, and new
-  index rows are written to the file by the background thread, not by requests.
-
-``prepare``, diagnostics and previews read surfaces afresh; a surface of an
-unchanged small log is kept (at most :data:`MAX_SURFACES`, none of a log over
-:data:`MAX_SURFACE_LOG_BYTES`), so whole big logs are never held. ``prepare``'s
-read of a log of more JSONL than :data:`~.index.store.APART_READ_BYTES` runs in a
-process of its own. Nothing here writes to the sessions root; the index lives in
-the user's cache folder.
+The index under it (:class:`~.index.store.IndexedSessionStore`) answers exactly and reads only the
+logs that changed, but a listing still looks at every log (about 10 ms per thousand) and a cold
+index replays every log once. So the catalog keeps the latest listing in memory and decides per
+request how much of that work an ``@`` keystroke may wait for: up to :data:`SYNC_MAX_SESSIONS`
+directories every request walks the root again (exact at the very next request); above it the
+last listing is served and revalidated behind the editor, never beside a request
+(:mod:`.scheduler`); before the first walk, the listing the index remembers is served, its titles
+claims until their logs are scanned (:mod:`.titles`); titles too many to read now are hinted and
+verified in a worker process (:mod:`.feed`). docs/architecture.md, "The catalog", tells it whole.
+Nothing here writes to the sessions root; the index lives in the user's cache folder.
 
 Over 500 lines because the listing (when it is walked, when it is served from memory), the title
 fill and the background round share one snapshot and one lock; what stands alone is in modules of its
-own: :mod:`.scheduler`, :mod:`.titles`, :mod:`.surfaces`, :mod:`.root_state`.
+own: :mod:`.scheduler`, :mod:`.titles`, :mod:`.feed`, :mod:`.changes`, :mod:`.surfaces`.
 """
 
 from __future__ import annotations
@@ -59,8 +28,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Final, TypeVar
+from typing import Final
 
 from ..cancellation import AbortSignal
 from ..model import (
@@ -77,11 +45,12 @@ from .changes import Listeners, changed_sessions
 from .feed import WorkerFeed
 from .index.rows import Fingerprint, header_text
 from .index.store import IndexedSessionStore
+from .listed import Listed, same_record
 from .root_state import root_state
 from .scheduler import IDLE_ROUND, Scheduler, weak_round
-from .surfaces import SurfaceCache
+from .surfaces import Read, SurfaceCache
 from .titles import TitleBoard
-from .watch import RootWatcher
+from .watch import RootWatcher, weakly
 
 LOG = logging.getLogger(__name__)
 
@@ -99,37 +68,6 @@ SYNC_VERIFY_BYTES: Final = 8 << 20
 KEEP_LISTING_EVERY: Final = 30.0
 """Seconds at least between two writes of the whole listing to the index
 (:meth:`SessionCatalog._keep_listing`): at 50,000 sessions one costs the background half a second."""
-
-
-_Read = TypeVar("_Read", SurfaceSnapshot, ConversationSnapshot)
-
-
-@dataclass(frozen=True)
-class _Snapshot:
-    """One listing: its records, the fingerprint of every log the walk saw, and when its walk began."""
-
-    records: list[SessionRecord]
-    walked: dict[str, Fingerprint]
-    taken: float
-    directories: int
-    """Directories the walk listed or looked in (:attr:`.jsonl_store.Walk.directories`; at least one
-    per record)."""
-    by_location: dict[str, SessionRecord] = field(default_factory=dict)
-    by_id: dict[str, SessionRecord] = field(default_factory=dict)
-    state: int | None = None
-    """:func:`root_state` just before this listing (background refreshes only)."""
-
-    @classmethod
-    def of(
-        cls,
-        records: list[SessionRecord],
-        walked: dict[str, Fingerprint],
-        taken: float,
-        directories: int,
-        state: int | None = None,
-    ) -> _Snapshot:
-        by_location = {record.location: record for record in records if record.location is not None}
-        return cls(records, walked, taken, directories, by_location, {r.id: r for r in records}, state)
 
 
 _LIVE: weakref.WeakSet[SessionCatalog] = weakref.WeakSet()
@@ -166,14 +104,13 @@ class SessionCatalog:
         self._listing_kept: tuple[list[SessionRecord], int] | None = None
         """The listing and titles version last left in the index (:meth:`_keep_listing`)."""
         self._listing_kept_at = -math.inf
-        self.snapshot: _Snapshot | None = None
+        self.snapshot: Listed | None = None
         """The latest listing."""
         self.feed = WorkerFeed(index, self.titles, self.scheduler)
         """What the worker process is given (hint scans, verifications, message text)."""
         self._closed = False
         self._watcher: RootWatcher | None = None
         self.listeners = Listeners()
-        self._directories: tuple[_Snapshot, dict[str, SessionRecord]] | None = None
         self._round = weak_round(self._work)
         """This catalog's background round, referenced weakly (made once: ``_ask`` runs per keystroke)."""
         # A dropped catalog (the server switched roots) stops its thread and worker when collected;
@@ -253,7 +190,7 @@ class SessionCatalog:
             self._ask(refresh=True)
         return snapshot.records
 
-    def _stored(self) -> _Snapshot | None:
+    def _stored(self) -> Listed | None:
         """The listing the index remembers (:meth:`~.index.store.IndexedSessionStore.stored_listing`),
         taken once, before the first walk: a root big enough to be served from memory is then
         answered from it at once (a fresh editor's first ``@`` over a warm index), and the walk
@@ -272,7 +209,7 @@ class SessionCatalog:
             except Exception:  # a damaged index is the walk's to find and report
                 LOG.exception("the index's stored listing could not be read")
                 return None
-            snapshot = _Snapshot.of(records, walked, -math.inf, max(len(walked), directories))
+            snapshot = Listed.of(records, walked, -math.inf, max(len(walked), directories))
             if not self._served(snapshot):
                 return None  # small roots are walked by every request anyway
             by_location = snapshot.by_location
@@ -291,7 +228,7 @@ class SessionCatalog:
                     self.feed.listing = snapshot.records
                 return self.snapshot
 
-    def _served(self, snapshot: _Snapshot) -> bool:
+    def _served(self, snapshot: Listed) -> bool:
         """Whether requests are answered from ``snapshot`` (revalidated behind them) rather than
         from a walk of their own: a big root with the background on."""
         return self.background and max(len(snapshot.records), snapshot.directories) > SYNC_MAX_SESSIONS
@@ -344,19 +281,14 @@ class SessionCatalog:
             lambda: self.index.read_conversation(session_id, max_bytes, stop, head_bytes),
         )
 
-    def _kept(self, key: tuple[object, ...], kind: type[_Read], read: Callable[[], _Read]) -> _Read:
+    def _kept(self, key: tuple[object, ...], kind: type[Read], read: Callable[[], Read]) -> Read:
         """``read()``, or what it returned before while the log is unchanged (:mod:`.surfaces`).
         A request like any other: background walks wait, so a huge log's read does
         not share the interpreter with them."""
         with self.scheduler.serving():
             snapshot = self.snapshot
             listed = snapshot.by_id.get(str(key[1])) if snapshot is not None else None
-            before, kept = self.surfaces.lookup(key, listed.location if listed is not None else None)
-            if isinstance(kept, kind):
-                return kept
-            value = read()
-            self.surfaces.keep(key, before, value.session.location, value)
-            return value
+            return self.surfaces.read(key, listed.location if listed is not None else None, kind, read)
 
     def background_work(self) -> tuple[str, int] | None:
         """What the background is doing that a person may be waiting for, and how many logs are
@@ -436,7 +368,7 @@ class SessionCatalog:
             def pause() -> None:
                 scheduler.idle(scheduler.clock() + scheduler.max_defer)
 
-            watcher = RootWatcher(self.root, _weakly(self._watched), pause)
+            watcher = RootWatcher(self.root, weakly(self._watched), pause)
             reason = watcher.start()
             if reason is None:
                 self._watcher = watcher
@@ -457,7 +389,7 @@ class SessionCatalog:
         """The watcher's thread: which listed sessions the changed paths belong to."""
         snapshot = self.snapshot
         sessions, listing = changed_sessions(
-            self.root, paths, None if snapshot is None else self._by_directory(snapshot)
+            self.root, paths, None if snapshot is None else snapshot.by_directory
         )
         if snapshot is not None and self._served(snapshot):
             # Logs that changed are read afresh by whoever asks (reads check each log's
@@ -471,13 +403,6 @@ class SessionCatalog:
             listing = False  # said after the walk
         self.listeners.tell(StoreChange(frozenset(sessions), listing))
 
-    def _by_directory(self, snapshot: _Snapshot) -> dict[str, SessionRecord]:
-        cached = self._directories
-        if cached is None or cached[0] is not snapshot:
-            mapping = {os.path.dirname(location): record for location, record in snapshot.by_location.items()}
-            cached = self._directories = (snapshot, mapping)
-        return cached[1]
-
     # --- listing ---------------------------------------------------------------------------------
 
     def _refresh(
@@ -486,7 +411,7 @@ class SessionCatalog:
         *,
         quick: bool = False,
         pause: Callable[[], object] | None = None,
-    ) -> _Snapshot:
+    ) -> Listed:
         """A new listing. ``quick`` (background refreshes of a big root) first compares a bare walk
         of the root (calling ``pause`` as it goes) with the one the last listing was taken after,
         and keeps that listing when nothing changed. Records of unchanged logs stay the same
@@ -523,8 +448,8 @@ class SessionCatalog:
                 # A stored listing's records are the index's word until this walk: kept only where
                 # the walk read the very same header.
                 exact = previous.taken == -math.inf
-                records = [_same_record(record, previous, walked, exact) for record in records]
-            snapshot = _Snapshot.of(records, walked, began, self.index.directories, state)
+                records = [same_record(record, previous, walked, exact) for record in records]
+            snapshot = Listed.of(records, walked, began, self.index.directories, state)
             self.snapshot = snapshot
             self.feed.listing = snapshot.records
             if previous is not None and previous.records is not records:
@@ -539,7 +464,7 @@ class SessionCatalog:
         records: Sequence[SessionRecord],
         misses: list[int],
         found: list[TitleObservation | None],
-        snapshot: _Snapshot | None,
+        snapshot: Listed | None,
         stop: AbortSignal | None,
         target_cwd: str | None,
     ) -> None:
@@ -672,32 +597,3 @@ class SessionCatalog:
             return
         self._listing_kept, self._listing_kept_at = (snapshot.records, version), now
         self.index.keep_whole_listing(snapshot.records, snapshot.walked, snapshot.directories)
-
-
-def _weakly(method: Callable[[frozenset[str]], None]) -> Callable[[frozenset[str]], None]:
-    """``method``, called only while its object lives (a thread holding this keeps it no longer)."""
-    reference = weakref.WeakMethod(method)
-
-    def call(paths: frozenset[str]) -> None:
-        bound = reference()
-        if bound is not None:
-            bound(paths)
-
-    return call
-
-
-def _same_record(
-    record: SessionRecord, previous: _Snapshot, walked: dict[str, Fingerprint], exact: bool = False
-) -> SessionRecord:
-    """The previous listing's record for an unchanged log (same file at the same fingerprint);
-    ``exact``: only if its header is also the one just read, to the byte."""
-    location = record.location
-    if location is None:
-        return record
-    old = previous.by_location.get(location)
-    fp = walked.get(location)
-    if old is None or fp is None or previous.walked.get(location) != fp or old.id != record.id:
-        return record
-    if exact and header_text(old.header) != header_text(record.header):
-        return record
-    return old

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Final, NamedTuple
+from collections.abc import Callable
+from typing import Final, NamedTuple, TypeVar
 
 from ..model import ConversationSnapshot, SurfaceSnapshot
 from .index.rows import Fingerprint, fingerprint_at
@@ -18,6 +19,7 @@ MAX_SURFACES: Final = 16
 MAX_SURFACE_LOG_BYTES: Final = 8 << 20
 
 Kept = SurfaceSnapshot | ConversationSnapshot
+Read = TypeVar("Read", SurfaceSnapshot, ConversationSnapshot)
 
 
 class _Entry(NamedTuple):
@@ -43,6 +45,18 @@ class SurfaceCache:
                 self._kept.move_to_end(key)
                 return before, entry.value
         return before, None
+
+    def read(
+        self, key: tuple[object, ...], location: str | None, kind: type[Read], read: Callable[[], Read]
+    ) -> Read:
+        """``read()`` of the log at ``location``, or what it returned before while the log is
+        unchanged; kept for the next ask."""
+        before, kept = self.lookup(key, location)
+        if isinstance(kept, kind):
+            return kept
+        value = read()
+        self.keep(key, before, value.session.location, value)
+        return value
 
     def keep(
         self, key: tuple[object, ...], before: Fingerprint | None, path: str | None, value: Kept

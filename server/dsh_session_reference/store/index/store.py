@@ -12,12 +12,10 @@ reads or makes them share one lock and one table; what stands alone is in module
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import stat
-import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any, Final
 
@@ -33,20 +31,16 @@ from ...model import (
     TitleObservation,
 )
 from ..jsonl_store import ReadsOnDemand, artifact_of, lookup_segment, observed_title, replay, surface_of
-from ..layout import encode_segment, is_within, resolve_root
+from ..layout import encode_segment, resolve_root
 from ..listing import Artifact, Skips, Walk, root_real
 from ..replay import ReplayResult
 from ..surface import SurfaceKeeper
 from ..workers import run_apart
 from .bodies import fts_query, message_text
-from .database import IndexDatabase, default_index_dir, index_file, tidy_once
 from .kept import StoredListing, kept_listing, listing_text
-from .records import MessageText, Verified
+from .records import MessageText
 from .rows import (
-    LISTED,
     Fingerprint,
-    IndexRow,
-    TitleEntry,
     fingerprint_at,
     fingerprint_of,
     fp_text,
@@ -54,6 +48,7 @@ from .rows import (
     lstat_or_none,
     stable_read,
 )
+from .table import RowTable
 from .verify import TitleWorkers
 from .walk import stored_walk, walk_rows
 
@@ -63,16 +58,13 @@ LOG = logging.getLogger("dsh_session_reference.index")
 PARALLEL_MIN_BYTES: Final = 32 << 20
 """Below this much of logs to verify, starting worker processes costs more than it saves."""
 
-FLUSH_ROWS: Final = 1000
-"""Rows per index-file transaction when pending rows are written (about 20 ms each)."""
-
 APART_READ_BYTES: Final = 8 << 20
 """A log of more JSONL than this (a ``.jsonl.zstd`` one counted at :data:`ZSTD_EXPANSION` times its
 size) is read for ``prepare`` in a process of its own, where one is wanted (``apart_bytes``):
 about 0.2 s to start, against seconds of replay that would hold the caller's GIL and grow its heap."""
 
 
-class IndexedSessionStore(ReadsOnDemand):
+class IndexedSessionStore(RowTable, ReadsOnDemand):
     """The store answering as :class:`~..jsonl_store.JsonlSessionStore` does, from the index for every
     log that has not changed: its walks ask the rows first (:func:`.walk.walk_rows`) and its title
     reads go through :meth:`read_title`; what misses is read and kept.
@@ -100,34 +92,13 @@ class IndexedSessionStore(ReadsOnDemand):
         apart_bytes: int | None = None,
         autoflush: bool = True,
     ) -> None:
-        self.root = resolve_root(root)
+        super().__init__(resolve_root(root), index_dir, persistent)
         self.skips = Skips()
         self._walking: Walk | None = None
         self._walked = 0
         self.workers = workers
         self.apart_bytes = apart_bytes
         self.autoflush = autoflush
-        self._index_dir = (
-            os.path.abspath(os.fspath(index_dir)) if index_dir is not None else default_index_dir()
-        )
-        self._persistent = persistent
-        self._lock = threading.RLock()
-        self._db: IndexDatabase | None = None
-        self._rows: dict[str, IndexRow] | None = None
-        self._some: dict[str, IndexRow | None] = {}
-        """Rows read one by one (``None``: not in the file) while ``_rows`` is not loaded whole."""
-        self._whole = True
-        """``_rows`` holds every row of the file that is of use (see :meth:`table`)."""
-        self._prune = False
-        """The file holds rows never loaded that are of no use: removed at the next :meth:`flush`."""
-        self._dirty: dict[str, IndexRow | None] = {}
-        self._flushing = threading.Lock()
-        """Keeps writes to the file in the order their rows were made."""
-        self.walked: dict[str, Fingerprint] = {}
-        """Every regular log file the latest full listing looked at, with its fingerprint."""
-        self.directories = 0
-        """Directories the latest full listing listed or looked in (project directories, and session
-        directories with a log or not): what a walk costs."""
         self._title_workers = TitleWorkers(workers)
 
     def __repr__(self) -> str:
@@ -139,116 +110,25 @@ class IndexedSessionStore(ReadsOnDemand):
         walking = self._walking
         return self._walked if walking is None else walking.sessions
 
-    @property
-    def index_path(self) -> str | None:
-        """The index file, ``None`` while the index is kept in memory."""
-        return self._database().path
-
     def start_title_workers(self) -> None:
         """Start the worker processes a cold title read will use, now, if the index file does not
         exist yet: a caller about to read every title (a query over a cold index) overlaps their
         start-up (0.1-0.2 s each) with its own and with the listing. The next title read takes
         them, or closes them when it has nothing for them to do."""
-        if self._persistent and not os.path.exists(index_file(self._index_dir, os.path.realpath(self.root))):
-            self._title_workers.start()  # a cold index (a warm one holds most titles)
+        if self.cold:
+            self._title_workers.start()
 
     def close(self) -> None:
-        """Write what is pending and close the index file."""
+        """Stop the title workers, write what is pending and close the index file."""
         self._title_workers.close()
-        self.flush()
-        with self._lock:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
-                self._rows = None
-                self._some = {}
-
-    # --- the index ---------------------------------------------------------------------------------
-
-    def _database(self) -> IndexDatabase:
-        with self._lock:
-            if self._db is None:
-                root_key = os.path.realpath(self.root)
-                path: str | None = None
-                if self._persistent:
-                    path = index_file(self._index_dir, root_key)
-                    index_real = os.path.realpath(self._index_dir)
-                    if index_real == root_key or is_within(root_key, index_real):
-                        LOG.warning("the index folder %s is inside the sessions root; using memory", path)
-                        path = None
-                    else:
-                        tidy_once(self._index_dir)
-                self._db = IndexDatabase(path, root_key)
-            return self._db
-
-    def table(self) -> dict[str, IndexRow]:
-        """Every row of a log that is there as its row says (:meth:`.database.IndexDatabase.load`;
-        loaded on first use; rows this store already read or changed win)."""
-        with self._lock:
-            if self._rows is None:
-                rows, self._whole = self._database().load()
-                for path, row in self._some.items():
-                    if row is None:
-                        rows.pop(path, None)
-                    else:
-                        rows[path] = row
-                self._rows = rows
-                if self._whole:
-                    self._some = {}
-            return self._rows
-
-    def row(self, path: str) -> IndexRow | None:
-        """One log's row; before anything needs the whole table (or when the file was not loaded
-        whole), read from the file alone."""
-        with self._lock:
-            if self._rows is not None and (self._whole or path in self._rows):
-                return self._rows.get(path)
-            if path not in self._some:
-                self._some[path] = self._database().load_row(path)
-            return self._some[path]
-
-    def _set(self, path: str, row: IndexRow | None) -> None:
-        with self._lock:
-            if row is None:
-                if self.row(path) is not None:
-                    self._dirty[path] = None
-            else:
-                self._dirty[path] = row
-            if self._rows is None or not self._whole:
-                self._some[path] = row
-            if self._rows is not None and row is None:
-                self._rows.pop(path, None)
-            elif self._rows is not None and row is not None:
-                self._rows[path] = row
-
-    def flush(self, pause: Callable[[], object] | None = None) -> None:
-        """Write pending rows to the index file (after every store call, unless ``autoflush`` is off).
-
-        Rows are taken under the store's lock but written outside it, :data:`FLUSH_ROWS` per
-        transaction, so readers of the in-memory rows never wait for the file; ``pause`` is
-        called between transactions (the language server's background thread passes one
-        that waits while a request is being answered).
-        """
-        with self._flushing:
-            with self._lock:
-                pending, self._dirty = self._dirty, {}
-                kept = list(self._rows) if self._prune and self._rows is not None else None
-                self._prune = False
-            database = self._database()
-            rows = list(pending.items())
-            for start in range(0, len(rows), FLUSH_ROWS):
-                if start and pause is not None:
-                    pause()
-                database.write(dict(rows[start : start + FLUSH_ROWS]))
-            if kept is not None:
-                database.keep_only(kept, pause)
+        super().close()
 
     # --- SessionSource ---------------------------------------------------------------------------
 
     def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
         walk = self._walking = Walk(self.skips)
         try:
-            return walk_rows(self, walk, None, stop).listing()
+            return walk_rows(self, walk, None, stop, self.workers).listing()
         finally:
             self._walked, self._walking = walk.sessions, None
             self._call_done()
@@ -371,49 +251,18 @@ class IndexedSessionStore(ReadsOnDemand):
                 "read_conversation", self.root, session_id, max_bytes, head_bytes, stop=stop
             )
             return conversation
-        keeper = ConversationKeeper(max_bytes, head_bytes=head_bytes)
-        header, result = self.replay(session_id, artifact, keeper, stop)
-        for attempt in range(3):
-            if not keeper.missing:
-                break
-            # A replacement brought back messages whose text was let go: read again for exactly those
-            # (and, should the log keep changing under the reads, finally for every text).
-            keeper = (
-                ConversationKeeper(max_bytes, keeper.needed, head_bytes=head_bytes)
-                if attempt < 2
-                else ConversationKeeper(max_bytes, evict=False)
-            )
+        keeper: ConversationKeeper | None = ConversationKeeper(max_bytes, head_bytes=head_bytes)
+        reads = 0
+        while keeper is not None:
             header, result = self.replay(session_id, artifact, keeper, stop)
+            reads += 1
+            kept, keeper = keeper, keeper.again(reads)
         return ConversationSnapshot(
             session=Artifact(artifact.path, artifact.compression, header).record(),
             captured_through_seq=result.captured_through_seq,
-            items=keeper.conversation(),
+            items=kept.conversation(),
             max_bytes=max_bytes,
         )
-
-    # --- listing (for the walk, :mod:`.walk`) ----------------------------------------------------
-
-    def keep_listing(self, path: str, fp: Fingerprint, started: int, text: str) -> None:
-        """Keep the listing entry a walk (or a worker for it) read of ``path`` at ``fp``."""
-        with self._lock:
-            current = self.row(path)
-            kept = current if current is not None and current.fp == fp else IndexRow(fp)
-            row = IndexRow(fp, text, started, kept.title, kept.title_ns, parsed_title=kept.parsed_title)
-            row.title_here = kept.title_here
-            self._set(path, row)
-
-    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str], directories: int) -> None:
-        """A full walk finished: rows of logs it did not look at go (the log is gone, or moved).
-        ``directories``: how many it listed or looked in (:attr:`.jsonl_store.Walk.directories`)."""
-        with self._lock:
-            table = self.table()
-            if not self._whole:  # the rows never loaded, of logs not looked at, go when next written
-                table.update((path, row) for path, row in self._some.items() if row is not None)
-                self._whole, self._some, self._prune = True, {}, True
-            for path in [path for path in table if path not in looked]:
-                self._set(path, None)
-            self.walked = walked
-            self.directories = directories
 
     # --- titles ----------------------------------------------------------------------------------
 
@@ -444,71 +293,6 @@ class IndexedSessionStore(ReadsOnDemand):
         except StoreError as error:
             return TitleObservation(record.id, error=error.message)
         return observed_title(record.id, result.title)
-
-    def cached_title(
-        self, record: SessionRecord, fp: Fingerprint, key: str | None
-    ) -> TitleObservation | None:
-        """The indexed observation for ``record`` if its log still has fingerprint ``fp``.
-
-        ``key`` is :func:`header_text` of the record's header; ``None`` asserts
-        that the record is one this store listed at ``fp``, so its header is the
-        one the listing entry holds (which spares serialising every header).
-        """
-        path = record.location
-        row = None if path is None else self.row(path)
-        if path is None or row is None:
-            return None
-        value = row.title_value(fp)
-        if value is None or value.id != record.id:
-            return None
-        if value.key == LISTED:
-            if key is None:
-                if not row.listed_once(fp, path):
-                    return None
-            elif key != row.listed_key(fp, path):
-                return None
-        elif value.key != (row.listed_key(fp, path) if key is None else key):
-            return None
-        if value.error is not None:
-            return TitleObservation(record.id, error=value.error)
-        return TitleObservation(record.id, title=value.title)
-
-    def remember_verified(self, record: SessionRecord, found: Verified) -> TitleObservation | None:
-        """Keep what a worker's title read of ``record`` found; the observation, or ``None`` when
-        the log changed under the read (nothing to keep)."""
-        if found.fp is None:
-            return None
-        observation = TitleObservation(record.id, found.title, found.error)
-        self.remember_title(record, found.fp, header_text(record.header), observation, found.started_ns)
-        return observation
-
-    def remember_title(
-        self, record: SessionRecord, fp: Fingerprint, key: str, observation: TitleObservation, started_ns: int
-    ) -> None:
-        """Keep an observation of ``record``'s log at ``fp`` from a read that began at ``started_ns``."""
-        path = record.location
-        if path is None:
-            return
-        with self._lock:
-            current = self.row(path)
-            listed = current.listed_key(fp, path) if current is not None and current.fp == fp else None
-            # A title read for the very header this row's listing holds (the usual case) says so,
-            # so a lookup for a listed record needs no header serialised.
-            stored = LISTED if listed is not None and listed == key else key
-            value = {"i": record.id, "h": stored, "t": observation.title, "e": observation.error}
-            text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-            kept = current if current is not None and current.fp == fp else IndexRow(fp)
-            row = IndexRow(
-                fp,
-                kept.listing,
-                kept.listing_ns,
-                text,
-                started_ns,
-                parsed_listing=kept.parsed_listing,
-                parsed_title=TitleEntry(record.id, stored, observation.title, observation.error),
-                title_here=True,
-            )
-            self._set(path, row)
 
     # --- message text ----------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ import os
 import stat
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Final, Protocol
+from typing import Final
 
 from ...cancellation import AbortSignal
 from ..layout import LOG_NAMES, is_walk_path
@@ -44,6 +44,7 @@ from .rows import (
     lstat_or_none,
     stable_read,
 )
+from .table import RowTable
 
 LOG = logging.getLogger("dsh_session_reference.index")
 
@@ -57,26 +58,13 @@ ZSTD_NAME: Final = os.sep + LOG_NAMES["zstd"]
 PLAIN_NAME: Final = os.sep + LOG_NAMES["none"]
 
 
-class Rows(Protocol):
-    """What the walk needs of the index (:class:`.store.IndexedSessionStore`)."""
-
-    root: str
-    workers: int
-    walked: dict[str, Fingerprint]
-
-    def table(self) -> dict[str, IndexRow]: ...
-
-    def row(self, path: str) -> IndexRow | None: ...
-
-    def keep_listing(self, path: str, fp: Fingerprint, started: int, text: str) -> None: ...
-
-    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str], directories: int) -> None: ...
-
-
-def walk_rows(rows: Rows, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
+def walk_rows(
+    rows: RowTable, walk: Walk, only: str | None, stop: AbortSignal | None, workers: int = 1
+) -> Walk:
     """Upstream's listing of the root into ``walk`` (``only``: just the session directories of that
     name), each directory listed from its row when the row is fresh, else read and kept as a row.
-    A full walk also tells ``rows`` every log it looked at (:meth:`Rows.walk_done`)."""
+    A full walk also tells ``rows`` every log it looked at (:meth:`.table.RowTable.walk_done`); the
+    first full walk of a cold root shares its header reads with ``workers - 1`` worker processes."""
     root = rows.root
     real = root_real(root)
     if real is None:
@@ -85,7 +73,7 @@ def walk_rows(rows: Rows, walk: Walk, only: str | None, stop: AbortSignal | None
     if only is None:
         rows.table()  # a full walk looks up every row: one query for all, not one per log
         full = _FullWalk()
-        readers = start_header_readers(rows) if not rows.walked and rows.workers > 1 else None
+        readers = start_header_readers(rows, workers) if not rows.walked and workers > 1 else None
     try:
         for directory, segment in session_directories(root, walk, only, stop):
             _inspect(rows, walk, full, readers, real, directory, segment, stop)
@@ -109,7 +97,7 @@ class _FullWalk:
 
 
 def _inspect(
-    rows: Rows,
+    rows: RowTable,
     scan: Walk,
     walk: _FullWalk | None,
     readers: HeaderReaders | None,
@@ -151,7 +139,7 @@ def _inspect(
         rows.keep_listing(path, fp, *entry)
 
 
-def _listed_from_row(rows: Rows, scan: Walk, walk: _FullWalk | None, path: str, fp: Fingerprint) -> bool:
+def _listed_from_row(rows: RowTable, scan: Walk, walk: _FullWalk | None, path: str, fp: Fingerprint) -> bool:
     """List the one log ``path`` (seen at ``fp``) from its index row, if that row is fresh at
     ``fp``; ``False`` when the log must be read."""
     row = rows.row(path)
@@ -178,7 +166,7 @@ def _replay_listing(scan: Walk, path: str, outcome: ListingEntry) -> None:
         scan.block(segment, block_path, reason)
 
 
-def stored_walk(rows: Rows, skips: Skips) -> StoredListing:
+def stored_walk(rows: RowTable, skips: Skips) -> StoredListing:
     """The listing the index's rows remember, without looking at the disk, and the fingerprint of
     every log it lists: what a walk of the root would list if no log had changed since each row
     was written (a fresh language server answers its first ``@`` from it while a walk runs behind).
@@ -255,7 +243,7 @@ def single_log(paths: tuple[str, str]) -> tuple[str, os.stat_result] | None:
     return None
 
 
-def start_header_readers(rows: Rows) -> HeaderReaders | None:
+def start_header_readers(rows: RowTable, workers: int) -> HeaderReaders | None:
     """Worker processes for the headers of a cold index, when the first walk of this store
     will find at least :data:`PARALLEL_MIN_LOGS` session directories the index has never seen.
 
@@ -286,7 +274,7 @@ def start_header_readers(rows: Rows) -> HeaderReaders | None:
     if len(unseen) < PARALLEL_MIN_LOGS:
         return None
     try:
-        return HeaderReaders(rows, unseen, rows.workers - 1)
+        return HeaderReaders(rows, unseen, workers - 1)
     except OSError as error:  # no process to be had: the walk reads every header itself
         LOG.info("header reads stay in this process: %s", error)
         return None
@@ -303,7 +291,7 @@ class HeaderReaders:
     read. Whatever a worker has not delivered when the walk gets there, the walk reads itself.
     """
 
-    def __init__(self, rows: Rows, unseen: list[tuple[str, str]], count: int) -> None:
+    def __init__(self, rows: RowTable, unseen: list[tuple[str, str]], count: int) -> None:
         self._rows = rows
         self._batches = [unseen[at : at + HEADER_BATCH] for at in range(0, len(unseen), HEADER_BATCH)]
         self._batch_of = {

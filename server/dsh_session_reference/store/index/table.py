@@ -1,0 +1,243 @@
+"""The index's rows of one root: in memory, and in the index file behind them.
+
+A row is what a read of one log found at one fingerprint (:mod:`.rows`): its listing entry and its
+title. :class:`RowTable` loads the rows from the file on first use (one row alone for a lookup,
+all of them for a full walk), keeps what reads add, and writes it behind (:meth:`RowTable.flush`).
+The walk (:mod:`.walk`) and the store (:mod:`.store`) both use it; it calls neither.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Callable
+from typing import Final
+
+from ...model import SessionRecord, TitleObservation
+from ..layout import is_within
+from .database import IndexDatabase, default_index_dir, index_file, tidy_once
+from .records import Verified
+from .rows import LISTED, Fingerprint, IndexRow, TitleEntry, header_text
+
+LOG = logging.getLogger("dsh_session_reference.index")
+
+FLUSH_ROWS: Final = 1000
+"""Rows per index-file transaction when pending rows are written (about 20 ms each)."""
+
+
+class RowTable:
+    """The rows of the root ``root`` (resolved), in ``index_dir`` (default :func:`default_index_dir`);
+    ``persistent=False`` keeps them in memory only (tests, read-only homes, the CLI's plain reads)."""
+
+    def __init__(self, root: str, index_dir: str | os.PathLike[str] | None, persistent: bool) -> None:
+        self.root = root
+        self._index_dir = (
+            os.path.abspath(os.fspath(index_dir)) if index_dir is not None else default_index_dir()
+        )
+        self._persistent = persistent
+        self._lock = threading.RLock()
+        self._db: IndexDatabase | None = None
+        self._rows: dict[str, IndexRow] | None = None
+        self._some: dict[str, IndexRow | None] = {}
+        """Rows read one by one (``None``: not in the file) while ``_rows`` is not loaded whole."""
+        self._whole = True
+        """``_rows`` holds every row of the file that is of use (see :meth:`table`)."""
+        self._prune = False
+        """The file holds rows never loaded that are of no use: removed at the next :meth:`flush`."""
+        self._dirty: dict[str, IndexRow | None] = {}
+        self._flushing = threading.Lock()
+        """Keeps writes to the file in the order their rows were made."""
+        self.walked: dict[str, Fingerprint] = {}
+        """Every regular log file the latest full listing looked at, with its fingerprint."""
+        self.directories = 0
+        """Directories the latest full listing listed or looked in (project directories, and session
+        directories with a log or not): what a walk costs."""
+
+    @property
+    def cold(self) -> bool:
+        """No index file exists yet for this root (a warm one holds most titles)."""
+        return self._persistent and not os.path.exists(
+            index_file(self._index_dir, os.path.realpath(self.root))
+        )
+
+    def close(self) -> None:
+        """Write what is pending and close the index file."""
+        self.flush()
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+                self._rows = None
+                self._some = {}
+
+    @property
+    def index_path(self) -> str | None:
+        """The index file, ``None`` while the index is kept in memory."""
+        return self._database().path
+
+    def _database(self) -> IndexDatabase:
+        with self._lock:
+            if self._db is None:
+                root_key = os.path.realpath(self.root)
+                path: str | None = None
+                if self._persistent:
+                    path = index_file(self._index_dir, root_key)
+                    index_real = os.path.realpath(self._index_dir)
+                    if index_real == root_key or is_within(root_key, index_real):
+                        LOG.warning("the index folder %s is inside the sessions root; using memory", path)
+                        path = None
+                    else:
+                        tidy_once(self._index_dir)
+                self._db = IndexDatabase(path, root_key)
+            return self._db
+
+    def table(self) -> dict[str, IndexRow]:
+        """Every row of a log that is there as its row says (:meth:`.database.IndexDatabase.load`;
+        loaded on first use; rows this store already read or changed win)."""
+        with self._lock:
+            if self._rows is None:
+                rows, self._whole = self._database().load()
+                for path, row in self._some.items():
+                    if row is None:
+                        rows.pop(path, None)
+                    else:
+                        rows[path] = row
+                self._rows = rows
+                if self._whole:
+                    self._some = {}
+            return self._rows
+
+    def row(self, path: str) -> IndexRow | None:
+        """One log's row; before anything needs the whole table (or when the file was not loaded
+        whole), read from the file alone."""
+        with self._lock:
+            if self._rows is not None and (self._whole or path in self._rows):
+                return self._rows.get(path)
+            if path not in self._some:
+                self._some[path] = self._database().load_row(path)
+            return self._some[path]
+
+    def _set(self, path: str, row: IndexRow | None) -> None:
+        with self._lock:
+            if row is None:
+                if self.row(path) is not None:
+                    self._dirty[path] = None
+            else:
+                self._dirty[path] = row
+            if self._rows is None or not self._whole:
+                self._some[path] = row
+            if self._rows is not None and row is None:
+                self._rows.pop(path, None)
+            elif self._rows is not None and row is not None:
+                self._rows[path] = row
+
+    def flush(self, pause: Callable[[], object] | None = None) -> None:
+        """Write pending rows to the index file (after every store call, unless ``autoflush`` is off).
+
+        Rows are taken under the store's lock but written outside it, :data:`FLUSH_ROWS` per
+        transaction, so readers of the in-memory rows never wait for the file; ``pause`` is
+        called between transactions (the language server's background thread passes one
+        that waits while a request is being answered).
+        """
+        with self._flushing:
+            with self._lock:
+                pending, self._dirty = self._dirty, {}
+                kept = list(self._rows) if self._prune and self._rows is not None else None
+                self._prune = False
+            database = self._database()
+            rows = list(pending.items())
+            for start in range(0, len(rows), FLUSH_ROWS):
+                if start and pause is not None:
+                    pause()
+                database.write(dict(rows[start : start + FLUSH_ROWS]))
+            if kept is not None:
+                database.keep_only(kept, pause)
+
+    def keep_listing(self, path: str, fp: Fingerprint, started: int, text: str) -> None:
+        """Keep the listing entry a walk (or a worker for it) read of ``path`` at ``fp``."""
+        with self._lock:
+            current = self.row(path)
+            kept = current if current is not None and current.fp == fp else IndexRow(fp)
+            row = IndexRow(fp, text, started, kept.title, kept.title_ns, parsed_title=kept.parsed_title)
+            row.title_here = kept.title_here
+            self._set(path, row)
+
+    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str], directories: int) -> None:
+        """A full walk finished: rows of logs it did not look at go (the log is gone, or moved).
+        ``directories``: how many it listed or looked in (:attr:`.jsonl_store.Walk.directories`)."""
+        with self._lock:
+            table = self.table()
+            if not self._whole:  # the rows never loaded, of logs not looked at, go when next written
+                table.update((path, row) for path, row in self._some.items() if row is not None)
+                self._whole, self._some, self._prune = True, {}, True
+            for path in [path for path in table if path not in looked]:
+                self._set(path, None)
+            self.walked = walked
+            self.directories = directories
+
+    def cached_title(
+        self, record: SessionRecord, fp: Fingerprint, key: str | None
+    ) -> TitleObservation | None:
+        """The indexed observation for ``record`` if its log still has fingerprint ``fp``.
+
+        ``key`` is :func:`header_text` of the record's header; ``None`` asserts
+        that the record is one this store listed at ``fp``, so its header is the
+        one the listing entry holds (which spares serialising every header).
+        """
+        path = record.location
+        row = None if path is None else self.row(path)
+        if path is None or row is None:
+            return None
+        value = row.title_value(fp)
+        if value is None or value.id != record.id:
+            return None
+        if value.key == LISTED:
+            if key is None:
+                if not row.listed_once(fp, path):
+                    return None
+            elif key != row.listed_key(fp, path):
+                return None
+        elif value.key != (row.listed_key(fp, path) if key is None else key):
+            return None
+        if value.error is not None:
+            return TitleObservation(record.id, error=value.error)
+        return TitleObservation(record.id, title=value.title)
+
+    def remember_verified(self, record: SessionRecord, found: Verified) -> TitleObservation | None:
+        """Keep what a worker's title read of ``record`` found; the observation, or ``None`` when
+        the log changed under the read (nothing to keep)."""
+        if found.fp is None:
+            return None
+        observation = TitleObservation(record.id, found.title, found.error)
+        self.remember_title(record, found.fp, header_text(record.header), observation, found.started_ns)
+        return observation
+
+    def remember_title(
+        self, record: SessionRecord, fp: Fingerprint, key: str, observation: TitleObservation, started_ns: int
+    ) -> None:
+        """Keep an observation of ``record``'s log at ``fp`` from a read that began at ``started_ns``."""
+        path = record.location
+        if path is None:
+            return
+        with self._lock:
+            current = self.row(path)
+            listed = current.listed_key(fp, path) if current is not None and current.fp == fp else None
+            # A title read for the very header this row's listing holds (the usual case) says so,
+            # so a lookup for a listed record needs no header serialised.
+            stored = LISTED if listed is not None and listed == key else key
+            value = {"i": record.id, "h": stored, "t": observation.title, "e": observation.error}
+            text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+            kept = current if current is not None and current.fp == fp else IndexRow(fp)
+            row = IndexRow(
+                fp,
+                kept.listing,
+                kept.listing_ns,
+                text,
+                started_ns,
+                parsed_listing=kept.parsed_listing,
+                parsed_title=TitleEntry(record.id, stored, observation.title, observation.error),
+                title_here=True,
+            )
+            self._set(path, row)

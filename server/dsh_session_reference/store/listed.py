@@ -1,0 +1,65 @@
+"""One listing the catalog serves: its records, the fingerprint of every log its walk saw, and the
+lookups every request makes of it, built once per listing.
+
+Records of logs that did not change keep being the same objects from one listing to the next
+(:func:`same_record`), so whatever is kept for a record (a label, a surface) stays valid.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+
+from ..model import SessionRecord
+from .index.rows import Fingerprint, header_text
+
+
+@dataclass(frozen=True)
+class Listed:
+    """One listing: its records, the fingerprint of every log the walk saw, and when its walk began."""
+
+    records: list[SessionRecord]
+    walked: dict[str, Fingerprint]
+    taken: float
+    directories: int
+    """Directories the walk listed or looked in (:attr:`.jsonl_store.Walk.directories`; at least one
+    per record)."""
+    by_location: dict[str, SessionRecord] = field(default_factory=dict)
+    by_id: dict[str, SessionRecord] = field(default_factory=dict)
+    state: int | None = None
+    """:func:`root_state` just before this listing (background refreshes only)."""
+
+    @classmethod
+    def of(
+        cls,
+        records: list[SessionRecord],
+        walked: dict[str, Fingerprint],
+        taken: float,
+        directories: int,
+        state: int | None = None,
+    ) -> Listed:
+        by_location = {record.location: record for record in records if record.location is not None}
+        return cls(records, walked, taken, directories, by_location, {r.id: r for r in records}, state)
+
+    @functools.cached_property
+    def by_directory(self) -> dict[str, SessionRecord]:
+        """Each listed session by its directory (what a watched path is matched against)."""
+        return {os.path.dirname(location): record for location, record in self.by_location.items()}
+
+
+def same_record(
+    record: SessionRecord, previous: Listed, walked: dict[str, Fingerprint], exact: bool = False
+) -> SessionRecord:
+    """The previous listing's record for an unchanged log (same file at the same fingerprint);
+    ``exact``: only if its header is also the one just read, to the byte."""
+    location = record.location
+    if location is None:
+        return record
+    old = previous.by_location.get(location)
+    fp = walked.get(location)
+    if old is None or fp is None or previous.walked.get(location) != fp or old.id != record.id:
+        return record
+    if exact and header_text(old.header) != header_text(record.header):
+        return record
+    return old
