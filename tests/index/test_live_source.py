@@ -23,7 +23,7 @@ from dsh_session_reference.assembly import open_source
 from dsh_session_reference.body_search import BodyCandidate, BodySearchResolver
 from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.candidate_cache import CandidateCache
-from dsh_session_reference.candidates import CandidateTable
+from dsh_session_reference.candidates import CandidateTable, candidate_rank
 from dsh_session_reference.lsp.completion import BODY_MARK, candidate_json, completion_items
 from dsh_session_reference.lsp.settings import Settings, apply_settings
 from dsh_session_reference.model import SessionRecord, StoreChange, TitleObservation
@@ -366,9 +366,9 @@ def test_a_cold_first_popup_hints_titles_in_rank_order_for_its_cwd(
         records = source.list_sessions()
         table = kept_table(source, "/b")
         by_location = {record.location: record for record in records}
-        ranks = [catalog.candidate_rank(by_location[location].cwd, "/b") for location in hinted]
+        ranks = [candidate_rank(by_location[location].cwd, "/b") for location in hinted]
         assert len(hinted) == len(cwds) and ranks == sorted(ranks)  # /b, then no cwd, then the rest
-        in_rank = sorted(records, key=lambda record: catalog.candidate_rank(record.cwd, "/b"))
+        in_rank = sorted(records, key=lambda record: candidate_rank(record.cwd, "/b"))
         assert hinted == [record.location for record in in_rank]  # listing order within a rank
         assert [row.label for row in table.select("t", None, "/b", 3)] == ["T7", "T5", "T1"]  # newest first
     finally:
