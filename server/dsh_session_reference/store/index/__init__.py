@@ -1,4 +1,4 @@
-"""An incremental header and title index in front of :class:`~..jsonl_store.JsonlSessionStore`.
+"""An incremental header and title index: the stateless reader's answers, kept per log.
 
 Listing a dsh root opens every log for its header, and a title read replays a
 whole log (upstream's ``readTitleSnapshots`` inspects every log in full, so a
@@ -24,7 +24,7 @@ otherwise hide behind an unchanged key, the "racy git" problem).
 A cold index is CPU work, so it is shared with worker processes
 (``workers`` > 1): the first walk of a root with many unseen logs has them
 read headers from the end of the walk while it reads from the start
-(:class:`_HeaderReaders`), and a title read over many megabytes of unseen logs
+(:class:`.walk.HeaderReaders`), and a title read over many megabytes of unseen logs
 replays them in parallel. Their results are entries like any other.
 
 The index is a cache, never a source of truth: a file that is not this
@@ -34,8 +34,10 @@ rebuilt. It is never placed inside the sessions root, which stays read-only;
 when the cache folder cannot be written the index lives in memory.
 
 One module per part: :mod:`.rows` (a log's row and its entries, the fingerprint idiom
-:func:`.rows.stable_read`), :mod:`.database` (the file and the cache folder), :mod:`.store`
-(:class:`.store.IndexedSessionStore`), :mod:`.records` and :mod:`.tasks` (what worker processes
-are given and run), :mod:`.title_scan` (the last ``session/title`` line of a log by a byte scan,
+:func:`.rows.stable_read`), :mod:`.database` (the file and the cache folder), :mod:`.table`
+(:class:`.table.RowTable`, the rows in memory and their write-behind), :mod:`.walk` (a walk of the
+root that answers from rows where it can), :mod:`.store` (:class:`.store.IndexedSessionStore`, the
+table as a :class:`~...model.SessionSource`), :mod:`.kept` (the listing one server leaves the next), :mod:`.verify` (titles of a cold index replayed in worker processes), :mod:`.records` and
+:mod:`.tasks` (what worker processes are given and run), :mod:`.title_scan` (the last ``session/title`` line of a log by a byte scan,
 without decoding its events) and :mod:`.bodies` (the opt-in body search's message text).
 """
