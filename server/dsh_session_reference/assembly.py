@@ -122,11 +122,7 @@ def make_resolver(
     source: SessionSource, config: ResolverConfig, *, body_search: bool = False
 ) -> SessionReferenceResolver:
     """The resolver over ``source`` with ``config`` as it is (validated once, where it was made)."""
-    if not body_search:
-        return SessionReferenceResolver.with_config(source, config)
-    from .body_search import BodySearchResolver
-
-    return BodySearchResolver.with_config(source, config)
+    return SessionReferenceResolver.with_config(source, config, body_search=body_search)
 
 
 def zstd_missing() -> str | None:

@@ -34,7 +34,7 @@ from .jsjson import js_normalize, read_text
 from .logsetup import LOG_ENV, LOG_LEVELS, log_level, progress_after
 from .logsetup import configure as configure_log
 from .model import SessionSource, StoreError
-from .resolver import AgentRef, SessionReferenceResolver, agent_for_target
+from .resolver import AgentRef, BodyCandidate, SessionReferenceResolver, agent_for_target
 from .uri import (
     decode_session_reference_uri,
     encode_session_reference_uri,
@@ -288,14 +288,6 @@ def _when(created_at: int) -> str:
     return datetime.fromtimestamp(created_at / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def _print_body_match(candidate: object) -> None:
-    """The matched snippet of a body match (imported only when body search is asked for)."""
-    from .body_search import BodyCandidate
-
-    if isinstance(candidate, BodyCandidate):
-        print(f"    matched in messages: “{display_label(candidate.snippet)}”")
-
-
 async def _candidates(args: argparse.Namespace) -> int:
     store = _store(args, every_title=args.query != "")  # a query is matched against every title
     resolver = _resolver(args, store)
@@ -311,8 +303,8 @@ async def _candidates(args: argparse.Namespace) -> int:
         shown_id = display_label(candidate.session_id)
         print(f"{label}\n    {shown_id} · {where} · {_when(candidate.created_at)}")
         print(f"    {format_session_reference_mention(candidate.session_id, label)}")
-        if getattr(args, "body_search", False):
-            _print_body_match(candidate)
+        if isinstance(candidate, BodyCandidate):
+            print(f"    matched in messages: “{display_label(candidate.snippet)}”")
     if not found:
         print("no sessions match", file=sys.stderr)
     return 0

@@ -5,6 +5,14 @@ run in worker threads so an event loop (the language server's) never blocks.
 Cancellation works two ways, both ending in ``SESSION_REFERENCE_CANCELLED``:
 an :class:`AbortSignal` (upstream's ``signal``), or cancelling the awaiting
 task; either one sets the stop event the store checks between chunks.
+
+Body search is an option of the resolver, not a kind of it: with ``body_search`` on, an ``@``
+query also matches what was said in a session. Upstream's candidate discovery matches ids, cwds
+and titles only, and the seed keeps that the default. With it on (the ``bodySearch`` setting,
+``--body-search`` on the CLI) the candidates upstream would give come first, unchanged, and
+sessions whose message text matches follow, as :class:`BodyCandidate` rows that say they matched
+in the messages and show where. The store indexes the text (SQLite FTS5 beside the title index,
+word-prefix matching), so a query never reads logs.
 """
 
 from __future__ import annotations
@@ -79,6 +87,18 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class BodyCandidate(Candidate):
+    """A candidate found in message text rather than by id, cwd or title."""
+
+    snippet: str = ""
+    matched: str = ""
+    """The query it matched (editors filter on it: the row's label need not contain it)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "match": "body", "snippet": self.snippet}
+
+
+@dataclass(frozen=True)
 class PreparedMessage:
     """``prepare``'s result: the detached content and zero or one context message."""
 
@@ -139,7 +159,7 @@ _MISSING = object()
 
 
 class SessionReferenceResolver:
-    """Upstream's resolver over any :class:`SessionSource` (normally a ``JsonlSessionStore``)."""
+    """Upstream's resolver over any :class:`SessionSource`, with body search as an option."""
 
     def __init__(
         self,
@@ -148,17 +168,20 @@ class SessionReferenceResolver:
         max_references: object = None,
         candidate_limit: object = None,
         max_reference_bytes: object = None,
+        body_search: bool = False,
     ) -> None:
         self.query = query
         self.candidates = CandidateCache()
         """The table ``list_candidates`` queries over a store that keeps its titles warm."""
         self.config: ResolverConfig = resolver_config(max_references, candidate_limit, max_reference_bytes)
+        self.body_search = body_search
+        """Whether a query also matches message text, after the upstream-exact candidates."""
 
     @classmethod
-    def with_config(cls, query: SessionSource, config: ResolverConfig) -> Self:
+    def with_config(cls, query: SessionSource, config: ResolverConfig, *, body_search: bool = False) -> Self:
         """A resolver with a config already validated (:func:`.config.resolver_config`, or settings
         checked key by key), passed whole rather than unpacked into upstream's options."""
-        resolver = cls(query)
+        resolver = cls(query, body_search=body_search)
         resolver.config = config
         return resolver
 
@@ -193,7 +216,37 @@ class SessionReferenceResolver:
             rows = await run_blocking(
                 lambda stop: table.select(needle, self_id, agent.cwd, cap, stop), signal
             )
-        return [Candidate(row.record.id, row.label, row.record.cwd, row.record.created_at) for row in rows]
+        found = [Candidate(row.record.id, row.label, row.record.cwd, row.record.created_at) for row in rows]
+        if self.body_search and query.strip() != "" and len(found) < cap:
+            found += await self._body_matches(query, self_id, found, cap - len(found), signal)
+        return found
+
+    async def _body_matches(
+        self, query: str, self_id: str | None, shown: list[Candidate], room: int, signal: AbortSignal | None
+    ) -> list[Candidate]:
+        """Up to ``room`` other sessions whose message text matches ``query`` and that are not
+        ``shown`` already, best first; none where the store indexes no message text."""
+        source = self.query
+        taken = {candidate.session_id for candidate in shown}
+        records = await run_blocking(lambda stop: source.list_sessions(stop), signal)
+        others = [record for record in records if record.id != self_id and record.id not in taken]
+        matches = await asyncio.to_thread(source.search_bodies, query, others, room)
+        if not matches:
+            return []
+        titles = await run_blocking(
+            lambda stop: source.read_titles([match.record for match in matches], stop), signal
+        )
+        return [
+            BodyCandidate(
+                match.record.id,
+                label_for(match.record, seen),
+                match.record.cwd,
+                match.record.created_at,
+                match.snippet,
+                query,
+            )
+            for match, seen in zip(matches, titles, strict=True)
+        ]
 
     async def _listing_table(
         self, needle: str, self_id: str | None, target_cwd: str | None, cap: int, signal: AbortSignal | None

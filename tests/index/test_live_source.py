@@ -20,14 +20,13 @@ import pytest
 from lsprotocol import types
 
 from dsh_session_reference.assembly import open_source
-from dsh_session_reference.body_search import BodyCandidate, BodySearchResolver
 from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.candidate_cache import CandidateCache
 from dsh_session_reference.candidates import CandidateTable, candidate_rank
 from dsh_session_reference.lsp.completion import BODY_MARK, candidate_json, completion_items
 from dsh_session_reference.lsp.settings import Settings, apply_settings
 from dsh_session_reference.model import SessionRecord, StoreChange, TitleObservation
-from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
+from dsh_session_reference.resolver import AgentRef, BodyCandidate, SessionReferenceResolver
 from dsh_session_reference.store import JsonlSessionStore, catalog
 from dsh_session_reference.store import scheduler as scheduler_module
 from dsh_session_reference.store.catalog import SessionCatalog
@@ -383,7 +382,7 @@ async def test_body_search_adds_marked_rows_after_the_exact_candidates(tmp_path:
     agent = AgentRef(None, "/w")
     plain = await SessionReferenceResolver(source).list_candidates(agent, "alemb")
     assert [c.session_id for c in plain] == ["alembic"]
-    found = await BodySearchResolver(source).list_candidates(agent, "alemb")
+    found = await SessionReferenceResolver(source, body_search=True).list_candidates(agent, "alemb")
     assert [c.session_id for c in found] == ["alembic", "good"]
     body = found[1]
     assert isinstance(body, BodyCandidate) and not isinstance(found[0], BodyCandidate)
@@ -396,8 +395,22 @@ async def test_body_search_adds_marked_rows_after_the_exact_candidates(tmp_path:
     # What was typed first (VS Code keeps the server's order), then the word the body matched.
     assert items[1].filter_text is not None and items[1].filter_text.startswith("@alemb alemb")
     assert BODY_MARK not in (items[0].label_details.description or "")  # type: ignore[union-attr]
-    assert await BodySearchResolver(source).list_candidates(agent, "alemb", 1) == plain  # no room left
+    searching = SessionReferenceResolver(source, body_search=True)
+    assert await searching.list_candidates(agent, "alemb", 1) == plain  # no room left
     source.close()
+
+
+async def test_body_search_over_a_store_without_a_body_index_adds_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    store(root)
+    put(root, "alembic", lines(header("alembic", createdAt=5), *one_turn(0), title(6, "Alembic notes")))
+    source = JsonlSessionStore(root)
+    agent = AgentRef(None, "/w")
+    plain = await SessionReferenceResolver(source).list_candidates(agent, "alemb")
+    assert (
+        plain
+        and await SessionReferenceResolver(source, body_search=True).list_candidates(agent, "alemb") == plain
+    )
 
 
 def test_body_search_is_a_boolean_setting_off_by_default() -> None:

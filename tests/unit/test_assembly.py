@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from dsh_session_reference.assembly import make_resolver, open_source, sessions_root, target_session
-from dsh_session_reference.body_search import BodySearchResolver
 from dsh_session_reference.config import resolver_config
 from dsh_session_reference.resolver import SessionReferenceResolver
 from dsh_session_reference.store.catalog import SessionCatalog
@@ -52,4 +51,6 @@ def test_the_config_is_passed_whole(tmp_path: Path) -> None:
     store = JsonlSessionStore(tmp_path)
     plain = make_resolver(store, config)
     assert type(plain) is SessionReferenceResolver and plain.config is config and plain.query is store
-    assert type(make_resolver(store, config, body_search=True)) is BodySearchResolver
+    assert not plain.body_search
+    searching = make_resolver(store, config, body_search=True)
+    assert searching.body_search and searching.config is config

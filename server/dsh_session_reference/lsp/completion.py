@@ -25,10 +25,9 @@ from typing import Any, Final
 
 from lsprotocol import types
 
-from ..body_search import BodyCandidate
 from ..display import SHOWN_CHARS, display_label, short_age
 from ..lines import Lines
-from ..resolver import Candidate
+from ..resolver import BodyCandidate, Candidate
 from ..uri import JS_SPACE, format_session_reference_mention
 
 BODY_MARK: Final = "matched in messages"
