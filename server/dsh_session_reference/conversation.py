@@ -27,7 +27,7 @@ from typing import Any, Literal
 from .jsjson import js_byte_length
 from .model import ConversationSnapshot, SurfaceSnapshot
 from .projection import ConversationItem, LongText, project_conversation
-from .retention import RetainedSource, bounded_text, item_json_bytes, retain_items
+from .retention import RetainedSource, bounded_text, item_json_bytes, reachable, retain_items
 
 
 class ConversationKeeper:
@@ -113,7 +113,9 @@ class ConversationKeeper:
 
     def close(self, nodes: Sequence[int]) -> None:
         self.nodes = [seq for seq in nodes if seq in self.items]
-        self.needed = frozenset(self._reachable(self.nodes))
+        items = [self.items[seq] for seq in self.nodes]
+        sizes = [self._sizes[seq] for seq in self.nodes]
+        self.needed = frozenset(self.nodes[index] for index in reachable(items, sizes, self.max_bytes))
         self.missing = frozenset(seq for seq in self.needed if _is_evicted(self.items[seq]))
 
     def again(self, reads: int) -> ConversationKeeper | None:
@@ -133,23 +135,6 @@ class ConversationKeeper:
         """The projected items in surface order (after :meth:`close`)."""
         assert self.nodes is not None
         return [self.items[seq] for seq in self.nodes]
-
-    def _reachable(self, nodes: Sequence[int]) -> list[int]:
-        """Seqs whose text retention could use: checkpoints, the newest, and the newest others
-        that fit in the budget together."""
-        if not nodes:
-            return []
-        newest = nodes[-1]
-        needed = [seq for seq in nodes if self.items[seq].checkpoint or seq == newest]
-        total = 0
-        for seq in reversed(nodes[:-1]):
-            if self.items[seq].checkpoint:
-                continue
-            total += self._sizes[seq]
-            if total > self.max_bytes:
-                break
-            needed.append(seq)
-        return needed
 
 
 def _evicted(

@@ -187,6 +187,29 @@ def bounded_text(role: str, text: str, max_bytes: int) -> str | LongText:
     return LongText(encoded[:head], encoded[len(encoded) - tail :], len(encoded), item_json_bytes(role, text))
 
 
+def drop_order(items: Sequence[ConversationItem]) -> list[int]:
+    """Indices of the messages retention may drop, in the order it drops them while the rest does
+    not fit: oldest first, never a compaction checkpoint, never the newest message."""
+    newest = len(items) - 1
+    return [index for index, item in enumerate(items) if not item.checkpoint and index != newest]
+
+
+def reachable(items: Sequence[ConversationItem], sizes: Sequence[int], max_bytes: int) -> list[int]:
+    """Indices of the messages whose text retention could keep within ``max_bytes`` (``sizes``:
+    each item's serialized bytes): all it never drops, and of those it may drop the newest that fit
+    the budget together, since it drops oldest first. A reader that keeps only these texts gives
+    retention exactly what the whole conversation would (:mod:`.conversation`)."""
+    order = drop_order(items)
+    kept = set(range(len(items))).difference(order)
+    total = 0
+    for index in reversed(order):
+        total += sizes[index]
+        if total > max_bytes:
+            break
+        kept.add(index)
+    return sorted(kept)
+
+
 def retain_items(
     original: Sequence[ConversationItem],
     *,
@@ -215,24 +238,22 @@ def retain_items(
     fixed = js_byte_length(stringify_tag_safe_json(empty))  # includes the "[]"
     sizes = [_item_bytes(item) for item in retained]
     items_total = sum(sizes)
+    count = len(sizes)
 
     def size() -> int:
-        return fixed + items_total + max(0, len(sizes) - 1)
+        return fixed + items_total + max(0, count - 1)
 
-    omitted_messages = 0
-    dropped_omitted_bytes = 0
-    while size() > max_bytes:
-        newest = len(retained) - 1
-        drop = next(
-            (i for i, item in enumerate(retained) if not item.checkpoint and i != newest),
-            -1,
-        )
-        if drop < 0:
+    dropped: set[int] = set()
+    for index in drop_order(retained):
+        if size() <= max_bytes:
             break
-        removed = retained.pop(drop)
-        items_total -= sizes.pop(drop)
-        omitted_messages += 1
-        dropped_omitted_bytes += _text_bytes(removed.original_text)
+        dropped.add(index)
+        items_total -= sizes[index]
+        count -= 1
+    omitted_messages = len(dropped)
+    dropped_omitted_bytes = sum(_text_bytes(retained[index].original_text) for index in dropped)
+    retained = [item for index, item in enumerate(retained) if index not in dropped]
+    sizes = [size for index, size in enumerate(sizes) if index not in dropped]
 
     while size() > max_bytes:
         longest_index = -1

@@ -8,7 +8,14 @@ import pytest
 
 from dsh_session_reference.jsjson import js_byte_length, stringify_tag_safe_json
 from dsh_session_reference.model import SessionRecord, SurfaceSnapshot
-from dsh_session_reference.retention import retain_head_tail, retain_referenced_session, truncate_with_notice
+from dsh_session_reference.projection import ConversationItem
+from dsh_session_reference.retention import (
+    drop_order,
+    reachable,
+    retain_head_tail,
+    retain_referenced_session,
+    truncate_with_notice,
+)
 
 
 @pytest.mark.parametrize(
@@ -176,3 +183,20 @@ def test_truncation_replaces_lone_surrogates_only_when_cut() -> None:
     assert whole is not None and whole.data["conversation"][0]["text"] == "a\ud800b"
     cut = truncate_with_notice("\ud800" + "x" * 200 + "\ud800", 60)
     assert cut.text.startswith("\ufffd") and cut.text.count("\ufffd") == 2
+
+
+def test_drop_order_and_reach_follow_one_rule() -> None:
+    """Retention drops the oldest messages first and never a checkpoint or the newest, so of the
+    droppable ones it can keep only the newest that fit together: what a bounded reader keeps."""
+    items = [
+        ConversationItem("user", "c", True, "c"),
+        ConversationItem("user", "one", False, "one"),
+        ConversationItem("assistant", "two", False, "two"),
+        ConversationItem("user", "three", False, "three"),
+        ConversationItem("assistant", "newest", False, "newest"),
+    ]
+    assert drop_order(items) == [1, 2, 3]
+    assert reachable(items, [10, 10, 10, 10, 10], 25) == [0, 2, 3, 4]
+    assert reachable(items, [10, 10, 10, 30, 10], 25) == [0, 4]  # the newest droppable alone is too big
+    assert reachable(items, [10] * 5, 1000) == [0, 1, 2, 3, 4]
+    assert drop_order([ConversationItem("user", "only", False, "only")]) == [] and reachable([], [], 10) == []
