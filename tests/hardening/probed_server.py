@@ -4,7 +4,7 @@ Leaked tasks and growing state are invisible over LSP, so the fault tests run
 the very server ``dsh-session-reference lsp`` runs (same ``create_server``,
 same stdio loop) with a test-only ``dshHardening.stats`` command registered
 beside the product's commands. It reports the server's live asyncio tasks, the
-work it tracks per document and request, its threads and its resident memory.
+work it tracks per document and request, its threads and its resident memory (after a ``malloc_trim``).
 ``dshHardening.block`` occupies a worker thread with work that heeds no stop
 signal (as a read blocked on a stalled disk would), for the exit tests.
 ``dshHardening.gateListings`` holds every ``listCandidates`` at its start while
@@ -14,6 +14,8 @@ closed (as a cold listing of a big root does), for the first-completion tests.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ctypes
 import gc
 import logging
 import os
@@ -27,12 +29,20 @@ from dsh_session_reference.lsp.server import DshLanguageServer
 from dsh_session_reference.lsp.transport import serve_stdio
 from dsh_session_reference.resolver import SessionReferenceResolver
 
+COMMAND = [sys.executable, "-m", "hardening.probed_server"]
+"""How a test starts this server (with ``tests`` on the path, as pytest runs them)."""
 STATS = "dshHardening.stats"
 BLOCK = "dshHardening.block"
 GATE = "dshHardening.gateListings"
 
 
 def _rss_kb() -> int:
+    """Resident memory once the allocator has handed back what it holds free: glibc keeps freed
+    blocks of big strings (it raises its mmap threshold after the first is freed), so a bare
+    ``VmRSS`` swings by tens of MB with what was freed, not with what is kept."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
     with open("/proc/self/status", encoding="ascii") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 import time
 from collections.abc import Awaitable
 from pathlib import Path
@@ -28,7 +27,7 @@ from dsh_session_reference.uri import encode_session_reference_uri
 
 from .audit import audited_env, audited_server_command, run_audited, vm_kb
 from .lsp_harness import lsp_session, server_pid
-from .probed_server import BLOCK
+from .probed_server import BLOCK, COMMAND, STATS
 
 T = TypeVar("T")
 CONVERTER = default_converter()
@@ -265,9 +264,8 @@ async def test_exit_does_not_wait_for_work_that_cannot_stop(root: Path, workspac
     """A worker thread blocked where no stop signal reaches it (a read of a stalled disk) used to
     hold the process after ``exit`` for as long as it was blocked: Python waits for the default
     executor's threads. The server now exits a second after ``exit`` regardless, status intact."""
-    command = [sys.executable, "-m", "hardening.probed_server"]
     env = audited_env(workspace / "x.log")
-    async with lsp_session(command, env, workspace, root) as s:
+    async with lsp_session(COMMAND, env, workspace, root) as s:
         blocked = asyncio.ensure_future(s.command(BLOCK, 60))
         await asyncio.sleep(0.3)
         assert await exits_soon_after_exit(s) == 0
@@ -279,7 +277,10 @@ async def test_previews_of_closed_documents_are_let_go(root: Path, workspace: Pa
     closed 5 MB documents took the server from 198 to 298 MB. Untitled documents, so that a
     preview's text can come from nothing but what the server kept."""
     text = f"@[Real]({encode_session_reference_uri('real')}) " + "a prompt line of ordinary words " * 160_000
-    async with lsp_session(audited_server_command(), audited_env(workspace / "p.log"), workspace, root) as s:
+    async with lsp_session(COMMAND, audited_env(workspace / "p.log"), workspace, root) as s:
+
+        async def resident_kb() -> int:
+            return int((await s.command(STATS))["rssKb"])  # after the allocator trimmed what is free
 
         async def preview_and_close() -> str:
             uri = open_untitled(s, text)
@@ -288,11 +289,11 @@ async def test_previews_of_closed_documents_are_let_go(root: Path, workspace: Pa
             close(s, uri)
             return str(preview["uri"])
 
-        for _ in range(5):  # the allocator's own high-water mark first (it swings by about 40 MB)
+        for _ in range(5):  # what the first previews leave for good (caches, the allocator's arenas)
             await preview_and_close()
-        baseline = vm_kb(server_pid(s))
+        baseline = await resident_kb()
         previews = [await preview_and_close() for _ in range(30)]
-        assert vm_kb(server_pid(s)) - baseline < 75 * 1024  # before: 150 MB more
+        assert await resident_kb() - baseline < 75 * 1024  # before: 150 MB more; now 0 to 36 MB
         for uri in previews:
             with pytest.raises(JsonRpcInvalidParams):  # nothing is kept for a closed document
                 await s.client.workspace_text_document_content_async(types.TextDocumentContentParams(uri=uri))

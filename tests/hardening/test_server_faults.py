@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import sys
 import time
 from concurrent.futures import Future
 from pathlib import Path
@@ -35,9 +34,8 @@ from dsh_session_reference.uri import (
 from .audit import audited_env
 from .conftest import LONG, scaled
 from .lsp_harness import lsp_session
-from .probed_server import STATS
+from .probed_server import COMMAND, STATS
 
-COMMAND = [sys.executable, "-m", "hardening.probed_server"]
 SETTLED_TASKS = 5
 """Tasks a quiet server may have beyond its baseline (pygls' reader and writer, a late publish)."""
 
