@@ -224,10 +224,35 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.timeout(0))
 
 
+_COUNTS = ("cases", "round_trips", "seconds")
+_WORKERS: list[dict[str, float]] = []
+"""What each pytest-xdist worker's oracles compared (the summary is written by the controller)."""
+
+
+def _counted() -> dict[str, float]:
+    return {name: sum(getattr(client, name) for client in _ORACLES) for name in _COUNTS}
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None and _ORACLES:
+        workeroutput["oracle"] = _counted()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    counted = getattr(node, "workeroutput", {}).get("oracle")
+    if counted is not None:
+        _WORKERS.append(counted)
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    for client in _ORACLES:
-        terminalreporter.write_line(
-            f"conformance ({PROFILE} profile): {client.cases} cases compared with upstream "
-            f"{UPSTREAM_VERSION} in {client.round_trips} oracle round trips "
-            f"({client.seconds:.1f} s inside the oracle, {time.perf_counter() - _STARTED:.1f} s total)"
-        )
+    runs = _WORKERS + ([_counted()] if _ORACLES else [])
+    if not runs:
+        return
+    total = {name: sum(run[name] for run in runs) for name in _COUNTS}
+    terminalreporter.write_line(
+        f"conformance ({PROFILE} profile): {int(total['cases'])} cases compared with upstream "
+        f"{UPSTREAM_VERSION} in {int(total['round_trips'])} oracle round trips "
+        f"({total['seconds']:.1f} s inside the oracle, {time.perf_counter() - _STARTED:.1f} s total)"
+    )
