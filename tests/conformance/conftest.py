@@ -25,6 +25,8 @@ from hypothesis import HealthCheck, settings
 
 from zstd_backends import zstd_backend  # noqa: F401 (each differential test runs once per Zstandard backend)
 
+from .summary import COUNTS, summary_line
+
 REPO = Path(__file__).resolve().parents[2]
 INSTALL_SCRIPT = REPO / "scripts" / "install-upstream"
 ORACLE_SCRIPT = Path(__file__).resolve().parent / "oracle" / "oracle.mjs"
@@ -224,35 +226,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 item.add_marker(pytest.mark.timeout(0))
 
 
-_COUNTS = ("cases", "round_trips", "seconds")
-_WORKERS: list[dict[str, float]] = []
-"""What each pytest-xdist worker's oracles compared (the summary is written by the controller)."""
-
-
-def _counted() -> dict[str, float]:
-    return {name: sum(getattr(client, name) for client in _ORACLES) for name in _COUNTS}
+def _counted() -> dict[str, object]:
+    counts: dict[str, object] = {name: sum(getattr(client, name) for client in _ORACLES) for name in COUNTS}
+    return {**counts, "profile": PROFILE, "upstream": UPSTREAM_VERSION}
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A pytest-xdist worker sends what its oracles compared to the controller (see ``summary``)."""
     workeroutput = getattr(session.config, "workeroutput", None)
     if workeroutput is not None and _ORACLES:
         workeroutput["oracle"] = _counted()
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_testnodedown(node: Any, error: object) -> None:
-    counted = getattr(node, "workeroutput", {}).get("oracle")
-    if counted is not None:
-        _WORKERS.append(counted)
-
-
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    runs = _WORKERS + ([_counted()] if _ORACLES else [])
-    if not runs:
-        return
-    total = {name: sum(run[name] for run in runs) for name in _COUNTS}
-    terminalreporter.write_line(
-        f"conformance ({PROFILE} profile): {int(total['cases'])} cases compared with upstream "
-        f"{UPSTREAM_VERSION} in {int(total['round_trips'])} oracle round trips "
-        f"({total['seconds']:.1f} s inside the oracle, {time.perf_counter() - _STARTED:.1f} s total)"
-    )
+    if _ORACLES:
+        terminalreporter.write_line(summary_line([_counted()], time.perf_counter() - _STARTED))
