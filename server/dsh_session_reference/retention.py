@@ -253,7 +253,7 @@ def retain_items(
     omitted_messages = len(dropped)
     dropped_omitted_bytes = sum(_text_bytes(retained[index].original_text) for index in dropped)
     retained = [item for index, item in enumerate(retained) if index not in dropped]
-    sizes = [size for index, size in enumerate(sizes) if index not in dropped]
+    sizes = [item_size for index, item_size in enumerate(sizes) if index not in dropped]
 
     while size() > max_bytes:
         longest_index = -1

@@ -8,14 +8,15 @@ its counts at the end of its session (``workeroutput``) and ``tests/conftest.py`
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 COUNTS = ("cases", "round_trips", "seconds")
 
 
-def summary_line(runs: Iterable[Mapping[str, object]], elapsed: float) -> str:
+def summary_line(runs: Iterable[Mapping[str, Any]], elapsed: float) -> str:
     """One line for the counts of every run (all of one profile and upstream version)."""
     runs = list(runs)
-    total = {name: sum(float(run[name]) for run in runs) for name in COUNTS}  # type: ignore[arg-type]
+    total = {name: sum(float(run[name]) for run in runs) for name in COUNTS}
     return (
         f"conformance ({runs[0]['profile']} profile): {int(total['cases'])} cases compared with upstream "
         f"{runs[0]['upstream']} in {int(total['round_trips'])} oracle round trips "

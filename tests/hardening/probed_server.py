@@ -22,6 +22,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from dsh_session_reference.lsp.features import create_server
@@ -36,13 +37,21 @@ BLOCK = "dshHardening.block"
 GATE = "dshHardening.gateListings"
 
 
+def _libc_trim() -> Callable[[int], int] | None:
+    with contextlib.suppress(OSError, AttributeError):
+        return ctypes.CDLL("libc.so.6").malloc_trim  # type: ignore[no-any-return]
+    return None
+
+
+_MALLOC_TRIM = _libc_trim() if sys.platform == "linux" else None
+
+
 def _rss_kb() -> int:
     """Resident memory once the allocator has handed back what it holds free: glibc keeps freed
     blocks of big strings (it raises its mmap threshold after the first is freed), so a bare
     ``VmRSS`` swings by tens of MB with what was freed, not with what is kept."""
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
+    if _MALLOC_TRIM is not None:
+        _MALLOC_TRIM(0)
     with open("/proc/self/status", encoding="ascii") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
 

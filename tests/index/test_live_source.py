@@ -407,10 +407,9 @@ async def test_body_search_over_a_store_without_a_body_index_adds_nothing(tmp_pa
     source = JsonlSessionStore(root)
     agent = AgentRef(None, "/w")
     plain = await SessionReferenceResolver(source).list_candidates(agent, "alemb")
-    assert (
-        plain
-        and await SessionReferenceResolver(source, body_search=True).list_candidates(agent, "alemb") == plain
-    )
+    assert [c.session_id for c in plain] == ["alembic"]
+    searching = SessionReferenceResolver(source, body_search=True)
+    assert await searching.list_candidates(agent, "alemb") == plain
 
 
 def test_body_search_is_a_boolean_setting_off_by_default() -> None:

@@ -32,7 +32,7 @@ from ..assembly import make_resolver, open_source, root_origin, root_problem, se
 from ..cancellation import AbortSignal, Cancelled
 from ..lines import Encoding
 from ..model import LiveSource
-from ..resolver import AgentRef, find_session
+from ..resolver import AgentRef, SessionReferenceResolver, find_session
 from .diagnostics import to_diagnostics
 from .documents import Document, DocumentStore
 from .idle_gc import IdleCollector
@@ -62,14 +62,14 @@ class Engine:
 
     root: str
     source: LiveSource
+    resolver: SessionReferenceResolver
 
     def __init__(self, root: str, settings: Settings, previous: Engine | None = None) -> None:
         same_root = previous is not None and previous.root == root
         self.root = root
         self.source = previous.source if previous is not None and same_root else open_source(root, live=True)
         self.targets: dict[str, AgentRef] = previous.targets if previous is not None and same_root else {}
-        self.body_search = settings.body_search
-        if settings.body_search and (previous is None or not previous.body_search):
+        if settings.body_search and (previous is None or not previous.resolver.body_search):
             self.source.resume_bodies()  # turned on (again): indexing a user cancelled resumes
         self.resolver = make_resolver(self.source, settings.limits, body_search=settings.body_search)
 
