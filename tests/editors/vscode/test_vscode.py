@@ -458,6 +458,11 @@ class Profile:
     def extension_log(self) -> str:
         return _extension_log(self.user_data)
 
+    def lsp_trace(self) -> str:
+        """The LSP traffic (``trace.server``, where a test turns it on): on a failure it tells a
+        request VS Code never sent from one the server never answered."""
+        return _output_channel(self.user_data, "DSH Session Reference (LSP trace)")
+
     def machine_settings(self, settings: dict[str, str]) -> None:
         """Writes the machine-scoped settings (``sessionsRoot``, ``interpreter``) where VS Code reads
         them in a remote window such as code-server's: the remote (machine) settings. It ignores them
@@ -520,10 +525,13 @@ def _driver_spec(tools: Tools, prompt: Path, artifacts: Path, result: Path, **ex
     }
 
 
-def _explain(result: dict[str, Any], output: str, log: str, artifacts: Path) -> str:
+def _explain(result: dict[str, Any], output: str, profile: Profile, artifacts: Path) -> str:
+    trace = "\n".join(profile.lsp_trace().splitlines()[-40:])
     return (
         f"driver error: {result.get('error')}\nlast step: {result.get('last_step')}\n"
-        f"--- driver output ---\n{output[-3000:]}\n--- extension output channel ---\n{log[-6000:]}\n"
+        f"--- driver output ---\n{output[-3000:]}\n"
+        f"--- extension output channel ---\n{profile.extension_log()[-6000:]}\n"
+        f"--- LSP trace (last 40 lines) ---\n{trace}\n"
         f"--- browser console errors ---\n{result.get('console_errors', [])[-10:]}\n"
         f"screenshots: {artifacts}"
     )
@@ -639,7 +647,7 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     log = profile.extension_log()
 
     def explain() -> str:
-        return _explain(result, output, log, artifacts)
+        return _explain(result, output, profile, artifacts)
 
     assert result["error"] is None, explain()
     steps = result["steps"]
@@ -736,7 +744,7 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert steps["restart"]["fresh"][0] == "Referenced-session context preview", steps["restart"]["fresh"]
 
     # 9. trace.server shows the LSP traffic, in its own channel.
-    trace = _output_channel(profile.user_data, "DSH Session Reference (LSP trace)")
+    trace = profile.lsp_trace()
     assert "Sending request 'textDocument/completion" in trace, trace[-2000:]
     assert "Received response 'workspace/executeCommand" in trace, trace[-2000:]
 
@@ -993,8 +1001,7 @@ def test_vscode_too_old_python_gives_one_clear_notification(
         spec["url"] = url
         result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
         running = _server_pids(session)
-    log = profile.extension_log()
-    assert result["error"] is None, _explain(result, output, log, artifacts)
+    assert result["error"] is None, _explain(result, output, profile, artifacts)
     notice = result["steps"]["notification"]
     assert notice["count"] == 1, notice
     assert notice["message"].startswith(
@@ -1087,8 +1094,7 @@ def test_vscode_first_at_over_a_big_cold_store_shows_a_popup_at_once(
     ) as (url, _session):
         spec["url"] = url
         result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
-    log = profile.extension_log()
-    assert result["error"] is None, _explain(result, output, log, artifacts)
+    assert result["error"] is None, _explain(result, output, profile, artifacts)
     step = result["steps"]["first-at"]
     timeline = json.dumps(step["timeline"], ensure_ascii=False)
     assert step["first"] is not None, f"no popup at all in {FIRST_AT_WAIT_MS} ms: {timeline}"
