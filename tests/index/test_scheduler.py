@@ -53,11 +53,11 @@ def test_a_refresh_keeps_its_first_deadline_until_taken() -> None:
         return None
 
     try:
-        rules.ask(lambda: round_of, refresh=True)
+        rules.ask(round_of, refresh=True)
         first = rules.refresh_deadline()
         assert first == 105.0
         clock.now += 1.0
-        rules.ask(lambda: round_of, refresh=True)  # asked again while waiting: same deadline
+        rules.ask(round_of, refresh=True)  # asked again while waiting: same deadline
         assert rules.refresh_deadline() == first
         rules.refresh_taken()
         assert rules.refresh_deadline() is None

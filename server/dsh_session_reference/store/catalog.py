@@ -47,10 +47,10 @@ from .index.rows import Fingerprint, header_text
 from .index.store import IndexedSessionStore
 from .listed import Listed, same_record
 from .root_state import root_state
-from .scheduler import IDLE_ROUND, Scheduler, weak_round
+from .scheduler import IDLE_ROUND, Scheduler, weakly
 from .surfaces import Read, SurfaceCache
 from .titles import TitleBoard
-from .watch import RootWatcher, weakly
+from .watch import RootWatcher
 
 LOG = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class SessionCatalog:
         self._closed = False
         self._watcher: RootWatcher | None = None
         self.listeners = Listeners()
-        self._round = weak_round(self._work)
+        self._round = weakly(self._work)
         """This catalog's background round, referenced weakly (made once: ``_ask`` runs per keystroke)."""
         # A dropped catalog (the server switched roots) stops its thread and worker when collected;
         # at exit, _close_all closes every live one whole, index included, so the finalizer must not
@@ -123,18 +123,14 @@ class SessionCatalog:
 
     def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
         with self.scheduler.serving():
-            return list(self._listing(stop))
+            return list(self._listing(stop).records)
 
     def find_records(
         self, session_ids: Iterable[str], stop: AbortSignal | None = None
     ) -> dict[str, SessionRecord]:
         """The listed record of each id that has one, from one listing (kept in memory)."""
         with self.scheduler.serving():
-            records = self._listing(stop)
-            snapshot = self.snapshot
-            by_id = snapshot.by_id if snapshot is not None and snapshot.records is records else None
-            if by_id is None:
-                by_id = {record.id: record for record in records}
+            by_id = self._listing(stop).by_id
             return {session_id: by_id[session_id] for session_id in session_ids if session_id in by_id}
 
     def titles_version(self) -> int:
@@ -154,15 +150,15 @@ class SessionCatalog:
         with self.scheduler.serving():
             version, changed = self.titles.changed_since(version)
             snapshot = self.snapshot
-            walked = snapshot.walked if snapshot is not None else {}
-            by_location = snapshot.by_location if snapshot is not None else {}
+            if snapshot is None:
+                return version, {}
             found: dict[str, TitleObservation] = {}
             unsure: list[SessionRecord] = []
             for location, (fp, observation, *_) in changed:
-                record = by_location.get(location)
+                record = snapshot.by_location.get(location)
                 if record is None:
                     continue  # not in this listing
-                if walked.get(location) != fp:
+                if snapshot.walked.get(location) != fp:
                     unsure.append(record)  # observed at another fingerprint: read_titles decides
                 else:
                     found[location] = observation
@@ -179,16 +175,16 @@ class SessionCatalog:
         """The editor is active (a message arrived): background work waits for it to pause."""
         self.scheduler.touch()
 
-    def _listing(self, stop: AbortSignal | None) -> list[SessionRecord]:
-        """The current listing's records (shared: callers must not mutate it)."""
+    def _listing(self, stop: AbortSignal | None) -> Listed:
+        """The current listing (shared: callers must not mutate its records)."""
         snapshot = self.snapshot
         if snapshot is None:
             snapshot = self._stored()
         if snapshot is None or not self._served(snapshot):
-            return self._refresh(stop).records
+            return self._refresh(stop)
         if time.monotonic() - snapshot.taken >= REFRESH_AFTER:
             self._ask(refresh=True)
-        return snapshot.records
+        return snapshot
 
     def _stored(self) -> Listed | None:
         """The listing the index remembers (:meth:`~.index.store.IndexedSessionStore.stored_listing`),
@@ -245,23 +241,62 @@ class SessionCatalog:
         stop: AbortSignal | None,
         target_cwd: str | None = None,
     ) -> list[TitleObservation]:
+        """Each record's title: as observed on the board, else from the index, by reading, or by a
+        hint (hinted in rank order for ``target_cwd``, as far as the time allows)."""
         snapshot = self.snapshot
         walked = snapshot.walked if snapshot is not None else {}
         by_location = snapshot.by_location if snapshot is not None else {}
-        found: list[TitleObservation | None] = []
-        misses: list[int] = []
-        titles = self.titles
+        found: list[TitleObservation | None] = [None] * len(records)
+        claims: dict[str, tuple[SessionRecord, Fingerprint, TitleObservation]] = {}
+        hintable: list[tuple[int, SessionRecord, Fingerprint]] = []
+        exact: list[int] = []
+        to_read = on_board = 0
         for index, record in enumerate(records):
             location = record.location
-            if location is not None and by_location.get(location) is record:
-                seen = titles.current(location, walked[location])
-                if seen is not None:
-                    found.append(seen)
-                    continue
-            found.append(None)
-            misses.append(index)
-        if misses:
-            self._fill(records, misses, found, snapshot, stop, target_cwd)
+            fp = walked.get(location) if location is not None else None
+            if location is None or fp is None:
+                exact.append(index)
+                continue
+            listed = by_location.get(location) is record
+            if listed and (seen := self.titles.current(location, fp)) is not None:
+                found[index] = seen
+                on_board += 1
+                continue
+            observation = self.index.cached_title(record, fp, None if listed else header_text(record.header))
+            if observation is not None:
+                found[index] = observation
+                row = self.index.row(location)
+                if self.background and not (row is not None and row.title_here):
+                    # From the file, which anyone who can write the cache folder can forge:
+                    # shown until the log is scanned (the CLI, with nothing behind it, trusts it).
+                    claims[location] = (record, fp, observation)
+                elif listed:
+                    self.titles.observe(location, fp, observation)
+                continue
+            if listed:
+                hintable.append((index, record, fp))
+            else:
+                exact.append(index)
+            to_read += fp.size
+        if claims:
+            self.titles.claim(claims)
+            self._ask()
+        hinting = self.background and to_read > SYNC_VERIFY_BYTES
+        if hinting:  # too much to read now: hints for the listed logs, exact reads for the rest
+            for index, hint in self.titles.hint_ranked(
+                hintable, os.path.realpath(self.root), target_cwd, stop
+            ):
+                found[index] = hint
+        else:
+            exact = sorted([*exact, *(index for index, _, _ in hintable)])
+        if exact:
+            for index, observation in zip(
+                exact, self.index.read_titles([records[i] for i in exact], stop), strict=True
+            ):
+                found[index] = observation
+        if hinting:
+            self._ask()
+        if on_board < len(records):
             self._write_behind()
         return [observation for observation in found if observation is not None]
 
@@ -456,74 +491,6 @@ class SessionCatalog:
                 self.titles.keep_only(snapshot.by_location)
         self._write_behind()
         return snapshot
-
-    # --- titles ----------------------------------------------------------------------------------
-
-    def _fill(
-        self,
-        records: Sequence[SessionRecord],
-        misses: list[int],
-        found: list[TitleObservation | None],
-        snapshot: Listed | None,
-        stop: AbortSignal | None,
-        target_cwd: str | None,
-    ) -> None:
-        """Answer the records the in-memory map did not: from the index, by reading, or by a hint
-        (hinted in rank order for ``target_cwd``, as far as the time allows)."""
-        walked = snapshot.walked if snapshot is not None else {}
-        by_location = snapshot.by_location if snapshot is not None else {}
-        unknown: list[int] = []
-        claims: dict[str, tuple[SessionRecord, Fingerprint, TitleObservation]] = {}
-        to_read = 0
-        for index in misses:
-            record = records[index]
-            location = record.location
-            fp = walked.get(location) if location is not None else None
-            if location is None or fp is None:
-                unknown.append(index)
-                continue
-            listed = by_location.get(location) is record
-            observation = self.index.cached_title(record, fp, None if listed else header_text(record.header))
-            if observation is not None:
-                found[index] = observation
-                row = self.index.row(location)
-                if self.background and not (row is not None and row.title_here):
-                    # From the file, which anyone who can write the cache folder can forge:
-                    # shown until the log is scanned (the CLI, with nothing behind it, trusts it).
-                    claims[location] = (record, fp, observation)
-                elif listed:
-                    self.titles.observe(location, fp, observation)
-                continue
-            unknown.append(index)
-            to_read += fp.size
-        if claims:
-            self.titles.claim(claims)
-            self._ask()
-        if not unknown:
-            return
-        if not self.background or to_read <= SYNC_VERIFY_BYTES:
-            observations = self.index.read_titles([records[index] for index in unknown], stop)
-            for index, observation in zip(unknown, observations, strict=True):
-                found[index] = observation
-            return
-        # Too much to read now: hints for the listed logs, exact reads for the rest.
-        hintable: list[tuple[int, SessionRecord, Fingerprint]] = []
-        exact: list[int] = []
-        for index in unknown:
-            record = records[index]
-            fp = walked.get(record.location) if record.location is not None else None
-            if fp is not None and by_location.get(str(record.location)) is record:
-                hintable.append((index, record, fp))
-            else:
-                exact.append(index)
-        for index, hint in self.titles.hint_ranked(hintable, os.path.realpath(self.root), target_cwd, stop):
-            found[index] = hint
-        if exact:
-            for index, observation in zip(
-                exact, self.index.read_titles([records[i] for i in exact], stop), strict=True
-            ):
-                found[index] = observation
-        self._ask()
 
     # --- the background worker -------------------------------------------------------------------
 

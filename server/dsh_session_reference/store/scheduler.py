@@ -14,7 +14,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Final
+from typing import Final, ParamSpec, TypeVar
 
 from .workers import WorkerProcess
 
@@ -27,8 +27,11 @@ so an editor that never goes quiet still sees new sessions."""
 IDLE_ROUND: Final = 5.0
 """Seconds between background rounds nobody asked for (they only pick up stray work)."""
 
+P = ParamSpec("P")
+R = TypeVar("R")
 Round = Callable[[], "float | None"]
-"""One round of background work: the seconds until the next is due unasked, ``None`` to stop."""
+"""One round of background work: the seconds until the next is due unasked, ``None`` to stop
+(a round made by :func:`weakly` stops once its owner is gone)."""
 
 
 class Scheduler:
@@ -106,9 +109,9 @@ class Scheduler:
 
     # --- the background thread --------------------------------------------------------------------
 
-    def ask(self, work: Callable[[], Round | None], *, refresh: bool = False, urgent: bool = False) -> None:
-        """Wake the background thread (starting it on first use) to run a round of ``work()``,
-        a weak reference to the owner's round (a dropped owner ends the thread). ``refresh``:
+    def ask(self, work: Round, *, refresh: bool = False, urgent: bool = False) -> None:
+        """Wake the background thread (starting it on first use) to run a round, ``work()``
+        (the owner's round made by :func:`weakly`: a dropped owner ends the thread). ``refresh``:
         the owner wants its listing walked again once the editor pauses; ``urgent``: as soon as
         no request is being answered (the root was seen to change), without waiting for a pause."""
         with self._lock:
@@ -169,22 +172,25 @@ class Scheduler:
         return True
 
 
-def _background(work: Callable[[], Round | None], wake: threading.Event) -> None:
+def _background(work: Round, wake: threading.Event) -> None:
     """The background thread: holds its owner only while working, so a dropped owner ends it."""
     timeout = IDLE_ROUND
     while True:
         wake.wait(timeout=timeout)
         wake.clear()
-        round_of = work()
-        if round_of is None:
-            return
-        due = round_of()
+        due = work()
         if due is None:
             return
         timeout = due
-        del round_of
 
 
-def weak_round(method: Round) -> Callable[[], Round | None]:
-    """A reference to a bound round that does not keep its owner alive."""
-    return weakref.WeakMethod(method)
+def weakly(method: Callable[P, R]) -> Callable[P, R | None]:
+    """``method``, called only while its object lives (a thread holding this keeps it no longer);
+    ``None`` once the object is gone."""
+    reference = weakref.WeakMethod(method)
+
+    def call(*args: P.args, **kwargs: P.kwargs) -> R | None:
+        bound = reference()
+        return None if bound is None else bound(*args, **kwargs)
+
+    return call

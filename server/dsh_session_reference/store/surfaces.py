@@ -35,41 +35,30 @@ class SurfaceCache:
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[object, ...], _Entry] = OrderedDict()
 
-    def lookup(self, key: tuple[object, ...], location: str | None) -> tuple[Fingerprint | None, Kept | None]:
-        """``(the log's fingerprint now, the kept value or None)`` for a read keyed ``key`` of the
-        log at ``location`` (where the latest listing has it)."""
+    def read(
+        self, key: tuple[object, ...], location: str | None, kind: type[Read], read: Callable[[], Read]
+    ) -> Read:
+        """``read()`` of the log at ``location`` (where the latest listing has it), or what it
+        returned before while the log is unchanged; kept for the next ask unless the log changed
+        while it was read."""
         before = fingerprint_at(location) if location is not None else None
         with self._lock:
             entry = self._kept.get(key)
             if entry is not None and before is not None and entry.path == location and entry.fp == before:
                 self._kept.move_to_end(key)
-                return before, entry.value
-        return before, None
-
-    def read(
-        self, key: tuple[object, ...], location: str | None, kind: type[Read], read: Callable[[], Read]
-    ) -> Read:
-        """``read()`` of the log at ``location``, or what it returned before while the log is
-        unchanged; kept for the next ask."""
-        before, kept = self.lookup(key, location)
-        if isinstance(kept, kind):
-            return kept
+                if isinstance(entry.value, kind):
+                    return entry.value
         value = read()
-        self.keep(key, before, value.session.location, value)
-        return value
-
-    def keep(
-        self, key: tuple[object, ...], before: Fingerprint | None, path: str | None, value: Kept
-    ) -> None:
-        """Keep ``value``, read from ``path`` at ``before``, unless the log changed meanwhile."""
+        path = value.session.location
         if path is None or before is None:
-            return
+            return value
         if isinstance(value, SurfaceSnapshot) and before.size > MAX_SURFACE_LOG_BYTES:
-            return  # a whole surface of a big log is not kept; a bounded conversation is
+            return value  # a whole surface of a big log is not kept; a bounded conversation is
         if fingerprint_at(path) != before:
-            return  # written to while it was read
+            return value  # written to while it was read
         with self._lock:
             self._kept[key] = _Entry(path, before, value)
             self._kept.move_to_end(key)
             while len(self._kept) > MAX_SURFACES:
                 self._kept.popitem(last=False)
+        return value

@@ -33,7 +33,6 @@ import logging
 import os
 import stat
 import threading
-import weakref
 from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Final
@@ -271,15 +270,3 @@ class RootWatcher:
         if real != self.root and (path == real or path.startswith(real + os.sep)):
             return self.root + path[len(real) :]
         return path
-
-
-def weakly(method: Callable[[frozenset[str]], None]) -> Callable[[frozenset[str]], None]:
-    """``method``, called only while its object lives (a thread holding this keeps it no longer)."""
-    reference = weakref.WeakMethod(method)
-
-    def call(paths: frozenset[str]) -> None:
-        bound = reference()
-        if bound is not None:
-            bound(paths)
-
-    return call
