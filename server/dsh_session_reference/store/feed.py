@@ -76,50 +76,47 @@ class WorkerFeed:
         """Send scans of claimed titles (then queued title verifications, then body texts, when
         wanted) to the worker process: from the background thread, and as a scan of claimed titles
         ends (the next one goes at once, not at the next round, which a walk may hold up)."""
-        with self._lock:
-            self._feed_one()
-
-    def _feed_one(self) -> None:
         titles = self.titles
-        if titles.busy():
-            return  # one batch at a time keeps a core free for requests
-        # Claimed titles first: until its log is scanned, a claim may be a forged title on show
-        # (a verification only confirms what a scan or a hint already shows).
-        if titles.to_prove:
-            worker = self.scheduler.worker()
-            if worker is None:
+        with self._lock:
+            if titles.busy():
+                return  # one batch at a time keeps a core free for requests
+            # Claimed titles first: until its log is scanned, a claim may be a forged title on show
+            # (a verification only confirms what a scan or a hint already shows).
+            if titles.to_prove:
+                worker = self.scheduler.worker()
+                if worker is None:
+                    return
+                claims = titles.to_scan_claims(SCAN_BATCH)
+                paths = [str(record.location) for record, _ in claims]
+                scan = worker.submit("scan_titles", self.root, paths)
+                scan.add_done_callback(lambda done: self._scanned(claims, done))
                 return
-            claims = titles.to_scan_claims(SCAN_BATCH)
-            paths = [str(record.location) for record, _ in claims]
-            scan = worker.submit("scan_titles", self.root, paths)
-            scan.add_done_callback(lambda done: self._scanned(claims, done))
-            return
-        queued = titles.waiting()
-        if queued:
-            batch = batches([record for record, _ in queued[:256]], VERIFY_BATCH_BYTES, 256)[0]
-            worker = self.scheduler.worker()
-            if worker is None:
+            queued = titles.waiting()
+            if queued:
+                batch = batches([record for record, _ in queued[:256]], VERIFY_BATCH_BYTES, 256)[0]
+                worker = self.scheduler.worker()
+                if worker is None:
+                    return
+                titles.take(batch)
+                future = worker.submit("verify_titles", self.root, [record_data(record) for record in batch])
+                future.add_done_callback(lambda done: self._verified(batch, done))
                 return
-            titles.take(batch)
-            future = worker.submit("verify_titles", self.root, [record_data(record) for record in batch])
-            future.add_done_callback(lambda done: self._verified(batch, done))
-            return
-        listing = self.listing
-        bodies = self.bodies
-        if bodies.wanted and not bodies.stopped and not bodies.busy and listing is not None:
-            if bodies.done_for is listing:
-                return  # every log of this listing is indexed already
-            stale = self.index.bodies_to_index(listing)
-            if not stale:
-                bodies.done_for = listing
-                return
-            worker = self.scheduler.worker()
-            if worker is None:
-                return
-            bodies.busy = True
-            bodies.left = len(stale)
-            body = worker.submit("message_texts", self.root, stale[:64])
-            body.add_done_callback(self._bodies_read)
+            listing = self.listing
+            bodies = self.bodies
+            if bodies.wanted and not bodies.stopped and not bodies.busy and listing is not None:
+                if bodies.done_for is listing:
+                    return  # every log of this listing is indexed already
+                stale = self.index.bodies_to_index(listing)
+                if not stale:
+                    bodies.done_for = listing
+                    return
+                worker = self.scheduler.worker()
+                if worker is None:
+                    return
+                bodies.busy = True
+                bodies.left = len(stale)
+                body = worker.submit("message_texts", self.root, stale[:64])
+                body.add_done_callback(self._bodies_read)
 
     def _verified(
         self,

@@ -27,7 +27,7 @@ from ..display import shortened
 from ..model import MAX_TITLE_CHARS, SessionRecord, TitleObservation
 from .index.rows import Fingerprint
 from .index.title_scan import scan_last_title
-from .layout import Compression
+from .listing import compression_of
 
 HINT_BUDGET: Final = 0.3
 """Seconds the first request may spend scanning logs for title hints; the rest are scanned behind it."""
@@ -152,23 +152,12 @@ class TitleBoard:
 
     # --- hints ------------------------------------------------------------------------------------
 
-    def hint_budget(self) -> float:
-        """Seconds this request may scan for hints: more for the first, little after."""
-        budget = LATER_HINT_BUDGET if self._hinted else HINT_BUDGET
-        self._hinted = True
-        return budget
-
-    def known_hint(self, location: str, fp: Fingerprint) -> bool:
-        entry = self._hints.get(location)
-        return entry is not None and entry[0] == fp
-
     def hint(self, location: str, fp: Fingerprint, root_real: str, stop: AbortSignal | None) -> str | None:
         """The title a byte scan finds in the log at ``location`` (kept per fingerprint)."""
         entry = self._hints.get(location)
         if entry is not None and entry[0] == fp:
             return entry[1]
-        compression: Compression = "zstd" if location.endswith(".zstd") else "none"
-        found = scan_last_title(location, root_real, compression, stop)
+        found = scan_last_title(location, root_real, compression_of(location), stop)
         if found is not None:  # kept as an observation keeps it
             found = shortened(found, MAX_TITLE_CHARS)
         self._hints[location] = (fp, found)
@@ -184,16 +173,19 @@ class TitleBoard:
         stop: AbortSignal | None,
     ) -> list[tuple[int, TitleObservation]]:
         """Hints for listed logs whose titles are too many to read now (each ``(position, record,
-        fingerprint)``), in ``listCandidates``' rank order for ``target_cwd`` as far as
-        :meth:`hint_budget` allows (the rest are labelled by their id and scanned behind), every
-        one queued for a worker process to verify for the next request."""
+        fingerprint)``), in ``listCandidates``' rank order for ``target_cwd`` as far as the time
+        allows (:data:`HINT_BUDGET` for the first request, :data:`LATER_HINT_BUDGET` after; the rest
+        are labelled by their id and scanned behind), every one queued for a worker process to
+        verify for the next request."""
         hints: list[tuple[int, TitleObservation]] = []
         later: dict[str, tuple[SessionRecord, Fingerprint]] = {}
         verify: dict[str, tuple[SessionRecord, Fingerprint]] = {}
-        deadline = time.monotonic() + self.hint_budget()
+        deadline = time.monotonic() + (LATER_HINT_BUDGET if self._hinted else HINT_BUDGET)
+        self._hinted = True
         for index, record, fp in sorted(listed, key=lambda item: candidate_rank(item[1].cwd, target_cwd)):
             location = str(record.location)
-            if self.known_hint(location, fp) or time.monotonic() < deadline:
+            known = self._hints.get(location)
+            if (known is not None and known[0] == fp) or time.monotonic() < deadline:
                 hint = TitleObservation(record.id, title=self.hint(location, fp, root_real, stop))
                 self.provisional(location, fp, hint)
             else:
