@@ -236,27 +236,25 @@ class RootWatcher:
                     # A directory came or went, or other sessions are of interest on a limited
                     # watch (the interest may have changed while the list was taken): watch the new list.
                     if relist or (limited and self._interest != interest):
-                        relist = True
                         break
+                else:
+                    return  # stopped
             except Exception as error:  # the user's inotify instances used up, a watch limit
-                if os.path.isdir(self.root):
-                    self.watching = False
-                    missed = True
-                    wait = min(RETRY_AFTER * 2**failures, RETRY_AT_MOST)
-                    failures += 1
-                    # Said as a warning the first time; a failure that goes on is said at info level.
-                    LOG.log(
-                        logging.WARNING if failures == 1 else logging.INFO,
-                        "not watching %s (%s); checking it instead, and trying again in %g s",
-                        self.root,
-                        error,
-                        wait,
-                    )
-                    self._stop.wait(wait)
-                    continue
-                relist = True  # the root went away while being watched
-            if not relist:
-                return
+                if not os.path.isdir(self.root):
+                    continue  # the root went away while being watched
+                self.watching = False
+                missed = True
+                wait = min(RETRY_AFTER * 2**failures, RETRY_AT_MOST)
+                failures += 1
+                # Said as a warning the first time; a failure that goes on is said at info level.
+                LOG.log(
+                    logging.WARNING if failures == 1 else logging.INFO,
+                    "not watching %s (%s); checking it instead, and trying again in %g s",
+                    self.root,
+                    error,
+                    wait,
+                )
+                self._stop.wait(wait)
 
     def _tell(self, paths: frozenset[str]) -> None:
         try:
