@@ -81,7 +81,8 @@ class OpenTurn:
         last_seq, time = last
         closers: list[dict[str, Any]] = []
 
-        def close(kind: str, seq: int, data: dict[str, Any], **marks: Any) -> None:
+        def close(kind: str, data: dict[str, Any], **marks: Any) -> None:
+            seq = last_seq + len(closers) + 1
             closers.append({"type": kind, "seq": seq, "time": time, "data": _drop_undefined(data), **marks})
 
         for entry in self._pending.values():
@@ -108,12 +109,10 @@ class OpenTurn:
             )
             sources = {"sourceEventSeqs": [entry.call_seq]} if started else {}
             data = {"turn": self._turn, "step": entry.step, "message": message, "error": error}
-            close("tool/result", seq, data, surfaceOp="append", **sources)
+            close("tool/result", data, surfaceOp="append", **sources)
         if self._step is not None:
-            close("step/end", last_seq + len(closers) + 1, {"turn": self._turn, "step": self._step})
-        close(
-            "turn/end", last_seq + len(closers) + 1, {"turn": self._turn, "reason": {"kind": "interrupted"}}
-        )
+            close("step/end", {"turn": self._turn, "step": self._step})
+        close("turn/end", {"turn": self._turn, "reason": {"kind": "interrupted"}})
         return closers
 
 
