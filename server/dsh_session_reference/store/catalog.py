@@ -473,9 +473,8 @@ class SessionCatalog:
                 # request and need none.
                 state = root_state(self.root)
             if previous is not None and quick and state == previous.state:
-                snapshot = dataclasses.replace(previous, taken=began)
+                snapshot = dataclasses.replace(previous, taken=began)  # the same records: the feed has them
                 self.snapshot = snapshot
-                self.feed.listing = snapshot.records
                 return snapshot
             records = self.index.list_sessions(stop)
             walked = dict(self.index.walked)

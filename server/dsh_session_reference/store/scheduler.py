@@ -55,9 +55,9 @@ class Scheduler:
         self.active = clock()
         """When the editor last asked for something (see :meth:`touch`)."""
         self._wake = threading.Event()
-        self._refresh_wanted = False
-        self._refresh_asked = 0.0
-        """When the pending refresh was first asked for (it waits at most ``max_defer``)."""
+        self._refresh_asked: float | None = None
+        """When the pending refresh was first asked for (it waits at most ``max_defer``); ``None``
+        while none is."""
         self.thread: threading.Thread | None = None
         self.closed = False
         self._worker: WorkerProcess | None = None
@@ -118,14 +118,12 @@ class Scheduler:
             if self.closed:
                 return
             if refresh and urgent:
-                self._refresh_wanted = True
                 self._refresh_asked = self.clock() - self.max_defer
             elif refresh:
-                if self._refresh_wanted and self.thread is not None:
+                if self._refresh_asked is not None and self.thread is not None:
                     # Already asked and waiting for a pause: waking the thread on every keystroke
                     # would only take the interpreter from the keystrokes to say so again.
                     return
-                self._refresh_wanted = True
                 self._refresh_asked = self.clock()
             if self.thread is None:
                 self.thread = threading.Thread(
@@ -141,11 +139,11 @@ class Scheduler:
         """When a pending refresh must run at the latest (``None``: none is asked for). It stays
         asked until :meth:`refresh_taken`: a request asking again must not move the deadline."""
         with self._lock:
-            return self._refresh_asked + self.max_defer if self._refresh_wanted else None
+            return None if self._refresh_asked is None else self._refresh_asked + self.max_defer
 
     def refresh_taken(self) -> None:
         with self._lock:
-            self._refresh_wanted = False
+            self._refresh_asked = None
 
     # --- the worker process -----------------------------------------------------------------------
 
