@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from typing import Any, Final
+from typing import Final
 
 from .index.rows import fingerprint_of
 from .layout import LOG_NAMES
@@ -27,7 +27,6 @@ def root_state(root: str, pause: Callable[[], object] | None = None) -> int:
     is being answered: a 50,000-log walk takes a third of a second)."""
     state = 0
     seen = 0
-    lstat, stat_of = os.lstat, os.stat
     try:
         projects = list(os.scandir(root))
     except OSError as error:
@@ -48,12 +47,12 @@ def root_state(root: str, pause: Callable[[], object] | None = None) -> int:
             if pause is not None and seen % 256 == 0:
                 pause()
             if not entry.is_dir(follow_symlinks=False):
-                state = hash((state, entry.path, _status(entry.path, lstat, stat_of)))
+                state = hash((state, entry.path, _status(entry.path)))
                 continue
             for name in _NAMES:
                 path = entry.path + name
                 try:
-                    info = lstat(path)
+                    info = os.lstat(path)
                 except (FileNotFoundError, NotADirectoryError):
                     continue
                 except OSError as error:
@@ -62,14 +61,14 @@ def root_state(root: str, pause: Callable[[], object] | None = None) -> int:
                 if stat.S_ISREG(info.st_mode):
                     state = hash((state, path, *fingerprint_of(info)))
                 else:
-                    state = hash((state, path, _status(path, lstat, stat_of)))
+                    state = hash((state, path, _status(path)))
     return state
 
 
-def _status(path: str, lstat: Any, stat_of: Any) -> object:
+def _status(path: str) -> object:
     try:
-        info = lstat(path)
-        link = stat_of(path) if stat.S_ISLNK(info.st_mode) else None
+        info = os.lstat(path)
+        link = os.stat(path) if stat.S_ISLNK(info.st_mode) else None
     except OSError as error:
         return error.errno
     return (info.st_mode, *fingerprint_of(info), None if link is None else fingerprint_of(link))
