@@ -152,19 +152,11 @@ class SessionCatalog:
             snapshot = self.snapshot
             if snapshot is None:
                 return version, {}
-            found: dict[str, TitleObservation] = {}
-            unsure: list[SessionRecord] = []
-            for location, (fp, observation, *_) in changed:
-                record = snapshot.by_location.get(location)
-                if record is None:
-                    continue  # not in this listing
-                if snapshot.walked.get(location) != fp:
-                    unsure.append(record)  # observed at another fingerprint: read_titles decides
-                else:
-                    found[location] = observation
-            for record, seen in zip(unsure, self._titles(unsure, stop), strict=True):
-                found[str(record.location)] = seen
-            return version, found
+            # Each through the board: one observed at another fingerprint than the listing's is read.
+            listed = (snapshot.by_location.get(location) for location in changed)
+            records = [record for record in listed if record is not None]
+            titles = self._titles(records, stop)
+            return version, {str(r.location): seen for r, seen in zip(records, titles, strict=True)}
 
     @property
     def walked_sessions(self) -> int:

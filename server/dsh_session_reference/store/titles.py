@@ -142,12 +142,10 @@ class TitleBoard:
                 for location in [location for location in kept if location not in listed]:
                     del kept[location]
 
-    def changed_since(self, version: int) -> tuple[int, list[tuple[str, Observed]]]:
-        """The current version and every observation made after ``version``, by log."""
+    def changed_since(self, version: int) -> tuple[int, list[str]]:
+        """The current version and every log observed after ``version``."""
         with self._lock:
-            changed = [
-                (location, entry) for location, entry in self.observed.items() if entry.version > version
-            ]
+            changed = [location for location, entry in self.observed.items() if entry.version > version]
             return self.version, changed
 
     # --- hints ------------------------------------------------------------------------------------
