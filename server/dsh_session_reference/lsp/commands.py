@@ -23,6 +23,7 @@ from ..display import display_label
 from ..resolver import find_titled
 from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
+from .actions import PREVIEW_COMMAND
 from .documents import text_of
 from .preview import Preview, build_model_text, build_preview, document_summary, referenced_sessions
 from .progress import CLIENT_REQUEST_TIMEOUT
@@ -39,7 +40,6 @@ from .sessions import (
 
 LOG = logging.getLogger(__name__)
 
-PREVIEW_COMMAND: Final = "dshSessionReference.preview"
 MODEL_TEXT_COMMAND: Final = "dshSessionReference.modelText"
 CANDIDATES_COMMAND: Final = "dshSessionReference.candidates"
 SUMMARY_COMMAND: Final = "dshSessionReference.documentSummary"

@@ -20,6 +20,7 @@ from ..display import display_inline_text, display_label, relative_time
 from ..lines import Encoding
 from ..model import SessionSource
 from ..resolver import Candidate, find_titled
+from .actions import workspace_edit
 from .completion import candidate_json, mention_for, project_for
 from .positions import LineIndex
 
@@ -223,9 +224,4 @@ def mention_edit(
     document's version where the client takes versioned edits."""
     mention = mention_for(candidate)
     edits = [types.TextEdit(range=where, new_text=mention) for where in ranges]
-    if not document_changes:
-        return mention, types.WorkspaceEdit(changes={uri: edits})
-    document = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
-    return mention, types.WorkspaceEdit(
-        document_changes=[types.TextDocumentEdit(text_document=document, edits=edits)]
-    )
+    return mention, workspace_edit(uri, version, edits, document_changes=document_changes)
