@@ -171,7 +171,8 @@ def _item_bytes(item: ConversationItem) -> int:
     return item_json_bytes(item.role, item.text)
 
 
-def _text_bytes(text: str | LongText) -> int:
+def text_bytes(text: str | LongText) -> int:
+    """A message text's UTF-8 bytes (a long one's whole size)."""
     return text.utf8_bytes if isinstance(text, LongText) else js_byte_length(text)
 
 
@@ -251,7 +252,7 @@ def retain_items(
         items_total -= sizes[index]
         count -= 1
     omitted_messages = len(dropped)
-    dropped_omitted_bytes = sum(_text_bytes(retained[index].original_text) for index in dropped)
+    dropped_omitted_bytes = sum(text_bytes(retained[index].original_text) for index in dropped)
     retained = [item for index, item in enumerate(retained) if index not in dropped]
     sizes = [item_size for index, item_size in enumerate(sizes) if index not in dropped]
 
@@ -259,7 +260,7 @@ def retain_items(
         longest_index = -1
         longest_bytes = 0
         for index, item in enumerate(retained):
-            length = _text_bytes(item.text)
+            length = text_bytes(item.text)
             if length > longest_bytes:
                 longest_bytes = length
                 longest_index = index
