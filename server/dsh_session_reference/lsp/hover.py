@@ -8,22 +8,20 @@ declare it.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from lsprotocol import types
 
-from ..analysis import Analysis, Intended, Reference
+from ..analysis import Analysis, Intended, Reference, read_reference
 from ..conversation import conversation_items, readable
 from ..display import display_block_text, display_label, readable_time, relative_time, share
-from ..errors import SessionReferenceError
-from ..model import ConversationSnapshot, SurfaceSnapshot
-from ..resolver import SessionReferenceResolver
+from ..model import ConversationSnapshot, SessionRecord, SurfaceSnapshot
+from ..resolver import SessionReferenceResolver, find_session
 from ..retention import RetainedSource
 from ..tokens import TokenCount
-from ..uri import MentionSpan, SessionReference, encode_session_reference_uri
+from ..uri import MentionSpan, encode_session_reference_uri
 
 RECENT_MESSAGES: Final = 3
 PREVIEW_CHARS: Final = 240
@@ -151,22 +149,24 @@ async def read_session_facts(resolver: SessionReferenceResolver, session_id: str
     The cost is computed for the label a pick would insert, so it is what the
     mention will cost once it is in the prompt.
     """
-    budget = resolver.config.max_reference_bytes
-    cwd: str | None = None
-    created_at: int | None = None
+    reference = Reference(session_id, display_label(label))
+    record: SessionRecord | None = None
     try:
-        records = await asyncio.to_thread(resolver.query.list_sessions)
-        record = next((record for record in records if record.id == session_id), None)
-        if record is not None:
-            cwd, created_at = record.cwd, record.created_at
-        inputs = [SessionReference(session_id, display_label(label))]
-        snapshots = await resolver.read_sources(inputs)
-        retained = (await asyncio.to_thread(resolver.render_sources, inputs, snapshots))[0]
-    except SessionReferenceError as error:
-        return SessionFacts(session_id, label, cwd, created_at, error=error.message, budget=budget)
-    except Exception as error:  # an unreadable root: say so instead of failing the request
-        return SessionFacts(session_id, label, cwd, created_at, error=str(error), budget=budget)
-    return SessionFacts(session_id, label, cwd, created_at, snapshots[0], retained, None, budget)
+        record = await find_session(resolver.query, session_id)
+        await read_reference(reference, resolver)
+        error = None if reference.error is None else reference.error.message
+    except Exception as failure:  # an unreadable root: say so instead of failing the request
+        error = str(failure)
+    return SessionFacts(
+        session_id,
+        label,
+        None if record is None else record.cwd,
+        None if record is None else record.created_at,
+        reference.snapshot,
+        reference.retained,
+        error,
+        resolver.config.max_reference_bytes,
+    )
 
 
 def reference_facts(reference: Reference, budget: int) -> SessionFacts:
