@@ -18,9 +18,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..analysis import analyze
 from ..assembly import target_session
-from ..candidates import label_for
 from ..display import display_label
-from ..resolver import find_titled
 from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
 from .actions import PREVIEW_COMMAND
@@ -139,16 +137,13 @@ async def _target_json(ls: DshLanguageServer) -> dict[str, Any] | None:
     target = target_session(ls.settings.target_session_id)
     if target is None:
         return None
-    label = target
-    found = False
     try:
-        titled = await find_titled(ls.engine.source, target)
-        if titled is not None:
-            found = True
-            label = display_label(label_for(*titled))
+        candidate = await listed_candidate(ls.engine.source, target)
     except Exception as error:  # an unreadable root: the status bar still names the target
         LOG.info("reading the target session's title failed: %s", error)
-    return {"sessionId": target, "label": label, "found": found}
+        candidate = None
+    label = target if candidate is None else display_label(candidate.label)
+    return {"sessionId": target, "label": label, "found": candidate is not None}
 
 
 def _no_session(session_id: str) -> JsonRpcInvalidParams:

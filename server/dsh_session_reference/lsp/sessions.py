@@ -130,10 +130,6 @@ def resolve_link(analysis: Analysis | None, session_id: str, link: types.Documen
     return link
 
 
-def location_of(session_id: str, title: str | None) -> types.Location:
-    return types.Location(uri=transcript_uri(session_id, title), range=TOP)
-
-
 def session_detail(candidate: Candidate, now_ms: int) -> str:
     """``3 days ago · terraform``: what tells sessions of one title apart, as a completion row's
     description reads. A folder's name, not its path: a row has room for the one, and a path
@@ -157,7 +153,7 @@ def workspace_symbols(candidates: Sequence[Candidate], now_ms: int) -> list[type
         types.SymbolInformation(
             name=display_label(candidate.label),
             kind=types.SymbolKind.Event,
-            location=location_of(candidate.session_id, candidate.label),
+            location=types.Location(uri=transcript_uri(candidate.session_id, candidate.label), range=TOP),
             container_name=session_detail(candidate, now_ms),
         )
         for candidate in candidates
