@@ -458,9 +458,7 @@ def main(argv: Sequence[str] | None, frontends: Frontends) -> int:
                 return _demo(args, frontends.run_demo)
             case "lsp":
                 return _lsp(args, frontends.serve_stdio)
-    except SessionReferenceError as error:
-        return _fail(args, error.code, error.message)
-    except StoreError as error:
+    except (SessionReferenceError, StoreError) as error:
         return _fail(args, error.code, error.message)
     except BrokenPipeError:
         return _reader_left()
