@@ -88,26 +88,22 @@ def truncate_with_notice(text: str | LongText, max_output_bytes: int) -> HeadTai
             or len(text.tail) < max_output_bytes // 2
         ):
             raise ValueError("a long text was cut without the bytes the cut would keep")
-
-        def cut(head: int, tail: int) -> tuple[bytes, bytes]:
-            return _trim_trailing_partial_utf8(text.head[:head]), _trim_leading_continuation_utf8(
-                text.tail[len(text.tail) - tail :] if tail > 0 else b""
-            )
-
+        front, back = text.head, text.tail
     else:
-        encoded = js_utf8(text)
-        total = len(encoded)
+        front = back = js_utf8(text)
+        total = len(front)
         if total <= max_output_bytes:
             return HeadTail(text, 0)
-
-        def cut(head: int, tail: int) -> tuple[bytes, bytes]:
-            return head_tail_bytes(encoded, head, tail)
 
     low, high = 0, max_output_bytes
     best_parts: tuple[bytes, bytes, int] | None = None
     while low <= high:
         retained = (low + high) // 2
-        prefix, suffix = cut((retained + 1) // 2, retained // 2)
+        # The first half and the last half of ``retained`` bytes (never all of the text, which is
+        # longer than ``max_output_bytes``), each cut back to a character boundary.
+        head, tail = (retained + 1) // 2, retained // 2
+        prefix = _trim_trailing_partial_utf8(front[:head])
+        suffix = _trim_leading_continuation_utf8(back[len(back) - tail :] if tail > 0 else b"")
         omitted = total - len(prefix) - len(suffix)
         if len(prefix) + len(suffix) + len(_notice(omitted).encode("utf-8")) <= max_output_bytes:
             best_parts = (prefix, suffix, omitted)
