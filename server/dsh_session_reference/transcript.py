@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .conversation import retain_conversation
+from .conversation import message_counts, retain_conversation
 from .display import (
     display_block_text,
     display_inline_text,
@@ -131,7 +131,7 @@ def render_transcript(snapshot: ConversationSnapshot, facts: TranscriptFacts) ->
         f"cwd:       {'(none)' if session.cwd is None else display_label(session.cwd)}",
         f"created:   {readable_time(session.created_at)}",
         f"events:    {'none' if seq is None else f'through seq {seq}'}",
-        f"messages:  {_counts(items)}",
+        f"messages:  {message_counts(items)}",
         *_mention_lines(facts),
         "",
     ]
@@ -175,16 +175,6 @@ def _bounded(text: str) -> str:
         f"not shown: a transcript is at most {MAX_CHARS >> 20} MB long …]\n\n"
     )
     return text[:head_end] + notice + text[tail_start:]
-
-
-def _counts(items: Sequence[ConversationItem]) -> str:
-    users = sum(1 for item in items if item.role == "user" and not item.checkpoint)
-    replies = sum(1 for item in items if item.role == "assistant" and not item.checkpoint)
-    checkpoints = sum(1 for item in items if item.checkpoint)
-    text = f"{users} from the user, {replies} {'reply' if replies == 1 else 'replies'}"
-    if checkpoints:
-        text += f", {checkpoints} compaction checkpoint{'' if checkpoints == 1 else 's'}"
-    return text
 
 
 def _mention_lines(facts: TranscriptFacts) -> list[str]:

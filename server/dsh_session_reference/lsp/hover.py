@@ -15,7 +15,7 @@ from typing import Final
 from lsprotocol import types
 
 from ..analysis import Analysis, Intended, Reference, read_reference
-from ..conversation import conversation_items, readable
+from ..conversation import conversation_items, message_counts, readable
 from ..display import display_block_text, display_label, readable_time, relative_time, share
 from ..model import ConversationSnapshot, SessionRecord, SurfaceSnapshot
 from ..resolver import SessionReferenceResolver, find_session
@@ -80,13 +80,7 @@ def session_summary(
         return _join(lines + id_line if id_last else lines, markdown)
     if facts.snapshot is not None:
         items = conversation_items(facts.snapshot)
-        users = sum(1 for item in items if item.role == "user" and not item.checkpoint)
-        assistants = sum(1 for item in items if item.role == "assistant")
-        checkpoints = sum(1 for item in items if item.checkpoint)
-        counts = f"{_count(users, 'message')} from the user, {_count(assistants, 'reply', 'replies')}"
-        if checkpoints:
-            counts += f", {_count(checkpoints, 'compaction checkpoint')}"
-        lines.append(counts)
+        lines.append(message_counts(items, messages=True))
         direct = [readable(item.text) for item in items if item.role == "user" and not item.checkpoint][
             -RECENT_MESSAGES:
         ]
@@ -96,10 +90,6 @@ def session_summary(
     if facts.retained is not None:
         lines.append(cost_line(facts.retained, facts.budget, facts.tokens))
     return _join(lines + id_line if id_last else lines, markdown)
-
-
-def _count(number: int, one: str, many: str | None = None) -> str:
-    return f"{number} {one if number == 1 else (many or one + 's')}"
 
 
 def _quoted(message: str, markdown: bool) -> str:
