@@ -9,7 +9,7 @@ declare it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from lsprotocol import types
@@ -17,7 +17,7 @@ from lsprotocol import types
 from ..analysis import Analysis, Intended, Reference, read_reference
 from ..conversation import conversation_items, message_counts, readable
 from ..display import display_block_text, display_label, readable_time, relative_time, share
-from ..model import ConversationSnapshot, SessionRecord, SurfaceSnapshot
+from ..model import ConversationSnapshot, SurfaceSnapshot
 from ..resolver import SessionReferenceResolver, find_session
 from ..retention import RetainedSource
 from ..tokens import TokenCount
@@ -140,23 +140,14 @@ async def read_session_facts(resolver: SessionReferenceResolver, session_id: str
     mention will cost once it is in the prompt.
     """
     reference = Reference(session_id, display_label(label))
-    record: SessionRecord | None = None
+    failure = None
     try:
-        record = await find_session(resolver.query, session_id)
+        reference.record = await find_session(resolver.query, session_id)
         await read_reference(reference, resolver)
-        error = None if reference.error is None else reference.error.message
-    except Exception as failure:  # an unreadable root: say so instead of failing the request
-        error = str(failure)
-    return SessionFacts(
-        session_id,
-        label,
-        None if record is None else record.cwd,
-        None if record is None else record.created_at,
-        reference.snapshot,
-        reference.retained,
-        error,
-        resolver.config.max_reference_bytes,
-    )
+    except Exception as error:  # an unreadable root: say so instead of failing the request
+        failure = str(error)
+    facts = reference_facts(reference, resolver.config.max_reference_bytes)
+    return facts if failure is None else replace(facts, error=failure)
 
 
 def reference_facts(reference: Reference, budget: int) -> SessionFacts:
