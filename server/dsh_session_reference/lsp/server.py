@@ -359,9 +359,7 @@ class DshLanguageServer(LanguageServer):
             and run.generation == self._generation
         ):
             return run
-        if run is not None:
-            run.stop.abort()
-            run.task.cancel()
+        self.drop_analysis(document.uri)
         stop = AbortSignal()
         task = asyncio.ensure_future(self._analyze(document.uri, document.index, stop))
         task.add_done_callback(partial(self.live.analysed, document.uri))  # the sessions it read are watched
@@ -479,10 +477,8 @@ class DshLanguageServer(LanguageServer):
 
     def stop_everything(self) -> None:
         """On shutdown: stop analyses, completions, commands and background work."""
-        for run in self._analyses.values():
-            run.stop.abort()
-            run.task.cancel()
-        self._analyses.clear()
+        for uri in list(self._analyses):
+            self.drop_analysis(uri)
         for signal in self._completions.values():
             signal.abort("shutdown")
         for task in [*self._commands.values(), *self._background]:
