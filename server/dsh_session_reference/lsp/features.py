@@ -16,7 +16,7 @@ from typing import Final
 
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..cancellation import AbortSignal
 from ..errors import CANCELLED, SessionReferenceError
@@ -24,7 +24,7 @@ from ..model import MAX_TITLE_CHARS
 from ..resolver import Candidate
 from . import commands, transport
 from .actions import PREVIEW_COMMAND, code_actions
-from .commands import invalid, preview_of, transcript_of
+from .commands import preview_of, transcript_of
 from .completion import completion_items, find_trigger, item_data, listing_item
 from .hover import documentation, hover_text, read_session_facts, session_summary
 from .inline import code_lenses, inlay_hints
@@ -269,7 +269,7 @@ async def _text_document_content(
     stored = ls.previews.text(params.uri)
     if stored is not None:
         return types.TextDocumentContentResult(text=stored)
-    raise invalid(f"no preview for {params.uri}")
+    raise JsonRpcInvalidParams(f"no preview for {params.uri}")
 
 
 async def _definition(ls: DshLanguageServer, params: types.DefinitionParams) -> types.Location | None:
