@@ -197,7 +197,7 @@ async def analyze(
             distinct += 1
     intended, missing = await _load_store_facts(references, scan.spans, resolver, stop)
     to_read = [r for r in references if r.index is not None and r.index < config.max_references]
-    await asyncio.gather(*(_read_and_render(reference, resolver, count_tokens) for reference in to_read))
+    await asyncio.gather(*(read_reference(reference, resolver, count_tokens) for reference in to_read))
     # In a thread: 10,000 kept spans make as many findings, which is no work for the event loop.
     findings = await asyncio.to_thread(
         _findings, scan, references, config.max_references, config.max_reference_bytes, intended, missing
@@ -288,10 +288,11 @@ async def _load_store_facts(
     return intended, frozenset(session_id for session_id in meant if session_id not in by_id)
 
 
-async def _read_and_render(
-    reference: Reference, resolver: SessionReferenceResolver, count_tokens: bool
+async def read_reference(
+    reference: Reference, resolver: SessionReferenceResolver, count_tokens: bool = False
 ) -> None:
-    """``prepare``'s read and retention for one reference (its failures, one reference at a time)."""
+    """``prepare``'s read and retention for one reference (its failures, one reference at a time):
+    its ``snapshot``, ``retained`` and ``tokens`` are set, or its ``error``."""
     inputs = [SessionReference(reference.session_id, reference.label)]
     try:
         snapshots = await resolver.read_sources(inputs)

@@ -121,8 +121,11 @@ def open_source(
 def make_resolver(
     source: SessionSource, config: ResolverConfig, *, body_search: bool = False
 ) -> SessionReferenceResolver:
-    """The resolver over ``source`` with ``config`` as it is (validated once, where it was made)."""
-    return SessionReferenceResolver.with_config(source, config, body_search=body_search)
+    """The resolver over ``source`` with ``config`` as it is (validated once, where it was made),
+    passed whole rather than unpacked into upstream's options."""
+    resolver = SessionReferenceResolver(source, body_search=body_search)
+    resolver.config = config
+    return resolver
 
 
 def zstd_missing() -> str | None:

@@ -20,15 +20,14 @@ import re
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from . import __version__, assembly
 from .cancellation import AbortSignal
 from .config import resolver_config
-from .display import display_label
+from .display import display_label, readable_time
 from .errors import SessionReferenceError
 from .jsjson import js_normalize, read_text
 from .logsetup import LOG_ENV, LOG_LEVELS, log_level, progress_after
@@ -184,17 +183,6 @@ def _read(path: str) -> str:
     return read_text(path)
 
 
-def _store(args: argparse.Namespace, *, every_title: bool = False) -> SessionSource:
-    """The title index over the root (cold logs are replayed on every core), or the plain store."""
-    return assembly.open_source(
-        args.root,
-        live=False,
-        index=not args.no_index,
-        body_search=getattr(args, "body_search", False),
-        every_title=every_title,
-    )
-
-
 @contextlib.contextmanager
 def _terminal_progress(args: argparse.Namespace, store: SessionSource) -> Iterator[None]:
     """A progress line on stderr while the store is walked, when stderr is a terminal and the
@@ -229,15 +217,24 @@ def _terminal_progress(args: argparse.Namespace, store: SessionSource) -> Iterat
         drawer.join()
 
 
-def _resolver(args: argparse.Namespace, store: SessionSource) -> SessionReferenceResolver:
+@contextlib.asynccontextmanager
+async def _resolving(
+    args: argparse.Namespace, *, every_title: bool = False
+) -> AsyncIterator[tuple[SessionReferenceResolver, AgentRef]]:
+    """The resolver over the root (the title index, cold logs replayed on every core, or the plain
+    store) and the agent a message is written for, with the progress line shown while the work
+    inside runs."""
+    body_search = getattr(args, "body_search", False)
+    store = assembly.open_source(
+        args.root, live=False, index=not args.no_index, body_search=body_search, every_title=every_title
+    )
     config = resolver_config(args.max_references, args.candidate_limit, args.max_reference_bytes)
-    return assembly.make_resolver(store, config, body_search=getattr(args, "body_search", False))
-
-
-async def _agent(args: argparse.Namespace, store: SessionSource) -> AgentRef:
-    # An explicit empty ``--target ""`` means no target, as before ``$DSH_SESSION_ID`` is looked at.
-    target = args.target if args.target is not None else assembly.target_session(None)
-    return await agent_for_target(store, target, args.cwd if args.cwd is not None else os.getcwd())
+    resolver = assembly.make_resolver(store, config, body_search=body_search)
+    with _terminal_progress(args, store):
+        # An explicit empty ``--target ""`` means no target, as before ``$DSH_SESSION_ID`` is looked at.
+        target = args.target if args.target is not None else assembly.target_session(None)
+        cwd = args.cwd if args.cwd is not None else os.getcwd()
+        yield resolver, await agent_for_target(store, target, cwd)
 
 
 _TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]|\r(?!\n)")
@@ -284,15 +281,9 @@ def _emit(value: Any) -> None:
     sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
 
 
-def _when(created_at: int) -> str:
-    return datetime.fromtimestamp(created_at / 1000, UTC).strftime("%Y-%m-%d %H:%M UTC")
-
-
 async def _candidates(args: argparse.Namespace) -> int:
-    store = _store(args, every_title=args.query != "")  # a query is matched against every title
-    resolver = _resolver(args, store)
-    with _terminal_progress(args, store):
-        agent = await _agent(args, store)
+    # A query is matched against every title.
+    async with _resolving(args, every_title=args.query != "") as (resolver, agent):
         found = await resolver.list_candidates(agent, args.query, args.limit)
     if args.json:
         _emit([dict(candidate.to_json(), mention=candidate.mention) for candidate in found])
@@ -301,7 +292,7 @@ async def _candidates(args: argparse.Namespace) -> int:
         label = display_label(candidate.label)
         where = display_label(candidate.cwd) if candidate.cwd is not None else "(no cwd)"
         shown_id = display_label(candidate.session_id)
-        print(f"{label}\n    {shown_id} · {where} · {_when(candidate.created_at)}")
+        print(f"{label}\n    {shown_id} · {where} · {readable_time(candidate.created_at)}")
         print(f"    {format_session_reference_mention(candidate.session_id, label)}")
         if isinstance(candidate, BodyCandidate):
             print(f"    matched in messages: “{display_label(candidate.snippet)}”")
@@ -315,10 +306,7 @@ async def _prepare(args: argparse.Namespace) -> int:
 
     text = _read(args.file)
     parsed = parse_session_reference_text(text)
-    store = _store(args)
-    resolver = _resolver(args, store)
-    with _terminal_progress(args, store):
-        agent = await _agent(args, store)
+    async with _resolving(args) as (resolver, agent):
         prepared = await resolver.prepare(agent, [{"type": "text", "text": parsed.text}], parsed.references)
     if args.json:
         context = prepared.additional_context
@@ -393,10 +381,7 @@ def _sample_store(args: argparse.Namespace) -> int:
 async def _check(args: argparse.Namespace) -> int:
     from .check import check_files
 
-    store = _store(args)
-    resolver = _resolver(args, store)
-    with _terminal_progress(args, store):
-        agent = await _agent(args, store)
+    async with _resolving(args) as (resolver, agent):
         return await check_files(args.files, resolver, agent, as_json=args.json)
 
 
@@ -473,9 +458,7 @@ def main(argv: Sequence[str] | None, frontends: Frontends) -> int:
                 return _demo(args, frontends.run_demo)
             case "lsp":
                 return _lsp(args, frontends.serve_stdio)
-    except SessionReferenceError as error:
-        return _fail(args, error.code, error.message)
-    except StoreError as error:
+    except (SessionReferenceError, StoreError) as error:
         return _fail(args, error.code, error.message)
     except BrokenPipeError:
         return _reader_left()

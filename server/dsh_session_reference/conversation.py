@@ -174,3 +174,17 @@ def conversation_items(snapshot: SurfaceSnapshot | ConversationSnapshot) -> list
 def readable(text: str | LongText) -> str:
     """A text for people to glance at: a long one's kept head (and ``…``)."""
     return text.preview() if isinstance(text, LongText) else text
+
+
+def message_counts(items: Sequence[ConversationItem], *, messages: bool = False) -> str:
+    """``3 from the user, 2 replies, 1 compaction checkpoint`` (``3 messages from the user, …``
+    with ``messages``): a conversation's direct user messages, replies and compaction checkpoints
+    (a checkpoint is a user message dsh wrote, not counted as the user's)."""
+    users = sum(1 for item in items if item.role == "user" and not item.checkpoint)
+    replies = sum(1 for item in items if item.role == "assistant")
+    checkpoints = sum(1 for item in items if item.checkpoint)
+    noun = (" message" if users == 1 else " messages") if messages else ""
+    text = f"{users}{noun} from the user, {replies} {'reply' if replies == 1 else 'replies'}"
+    if checkpoints:
+        text += f", {checkpoints} compaction checkpoint{'' if checkpoints == 1 else 's'}"
+    return text

@@ -21,7 +21,7 @@ import asyncio
 import copy
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from .cancellation import AbortSignal, Cancelled
 from .candidate_cache import CandidateCache
@@ -176,14 +176,6 @@ class SessionReferenceResolver:
         self.config: ResolverConfig = resolver_config(max_references, candidate_limit, max_reference_bytes)
         self.body_search = body_search
         """Whether a query also matches message text, after the upstream-exact candidates."""
-
-    @classmethod
-    def with_config(cls, query: SessionSource, config: ResolverConfig, *, body_search: bool = False) -> Self:
-        """A resolver with a config already validated (:func:`.config.resolver_config`, or settings
-        checked key by key), passed whole rather than unpacked into upstream's options."""
-        resolver = cls(query, body_search=body_search)
-        resolver.config = config
-        return resolver
 
     async def list_candidates(
         self,

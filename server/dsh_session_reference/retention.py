@@ -88,26 +88,22 @@ def truncate_with_notice(text: str | LongText, max_output_bytes: int) -> HeadTai
             or len(text.tail) < max_output_bytes // 2
         ):
             raise ValueError("a long text was cut without the bytes the cut would keep")
-
-        def cut(head: int, tail: int) -> tuple[bytes, bytes]:
-            return _trim_trailing_partial_utf8(text.head[:head]), _trim_leading_continuation_utf8(
-                text.tail[len(text.tail) - tail :] if tail > 0 else b""
-            )
-
+        front, back = text.head, text.tail
     else:
-        encoded = js_utf8(text)
-        total = len(encoded)
+        front = back = js_utf8(text)
+        total = len(front)
         if total <= max_output_bytes:
             return HeadTail(text, 0)
-
-        def cut(head: int, tail: int) -> tuple[bytes, bytes]:
-            return head_tail_bytes(encoded, head, tail)
 
     low, high = 0, max_output_bytes
     best_parts: tuple[bytes, bytes, int] | None = None
     while low <= high:
         retained = (low + high) // 2
-        prefix, suffix = cut((retained + 1) // 2, retained // 2)
+        # The first half and the last half of ``retained`` bytes (never all of the text, which is
+        # longer than ``max_output_bytes``), each cut back to a character boundary.
+        head, tail = (retained + 1) // 2, retained // 2
+        prefix = _trim_trailing_partial_utf8(front[:head])
+        suffix = _trim_leading_continuation_utf8(back[len(back) - tail :] if tail > 0 else b"")
         omitted = total - len(prefix) - len(suffix)
         if len(prefix) + len(suffix) + len(_notice(omitted).encode("utf-8")) <= max_output_bytes:
             best_parts = (prefix, suffix, omitted)
@@ -171,7 +167,8 @@ def _item_bytes(item: ConversationItem) -> int:
     return item_json_bytes(item.role, item.text)
 
 
-def _text_bytes(text: str | LongText) -> int:
+def text_bytes(text: str | LongText) -> int:
+    """A message text's UTF-8 bytes (a long one's whole size)."""
     return text.utf8_bytes if isinstance(text, LongText) else js_byte_length(text)
 
 
@@ -251,7 +248,7 @@ def retain_items(
         items_total -= sizes[index]
         count -= 1
     omitted_messages = len(dropped)
-    dropped_omitted_bytes = sum(_text_bytes(retained[index].original_text) for index in dropped)
+    dropped_omitted_bytes = sum(text_bytes(retained[index].original_text) for index in dropped)
     retained = [item for index, item in enumerate(retained) if index not in dropped]
     sizes = [item_size for index, item_size in enumerate(sizes) if index not in dropped]
 
@@ -259,7 +256,7 @@ def retain_items(
         longest_index = -1
         longest_bytes = 0
         for index, item in enumerate(retained):
-            length = _text_bytes(item.text)
+            length = text_bytes(item.text)
             if length > longest_bytes:
                 longest_bytes = length
                 longest_index = index

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .conversation import retain_conversation
+from .conversation import message_counts, retain_conversation
 from .display import (
     display_block_text,
     display_inline_text,
@@ -29,7 +29,7 @@ from .jsjson import js_byte_length
 from .model import ConversationSnapshot
 from .projection import ConversationItem, LongText
 from .resolver import SessionReferenceResolver, find_titled
-from .retention import RetainedSource
+from .retention import RetainedSource, drop_order, text_bytes
 
 HEAD_BYTES: Final = 64 << 10
 """The first messages' bytes a transcript shows (how the session began)."""
@@ -131,7 +131,7 @@ def render_transcript(snapshot: ConversationSnapshot, facts: TranscriptFacts) ->
         f"cwd:       {'(none)' if session.cwd is None else display_label(session.cwd)}",
         f"created:   {readable_time(session.created_at)}",
         f"events:    {'none' if seq is None else f'through seq {seq}'}",
-        f"messages:  {_counts(items)}",
+        f"messages:  {message_counts(items)}",
         *_mention_lines(facts),
         "",
     ]
@@ -177,16 +177,6 @@ def _bounded(text: str) -> str:
     return text[:head_end] + notice + text[tail_start:]
 
 
-def _counts(items: Sequence[ConversationItem]) -> str:
-    users = sum(1 for item in items if item.role == "user" and not item.checkpoint)
-    replies = sum(1 for item in items if item.role == "assistant" and not item.checkpoint)
-    checkpoints = sum(1 for item in items if item.checkpoint)
-    text = f"{users} from the user, {replies} {'reply' if replies == 1 else 'replies'}"
-    if checkpoints:
-        text += f", {checkpoints} compaction checkpoint{'' if checkpoints == 1 else 's'}"
-    return text
-
-
 def _mention_lines(facts: TranscriptFacts) -> list[str]:
     """What a mention keeps, a fact a line: editors show a transcript beside the prompt, in a
     pane about 60 columns wide, and do not wrap it."""
@@ -215,8 +205,7 @@ def _omitted(items: Sequence[ConversationItem], retained: RetainedSource | None)
     checkpoint nor the newest, one at a time (:func:`~.retention.retain_items`)."""
     if retained is None:
         return set()
-    droppable = [i for i, item in enumerate(items) if not item.checkpoint and i != len(items) - 1]
-    return set(droppable[: retained.stats.omitted_messages])
+    return set(drop_order(items)[: retained.stats.omitted_messages])
 
 
 def _cut(
@@ -264,7 +253,7 @@ def model_view(items: Sequence[ConversationItem], retained: RetainedSource) -> l
 def _flush_omitted(lines: list[str], run: list[ConversationItem]) -> None:
     if not run:
         return
-    count, size = len(run), sum(_text_bytes(item.original_text) for item in run)
+    count, size = len(run), sum(text_bytes(item.original_text) for item in run)
     lines += [f"[… {count} older message{'' if count == 1 else 's'} ({size:,} bytes) the budget omits …]", ""]
     run.clear()
 
@@ -275,7 +264,7 @@ def _entry(index: int, item: ConversationItem, kept_bytes: int | None, *, kept: 
     if kept and item.checkpoint:
         heading += " · kept: the budget never omits a checkpoint"
     if kept_bytes is not None:
-        heading += f" · the budget keeps {kept_bytes:,} of {_text_bytes(item.text):,} bytes of it"
+        heading += f" · the budget keeps {kept_bytes:,} of {text_bytes(item.text):,} bytes of it"
     lines = [heading + " ──"]
     text = item.text
     if isinstance(text, LongText):
@@ -290,10 +279,6 @@ def _entry(index: int, item: ConversationItem, kept_bytes: int | None, *, kept: 
     else:
         lines.append(wrapped(display_block_text(text)))
     return [*lines, ""]
-
-
-def _text_bytes(text: str | LongText) -> int:
-    return text.utf8_bytes if isinstance(text, LongText) else js_byte_length(text)
 
 
 def _flush_gap(lines: list[str], gap: list[ConversationItem]) -> None:

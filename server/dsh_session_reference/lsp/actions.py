@@ -202,7 +202,7 @@ def code_actions(
                     kind=types.CodeActionKind.QuickFix,
                     diagnostics=related or None,
                     is_preferred=fix.preferred or None,
-                    edit=_workspace_edit(uri, version, edit, document_changes),
+                    edit=workspace_edit(uri, version, [edit], document_changes=document_changes),
                     command=types.Command(title=fix.title, command=suggest_command)
                     if fix.pick and suggest_command is not None
                     else None,
@@ -213,12 +213,14 @@ def code_actions(
     return actions
 
 
-def _workspace_edit(
-    uri: str, version: int | None, edit: types.TextEdit, document_changes: bool
+def workspace_edit(
+    uri: str, version: int | None, edits: list[types.TextEdit], *, document_changes: bool
 ) -> types.WorkspaceEdit:
+    """``edits`` to one document: checked against its version where the client takes versioned
+    edits (``document_changes``), else as plain changes."""
     if document_changes:
         identifier = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
         return types.WorkspaceEdit(
-            document_changes=[types.TextDocumentEdit(text_document=identifier, edits=[edit])]
+            document_changes=[types.TextDocumentEdit(text_document=identifier, edits=edits)]
         )
-    return types.WorkspaceEdit(changes={uri: [edit]})
+    return types.WorkspaceEdit(changes={uri: edits})

@@ -18,11 +18,10 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..analysis import analyze
 from ..assembly import target_session
-from ..candidates import label_for
 from ..display import display_label
-from ..resolver import find_titled
 from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
+from .actions import PREVIEW_COMMAND
 from .documents import text_of
 from .preview import Preview, build_model_text, build_preview, document_summary, referenced_sessions
 from .progress import CLIENT_REQUEST_TIMEOUT
@@ -39,7 +38,6 @@ from .sessions import (
 
 LOG = logging.getLogger(__name__)
 
-PREVIEW_COMMAND: Final = "dshSessionReference.preview"
 MODEL_TEXT_COMMAND: Final = "dshSessionReference.modelText"
 CANDIDATES_COMMAND: Final = "dshSessionReference.candidates"
 SUMMARY_COMMAND: Final = "dshSessionReference.documentSummary"
@@ -49,7 +47,7 @@ INSERT_MENTION_COMMAND: Final = "dshSessionReference.insertMention"
 
 def _uri_argument(args: Sequence[Any], command: str) -> str:
     if not args or not isinstance(args[0], str):
-        raise invalid(f"{command} expects [documentUri: string]")
+        raise JsonRpcInvalidParams(f"{command} expects [documentUri: string]")
     return args[0]
 
 
@@ -70,7 +68,7 @@ async def _shown_preview(
     with ls.tracked_command():
         preview = await preview_of(ls, uri, model_text=model_text)
         if preview is None:
-            raise invalid(f"{command}: {uri} is not open and is no file")
+            raise JsonRpcInvalidParams(f"{command}: {uri} is not open and is no file")
         if ls.content_registered and ls.capability("window.show_document.support", False):
             ls.spawn(_show_document(ls, preview))
         elif not model_text:
@@ -99,11 +97,11 @@ async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[st
     if options is None:
         options = {}
     if not isinstance(options, dict):
-        raise invalid(f"{CANDIDATES_COMMAND} expects [{{documentUri?: string, query?: string}}]")
+        raise JsonRpcInvalidParams(f"{CANDIDATES_COMMAND} expects [{{documentUri?: string, query?: string}}]")
     uri = options.get("documentUri")
     query = options.get("query", "")
     if (uri is not None and not isinstance(uri, str)) or not isinstance(query, str):
-        raise invalid(f"{CANDIDATES_COMMAND}: documentUri and query must be strings")
+        raise JsonRpcInvalidParams(f"{CANDIDATES_COMMAND}: documentUri and query must be strings")
     with ls.tracked_command():
         agent = await ls.agent_for(uri)
         candidates = await ls.engine.resolver.list_candidates(agent, query)
@@ -115,7 +113,7 @@ async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
     with ls.tracked_command():
         result = await ls.analysis(uri)
         if result is None:
-            raise invalid(f"{SUMMARY_COMMAND}: {uri} is not open")
+            raise JsonRpcInvalidParams(f"{SUMMARY_COMMAND}: {uri} is not open")
         summary = await asyncio.to_thread(document_summary, result.analysis)
         return {
             **summary,
@@ -139,20 +137,17 @@ async def _target_json(ls: DshLanguageServer) -> dict[str, Any] | None:
     target = target_session(ls.settings.target_session_id)
     if target is None:
         return None
-    label = target
-    found = False
     try:
-        titled = await find_titled(ls.engine.source, target)
-        if titled is not None:
-            found = True
-            label = display_label(label_for(*titled))
+        candidate = await listed_candidate(ls.engine.source, target)
     except Exception as error:  # an unreadable root: the status bar still names the target
         LOG.info("reading the target session's title failed: %s", error)
-    return {"sessionId": target, "label": label, "found": found}
+        candidate = None
+    label = target if candidate is None else display_label(candidate.label)
+    return {"sessionId": target, "label": label, "found": candidate is not None}
 
 
 def _no_session(session_id: str) -> JsonRpcInvalidParams:
-    return invalid(f"the sessions root lists no session {display_label(session_id)!r}")
+    return JsonRpcInvalidParams(f"the sessions root lists no session {display_label(session_id)!r}")
 
 
 async def transcript_of(ls: DshLanguageServer, asked: str) -> tuple[str, Transcript]:
@@ -171,7 +166,7 @@ async def transcript_of(ls: DshLanguageServer, asked: str) -> tuple[str, Transcr
                 reason = "it decodes to an empty session id, which no session has"
             else:
                 reason = whole.reason
-            raise invalid(f"{display_label(asked)} is not a session URI: {reason}")
+            raise JsonRpcInvalidParams(f"{display_label(asked)} is not a session URI: {reason}")
         asked = whole.session_id  # a bare id from here on
     session_id, label = (asked, None) if target is None else target
     try:
@@ -185,7 +180,7 @@ async def transcript_of(ls: DshLanguageServer, asked: str) -> tuple[str, Transcr
 
 async def _transcript_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
     if not args or not isinstance(args[0], str):
-        raise invalid(f"{TRANSCRIPT_COMMAND} expects [sessionId or {TRANSCRIPT_SCHEME}: URI]")
+        raise JsonRpcInvalidParams(f"{TRANSCRIPT_COMMAND} expects [sessionId or {TRANSCRIPT_SCHEME}: URI]")
     with ls.tracked_command():
         uri, transcript = await transcript_of(ls, args[0])
     return {
@@ -200,10 +195,10 @@ async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str
     try:
         uri, cursor, session_id, replace = insertion(args[0] if args else None)
     except ValueError as error:
-        raise invalid(f"{INSERT_MENTION_COMMAND} expects {error}") from None
+        raise JsonRpcInvalidParams(f"{INSERT_MENTION_COMMAND} expects {error}") from None
     document = ls.documents.get(uri)
     if document is None:
-        raise invalid(f"{INSERT_MENTION_COMMAND}: {uri} is not open")
+        raise JsonRpcInvalidParams(f"{INSERT_MENTION_COMMAND}: {uri} is not open")
     with ls.tracked_command():
         candidate = await listed_candidate(ls.engine.source, session_id)
         if candidate is None:
@@ -245,13 +240,9 @@ async def _mention_ranges(
     reference = None if result is None else result.analysis.reference_for(session_id)
     if result is None or reference is None or not reference.spans:
         shown = display_label(session_id)
-        raise invalid(f"{INSERT_MENTION_COMMAND}: the document mentions no session {shown!r}")
+        raise JsonRpcInvalidParams(f"{INSERT_MENTION_COMMAND}: the document mentions no session {shown!r}")
     index = result.index
     return result.version, [index.range_of(span.start, span.end, ls.encoding) for span in reference.spans]
-
-
-def invalid(message: str) -> JsonRpcInvalidParams:
-    return JsonRpcInvalidParams(message)
 
 
 async def preview_of(ls: DshLanguageServer, uri: str, *, model_text: bool = False) -> Preview | None:

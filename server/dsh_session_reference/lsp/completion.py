@@ -70,13 +70,13 @@ def find_trigger(text: str | Lines, cursor: int, *, continuing: bool = False) ->
     without mention syntax in between; a fresh request (typing ``@``, or prose that an editor
     completes on its own) still takes one token, so words after a mention never open a popup.
     """
-    if continuing:
-        spanning = _spanning_trigger(text, cursor)
-        if spanning is not None:
-            return spanning
     cursor = max(0, min(cursor, len(text)))
     floor = max(0, cursor - MAX_TOKEN_LENGTH - 1)
     window = text[floor:cursor]
+    if continuing:
+        spanning = _spanning_trigger(window, floor, cursor)
+        if spanning is not None:
+            return spanning
     start = max((match.end() for match in _SPACE.finditer(window)), default=None)
     if start is None:
         if floor > 0:
@@ -88,10 +88,9 @@ def find_trigger(text: str | Lines, cursor: int, *, continuing: bool = False) ->
     return Trigger(floor + start, cursor, token[1:])
 
 
-def _spanning_trigger(text: str | Lines, cursor: int) -> Trigger | None:
-    cursor = max(0, min(cursor, len(text)))
-    floor = max(0, cursor - MAX_TOKEN_LENGTH - 1)
-    window = text[floor:cursor]
+def _spanning_trigger(window: str, floor: int, cursor: int) -> Trigger | None:
+    """The query back to the ``@`` that opened the popup, in ``window`` (the text from ``floor``
+    to ``cursor``)."""
     at = window.rfind("@")
     if at < 0 or (at > 0 and not _SPACE.match(window[at - 1])) or (at == 0 and floor > 0):
         return None

@@ -35,7 +35,6 @@ class Document:
     index: LineIndex
     """The text as it is now; each edit replaces it with a new one (an analysis keeps the one it read)."""
     version: int | None = None
-    language_id: str = ""
 
     @property
     def text(self) -> str:
@@ -50,7 +49,7 @@ class DocumentStore:
         self._documents: dict[str, Document] = {}
 
     def open(self, item: types.TextDocumentItem) -> Document:
-        document = Document(item.uri, LineIndex(js_normalize(item.text)), item.version, item.language_id)
+        document = Document(item.uri, LineIndex(js_normalize(item.text)), item.version)
         self._documents[item.uri] = document
         return document
 

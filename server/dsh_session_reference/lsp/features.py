@@ -16,15 +16,15 @@ from typing import Final
 
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..cancellation import AbortSignal
 from ..errors import CANCELLED, SessionReferenceError
 from ..model import MAX_TITLE_CHARS
 from ..resolver import Candidate
 from . import commands, transport
-from .actions import code_actions
-from .commands import PREVIEW_COMMAND, invalid, preview_of, transcript_of
+from .actions import PREVIEW_COMMAND, code_actions
+from .commands import preview_of, transcript_of
 from .completion import completion_items, find_trigger, item_data, listing_item
 from .hover import documentation, hover_text, read_session_facts, session_summary
 from .inline import code_lenses, inlay_hints
@@ -153,10 +153,10 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
     trigger = find_trigger(document.index, cursor, continuing=continuing)
     if trigger is None:
         return empty
+    edit_range = document.index.range_of(trigger.at, trigger.cursor, ls.encoding)
+    typed = document.index[trigger.at : trigger.cursor]
 
     def listing() -> types.CompletionList:
-        edit_range = document.index.range_of(trigger.at, trigger.cursor, ls.encoding)
-        typed = document.index[trigger.at : trigger.cursor]
         row = listing_item(edit_range, typed, ls.catalog.walked_sessions)
         return types.CompletionList(is_incomplete=True, items=[row])
 
@@ -175,13 +175,12 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
     candidates = running.result()
     if candidates is None:
         return types.CompletionList(is_incomplete=True, items=[])
-    edit_range = document.index.range_of(trigger.at, trigger.cursor, ls.encoding)
     items = completion_items(
         candidates,
         edit_range,
         now_ms=_now_ms(),
         label_details=bool(ls.capability("text_document.completion.completion_item.label_details_support")),
-        typed=document.index[trigger.at : trigger.cursor],
+        typed=typed,
         filter_text=bool(ls.capability("text_document.completion.completion_item.insert_replace_support")),
     )
     return types.CompletionList(is_incomplete=True, items=items)
@@ -270,7 +269,7 @@ async def _text_document_content(
     stored = ls.previews.text(params.uri)
     if stored is not None:
         return types.TextDocumentContentResult(text=stored)
-    raise invalid(f"no preview for {params.uri}")
+    raise JsonRpcInvalidParams(f"no preview for {params.uri}")
 
 
 async def _definition(ls: DshLanguageServer, params: types.DefinitionParams) -> types.Location | None:

@@ -8,22 +8,20 @@ declare it.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from lsprotocol import types
 
-from ..analysis import Analysis, Intended, Reference
-from ..conversation import conversation_items, readable
+from ..analysis import Analysis, Intended, Reference, read_reference
+from ..conversation import conversation_items, message_counts, readable
 from ..display import display_block_text, display_label, readable_time, relative_time, share
-from ..errors import SessionReferenceError
 from ..model import ConversationSnapshot, SurfaceSnapshot
-from ..resolver import SessionReferenceResolver
+from ..resolver import SessionReferenceResolver, find_session
 from ..retention import RetainedSource
 from ..tokens import TokenCount
-from ..uri import MentionSpan, SessionReference, encode_session_reference_uri
+from ..uri import MentionSpan, encode_session_reference_uri
 
 RECENT_MESSAGES: Final = 3
 PREVIEW_CHARS: Final = 240
@@ -82,13 +80,7 @@ def session_summary(
         return _join(lines + id_line if id_last else lines, markdown)
     if facts.snapshot is not None:
         items = conversation_items(facts.snapshot)
-        users = sum(1 for item in items if item.role == "user" and not item.checkpoint)
-        assistants = sum(1 for item in items if item.role == "assistant")
-        checkpoints = sum(1 for item in items if item.checkpoint)
-        counts = f"{_count(users, 'message')} from the user, {_count(assistants, 'reply', 'replies')}"
-        if checkpoints:
-            counts += f", {_count(checkpoints, 'compaction checkpoint')}"
-        lines.append(counts)
+        lines.append(message_counts(items, messages=True))
         direct = [readable(item.text) for item in items if item.role == "user" and not item.checkpoint][
             -RECENT_MESSAGES:
         ]
@@ -98,10 +90,6 @@ def session_summary(
     if facts.retained is not None:
         lines.append(cost_line(facts.retained, facts.budget, facts.tokens))
     return _join(lines + id_line if id_last else lines, markdown)
-
-
-def _count(number: int, one: str, many: str | None = None) -> str:
-    return f"{number} {one if number == 1 else (many or one + 's')}"
 
 
 def _quoted(message: str, markdown: bool) -> str:
@@ -151,22 +139,15 @@ async def read_session_facts(resolver: SessionReferenceResolver, session_id: str
     The cost is computed for the label a pick would insert, so it is what the
     mention will cost once it is in the prompt.
     """
-    budget = resolver.config.max_reference_bytes
-    cwd: str | None = None
-    created_at: int | None = None
+    reference = Reference(session_id, display_label(label))
+    failure = None
     try:
-        records = await asyncio.to_thread(resolver.query.list_sessions)
-        record = next((record for record in records if record.id == session_id), None)
-        if record is not None:
-            cwd, created_at = record.cwd, record.created_at
-        inputs = [SessionReference(session_id, display_label(label))]
-        snapshots = await resolver.read_sources(inputs)
-        retained = (await asyncio.to_thread(resolver.render_sources, inputs, snapshots))[0]
-    except SessionReferenceError as error:
-        return SessionFacts(session_id, label, cwd, created_at, error=error.message, budget=budget)
+        reference.record = await find_session(resolver.query, session_id)
+        await read_reference(reference, resolver)
     except Exception as error:  # an unreadable root: say so instead of failing the request
-        return SessionFacts(session_id, label, cwd, created_at, error=str(error), budget=budget)
-    return SessionFacts(session_id, label, cwd, created_at, snapshots[0], retained, None, budget)
+        failure = str(error)
+    facts = reference_facts(reference, resolver.config.max_reference_bytes)
+    return facts if failure is None else replace(facts, error=failure)
 
 
 def reference_facts(reference: Reference, budget: int) -> SessionFacts:

@@ -272,10 +272,11 @@ def referenced_sessions(analysis: Analysis) -> list[dict[str, Any]]:
     the sessions past the limit, are errors already): what a picker offers to replace when a
     pick would go past the limit. ``label`` is the session's title (else the first mention's
     label), as a row shows it."""
-    out: list[dict[str, Any]] = []
-    for reference in analysis.references:
-        if reference.index is None or reference.index >= analysis.max_references:
-            continue
-        label = display_label(reference.title if reference.title is not None else reference.label)
-        out.append({"sessionId": reference.session_id, "label": label, "mentions": len(reference.spans)})
-    return out
+    return [
+        {
+            "sessionId": reference.session_id,
+            "label": display_label(reference.title if reference.title is not None else reference.label),
+            "mentions": len(reference.spans),
+        }
+        for reference in _sources(analysis)
+    ]

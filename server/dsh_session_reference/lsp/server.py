@@ -185,12 +185,19 @@ class DshLanguageServer(LanguageServer):
 
     @property
     def engine(self) -> Engine:
-        root = sessions_root(self.settings.sessions_root, self.sessions_fallback)
         engine = self._engine
-        if engine is None or engine.root != root:
-            engine = self._engine = Engine(root, self.settings)
-            self.pending_listing = None  # a listing of another root is no completion's to wait on
+        if engine is None or engine.root != self._root():
+            engine = self._new_engine()
         self.live.follow(engine.source)
+        return engine
+
+    def _root(self) -> str:
+        return sessions_root(self.settings.sessions_root, self.sessions_fallback)
+
+    def _new_engine(self) -> Engine:
+        """An engine for the current settings (the same root's keeps its warm cache)."""
+        engine = self._engine = Engine(self._root(), self.settings, self._engine)
+        self.pending_listing = None  # listed under the old settings (maybe a stalled old root)
         return engine
 
     def apply(self, raw: object) -> bool:
@@ -200,12 +207,8 @@ class DshLanguageServer(LanguageServer):
         if updated == self.settings:
             return False
         self.settings = updated
-        self._engine = Engine(
-            sessions_root(updated.sessions_root, self.sessions_fallback), updated, self._engine
-        )
-        self.live.follow(self._engine.source)
+        self.live.follow(self._new_engine().source)
         self._generation += 1
-        self.pending_listing = None  # listed under the old settings (maybe a stalled old root)
         return True
 
     @property
@@ -356,9 +359,7 @@ class DshLanguageServer(LanguageServer):
             and run.generation == self._generation
         ):
             return run
-        if run is not None:
-            run.stop.abort()
-            run.task.cancel()
+        self.drop_analysis(document.uri)
         stop = AbortSignal()
         task = asyncio.ensure_future(self._analyze(document.uri, document.index, stop))
         task.add_done_callback(partial(self.live.analysed, document.uri))  # the sessions it read are watched
@@ -476,10 +477,8 @@ class DshLanguageServer(LanguageServer):
 
     def stop_everything(self) -> None:
         """On shutdown: stop analyses, completions, commands and background work."""
-        for run in self._analyses.values():
-            run.stop.abort()
-            run.task.cancel()
-        self._analyses.clear()
+        for uri in list(self._analyses):
+            self.drop_analysis(uri)
         for signal in self._completions.values():
             signal.abort("shutdown")
         for task in [*self._commands.values(), *self._background]:

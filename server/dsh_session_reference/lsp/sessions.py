@@ -20,6 +20,7 @@ from ..display import display_inline_text, display_label, relative_time
 from ..lines import Encoding
 from ..model import SessionSource
 from ..resolver import Candidate, find_titled
+from .actions import workspace_edit
 from .completion import candidate_json, mention_for, project_for
 from .positions import LineIndex
 
@@ -129,10 +130,6 @@ def resolve_link(analysis: Analysis | None, session_id: str, link: types.Documen
     return link
 
 
-def location_of(session_id: str, title: str | None) -> types.Location:
-    return types.Location(uri=transcript_uri(session_id, title), range=TOP)
-
-
 def session_detail(candidate: Candidate, now_ms: int) -> str:
     """``3 days ago · terraform``: what tells sessions of one title apart, as a completion row's
     description reads. A folder's name, not its path: a row has room for the one, and a path
@@ -156,7 +153,7 @@ def workspace_symbols(candidates: Sequence[Candidate], now_ms: int) -> list[type
         types.SymbolInformation(
             name=display_label(candidate.label),
             kind=types.SymbolKind.Event,
-            location=location_of(candidate.session_id, candidate.label),
+            location=types.Location(uri=transcript_uri(candidate.session_id, candidate.label), range=TOP),
             container_name=session_detail(candidate, now_ms),
         )
         for candidate in candidates
@@ -223,9 +220,4 @@ def mention_edit(
     document's version where the client takes versioned edits."""
     mention = mention_for(candidate)
     edits = [types.TextEdit(range=where, new_text=mention) for where in ranges]
-    if not document_changes:
-        return mention, types.WorkspaceEdit(changes={uri: edits})
-    document = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
-    return mention, types.WorkspaceEdit(
-        document_changes=[types.TextDocumentEdit(text_document=document, edits=edits)]
-    )
+    return mention, workspace_edit(uri, version, edits, document_changes=document_changes)
