@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections import deque
+from collections.abc import Sequence
+from functools import partial
 from typing import Any, Final
 
 from ...cancellation import AbortSignal
@@ -11,6 +14,8 @@ from ...projection import project_conversation
 from ..layout import Compression
 from ..logbase import LogChanged, LogError, open_artifact
 from ..logfile import read_log
+from .records import MessageText
+from .rows import stable_read
 
 BODY_CHARS: Final = 200_000
 """Message text kept per session for body search (the newest messages win)."""
@@ -52,6 +57,19 @@ def message_text(path: str, root_real: str, stop: AbortSignal | None = None) -> 
         pass
     text = "\n".join(texts.kept)
     return text[-BODY_CHARS:]
+
+
+def message_texts(root: str, paths: Sequence[str], stop: AbortSignal | None = None) -> list[MessageText]:
+    """:func:`message_text` of several logs, each with the fingerprint it was read at (in a worker
+    process, or in the store's own thread: :meth:`.store.IndexedSessionStore.index_bodies`)."""
+    root_real = os.path.realpath(root)
+    found: list[MessageText] = []
+    for path in paths:
+        read = stable_read(path, partial(message_text, path, root_real, stop))
+        if read is not None:
+            text, fp, _ = read
+            found.append(MessageText(path, fp, text))
+    return found
 
 
 _WORD = re.compile(r"\w+")

@@ -13,7 +13,6 @@ import hashlib
 import logging
 import os
 import sqlite3
-import stat
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -35,6 +34,7 @@ from .rows import (
     fp_text,
     key_path,
     path_key,
+    regular_file,
     row_crc,
     too_many_missing,
 )
@@ -55,15 +55,6 @@ PRUNE_ROWS: Final = 10_000
 """Rows removed per transaction when rows never loaded go from the file (:meth:`IndexDatabase.keep_only`)."""
 LISTING_CHUNK: Final = 1 << 20
 """Bytes of the kept listing read at a time: it is parsed a line at a time as it arrives."""
-
-
-def _regular_file(path: str) -> os.stat_result | None:
-    """``lstat`` of ``path`` if it is a regular file (a log), else ``None``."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    return info if stat.S_ISREG(info.st_mode) else None
 
 
 def _checked_pieces(blob: sqlite3.Blob, crc: int) -> Iterator[bytes]:
@@ -155,13 +146,18 @@ class IndexDatabase:
                 return conn
             except (sqlite3.Error, Untrusted, OSError) as error:
                 LOG.info("index %s cannot be used (%s); rebuilding it", self.path, error)
-            try:
-                self._remove_files()
-                return self._create(self.path)
-            except (sqlite3.Error, OSError) as error:
-                LOG.warning("index %s cannot be written (%s); keeping the index in memory", self.path, error)
-                self.path = None
-                return self._create(":memory:")
+            return self._recreate(self.path)
+
+    def _recreate(self, path: str) -> sqlite3.Connection:
+        """A new empty index file in place of ``path``'s (under :func:`_making`), or an index in
+        memory when the file cannot be written."""
+        try:
+            _remove_index(path)
+            return self._create(path)
+        except (sqlite3.Error, OSError) as error:
+            LOG.warning("index %s cannot be written (%s); keeping the index in memory", path, error)
+            self.path = None
+            return self._create(":memory:")
 
     @staticmethod
     def _connect(path: str) -> sqlite3.Connection:
@@ -217,10 +213,6 @@ class IndexDatabase:
         conn.execute("INSERT INTO meta(key, value) VALUES ('root', ?)", (path_key(self.root_key),))
         return conn
 
-    def _remove_files(self) -> None:
-        assert self.path is not None
-        _remove_index(self.path)
-
     def rebuild(self, reason: str) -> None:
         """Throw everything away and start an empty index (the file was found untrustworthy)."""
         with self._lock:
@@ -230,13 +222,8 @@ class IndexDatabase:
             if self.path is None:
                 self._conn = self._create(":memory:")
                 return
-            try:
-                with _making(self.path):
-                    self._remove_files()
-                    self._conn = self._create(self.path)
-            except (sqlite3.Error, OSError):
-                self.path = None
-                self._conn = self._create(":memory:")
+            with _making(self.path):
+                self._conn = self._recreate(self.path)
 
     def close(self) -> None:
         with self._lock, contextlib.suppress(sqlite3.Error):
@@ -261,7 +248,7 @@ class IndexDatabase:
                 while whole and (batch := cursor.fetchmany(1000)):
                     for values in batch:
                         path = key_path(values[0])
-                        info = _regular_file(path)
+                        info = regular_file(path)
                         if info is None:
                             gone.append(path)
                             if too_many_missing(len(gone), len(rows)):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import time
 import zlib
@@ -193,6 +194,15 @@ def row_crc(
 ) -> int:
     payload = "\0".join((path, fp, listing or "\1", str(listing_ns), title or "\1", str(title_ns)))
     return zlib.crc32(payload.encode("utf-8", "surrogatepass"))
+
+
+def regular_file(path: str) -> os.stat_result | None:
+    """``lstat`` of ``path`` if it is a regular file (a log), else ``None``."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return info if stat.S_ISREG(info.st_mode) else None
 
 
 def lstat_or_none(path: str) -> os.stat_result | None:

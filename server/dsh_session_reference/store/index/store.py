@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import stat
 from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any, Final
@@ -36,7 +35,7 @@ from ..listing import Artifact, Skips, Walk, root_real
 from ..replay import ReplayResult
 from ..surface import SurfaceKeeper
 from ..workers import run_apart
-from .bodies import fts_query, message_text
+from .bodies import fts_query, message_texts
 from .kept import StoredListing, kept_listing, listing_text
 from .records import MessageText
 from .rows import (
@@ -45,7 +44,7 @@ from .rows import (
     fingerprint_of,
     fp_text,
     header_text,
-    lstat_or_none,
+    regular_file,
     stable_read,
 )
 from .table import RowTable
@@ -216,12 +215,9 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
             if record.location is None or record.id in seen:
                 continue
             seen.add(record.id)
-            try:
-                info = os.lstat(record.location)
-            except OSError:
-                continue
+            info = regular_file(record.location)
             if (
-                stat.S_ISREG(info.st_mode)
+                info is not None
                 and self.cached_title(record, fingerprint_of(info), header_text(record.header)) is None
             ):
                 misses.append((info.st_size, record))
@@ -270,11 +266,8 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         """One record's title: from the index when the log is unchanged, else read, and kept when
         the log held still while it was read."""
         path = record.location
-        try:
-            info = None if path is None else lstat_or_none(path)
-        except OSError:
-            info = None
-        if path is None or info is None or not stat.S_ISREG(info.st_mode):
+        info = None if path is None else regular_file(path)
+        if path is None or info is None:
             return self._title_of(record, stop)
         fp = fingerprint_of(info)
         key = header_text(record.header)
@@ -323,13 +316,9 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         """Put the message text of every listed log that changed into the full-text index (here,
         in this thread); returns how many logs were read."""
         stale = self.bodies_to_index(records)
-        root_real = os.path.realpath(self.root)
         for path in stale:
             check(stop)
-            read = stable_read(path, partial(message_text, path, root_real, stop))
-            if read is not None:
-                text, fp, _ = read
-                self.put_bodies([MessageText(path, fp, text)])
+            self.put_bodies(message_texts(self.root, [path], stop))
         return len(stale)
 
     def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> list[BodyMatch]:
