@@ -58,9 +58,7 @@ ZSTD_NAME: Final = os.sep + LOG_NAMES["zstd"]
 PLAIN_NAME: Final = os.sep + LOG_NAMES["none"]
 
 
-def walk_rows(
-    rows: RowTable, walk: Walk, only: str | None, stop: AbortSignal | None, workers: int = 1
-) -> Walk:
+def walk_rows(rows: RowTable, walk: Walk, only: str | None, stop: AbortSignal | None, workers: int) -> Walk:
     """Upstream's listing of the root into ``walk`` (``only``: just the session directories of that
     name), each directory listed from its row when the row is fresh, else read and kept as a row.
     A full walk also tells ``rows`` every log it looked at (:meth:`.table.RowTable.walk_done`); the
