@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from ...cancellation import AbortSignal
 from ...projection import project_conversation
-from ..layout import Compression
+from ..listing import compression_of
 from ..logbase import LogChanged, LogError, open_artifact
 from ..logfile import read_log
 from .records import MessageText
@@ -49,10 +49,9 @@ class _MessageTexts:
 def message_text(path: str, root_real: str, stop: AbortSignal | None = None) -> str:
     """What a person said or read in a log (the projected messages), newest kept, for body search."""
     texts = _MessageTexts()
-    compression: Compression = "zstd" if path.endswith(".zstd") else "none"
     try:
         with open_artifact(path, root_real) as handle:
-            read_log(handle, compression, lambda header: texts, stop, discovery=True)
+            read_log(handle, compression_of(path), lambda header: texts, stop, discovery=True)
     except (OSError, LogError, LogChanged):
         pass
     text = "\n".join(texts.kept)

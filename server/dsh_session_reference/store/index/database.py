@@ -97,7 +97,7 @@ def _checked_row(
     title: object,
     title_ns: object,
     crc: object,
-) -> tuple[str, IndexRow]:
+) -> IndexRow:
     """One row as read from the file, or :class:`Untrusted` if its types or checksum are wrong."""
     path = key_path(path)
     if not (
@@ -111,7 +111,7 @@ def _checked_row(
         raise Untrusted("a row of the wrong types")
     if row_crc(path, fp, listing, listing_ns, title, title_ns) != crc:
         raise Untrusted(f"checksum mismatch for {path!r}")
-    return path, IndexRow(fp_parse(fp), listing, listing_ns, title, title_ns)
+    return IndexRow(fp_parse(fp), listing, listing_ns, title, title_ns)
 
 
 # --- the SQLite file ------------------------------------------------------------------------------
@@ -255,7 +255,7 @@ class IndexDatabase:
                                 whole = False
                                 break
                         elif values[1] == fp_text(fingerprint_of(info)):
-                            rows[path] = _checked_row(*values)[1]
+                            rows[path] = _checked_row(*values)
                 cursor.close()
             except (sqlite3.Error, Untrusted) as error:
                 self.rebuild(str(error))
@@ -294,7 +294,7 @@ class IndexDatabase:
                 values = self._conn.execute(
                     f"SELECT {_ROW_COLUMNS} FROM logs WHERE path = ?", (path_key(path),)
                 ).fetchone()
-                return None if values is None else _checked_row(*values)[1]
+                return None if values is None else _checked_row(*values)
             except (sqlite3.Error, Untrusted) as error:
                 self.rebuild(str(error))
                 return None

@@ -14,8 +14,7 @@ from typing import Any, Final
 
 from ...model import ConversationSnapshot, SessionRecord
 from ..jsonl_store import title_of
-from ..layout import Compression
-from ..listing import Skips
+from ..listing import Skips, compression_of
 from ..workers import serve_process
 from .bodies import message_texts
 from .records import ListedEntry, Scanned, Verified
@@ -47,8 +46,7 @@ def scan_titles(root: str, paths: Sequence[str]) -> list[Scanned]:
     root_real = os.path.realpath(root)
     found: list[Scanned] = []
     for path in paths:
-        compression: Compression = "zstd" if path.endswith(ZSTD_NAME) else "none"
-        read = stable_read(path, partial(scan_last_title, path, root_real, compression))
+        read = stable_read(path, partial(scan_last_title, path, root_real, compression_of(path)))
         found.append(Scanned(path, None, None) if read is None else Scanned(path, read[1], read[0]))
     return found
 
