@@ -219,11 +219,14 @@ class IndexDatabase:
             LOG.warning("index %s is damaged (%s); rebuilding it", self.path or ":memory:", reason)
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
-            if self.path is None:
-                self._conn = self._create(":memory:")
-                return
-            with _making(self.path):
-                self._conn = self._recreate(self.path)
+            if self.path is not None:
+                try:
+                    with _making(self.path):
+                        self._conn = self._recreate(self.path)
+                    return
+                except OSError:  # the lock could not be taken
+                    self.path = None
+            self._conn = self._create(":memory:")
 
     def close(self) -> None:
         with self._lock, contextlib.suppress(sqlite3.Error):
