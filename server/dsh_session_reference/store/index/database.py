@@ -245,26 +245,33 @@ class IndexDatabase:
         rows: dict[str, IndexRow] = {}
         gone: list[str] = []
         whole = True
+        with self._reading() as conn:
+            cursor = conn.execute(f"SELECT {_ROW_COLUMNS} FROM logs")
+            while whole and (batch := cursor.fetchmany(1000)):
+                for values in batch:
+                    path = key_path(values[0])
+                    info = regular_file(path)
+                    if info is None:
+                        gone.append(path)
+                        if too_many_missing(len(gone), len(rows)):
+                            whole = False
+                            break
+                    elif values[1] == fp_text(fingerprint_of(info)):
+                        rows[path] = _checked_row(*values)
+            cursor.close()
+            self.write(dict.fromkeys(gone))
+            return rows, whole
+        return {}, True
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for one read: a file that fails it (SQLite, or a row not ours) is rebuilt,
+        and the read ends there."""
         with self._lock:
             try:
-                cursor = self._conn.execute(f"SELECT {_ROW_COLUMNS} FROM logs")
-                while whole and (batch := cursor.fetchmany(1000)):
-                    for values in batch:
-                        path = key_path(values[0])
-                        info = regular_file(path)
-                        if info is None:
-                            gone.append(path)
-                            if too_many_missing(len(gone), len(rows)):
-                                whole = False
-                                break
-                        elif values[1] == fp_text(fingerprint_of(info)):
-                            rows[path] = _checked_row(*values)
-                cursor.close()
+                yield self._conn
             except (sqlite3.Error, Untrusted) as error:
                 self.rebuild(str(error))
-                return {}, True
-            self.write(dict.fromkeys(gone))
-        return rows, whole
 
     def keep_only(self, paths: Iterable[str], pause: Callable[[], object] | None = None) -> None:
         """Remove every row but those of ``paths``, in the file itself (for a file not loaded whole,
@@ -292,15 +299,12 @@ class IndexDatabase:
         A targeted lookup (``prepare`` of a few sessions) reads only the rows it needs:
         loading all 50,000 rows of a big root costs about a second.
         """
-        with self._lock:
-            try:
-                values = self._conn.execute(
-                    f"SELECT {_ROW_COLUMNS} FROM logs WHERE path = ?", (path_key(path),)
-                ).fetchone()
-                return None if values is None else _checked_row(*values)
-            except (sqlite3.Error, Untrusted) as error:
-                self.rebuild(str(error))
-                return None
+        with self._reading() as conn:
+            values = conn.execute(
+                f"SELECT {_ROW_COLUMNS} FROM logs WHERE path = ?", (path_key(path),)
+            ).fetchone()
+            return None if values is None else _checked_row(*values)
+        return None
 
     @contextlib.contextmanager
     def kept_listing(self) -> Iterator[Iterator[bytes] | None]:
@@ -309,15 +313,13 @@ class IndexDatabase:
         reading further: the cache folder is not trusted. Its checksum is checked as the last piece
         is read (:class:`.rows.Untrusted` if it does not hold). The index is held meanwhile."""
         with self._lock:
-            try:
+            found = None
+            with self._reading() as conn:
                 # Kept as a BLOB: SQLite knows its length without reading it (a TEXT's it must read).
-                found = self._conn.execute(
+                found = conn.execute(
                     "SELECT crc FROM listing WHERE id = 0 AND typeof(body) = 'blob' AND length(body) <= ?",
                     (MAX_LISTING_BYTES,),
                 ).fetchone()
-            except sqlite3.Error as error:
-                self.rebuild(str(error))
-                found = None
             if found is None or type(found[0]) is not int:
                 yield None  # none yet, damaged or too big to be ours: the rows answer instead
                 return
@@ -379,13 +381,10 @@ class IndexDatabase:
     # message text (opt-in body search)
 
     def body_fingerprints(self) -> dict[str, str]:
-        with self._lock:
-            try:
-                rows = self._conn.execute("SELECT path, fp FROM body_docs").fetchall()
-                return {key_path(path): str(fp) for path, fp in rows}
-            except (sqlite3.Error, Untrusted) as error:
-                self.rebuild(str(error))
-                return {}
+        with self._reading() as conn:
+            rows = conn.execute("SELECT path, fp FROM body_docs").fetchall()
+            return {key_path(path): str(fp) for path, fp in rows}
+        return {}
 
     def put_body(self, path: str, fp: Fingerprint, text: str) -> None:
         # A lone surrogate (valid JSON, ``"\ud83d"``) is no text to SQLite: index it as JS would

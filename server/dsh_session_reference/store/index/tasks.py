@@ -68,10 +68,7 @@ def read_headers(root: str, directories: Sequence[tuple[str, str]]) -> list[List
     root_real = os.path.realpath(root)
     found: list[ListedEntry] = []
     for segment, directory in directories:
-        try:
-            single = single_log((directory + ZSTD_NAME, directory + PLAIN_NAME))
-        except OSError:
-            continue
+        single = single_log((directory + ZSTD_NAME, directory + PLAIN_NAME))
         if single is None:
             continue
         path, info = single

@@ -114,10 +114,7 @@ def _inspect(
     # fingerprint checked around the read) looked for the walk.
     if delivered is not None and _listed_from_row(rows, scan, walk, *delivered):
         return
-    try:
-        single = single_log(paths)
-    except OSError:
-        single = None
+    single = single_log(paths)
     if single is None:
         inspect_directory(rows.root, scan, real, directory, segment, stop)
         return
@@ -233,9 +230,12 @@ def probe(
 
 def single_log(paths: tuple[str, str]) -> tuple[str, os.stat_result] | None:
     """The one log of a session directory (``paths``: its two log names), when it holds exactly
-    one and it is a regular file (anything else takes upstream's general listing step).
-    ``OSError`` when it cannot be looked at."""
-    found = [(path, info) for path in paths if (info := lstat_or_none(path))]
+    one and it is a regular file (anything else, or a directory that cannot be looked at, takes
+    upstream's general listing step)."""
+    try:
+        found = [(path, info) for path in paths if (info := lstat_or_none(path))]
+    except OSError:
+        return None
     if len(found) == 1 and stat.S_ISREG(found[0][1].st_mode):
         return found[0]
     return None
@@ -326,17 +326,12 @@ class HeaderReaders:
         if found is not None:
             return found
         self._reached = max(self._reached, self._batch_of.get(directory, self._reached))
-        done: list[Future[list[ListedEntry]]] = []
-        waiting: list[Future[list[ListedEntry]]] = []
-        for future in self._pending:
-            (done if future.done() else waiting).append(future)
-        if done:
-            self._pending = waiting
-            for future in done:
-                if future.exception() is None:  # a failed worker only leaves more for the walk
-                    for entry in future.result():
-                        self._rows.keep_listing(entry.path, entry.fp, entry.started_ns, entry.text)
-                        self._delivered[os.path.dirname(entry.path)] = (entry.path, entry.fp)
+        for future in [future for future in self._pending if future.done()]:
+            self._pending.remove(future)
+            if future.exception() is None:  # a failed worker only leaves more for the walk
+                for entry in future.result():
+                    self._rows.keep_listing(entry.path, entry.fp, entry.started_ns, entry.text)
+                    self._delivered[os.path.dirname(entry.path)] = (entry.path, entry.fp)
         self._hand_out()
         return self._delivered.pop(directory, None)
 
