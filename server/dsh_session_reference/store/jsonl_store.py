@@ -205,6 +205,9 @@ class ReadsOnDemand:
     _walking: Walk | None = None
     _walked = 0
 
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.root!r})"
+
     def walk(self, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
         """Upstream's listing of the root into ``walk`` (``only``: just the session directories of
         that name)."""
@@ -287,9 +290,6 @@ class JsonlSessionStore(ReadsOnDemand):
     def __init__(self, root: str | os.PathLike[str] | None = None, *, report: bool = True) -> None:
         self.root = resolve_root(root)
         self.skips = Skips(report)
-
-    def __repr__(self) -> str:
-        return f"JsonlSessionStore({self.root!r})"
 
     def walk(self, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
         return walk_root(self.root, walk, only, stop)

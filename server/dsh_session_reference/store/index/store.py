@@ -97,9 +97,6 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         self.autoflush = autoflush
         self._title_workers = TitleWorkers(workers)
 
-    def __repr__(self) -> str:
-        return f"IndexedSessionStore({self.root!r})"
-
     def start_title_workers(self) -> None:
         """Start the worker processes a cold title read will use, now, if the index file does not
         exist yet: a caller about to read every title (a query over a cold index) overlaps their
