@@ -213,12 +213,6 @@ def lstat_or_none(path: str) -> os.stat_result | None:
         return None
 
 
-def deep_copy(header: dict[str, Any]) -> dict[str, Any]:
-    """A header holding nested values, copied so no two records share them."""
-    copied: dict[str, Any] = json.loads(json.dumps(header))
-    return copied
-
-
 def parse_listing(text: str | None, path: str) -> ListingEntry | None:
     """A stored listing entry of the log at ``path``, checked and made compact; ``None`` if it is
     not one this code wrote."""
@@ -263,9 +257,11 @@ def _compact_header(header: dict[str, Any]) -> KeptHeader:
 
 
 def header_dict(header: KeptHeader) -> dict[str, Any]:
-    """A fresh dict of a kept header (a nested one is returned as kept: callers copy it)."""
+    """A fresh dict of a kept header (one holding nested values copied whole, so no two records
+    share them)."""
     if isinstance(header, dict):
-        return header
+        copied: dict[str, Any] = json.loads(json.dumps(header))
+        return copied
     return dict(zip(header[::2], header[1::2], strict=True))
 
 

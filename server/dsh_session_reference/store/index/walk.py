@@ -38,7 +38,6 @@ from .rows import (
     Fingerprint,
     IndexRow,
     ListingEntry,
-    deep_copy,
     fingerprint_of,
     header_dict,
     lstat_or_none,
@@ -150,13 +149,7 @@ def _listed_from_row(rows: RowTable, scan: Walk, walk: _FullWalk | None, path: s
 def _replay_listing(scan: Walk, path: str, outcome: ListingEntry) -> None:
     for artifact_path, compression, header in outcome.artifacts:
         # ``record()`` copies the header dict; only nested values would be shared.
-        scan.add(
-            Artifact(
-                path if artifact_path is None else artifact_path,
-                compression,
-                header_dict(header) if isinstance(header, tuple) else deep_copy(header),
-            )
-        )
+        scan.add(Artifact(path if artifact_path is None else artifact_path, compression, header_dict(header)))
     for segment, block_path, reason in outcome.blocks:
         scan.block(segment, block_path, reason)
 
