@@ -180,7 +180,6 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         """Index the titles of the records that miss, in worker processes, when that is worth it."""
         misses: list[tuple[int, SessionRecord]] = []
         seen: set[str] = set()
-        total = 0
         for record in records:
             if record.location is None or record.id in seen:
                 continue
@@ -191,8 +190,7 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
                 and self.cached_title(record, fingerprint_of(info), header_text(record.header)) is None
             ):
                 misses.append((info.st_size, record))
-                total += info.st_size
-        if len(misses) < 2 or total < PARALLEL_MIN_BYTES:
+        if len(misses) < 2 or sum(size for size, _ in misses) < PARALLEL_MIN_BYTES:
             return
 
         self._title_workers.verify(self.root, misses, self.remember_verified, stop)
