@@ -15,7 +15,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from ..model import SessionRecord, TitleObservation
-from .index.records import MessageText, Scanned, Verified, batches, record_data
+from .index.records import MessageText, Scanned, Verified, batches
 from .index.rows import Fingerprint
 from .index.store import IndexedSessionStore
 from .scheduler import Scheduler
@@ -98,7 +98,7 @@ class WorkerFeed:
                 if worker is None:
                     return
                 titles.take(batch)
-                future = worker.submit("verify_titles", self.root, [record_data(record) for record in batch])
+                future = worker.submit("verify_titles", self.root, batch)
                 future.add_done_callback(lambda done: self._verified(batch, done))
                 return
             listing = self.listing

@@ -197,10 +197,48 @@ def replay(
 
 class ReadsOnDemand:
     """What a store that reads on demand (the plain store, the index) answers alike: records are
-    found one by one where their logs must be, and no title is kept warm (every title read reads)."""
+    found one by one where their logs must be, and no title is kept warm (every title read reads).
+    Each store says how it walks the root (:meth:`walk`) and reads one title (:meth:`read_title`)."""
+
+    root: str
+    skips: Skips
+    _walking: Walk | None = None
+    _walked = 0
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.root!r})"
+
+    def walk(self, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
+        """Upstream's listing of the root into ``walk`` (``only``: just the session directories of
+        that name)."""
+        raise NotImplementedError
+
+    def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
+        """The latest ``session/title`` of one record's log, or the error reading it gives."""
+        raise NotImplementedError
+
+    @property
+    def walked_sessions(self) -> int:
+        """Session directories the latest full walk has looked at so far (progress)."""
+        walking = self._walking
+        return self._walked if walking is None else walking.sessions
+
+    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
+        """Every readable-header session, newest first, ties by ICU ``localeCompare`` of ids."""
+        walk = self._walking = Walk(self.skips)
+        try:
+            return self.walk(walk, None, stop).listing()
+        finally:
+            self._walked, self._walking = walk.sessions, None
 
     def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
-        raise NotImplementedError
+        """The record :meth:`list_sessions` lists for ``session_id``, or ``None``, found by looking
+        only where that id's log can be: a log is listed only at the path its header's id names,
+        so a lookup of one session (the CLI's target) need not list a root of 50,000."""
+        session_id = js_normalize(session_id)
+        if root_real(self.root) is None or session_id == "":
+            return None
+        return self.walk(Walk(self.skips), encode_segment(session_id), stop).record_of(session_id)
 
     def find_records(
         self, session_ids: Iterable[str], stop: AbortSignal | None = None
@@ -210,6 +248,27 @@ class ReadsOnDemand:
         return {
             session_id: record for session_id, record in found.items() if record and record.id == session_id
         }
+
+    def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
+        """The log of ``session_id``, else upstream's failure."""
+        segment = lookup_segment(self.root, session_id)
+        return self.walk(Walk(self.skips), segment, stop).artifact(session_id)
+
+    def read_titles(
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
+    ) -> list[TitleObservation]:
+        """The latest ``session/title`` of each record's log; a log that fails to read gives an error."""
+        seen: dict[str, TitleObservation] = {}
+        for record in records:
+            check(stop)
+            if record.id not in seen:
+                seen[record.id] = self.read_title(record, stop)
+        return [seen[record.id] for record in records]
+
+    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
+        """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
+        session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
+        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
 
     def titles_version(self) -> None:
         return None
@@ -231,54 +290,12 @@ class JsonlSessionStore(ReadsOnDemand):
     def __init__(self, root: str | os.PathLike[str] | None = None, *, report: bool = True) -> None:
         self.root = resolve_root(root)
         self.skips = Skips(report)
-        self._walking: Walk | None = None
-        self._walked = 0
 
-    def __repr__(self) -> str:
-        return f"JsonlSessionStore({self.root!r})"
+    def walk(self, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
+        return walk_root(self.root, walk, only, stop)
 
-    @property
-    def walked_sessions(self) -> int:
-        """Session directories the latest full walk has looked at so far (progress)."""
-        walking = self._walking
-        return self._walked if walking is None else walking.sessions
-
-    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
-        """Every readable-header session, newest first, ties by ICU ``localeCompare`` of ids."""
-        walk = self._walking = Walk(self.skips)
-        try:
-            return walk_root(self.root, walk, None, stop).listing()
-        finally:
-            self._walked, self._walking = walk.sessions, None
-
-    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
-        """The record :meth:`list_sessions` lists for ``session_id``, or ``None``, found by looking
-        only where that id's log can be: a log is listed only at the path its header's id names,
-        so a lookup of one session (the CLI's target) need not list a root of 50,000."""
-        session_id = js_normalize(session_id)
-        if root_real(self.root) is None or session_id == "":
-            return None
-        return walk_root(self.root, Walk(self.skips), encode_segment(session_id), stop).record_of(session_id)
-
-    def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
-        segment = lookup_segment(self.root, session_id)
-        return walk_root(self.root, Walk(self.skips), segment, stop).artifact(session_id)
-
-    def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
-    ) -> list[TitleObservation]:
-        """The latest ``session/title`` of each record's log; a log that fails to read gives an error."""
-        seen: dict[str, TitleObservation] = {}
-        for record in records:
-            check(stop)
-            if record.id not in seen:
-                seen[record.id] = title_of(self.root, record, stop, self.skips)
-        return [seen[record.id] for record in records]
-
-    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
-        """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
-        session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
-        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
+    def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
+        return title_of(self.root, record, stop, self.skips)
 
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0

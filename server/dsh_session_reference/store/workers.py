@@ -245,11 +245,16 @@ def _portable(error: Exception) -> Exception:
     return error
 
 
-def serve(stdin: IO[bytes], stdout: IO[bytes], tasks: Mapping[str, Callable[..., Any]]) -> None:
-    """The child's loop: one task of ``tasks`` at a time until the pipe closes."""
+def serve_process(tasks: Mapping[str, Callable[..., Any]]) -> None:
+    """A worker's program (:data:`_BOOT`): one task of ``tasks`` at a time from stdin until the pipe
+    closes, replies on a private stdout."""
+    level = os.environ.get("DSH_LSP_LOG", "WARNING").upper()
+    logging.basicConfig(level=level if level in logging.getLevelNamesMapping() else "WARNING")
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # a stray print must not corrupt the replies
     while True:
         try:
-            request, task, args = _receive(stdin)
+            request, task, args = _receive(sys.stdin.buffer)
         except EOFError:
             return
         try:
@@ -259,15 +264,6 @@ def serve(stdin: IO[bytes], stdout: IO[bytes], tasks: Mapping[str, Callable[...,
         except Exception as error:  # reported to the parent, whose future fails with it
             reply = (request, False, _portable(error))
         try:
-            _send(stdout, reply)
+            _send(replies, reply)
         except BrokenPipeError:
             return  # the parent is gone (or stopped listening): nobody wants the reply
-
-
-def serve_process(tasks: Mapping[str, Callable[..., Any]]) -> None:
-    """A worker's program (:data:`_BOOT`): serve ``tasks`` on stdin, replies on a private stdout."""
-    level = os.environ.get("DSH_LSP_LOG", "WARNING").upper()
-    logging.basicConfig(level=level if level in logging.getLevelNamesMapping() else "WARNING")
-    replies = os.fdopen(os.dup(1), "wb")
-    os.dup2(2, 1)  # a stray print must not corrupt the replies
-    serve(sys.stdin.buffer, replies, tasks)

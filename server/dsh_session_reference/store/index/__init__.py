@@ -39,7 +39,7 @@ One module per part: :mod:`.rows` (a log's row and its entries, the fingerprint 
 root that answers from rows where it can), :mod:`.store` (:class:`.store.IndexedSessionStore`, the
 table as a :class:`~...model.SessionSource`), :mod:`.kept` (the listing one server leaves the next),
 :mod:`.verify` (titles of a cold index replayed in worker processes), :mod:`.records` and
-:mod:`.tasks` (what worker processes are given and run), :mod:`.title_scan` (the last
+:mod:`.tasks` (what worker processes run and send back), :mod:`.title_scan` (the last
 ``session/title`` line of a log by a byte scan, without decoding its events) and :mod:`.bodies` (the
 opt-in body search's message text).
 """

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections import deque
+from collections.abc import Sequence
+from functools import partial
 from typing import Any, Final
 
 from ...cancellation import AbortSignal
 from ...projection import project_conversation
-from ..layout import Compression
+from ..listing import compression_of
 from ..logbase import LogChanged, LogError, open_artifact
 from ..logfile import read_log
+from .records import MessageText
+from .rows import stable_read
 
 BODY_CHARS: Final = 200_000
 """Message text kept per session for body search (the newest messages win)."""
@@ -44,14 +49,26 @@ class _MessageTexts:
 def message_text(path: str, root_real: str, stop: AbortSignal | None = None) -> str:
     """What a person said or read in a log (the projected messages), newest kept, for body search."""
     texts = _MessageTexts()
-    compression: Compression = "zstd" if path.endswith(".zstd") else "none"
     try:
         with open_artifact(path, root_real) as handle:
-            read_log(handle, compression, lambda header: texts, stop, discovery=True)
+            read_log(handle, compression_of(path), lambda header: texts, stop, discovery=True)
     except (OSError, LogError, LogChanged):
         pass
     text = "\n".join(texts.kept)
     return text[-BODY_CHARS:]
+
+
+def message_texts(root: str, paths: Sequence[str], stop: AbortSignal | None = None) -> list[MessageText]:
+    """:func:`message_text` of several logs, each with the fingerprint it was read at (in a worker
+    process, or in the store's own thread: :meth:`.store.IndexedSessionStore.index_bodies`)."""
+    root_real = os.path.realpath(root)
+    found: list[MessageText] = []
+    for path in paths:
+        read = stable_read(path, partial(message_text, path, root_real, stop))
+        if read is not None:
+            text, fp, _ = read
+            found.append(MessageText(path, fp, text))
+    return found
 
 
 _WORD = re.compile(r"\w+")

@@ -13,7 +13,6 @@ import hashlib
 import logging
 import os
 import sqlite3
-import stat
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -35,6 +34,7 @@ from .rows import (
     fp_text,
     key_path,
     path_key,
+    regular_file,
     row_crc,
     too_many_missing,
 )
@@ -55,15 +55,6 @@ PRUNE_ROWS: Final = 10_000
 """Rows removed per transaction when rows never loaded go from the file (:meth:`IndexDatabase.keep_only`)."""
 LISTING_CHUNK: Final = 1 << 20
 """Bytes of the kept listing read at a time: it is parsed a line at a time as it arrives."""
-
-
-def _regular_file(path: str) -> os.stat_result | None:
-    """``lstat`` of ``path`` if it is a regular file (a log), else ``None``."""
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return None
-    return info if stat.S_ISREG(info.st_mode) else None
 
 
 def _checked_pieces(blob: sqlite3.Blob, crc: int) -> Iterator[bytes]:
@@ -106,7 +97,7 @@ def _checked_row(
     title: object,
     title_ns: object,
     crc: object,
-) -> tuple[str, IndexRow]:
+) -> IndexRow:
     """One row as read from the file, or :class:`Untrusted` if its types or checksum are wrong."""
     path = key_path(path)
     if not (
@@ -120,7 +111,7 @@ def _checked_row(
         raise Untrusted("a row of the wrong types")
     if row_crc(path, fp, listing, listing_ns, title, title_ns) != crc:
         raise Untrusted(f"checksum mismatch for {path!r}")
-    return path, IndexRow(fp_parse(fp), listing, listing_ns, title, title_ns)
+    return IndexRow(fp_parse(fp), listing, listing_ns, title, title_ns)
 
 
 # --- the SQLite file ------------------------------------------------------------------------------
@@ -155,13 +146,18 @@ class IndexDatabase:
                 return conn
             except (sqlite3.Error, Untrusted, OSError) as error:
                 LOG.info("index %s cannot be used (%s); rebuilding it", self.path, error)
-            try:
-                self._remove_files()
-                return self._create(self.path)
-            except (sqlite3.Error, OSError) as error:
-                LOG.warning("index %s cannot be written (%s); keeping the index in memory", self.path, error)
-                self.path = None
-                return self._create(":memory:")
+            return self._recreate(self.path)
+
+    def _recreate(self, path: str) -> sqlite3.Connection:
+        """A new empty index file in place of ``path``'s (under :func:`_making`), or an index in
+        memory when the file cannot be written."""
+        try:
+            _remove_index(path)
+            return self._create(path)
+        except (sqlite3.Error, OSError) as error:
+            LOG.warning("index %s cannot be written (%s); keeping the index in memory", path, error)
+            self.path = None
+            return self._create(":memory:")
 
     @staticmethod
     def _connect(path: str) -> sqlite3.Connection:
@@ -217,26 +213,20 @@ class IndexDatabase:
         conn.execute("INSERT INTO meta(key, value) VALUES ('root', ?)", (path_key(self.root_key),))
         return conn
 
-    def _remove_files(self) -> None:
-        assert self.path is not None
-        _remove_index(self.path)
-
     def rebuild(self, reason: str) -> None:
         """Throw everything away and start an empty index (the file was found untrustworthy)."""
         with self._lock:
             LOG.warning("index %s is damaged (%s); rebuilding it", self.path or ":memory:", reason)
             with contextlib.suppress(sqlite3.Error):
                 self._conn.close()
-            if self.path is None:
-                self._conn = self._create(":memory:")
-                return
-            try:
-                with _making(self.path):
-                    self._remove_files()
-                    self._conn = self._create(self.path)
-            except (sqlite3.Error, OSError):
-                self.path = None
-                self._conn = self._create(":memory:")
+            if self.path is not None:
+                try:
+                    with _making(self.path):
+                        self._conn = self._recreate(self.path)
+                    return
+                except OSError:  # the lock could not be taken
+                    self.path = None
+            self._conn = self._create(":memory:")
 
     def close(self) -> None:
         with self._lock, contextlib.suppress(sqlite3.Error):
@@ -255,26 +245,33 @@ class IndexDatabase:
         rows: dict[str, IndexRow] = {}
         gone: list[str] = []
         whole = True
+        with self._reading() as conn:
+            cursor = conn.execute(f"SELECT {_ROW_COLUMNS} FROM logs")
+            while whole and (batch := cursor.fetchmany(1000)):
+                for values in batch:
+                    path = key_path(values[0])
+                    info = regular_file(path)
+                    if info is None:
+                        gone.append(path)
+                        if too_many_missing(len(gone), len(rows)):
+                            whole = False
+                            break
+                    elif values[1] == fp_text(fingerprint_of(info)):
+                        rows[path] = _checked_row(*values)
+            cursor.close()
+            self.write(dict.fromkeys(gone))
+            return rows, whole
+        return {}, True
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for one read: a file that fails it (SQLite, or a row not ours) is rebuilt,
+        and the read ends there."""
         with self._lock:
             try:
-                cursor = self._conn.execute(f"SELECT {_ROW_COLUMNS} FROM logs")
-                while whole and (batch := cursor.fetchmany(1000)):
-                    for values in batch:
-                        path = key_path(values[0])
-                        info = _regular_file(path)
-                        if info is None:
-                            gone.append(path)
-                            if too_many_missing(len(gone), len(rows)):
-                                whole = False
-                                break
-                        elif values[1] == fp_text(fingerprint_of(info)):
-                            rows[path] = _checked_row(*values)[1]
-                cursor.close()
+                yield self._conn
             except (sqlite3.Error, Untrusted) as error:
                 self.rebuild(str(error))
-                return {}, True
-            self.write(dict.fromkeys(gone))
-        return rows, whole
 
     def keep_only(self, paths: Iterable[str], pause: Callable[[], object] | None = None) -> None:
         """Remove every row but those of ``paths``, in the file itself (for a file not loaded whole,
@@ -302,15 +299,12 @@ class IndexDatabase:
         A targeted lookup (``prepare`` of a few sessions) reads only the rows it needs:
         loading all 50,000 rows of a big root costs about a second.
         """
-        with self._lock:
-            try:
-                values = self._conn.execute(
-                    f"SELECT {_ROW_COLUMNS} FROM logs WHERE path = ?", (path_key(path),)
-                ).fetchone()
-                return None if values is None else _checked_row(*values)[1]
-            except (sqlite3.Error, Untrusted) as error:
-                self.rebuild(str(error))
-                return None
+        with self._reading() as conn:
+            values = conn.execute(
+                f"SELECT {_ROW_COLUMNS} FROM logs WHERE path = ?", (path_key(path),)
+            ).fetchone()
+            return None if values is None else _checked_row(*values)
+        return None
 
     @contextlib.contextmanager
     def kept_listing(self) -> Iterator[Iterator[bytes] | None]:
@@ -319,15 +313,13 @@ class IndexDatabase:
         reading further: the cache folder is not trusted. Its checksum is checked as the last piece
         is read (:class:`.rows.Untrusted` if it does not hold). The index is held meanwhile."""
         with self._lock:
-            try:
+            found = None
+            with self._reading() as conn:
                 # Kept as a BLOB: SQLite knows its length without reading it (a TEXT's it must read).
-                found = self._conn.execute(
+                found = conn.execute(
                     "SELECT crc FROM listing WHERE id = 0 AND typeof(body) = 'blob' AND length(body) <= ?",
                     (MAX_LISTING_BYTES,),
                 ).fetchone()
-            except sqlite3.Error as error:
-                self.rebuild(str(error))
-                found = None
             if found is None or type(found[0]) is not int:
                 yield None  # none yet, damaged or too big to be ours: the rows answer instead
                 return
@@ -389,13 +381,10 @@ class IndexDatabase:
     # message text (opt-in body search)
 
     def body_fingerprints(self) -> dict[str, str]:
-        with self._lock:
-            try:
-                rows = self._conn.execute("SELECT path, fp FROM body_docs").fetchall()
-                return {key_path(path): str(fp) for path, fp in rows}
-            except (sqlite3.Error, Untrusted) as error:
-                self.rebuild(str(error))
-                return {}
+        with self._reading() as conn:
+            rows = conn.execute("SELECT path, fp FROM body_docs").fetchall()
+            return {key_path(path): str(fp) for path, fp in rows}
+        return {}
 
     def put_body(self, path: str, fp: Fingerprint, text: str) -> None:
         # A lone surrogate (valid JSON, ``"\ud83d"``) is no text to SQLite: index it as JS would

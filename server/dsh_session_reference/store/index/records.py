@@ -1,26 +1,13 @@
-"""Listed records as plain data, for the trip to a worker process and back."""
+"""What worker processes send back, as plain data, and listed records batched for them."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ...model import SessionRecord
 from .rows import Fingerprint
-
-
-class RecordData(NamedTuple):
-    """A listed record as plain data (it crosses a process boundary)."""
-
-    id: str
-    created_at: int
-    cwd: str | None
-    header: dict[str, Any]
-    location: str
-
-    def record(self) -> SessionRecord:
-        return SessionRecord(self.id, self.created_at, self.cwd, self.header, self.location)
 
 
 class Verified(NamedTuple):
@@ -58,11 +45,6 @@ class MessageText(NamedTuple):
     path: str
     fp: Fingerprint | None
     text: str
-
-
-def record_data(record: SessionRecord) -> RecordData:
-    assert record.location is not None
-    return RecordData(record.id, record.created_at, record.cwd, dict(record.header), record.location)
 
 
 def batches(records: Sequence[SessionRecord], max_bytes: int, max_count: int) -> list[list[SessionRecord]]:

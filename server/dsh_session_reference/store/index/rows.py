@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import time
 import zlib
@@ -195,18 +196,21 @@ def row_crc(
     return zlib.crc32(payload.encode("utf-8", "surrogatepass"))
 
 
+def regular_file(path: str) -> os.stat_result | None:
+    """``lstat`` of ``path`` if it is a regular file (a log), else ``None``."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return info if stat.S_ISREG(info.st_mode) else None
+
+
 def lstat_or_none(path: str) -> os.stat_result | None:
     """``lstat``, ``None`` when nothing is there; other failures raise."""
     try:
         return os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
-
-
-def deep_copy(header: dict[str, Any]) -> dict[str, Any]:
-    """A header holding nested values, copied so no two records share them."""
-    copied: dict[str, Any] = json.loads(json.dumps(header))
-    return copied
 
 
 def parse_listing(text: str | None, path: str) -> ListingEntry | None:
@@ -253,9 +257,11 @@ def _compact_header(header: dict[str, Any]) -> KeptHeader:
 
 
 def header_dict(header: KeptHeader) -> dict[str, Any]:
-    """A fresh dict of a kept header (a nested one is returned as kept: callers copy it)."""
+    """A fresh dict of a kept header (one holding nested values copied whole, so no two records
+    share them)."""
     if isinstance(header, dict):
-        return header
+        copied: dict[str, Any] = json.loads(json.dumps(header))
+        return copied
     return dict(zip(header[::2], header[1::2], strict=True))
 
 

@@ -5,16 +5,15 @@ through them (:mod:`.walk`), answers titles from them, verifies many cold titles
 processes, and reads huge logs for ``prepare`` apart. What misses is read with the plain reading
 functions (:mod:`..jsonl_store`, :mod:`..listing`).
 
-Over 500 lines because the rows (which ones are loaded, kept, written, pruned) and everything that
-reads or makes them share one lock and one table; what stands alone is in modules of its own:
-:mod:`.database`, :mod:`.rows`, :mod:`.walk`, :mod:`.kept`, :mod:`.verify`, :mod:`.bodies`.
+The rows (which ones are loaded, kept, written, pruned) are its base, :class:`.table.RowTable`;
+what else stands alone is in modules of its own: :mod:`.database`, :mod:`.rows`, :mod:`.walk`,
+:mod:`.kept`, :mod:`.verify`, :mod:`.bodies`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import stat
 from collections.abc import Iterable, Sequence
 from functools import partial
 from typing import Any, Final
@@ -27,16 +26,15 @@ from ...model import (
     ConversationSnapshot,
     SessionRecord,
     StoreError,
-    SurfaceSnapshot,
     TitleObservation,
 )
-from ..jsonl_store import ReadsOnDemand, artifact_of, lookup_segment, observed_title, replay, surface_of
-from ..layout import encode_segment, resolve_root
-from ..listing import Artifact, Skips, Walk, root_real
+from ..jsonl_store import ReadsOnDemand, artifact_of, observed_title, replay
+from ..layout import resolve_root
+from ..listing import Artifact, Skips, Walk
 from ..replay import ReplayResult
 from ..surface import SurfaceKeeper
 from ..workers import run_apart
-from .bodies import fts_query, message_text
+from .bodies import fts_query, message_texts
 from .kept import StoredListing, kept_listing, listing_text
 from .records import MessageText
 from .rows import (
@@ -45,7 +43,7 @@ from .rows import (
     fingerprint_of,
     fp_text,
     header_text,
-    lstat_or_none,
+    regular_file,
     stable_read,
 )
 from .table import RowTable
@@ -94,21 +92,10 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
     ) -> None:
         super().__init__(resolve_root(root), index_dir, persistent)
         self.skips = Skips()
-        self._walking: Walk | None = None
-        self._walked = 0
         self.workers = workers
         self.apart_bytes = apart_bytes
         self.autoflush = autoflush
         self._title_workers = TitleWorkers(workers)
-
-    def __repr__(self) -> str:
-        return f"IndexedSessionStore({self.root!r})"
-
-    @property
-    def walked_sessions(self) -> int:
-        """Session directories the latest full walk has looked at so far (progress)."""
-        walking = self._walking
-        return self._walked if walking is None else walking.sessions
 
     def start_title_workers(self) -> None:
         """Start the worker processes a cold title read will use, now, if the index file does not
@@ -125,12 +112,14 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
 
     # --- SessionSource ---------------------------------------------------------------------------
 
+    def walk(self, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
+        """Through the rows (:func:`.walk.walk_rows`)."""
+        return walk_rows(self, walk, only, stop, self.workers)
+
     def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
-        walk = self._walking = Walk(self.skips)
         try:
-            return walk_rows(self, walk, None, stop, self.workers).listing()
+            return super().list_sessions(stop)
         finally:
-            self._walked, self._walking = walk.sessions, None
             self._call_done()
 
     def stored_listing(self) -> StoredListing:
@@ -160,17 +149,6 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
             return  # a header number JSON cannot spell: the rows still answer
         self._database().write_listing(text)
 
-    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
-        session_id = js_normalize(session_id)
-        if root_real(self.root) is None or session_id == "":
-            return None
-        return walk_rows(self, Walk(self.skips), encode_segment(session_id), stop).record_of(session_id)
-
-    def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
-        """The log of ``session_id``, found through the rows, else upstream's failure."""
-        segment = lookup_segment(self.root, session_id)
-        return walk_rows(self, Walk(self.skips), segment, stop).artifact(session_id)
-
     def replay(
         self,
         session_id: str,
@@ -189,19 +167,10 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         try:
             if self.workers > 1:
                 self._verify_in_workers(records, stop)
-            seen: dict[str, TitleObservation] = {}
-            for record in records:
-                check(stop)
-                if record.id not in seen:
-                    seen[record.id] = self.read_title(record, stop)
-            return [seen[record.id] for record in records]
+            return super().read_titles(records, stop, target_cwd)
         finally:
             self._title_workers.close()  # those started ahead and not needed
             self._call_done()
-
-    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
-        session_id = js_normalize(session_id)
-        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
 
     def _call_done(self) -> None:
         if self.autoflush:
@@ -211,22 +180,17 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         """Index the titles of the records that miss, in worker processes, when that is worth it."""
         misses: list[tuple[int, SessionRecord]] = []
         seen: set[str] = set()
-        total = 0
         for record in records:
             if record.location is None or record.id in seen:
                 continue
             seen.add(record.id)
-            try:
-                info = os.lstat(record.location)
-            except OSError:
-                continue
+            info = regular_file(record.location)
             if (
-                stat.S_ISREG(info.st_mode)
+                info is not None
                 and self.cached_title(record, fingerprint_of(info), header_text(record.header)) is None
             ):
                 misses.append((info.st_size, record))
-                total += info.st_size
-        if len(misses) < 2 or total < PARALLEL_MIN_BYTES:
+        if len(misses) < 2 or sum(size for size, _ in misses) < PARALLEL_MIN_BYTES:
             return
 
         self._title_workers.verify(self.root, misses, self.remember_verified, stop)
@@ -270,11 +234,8 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         """One record's title: from the index when the log is unchanged, else read, and kept when
         the log held still while it was read."""
         path = record.location
-        try:
-            info = None if path is None else lstat_or_none(path)
-        except OSError:
-            info = None
-        if path is None or info is None or not stat.S_ISREG(info.st_mode):
+        info = None if path is None else regular_file(path)
+        if path is None or info is None:
             return self._title_of(record, stop)
         fp = fingerprint_of(info)
         key = header_text(record.header)
@@ -323,13 +284,9 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         """Put the message text of every listed log that changed into the full-text index (here,
         in this thread); returns how many logs were read."""
         stale = self.bodies_to_index(records)
-        root_real = os.path.realpath(self.root)
         for path in stale:
             check(stop)
-            read = stable_read(path, partial(message_text, path, root_real, stop))
-            if read is not None:
-                text, fp, _ = read
-                self.put_bodies([MessageText(path, fp, text)])
+            self.put_bodies(message_texts(self.root, [path], stop))
         return len(stale)
 
     def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> list[BodyMatch]:

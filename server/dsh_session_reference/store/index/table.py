@@ -13,6 +13,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Final
 
 from ...model import SessionRecord, TitleObservation
@@ -158,11 +159,15 @@ class RowTable:
     def keep_listing(self, path: str, fp: Fingerprint, started: int, text: str) -> None:
         """Keep the listing entry a walk (or a worker for it) read of ``path`` at ``fp``."""
         with self._lock:
-            current = self.row(path)
-            kept = current if current is not None and current.fp == fp else IndexRow(fp)
+            kept = self._row_at(path, fp)
             row = IndexRow(fp, text, started, kept.title, kept.title_ns, parsed_title=kept.parsed_title)
             row.title_here = kept.title_here
             self._set(path, row)
+
+    def _row_at(self, path: str, fp: Fingerprint) -> IndexRow:
+        """``path``'s row if it is at ``fp``, else an empty one."""
+        current = self.row(path)
+        return current if current is not None and current.fp == fp else IndexRow(fp)
 
     def walk_done(self, walked: dict[str, Fingerprint], looked: set[str], directories: int) -> None:
         """A full walk finished: rows of logs it did not look at go (the log is gone, or moved).
@@ -222,22 +227,13 @@ class RowTable:
         if path is None:
             return
         with self._lock:
-            current = self.row(path)
-            listed = current.listed_key(fp, path) if current is not None and current.fp == fp else None
+            kept = self._row_at(path, fp)
+            listed = kept.listed_key(fp, path)
             # A title read for the very header this row's listing holds (the usual case) says so,
             # so a lookup for a listed record needs no header serialised.
             stored = LISTED if listed is not None and listed == key else key
             value = {"i": record.id, "h": stored, "t": observation.title, "e": observation.error}
             text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-            kept = current if current is not None and current.fp == fp else IndexRow(fp)
-            row = IndexRow(
-                fp,
-                kept.listing,
-                kept.listing_ns,
-                text,
-                started_ns,
-                parsed_listing=kept.parsed_listing,
-                parsed_title=TitleEntry(record.id, stored, observation.title, observation.error),
-                title_here=True,
-            )
+            entry = TitleEntry(record.id, stored, observation.title, observation.error)
+            row = replace(kept, title=text, title_ns=started_ns, parsed_title=entry, title_here=True)
             self._set(path, row)

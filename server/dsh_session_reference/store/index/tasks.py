@@ -12,26 +12,26 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Final
 
-from ...model import ConversationSnapshot
+from ...model import ConversationSnapshot, SessionRecord
 from ..jsonl_store import title_of
-from ..layout import Compression
-from ..listing import Skips
+from ..listing import Skips, compression_of
 from ..workers import serve_process
-from .bodies import message_text
-from .records import ListedEntry, MessageText, RecordData, Scanned, Verified
+from .bodies import message_texts
+from .records import ListedEntry, Scanned, Verified
 from .rows import fingerprint_of, stable_read
 from .store import IndexedSessionStore
 from .title_scan import scan_last_title
 from .walk import PLAIN_NAME, ZSTD_NAME, probe, single_log
 
 
-def verify_titles(root: str, items: Sequence[RecordData]) -> list[Verified]:
+def verify_titles(root: str, records: Sequence[SessionRecord]) -> list[Verified]:
     """Title observations of listed logs, read as the uncached store reads them (runs in a worker
     process)."""
     skips = Skips()
     found: list[Verified] = []
-    for item in items:
-        read = stable_read(item.location, partial(title_of, root, item.record(), None, skips))
+    for record in records:
+        assert record.location is not None  # listed records only
+        read = stable_read(record.location, partial(title_of, root, record, None, skips))
         if read is None:
             found.append(Verified(None, 0, None, None))  # gone: nothing to keep
             continue
@@ -46,21 +46,8 @@ def scan_titles(root: str, paths: Sequence[str]) -> list[Scanned]:
     root_real = os.path.realpath(root)
     found: list[Scanned] = []
     for path in paths:
-        compression: Compression = "zstd" if path.endswith(ZSTD_NAME) else "none"
-        read = stable_read(path, partial(scan_last_title, path, root_real, compression))
+        read = stable_read(path, partial(scan_last_title, path, root_real, compression_of(path)))
         found.append(Scanned(path, None, None) if read is None else Scanned(path, read[1], read[0]))
-    return found
-
-
-def message_texts(root: str, paths: Sequence[str]) -> list[MessageText]:
-    """:func:`message_text` of several logs, each with the fingerprint it was read at (worker side)."""
-    root_real = os.path.realpath(root)
-    found: list[MessageText] = []
-    for path in paths:
-        read = stable_read(path, partial(message_text, path, root_real))
-        if read is not None:
-            text, fp, _ = read
-            found.append(MessageText(path, fp, text))
     return found
 
 
@@ -81,10 +68,7 @@ def read_headers(root: str, directories: Sequence[tuple[str, str]]) -> list[List
     root_real = os.path.realpath(root)
     found: list[ListedEntry] = []
     for segment, directory in directories:
-        try:
-            single = single_log((directory + ZSTD_NAME, directory + PLAIN_NAME))
-        except OSError:
-            continue
+        single = single_log((directory + ZSTD_NAME, directory + PLAIN_NAME))
         if single is None:
             continue
         path, info = single

@@ -18,7 +18,7 @@ from typing import Final
 from ...cancellation import AbortSignal, check
 from ...model import SessionRecord
 from ..workers import WorkerProcess
-from .records import Verified, batches, record_data
+from .records import Verified, batches
 
 LOG = logging.getLogger("dsh_session_reference.index")
 
@@ -72,38 +72,28 @@ class TitleWorkers:
         with self._lock:
             early, self._early = self._early[:wanted], self._early[wanted:]
         workers = early + [WorkerProcess() for _ in range(wanted - len(early))]
-        _verify(root, misses, workers, remember, stop)
+        misses = sorted(misses, key=lambda miss: -miss[0])
+        queue = collections.deque(batches([record for _, record in misses], WORKER_BATCH_BYTES, 64))
+        futures: dict[Future[list[Verified]], tuple[WorkerProcess, list[SessionRecord]]] = {}
 
+        def feed(worker: WorkerProcess) -> None:
+            if queue:
+                group = queue.popleft()
+                task = worker.submit("verify_titles", root, group)
+                futures[task] = (worker, group)
 
-def _verify(
-    root: str,
-    misses: list[tuple[int, SessionRecord]],
-    workers: list[WorkerProcess],
-    remember: Callable[[SessionRecord, Verified], object],
-    stop: AbortSignal | None,
-) -> None:
-    misses = sorted(misses, key=lambda miss: -miss[0])
-    queue = collections.deque(batches([record for _, record in misses], WORKER_BATCH_BYTES, 64))
-    futures: dict[Future[list[Verified]], tuple[WorkerProcess, list[SessionRecord]]] = {}
-
-    def feed(worker: WorkerProcess) -> None:
-        if queue:
-            group = queue.popleft()
-            task = worker.submit("verify_titles", root, [record_data(record) for record in group])
-            futures[task] = (worker, group)
-
-    try:
-        for worker in workers:
-            for _ in range(WORKER_IN_FLIGHT):
-                feed(worker)
-        while futures:
-            check(stop)
-            done, _ = wait(list(futures), timeout=0.1, return_when=FIRST_COMPLETED)
-            for future in done:
-                worker, group = futures.pop(future)
-                feed(worker)
-                for record, found in zip(group, future.result(), strict=True):
-                    remember(record, found)
-    finally:
-        for worker in workers:
-            worker.close()
+        try:
+            for worker in workers:
+                for _ in range(WORKER_IN_FLIGHT):
+                    feed(worker)
+            while futures:
+                check(stop)
+                done, _ = wait(list(futures), timeout=0.1, return_when=FIRST_COMPLETED)
+                for future in done:
+                    worker, group = futures.pop(future)
+                    feed(worker)
+                    for record, found in zip(group, future.result(), strict=True):
+                        remember(record, found)
+        finally:
+            for worker in workers:
+                worker.close()

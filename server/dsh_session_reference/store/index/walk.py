@@ -38,7 +38,6 @@ from .rows import (
     Fingerprint,
     IndexRow,
     ListingEntry,
-    deep_copy,
     fingerprint_of,
     header_dict,
     lstat_or_none,
@@ -58,9 +57,7 @@ ZSTD_NAME: Final = os.sep + LOG_NAMES["zstd"]
 PLAIN_NAME: Final = os.sep + LOG_NAMES["none"]
 
 
-def walk_rows(
-    rows: RowTable, walk: Walk, only: str | None, stop: AbortSignal | None, workers: int = 1
-) -> Walk:
+def walk_rows(rows: RowTable, walk: Walk, only: str | None, stop: AbortSignal | None, workers: int) -> Walk:
     """Upstream's listing of the root into ``walk`` (``only``: just the session directories of that
     name), each directory listed from its row when the row is fresh, else read and kept as a row.
     A full walk also tells ``rows`` every log it looked at (:meth:`.table.RowTable.walk_done`); the
@@ -116,10 +113,7 @@ def _inspect(
     # fingerprint checked around the read) looked for the walk.
     if delivered is not None and _listed_from_row(rows, scan, walk, *delivered):
         return
-    try:
-        single = single_log(paths)
-    except OSError:
-        single = None
+    single = single_log(paths)
     if single is None:
         inspect_directory(rows.root, scan, real, directory, segment, stop)
         return
@@ -155,13 +149,7 @@ def _listed_from_row(rows: RowTable, scan: Walk, walk: _FullWalk | None, path: s
 def _replay_listing(scan: Walk, path: str, outcome: ListingEntry) -> None:
     for artifact_path, compression, header in outcome.artifacts:
         # ``record()`` copies the header dict; only nested values would be shared.
-        scan.add(
-            Artifact(
-                path if artifact_path is None else artifact_path,
-                compression,
-                header_dict(header) if isinstance(header, tuple) else deep_copy(header),
-            )
-        )
+        scan.add(Artifact(path if artifact_path is None else artifact_path, compression, header_dict(header)))
     for segment, block_path, reason in outcome.blocks:
         scan.block(segment, block_path, reason)
 
@@ -235,9 +223,12 @@ def probe(
 
 def single_log(paths: tuple[str, str]) -> tuple[str, os.stat_result] | None:
     """The one log of a session directory (``paths``: its two log names), when it holds exactly
-    one and it is a regular file (anything else takes upstream's general listing step).
-    ``OSError`` when it cannot be looked at."""
-    found = [(path, info) for path in paths if (info := lstat_or_none(path))]
+    one and it is a regular file (anything else, or a directory that cannot be looked at, takes
+    upstream's general listing step)."""
+    try:
+        found = [(path, info) for path in paths if (info := lstat_or_none(path))]
+    except OSError:
+        return None
     if len(found) == 1 and stat.S_ISREG(found[0][1].st_mode):
         return found[0]
     return None
@@ -328,17 +319,12 @@ class HeaderReaders:
         if found is not None:
             return found
         self._reached = max(self._reached, self._batch_of.get(directory, self._reached))
-        done: list[Future[list[ListedEntry]]] = []
-        waiting: list[Future[list[ListedEntry]]] = []
-        for future in self._pending:
-            (done if future.done() else waiting).append(future)
-        if done:
-            self._pending = waiting
-            for future in done:
-                if future.exception() is None:  # a failed worker only leaves more for the walk
-                    for entry in future.result():
-                        self._rows.keep_listing(entry.path, entry.fp, entry.started_ns, entry.text)
-                        self._delivered[os.path.dirname(entry.path)] = (entry.path, entry.fp)
+        for future in [future for future in self._pending if future.done()]:
+            self._pending.remove(future)
+            if future.exception() is None:  # a failed worker only leaves more for the walk
+                for entry in future.result():
+                    self._rows.keep_listing(entry.path, entry.fp, entry.started_ns, entry.text)
+                    self._delivered[os.path.dirname(entry.path)] = (entry.path, entry.fp)
         self._hand_out()
         return self._delivered.pop(directory, None)
 
