@@ -140,11 +140,7 @@ def is_number(value: object) -> bool:
 
 def is_safe_integer(value: object) -> bool:
     """``Number.isSafeInteger(value)``."""
-    if type(value) is int:
-        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
     if isinstance(value, float):
         return value.is_integer() and abs(value) <= MAX_SAFE_INTEGER

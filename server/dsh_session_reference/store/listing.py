@@ -20,6 +20,7 @@ import logging
 import os
 import stat
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -151,9 +152,7 @@ class Walk:
 
     def settle(self, root: str) -> None:
         """Block the ids found in more than one directory; note a root of two encodings."""
-        counts: dict[str, int] = {}
-        for artifact in self.artifacts:
-            counts[artifact.session_id] = counts.get(artifact.session_id, 0) + 1
+        counts = Counter(artifact.session_id for artifact in self.artifacts)
         for artifact in self.artifacts:
             if counts[artifact.session_id] > 1:
                 reason = (
@@ -185,9 +184,7 @@ class Walk:
         if artifact is not None:
             return artifact
         reason = self.blocked.get(session_id)
-        if reason is not None:
-            raise StoreError(f"session persistence listing failed: {reason}", PERSISTENCE_FAILED)
-        raise not_found(session_id)
+        raise not_found(session_id) if reason is None else listing_failed(reason)
 
 
 def newest_first(records: list[SessionRecord]) -> list[SessionRecord]:
@@ -212,6 +209,10 @@ def not_found(session_id: str) -> StoreError:
     return StoreError(f'session "{session_id}" not found', NOT_FOUND)
 
 
+def listing_failed(reason: str) -> StoreError:
+    return StoreError(f"session persistence listing failed: {reason}", PERSISTENCE_FAILED)
+
+
 def root_real(root: str) -> str | None:
     """The resolved root, ``None`` when it does not exist; a root that is not a directory is an error."""
     try:
@@ -219,14 +220,9 @@ def root_real(root: str) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as error:
-        raise StoreError(
-            f"session persistence listing failed: {fs_message(error, 'scandir', root)}", PERSISTENCE_FAILED
-        ) from error
+        raise listing_failed(fs_message(error, "scandir", root)) from error
     if not stat.S_ISDIR(mode):
-        raise StoreError(
-            f"session persistence listing failed: ENOTDIR: not a directory, scandir '{root}'",
-            PERSISTENCE_FAILED,
-        )
+        raise listing_failed(f"ENOTDIR: not a directory, scandir '{root}'")
     return os.path.realpath(root)
 
 
@@ -257,9 +253,7 @@ def session_directories(
     try:
         projects = sorted_entries(root)
     except OSError as error:
-        raise StoreError(
-            f"session persistence listing failed: {fs_message(error, 'scandir', root)}", PERSISTENCE_FAILED
-        ) from error
+        raise listing_failed(fs_message(error, "scandir", root)) from error
     for project in projects:
         check(stop)
         if not project.is_dir(follow_symlinks=False):

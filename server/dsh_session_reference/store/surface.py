@@ -142,7 +142,6 @@ class SurfaceFold:
 
     keep_events: bool | SurfaceKeeper = True
     nodes: list[int] = field(default_factory=list)
-    types: dict[int, str] = field(default_factory=dict)
     events: dict[int, Mapping[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -181,7 +180,6 @@ class SurfaceFold:
             self._assert_tool_result_rewrite(event, shadowed)
         self.nodes[start_idx : end_idx + 1] = [seq]
         for node in shadowed:
-            self.types.pop(node, None)
             self.events.pop(node, None)
             if self.keeper is not None:
                 self.keeper.drop(node)
@@ -196,7 +194,6 @@ class SurfaceFold:
             ) from None
 
     def _add(self, seq: int, kind: str, event: Mapping[str, Any], appended: bool) -> None:
-        self.types[seq] = kind
         if self.keep_events:
             self.events[seq] = event
         elif kind == "tool/result":
@@ -207,8 +204,8 @@ class SurfaceFold:
     def _assert_tool_result_rewrite(self, event: Mapping[str, Any], shadowed: list[int]) -> None:
         if len(shadowed) != 1:
             raise SurfaceError("tool/result surface replacement must rewrite exactly one current node")
-        original = self.events.get(shadowed[0]) if self.types.get(shadowed[0]) == "tool/result" else None
-        if original is None:
+        original = self.events.get(shadowed[0])
+        if original is None or original["type"] != "tool/result":
             raise SurfaceError("tool/result surface replacement must target a current tool/result")
         if not deep_equal_json(
             _without_result_content(original["data"]), _without_result_content(event["data"])
@@ -227,7 +224,7 @@ def _comparable_result(event: Mapping[str, Any]) -> Mapping[str, Any]:
     content (a tool's output can be megabytes). A shape the stripping cannot handle is kept whole,
     so the comparison fails exactly where it would have."""
     try:
-        return {"data": _without_result_content(event["data"])}
+        return {"type": "tool/result", "data": _without_result_content(event["data"])}
     except Exception:
         return event
 
