@@ -16,6 +16,7 @@ are opened, read-only, after resolving inside the root.
 from __future__ import annotations
 
 import errno
+import itertools
 import logging
 import os
 import stat
@@ -194,15 +195,13 @@ def newest_first(records: list[SessionRecord]) -> list[SessionRecord]:
     and memory for nothing). Python's sort is stable, as V8's is: ICU-equal ids keep directory order.
     """
     records.sort(key=lambda record: -record.created_at)
-    start = 0
-    while start < len(records):
-        end = start + 1
-        while end < len(records) and records[end].created_at == records[start].created_at:
-            end += 1
-        if end - start > 1:
-            records[start:end] = sorted(records[start:end], key=lambda record: locale_compare_key(record.id))
-        start = end
-    return records
+    ordered: list[SessionRecord] = []
+    for _, group in itertools.groupby(records, key=lambda record: record.created_at):
+        ties = list(group)
+        if len(ties) > 1:
+            ties.sort(key=lambda record: locale_compare_key(record.id))
+        ordered.extend(ties)
+    return ordered
 
 
 def not_found(session_id: str) -> StoreError:
