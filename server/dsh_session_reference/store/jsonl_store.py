@@ -199,8 +199,30 @@ class ReadsOnDemand:
     """What a store that reads on demand (the plain store, the index) answers alike: records are
     found one by one where their logs must be, and no title is kept warm (every title read reads)."""
 
-    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
+    root: str
+    skips: Skips
+
+    def walk_named(self, segment: str, stop: AbortSignal | None) -> Walk:
+        """A walk of only the session directories named ``segment``, the store's own way."""
         raise NotImplementedError
+
+    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
+        """The record :meth:`list_sessions` lists for ``session_id``, or ``None``, found by looking
+        only where that id's log can be: a log is listed only at the path its header's id names,
+        so a lookup of one session (the CLI's target) need not list a root of 50,000."""
+        session_id = js_normalize(session_id)
+        if root_real(self.root) is None or session_id == "":
+            return None
+        return self.walk_named(encode_segment(session_id), stop).record_of(session_id)
+
+    def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
+        """The log of ``session_id``, else upstream's failure."""
+        return self.walk_named(lookup_segment(self.root, session_id), stop).artifact(session_id)
+
+    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
+        """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
+        session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
+        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
 
     def find_records(
         self, session_ids: Iterable[str], stop: AbortSignal | None = None
@@ -251,18 +273,8 @@ class JsonlSessionStore(ReadsOnDemand):
         finally:
             self._walked, self._walking = walk.sessions, None
 
-    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
-        """The record :meth:`list_sessions` lists for ``session_id``, or ``None``, found by looking
-        only where that id's log can be: a log is listed only at the path its header's id names,
-        so a lookup of one session (the CLI's target) need not list a root of 50,000."""
-        session_id = js_normalize(session_id)
-        if root_real(self.root) is None or session_id == "":
-            return None
-        return walk_root(self.root, Walk(self.skips), encode_segment(session_id), stop).record_of(session_id)
-
-    def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
-        segment = lookup_segment(self.root, session_id)
-        return walk_root(self.root, Walk(self.skips), segment, stop).artifact(session_id)
+    def walk_named(self, segment: str, stop: AbortSignal | None) -> Walk:
+        return walk_root(self.root, Walk(self.skips), segment, stop)
 
     def read_titles(
         self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
@@ -274,11 +286,6 @@ class JsonlSessionStore(ReadsOnDemand):
             if record.id not in seen:
                 seen[record.id] = title_of(self.root, record, stop, self.skips)
         return [seen[record.id] for record in records]
-
-    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
-        """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
-        session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
-        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
 
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0

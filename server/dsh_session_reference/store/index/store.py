@@ -27,12 +27,11 @@ from ...model import (
     ConversationSnapshot,
     SessionRecord,
     StoreError,
-    SurfaceSnapshot,
     TitleObservation,
 )
-from ..jsonl_store import ReadsOnDemand, artifact_of, lookup_segment, observed_title, replay, surface_of
-from ..layout import encode_segment, resolve_root
-from ..listing import Artifact, Skips, Walk, root_real
+from ..jsonl_store import ReadsOnDemand, artifact_of, observed_title, replay
+from ..layout import resolve_root
+from ..listing import Artifact, Skips, Walk
 from ..replay import ReplayResult
 from ..surface import SurfaceKeeper
 from ..workers import run_apart
@@ -160,16 +159,10 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
             return  # a header number JSON cannot spell: the rows still answer
         self._database().write_listing(text)
 
-    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
-        session_id = js_normalize(session_id)
-        if root_real(self.root) is None or session_id == "":
-            return None
-        return walk_rows(self, Walk(self.skips), encode_segment(session_id), stop).record_of(session_id)
-
-    def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
-        """The log of ``session_id``, found through the rows, else upstream's failure."""
-        segment = lookup_segment(self.root, session_id)
-        return walk_rows(self, Walk(self.skips), segment, stop).artifact(session_id)
+    def walk_named(self, segment: str, stop: AbortSignal | None) -> Walk:
+        """The walk of the session directories named ``segment``, answered from the rows where they
+        are fresh."""
+        return walk_rows(self, Walk(self.skips), segment, stop)
 
     def replay(
         self,
@@ -198,10 +191,6 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         finally:
             self._title_workers.close()  # those started ahead and not needed
             self._call_done()
-
-    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
-        session_id = js_normalize(session_id)
-        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
 
     def _call_done(self) -> None:
         if self.autoflush:
