@@ -158,14 +158,9 @@ def as_record(value: object) -> dict[str, Any] | None:
 
 
 def prop(value: object, key: str) -> Any:
-    """``value[key]`` for a value that is not null or undefined (missing keys are ``UNDEFINED``)."""
-    if isinstance(value, dict):
-        return value.get(key, UNDEFINED)
-    if isinstance(value, str) and key == "length":
-        return len(value.encode("utf-16-le", "surrogatepass")) // 2
-    if isinstance(value, list) and key == "length":
-        return len(value)
-    return UNDEFINED
+    """``value[key]`` for a value that is not null or undefined: an object's own key (missing:
+    ``UNDEFINED``); no other value has any of the keys upstream reads here."""
+    return value.get(key, UNDEFINED) if isinstance(value, dict) else UNDEFINED
 
 
 def read_prop(value: object, key: str) -> Any:

@@ -55,7 +55,6 @@ from .logbase import (
     FRAME_BUFFER_BYTES,
     MAX_LINE_BYTES,
     READ_CHUNK,
-    LimitExceeded,
     LogChanged,
     LogError,
     file_size,
@@ -216,8 +215,8 @@ class EventScanner:
         run = self._oversized_bytes if self._oversized else self._part_bytes
         line = self._line + 1
 
-        def too_long() -> LimitExceeded:
-            return LimitExceeded(f"session log line {line} is larger than {cap} bytes, {limit}")
+        def too_long() -> LogError:
+            return LogError(f"session log line {line} is larger than {cap} bytes, {limit}")
 
         def guard(output: bytes) -> None:
             nonlocal run, line
@@ -249,7 +248,7 @@ class EventScanner:
             if self._issue is None and self._discovery and self._skip_unread(end_byte):
                 return
             if self._issue is None or self._oversized_matters:
-                raise LimitExceeded(line_too_long(self._line))
+                raise LogError(line_too_long(self._line))
             return
         if self._part_bytes + len(tail) > MAX_LINE_BYTES:  # no parts held: no part bytes
             self._hold(tail)
