@@ -18,29 +18,18 @@ from typing import Any, Final
 from ..jsjson import js_stringify
 from .jsvalue import is_number, is_safe_integer
 from .layout import LOG_NAMES, Compression, log_path
+from .log_header import from_header_line
 from .zstd_codec import codec
 
 MIN_RUN: Final = 3
 """Upstream packs runs of at least three same-block delta chunks into one row."""
 
-_HEADER_OPTIONAL: Final = ("cwd", "parentSession", "seedLength", "origin")
-
 
 def header_line(header: Mapping[str, Any]) -> dict[str, Any]:
-    """Upstream's ``toHeaderLine``: the first line's object, absent fields omitted."""
-    line: dict[str, Any] = {
-        "type": "session",
-        "version": header.get("version", 0),
-        "id": header["id"],
-        "createdAt": header["createdAt"],
-    }
-    for key in _HEADER_OPTIONAL:
-        if header.get(key) is not None:
-            line[key] = header[key]
-    line["delegationDepth"] = header.get("delegationDepth", 0)
-    if header.get("agentPreset") is not None:
-        line["agentPreset"] = header["agentPreset"]
-    return line
+    """Upstream's ``toHeaderLine``: the first line's object, in the key order a read gives it
+    (:func:`~.log_header.from_header_line`), absent (or ``None``) fields omitted."""
+    present = {key: value for key, value in header.items() if value is not None}
+    return {"type": "session", **from_header_line({"version": 0, "delegationDepth": 0, **present})}
 
 
 # --- chunk packing (upstream chunk-rows.ts) -------------------------------------
