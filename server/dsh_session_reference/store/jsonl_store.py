@@ -206,6 +206,21 @@ class ReadsOnDemand:
         """A walk of only the session directories named ``segment``, the store's own way."""
         raise NotImplementedError
 
+    def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
+        """One listed record's title, the store's own way."""
+        raise NotImplementedError
+
+    def read_titles(
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
+    ) -> list[TitleObservation]:
+        """The latest ``session/title`` of each record's log; a log that fails to read gives an error."""
+        seen: dict[str, TitleObservation] = {}
+        for record in records:
+            check(stop)
+            if record.id not in seen:
+                seen[record.id] = self.read_title(record, stop)
+        return [seen[record.id] for record in records]
+
     def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
         """The record :meth:`list_sessions` lists for ``session_id``, or ``None``, found by looking
         only where that id's log can be: a log is listed only at the path its header's id names,
@@ -276,16 +291,8 @@ class JsonlSessionStore(ReadsOnDemand):
     def walk_named(self, segment: str, stop: AbortSignal | None) -> Walk:
         return walk_root(self.root, Walk(self.skips), segment, stop)
 
-    def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
-    ) -> list[TitleObservation]:
-        """The latest ``session/title`` of each record's log; a log that fails to read gives an error."""
-        seen: dict[str, TitleObservation] = {}
-        for record in records:
-            check(stop)
-            if record.id not in seen:
-                seen[record.id] = title_of(self.root, record, stop, self.skips)
-        return [seen[record.id] for record in records]
+    def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
+        return title_of(self.root, record, stop, self.skips)
 
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0

@@ -182,12 +182,7 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         try:
             if self.workers > 1:
                 self._verify_in_workers(records, stop)
-            seen: dict[str, TitleObservation] = {}
-            for record in records:
-                check(stop)
-                if record.id not in seen:
-                    seen[record.id] = self.read_title(record, stop)
-            return [seen[record.id] for record in records]
+            return super().read_titles(records, stop, target_cwd)
         finally:
             self._title_workers.close()  # those started ahead and not needed
             self._call_done()
