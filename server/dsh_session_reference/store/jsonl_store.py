@@ -36,6 +36,7 @@ from .listing import (
     fs_message,
     identity_problem,
     not_found,
+    record_at,
     root_real,
     walk_root,
 )
@@ -100,17 +101,6 @@ def observed_title(session_id: str, title: TitleFold | None) -> TitleObservation
         # Upstream would use the non-string value as the label; dsh never writes one.
         return TitleObservation(session_id, error="session title is not a string")
     return TitleObservation(session_id, title=title.title)
-
-
-def surface_of(root: str, session_id: str, artifact: Artifact, stop: AbortSignal | None) -> SurfaceSnapshot:
-    """``readSurface`` of the log at ``artifact``: the header, ``capturedThroughSeq`` and the
-    current surface events."""
-    header, result = replay(root, session_id, artifact, True, stop)
-    return SurfaceSnapshot(
-        session=Artifact(artifact.path, artifact.compression, header).record(),
-        captured_through_seq=result.captured_through_seq,
-        events=result.surface,
-    )
 
 
 def replay(
@@ -237,7 +227,13 @@ class ReadsOnDemand:
     def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
         """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
         session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
-        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
+        artifact = self.locate(session_id, stop)
+        header, result = replay(self.root, session_id, artifact, True, stop)
+        return SurfaceSnapshot(
+            session=record_at(artifact.path, header),
+            captured_through_seq=result.captured_through_seq,
+            events=result.surface,
+        )
 
     def find_records(
         self, session_ids: Iterable[str], stop: AbortSignal | None = None

@@ -115,14 +115,10 @@ def _project_key(cwd: str) -> str:
 _project_key_cached = functools.lru_cache(maxsize=4096)(_project_key)
 
 
-def project_dir_name(cwd: str | None) -> str:
-    """``_no-cwd`` or ``--<projectKey>--`` (upstream's ``projectDir`` without the root)."""
-    return NO_CWD_DIR if cwd is None else project_key(cwd)
-
-
 def log_path(root: str, cwd: str | None, session_id: str, compression: Compression) -> str:
     """Upstream's ``logPath``: the one place a session's log may live."""
-    return os.path.join(root, project_dir_name(cwd), encode_segment(session_id), LOG_NAMES[compression])
+    project_dir = NO_CWD_DIR if cwd is None else project_key(cwd)  # upstream's ``projectDir``
+    return os.path.join(root, project_dir, encode_segment(session_id), LOG_NAMES[compression])
 
 
 def expand_home(path: str) -> str:
