@@ -11,7 +11,6 @@ error text is what dsh reports for that log.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .jsvalue import UNDEFINED, deep_equal_json, is_number, is_safe_integer, js_string
@@ -129,7 +128,6 @@ class SurfaceKeeper(Protocol):
         ...
 
 
-@dataclass
 class SurfaceFold:
     """Incremental fold state: the current nodes, and what each current node is.
 
@@ -140,15 +138,12 @@ class SurfaceFold:
     almost nothing.
     """
 
-    keep_events: bool | SurfaceKeeper = True
-    nodes: list[int] = field(default_factory=list)
-    events: dict[int, Mapping[str, Any]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.keeper: SurfaceKeeper | None = None
-        if not isinstance(self.keep_events, bool):
-            self.keeper = self.keep_events
-            self.keep_events = False
+    def __init__(self, keep_events: bool | SurfaceKeeper = True) -> None:
+        self.nodes: list[int] = []
+        self.events: dict[int, Mapping[str, Any]] = {}
+        self.keep_events = keep_events is True
+        self.keeper = None if isinstance(keep_events, bool) else keep_events
+        if self.keeper is not None:
             self.keeper.start()
 
     def apply(self, event: Mapping[str, Any]) -> None:
