@@ -218,7 +218,8 @@ class ReadsOnDemand:
         session_id = js_normalize(session_id)
         if root_real(self.root) is None or session_id == "":
             return None
-        return self.walk_named(encode_segment(session_id), stop).record_of(session_id)
+        artifact = self.walk_named(encode_segment(session_id), stop).usable().get(session_id)
+        return None if artifact is None else artifact.record()
 
     def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
         """The log of ``session_id``, else upstream's failure."""

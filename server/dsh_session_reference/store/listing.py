@@ -174,11 +174,6 @@ class Walk:
         """What the walk lists (after :meth:`settle`), newest first."""
         return newest_first([artifact.record() for artifact in self.usable().values()])
 
-    def record_of(self, session_id: str) -> SessionRecord | None:
-        """The record the walk lists for ``session_id``, if any."""
-        artifact = self.usable().get(session_id)
-        return None if artifact is None else artifact.record()
-
     def artifact(self, session_id: str) -> Artifact:
         """The usable artifact of ``session_id`` (a walk named after it), else upstream's failure."""
         artifact = self.usable().get(session_id)
@@ -353,9 +348,8 @@ def inspect_directory(
         return
     if not has_zstd and not has_plain:
         return
-    compression: Compression = "zstd" if has_zstd else "none"
     path, is_file = (zstd_path, zstd_file) if has_zstd else (plain_path, plain_file)
-    inspect_log(root, walk, real, segment, path, compression, is_file, stop)
+    inspect_log(root, walk, real, segment, path, is_file, stop)
 
 
 def inspect_log(
@@ -364,7 +358,6 @@ def inspect_log(
     real: str,
     segment: str,
     path: str,
-    compression: Compression,
     is_file: bool,
     stop: AbortSignal | None,
 ) -> None:
@@ -375,6 +368,7 @@ def inspect_log(
     directories it checked without following links, so the log resolves to the same place under
     the resolved root.
     """
+    compression = compression_of(path)
     resolved = None
     if is_file and path.startswith(root):
         resolved = os.path.join(real, path[len(root) :].lstrip(os.sep))
