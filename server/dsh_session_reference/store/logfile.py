@@ -241,18 +241,14 @@ class EventScanner:
         self._overlap = window[-8:]
 
     def _take_line(self, tail: bytes, end_byte: int) -> None:
-        if self._oversized:
-            self._note_oversized(tail)
+        if self._oversized or self._part_bytes + len(tail) > MAX_LINE_BYTES:
+            self._hold(tail)  # the end of an oversized line, or a line that becomes one with it
             self._oversized = False
             self._line += 1
             if self._issue is None and self._discovery and self._skip_unread(end_byte):
                 return
             if self._issue is None or self._oversized_matters:
                 raise LogError(line_too_long(self._line))
-            return
-        if self._part_bytes + len(tail) > MAX_LINE_BYTES:  # no parts held: no part bytes
-            self._hold(tail)
-            self._take_line(b"", end_byte)
             return
         if self._parts:
             self._parts.append(tail)
