@@ -33,6 +33,7 @@ from .listing import (
     Artifact,
     Skips,
     Walk,
+    compression_of,
     fs_message,
     identity_problem,
     not_found,
@@ -73,7 +74,7 @@ def lookup_segment(root: str, session_id: str) -> str:
 def artifact_of(root: str, record: SessionRecord, stop: AbortSignal | None, skips: Skips) -> Artifact:
     """The log a record was listed from (one without a location is looked up by name)."""
     if record.location is not None:
-        return Artifact.of(record)
+        return Artifact(record.location, compression_of(record.location), dict(record.header))
     session_id = js_normalize(record.id)
     return walk_root(root, Walk(skips), lookup_segment(root, session_id), stop).artifact(session_id)
 

@@ -95,12 +95,6 @@ class Artifact:
     def record(self) -> SessionRecord:
         return record_at(self.path, dict(self.header))
 
-    @classmethod
-    def of(cls, record: SessionRecord) -> Artifact:
-        """The artifact a listed record was read from (``record.location`` set)."""
-        assert record.location is not None
-        return cls(record.location, compression_of(record.location), dict(record.header))
-
 
 def record_at(path: str, header: dict[str, Any]) -> SessionRecord:
     """The record of the log at ``path`` with ``header`` (a validated header, owned by the record)."""
