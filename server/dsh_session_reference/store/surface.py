@@ -14,8 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from .jsvalue import UNDEFINED, deep_equal_json, is_number, is_safe_integer, js_string
-
-SURFACE_EVENT_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+from .validation import MESSAGE_TYPES
 
 
 class SurfaceError(Exception):
@@ -41,7 +40,7 @@ def _is_replace_op(op: dict[str, Any]) -> bool:
 def _surface_op(event: Mapping[str, Any]) -> str | dict[str, Any] | None:
     """Upstream's ``surfaceOpOf``: the event's operation, ``None`` for non-surface events."""
     kind = event.get("type")
-    if not (isinstance(kind, str) and kind in SURFACE_EVENT_TYPES):
+    if not (isinstance(kind, str) and kind in MESSAGE_TYPES):  # the surface-eligible events
         for marker in ("surfaceOp", "sourceEventSeqs"):
             if marker in event:
                 name = js_string(event.get("type", UNDEFINED))

@@ -69,6 +69,7 @@ _ENVELOPE_KEYS: Final = frozenset(
     {"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"}
 )
 MESSAGE_TYPES: Final = frozenset({"user/message", "assistant/message", "tool/result"})
+"""The message events: the ones that carry a message, and the only ones on the surface."""
 
 
 class ReplayFailure(Exception):
