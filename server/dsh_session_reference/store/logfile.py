@@ -388,8 +388,8 @@ def _read_zstd(
             if plaintext is not None:
                 scanner.write(plaintext)
                 return
-        # One frame, or a batch that failed: frame by frame (parsed again, as nothing per frame
-        # is kept), so the error names the frame that fails.
+        # One frame, or a batch that failed: frame by frame (a batch's frames parsed again, as
+        # nothing per frame is kept), so the error names the frame that fails.
         for frame in [last] if frames == 1 else zstd_frames(handle, last.end, stop, first.start):
             one(frame)
 
