@@ -85,14 +85,10 @@ def zstd_frames(
         offset += 5
         if descriptor & 24:
             raise LogError(f"corrupt Zstandard session log: reserved frame-header bit at byte {offset - 1}")
-        remaining = _HEADER_REST[descriptor]
-        if size - offset < remaining:
-            yield Frame(start, None, 0)
-            return
-        offset += remaining
+        offset += _HEADER_REST[descriptor]
         bound = 0
         while True:
-            if size - offset < 3:
+            if size - offset < 3:  # also when the header or a payload ran past the end
                 yield Frame(start, None, 0)
                 return
             at = offset - base
@@ -112,17 +108,14 @@ def zstd_frames(
             else:
                 payload = block_header >> 3
                 bound += payload
-            if size - offset < payload:
-                yield Frame(start, None, 0)
-                return
             offset += payload
             if block_header & 1:
                 break
         if descriptor & 4:
-            if size - offset < 4:
-                yield Frame(start, None, 0)
-                return
-            offset += 4
+            offset += 4  # the checksum
+        if offset > size:
+            yield Frame(start, None, 0)
+            return
         yield Frame(start, offset, bound)
 
 
