@@ -33,9 +33,11 @@ from .listing import (
     Artifact,
     Skips,
     Walk,
+    compression_of,
     fs_message,
     identity_problem,
     not_found,
+    record_at,
     root_real,
     walk_root,
 )
@@ -72,7 +74,7 @@ def lookup_segment(root: str, session_id: str) -> str:
 def artifact_of(root: str, record: SessionRecord, stop: AbortSignal | None, skips: Skips) -> Artifact:
     """The log a record was listed from (one without a location is looked up by name)."""
     if record.location is not None:
-        return Artifact.of(record)
+        return Artifact(record.location, compression_of(record.location), dict(record.header))
     session_id = js_normalize(record.id)
     return walk_root(root, Walk(skips), lookup_segment(root, session_id), stop).artifact(session_id)
 
@@ -100,17 +102,6 @@ def observed_title(session_id: str, title: TitleFold | None) -> TitleObservation
         # Upstream would use the non-string value as the label; dsh never writes one.
         return TitleObservation(session_id, error="session title is not a string")
     return TitleObservation(session_id, title=title.title)
-
-
-def surface_of(root: str, session_id: str, artifact: Artifact, stop: AbortSignal | None) -> SurfaceSnapshot:
-    """``readSurface`` of the log at ``artifact``: the header, ``capturedThroughSeq`` and the
-    current surface events."""
-    header, result = replay(root, session_id, artifact, True, stop)
-    return SurfaceSnapshot(
-        session=Artifact(artifact.path, artifact.compression, header).record(),
-        captured_through_seq=result.captured_through_seq,
-        events=result.surface,
-    )
 
 
 def replay(
@@ -238,7 +229,8 @@ class ReadsOnDemand:
         session_id = js_normalize(session_id)
         if root_real(self.root) is None or session_id == "":
             return None
-        return self.walk(Walk(self.skips), encode_segment(session_id), stop).record_of(session_id)
+        artifact = self.walk(Walk(self.skips), encode_segment(session_id), stop).usable().get(session_id)
+        return None if artifact is None else artifact.record()
 
     def find_records(
         self, session_ids: Iterable[str], stop: AbortSignal | None = None
@@ -268,7 +260,13 @@ class ReadsOnDemand:
     def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
         """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
         session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
-        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
+        artifact = self.locate(session_id, stop)
+        header, result = replay(self.root, session_id, artifact, True, stop)
+        return SurfaceSnapshot(
+            session=record_at(artifact.path, header),
+            captured_through_seq=result.captured_through_seq,
+            events=result.surface,
+        )
 
     def titles_version(self) -> None:
         return None

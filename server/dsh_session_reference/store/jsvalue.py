@@ -140,11 +140,7 @@ def is_number(value: object) -> bool:
 
 def is_safe_integer(value: object) -> bool:
     """``Number.isSafeInteger(value)``."""
-    if type(value) is int:
-        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
+    if isinstance(value, int) and not isinstance(value, bool):
         return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
     if isinstance(value, float):
         return value.is_integer() and abs(value) <= MAX_SAFE_INTEGER
@@ -162,14 +158,9 @@ def as_record(value: object) -> dict[str, Any] | None:
 
 
 def prop(value: object, key: str) -> Any:
-    """``value[key]`` for a value that is not null or undefined (missing keys are ``UNDEFINED``)."""
-    if isinstance(value, dict):
-        return value.get(key, UNDEFINED)
-    if isinstance(value, str) and key == "length":
-        return len(value.encode("utf-16-le", "surrogatepass")) // 2
-    if isinstance(value, list) and key == "length":
-        return len(value)
-    return UNDEFINED
+    """``value[key]`` for a value that is not null or undefined: an object's own key (missing:
+    ``UNDEFINED``); no other value has any of the keys upstream reads here."""
+    return value.get(key, UNDEFINED) if isinstance(value, dict) else UNDEFINED
 
 
 def read_prop(value: object, key: str) -> Any:

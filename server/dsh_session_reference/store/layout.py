@@ -28,6 +28,7 @@ NO_CWD_DIR: Final = "_no-cwd"
 _SAFE = re.compile(r"[A-Za-z0-9._-]")
 _SAFE_RUN = re.compile(r"[A-Za-z0-9._-]+")
 _ESCAPE = re.compile(r"~([0-9A-F]{4})")
+_SEGMENT = re.compile(r"(?:~[0-9A-F]{4}|[A-Za-z0-9._-])*")
 
 
 def _code_units(text: str) -> list[int]:
@@ -64,20 +65,11 @@ def decode_segment(segment: str) -> str | None:
     Used to name the session a damaged artifact belongs to when its header
     cannot say so itself.
     """
-    units: list[int] = []
-    index = 0
-    while index < len(segment):
-        match = _ESCAPE.match(segment, index)
-        if match is not None:
-            units.append(int(match.group(1), 16))
-            index = match.end()
-        elif _SAFE.fullmatch(segment[index]):
-            units.append(ord(segment[index]))
-            index += 1
-        else:
-            return None
-    data = b"".join(unit.to_bytes(2, "little") for unit in units)
-    decoded = data.decode("utf-16-le", "surrogatepass")
+    if _SEGMENT.fullmatch(segment) is None:
+        return None
+    # Each escape becomes its UTF-16 code unit; a surrogate pair's two halves then make one character.
+    units = _ESCAPE.sub(lambda match: chr(int(match[1], 16)), segment)
+    decoded = units.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
     try:
         canonical = encode_segment(decoded)
     except ValueError:
@@ -115,14 +107,10 @@ def _project_key(cwd: str) -> str:
 _project_key_cached = functools.lru_cache(maxsize=4096)(_project_key)
 
 
-def project_dir_name(cwd: str | None) -> str:
-    """``_no-cwd`` or ``--<projectKey>--`` (upstream's ``projectDir`` without the root)."""
-    return NO_CWD_DIR if cwd is None else project_key(cwd)
-
-
 def log_path(root: str, cwd: str | None, session_id: str, compression: Compression) -> str:
     """Upstream's ``logPath``: the one place a session's log may live."""
-    return os.path.join(root, project_dir_name(cwd), encode_segment(session_id), LOG_NAMES[compression])
+    project_dir = NO_CWD_DIR if cwd is None else project_key(cwd)  # upstream's ``projectDir``
+    return os.path.join(root, project_dir, encode_segment(session_id), LOG_NAMES[compression])
 
 
 def expand_home(path: str) -> str:

@@ -16,10 +16,12 @@ are opened, read-only, after resolving inside the root.
 from __future__ import annotations
 
 import errno
+import itertools
 import logging
 import os
 import stat
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -93,12 +95,6 @@ class Artifact:
     def record(self) -> SessionRecord:
         return record_at(self.path, dict(self.header))
 
-    @classmethod
-    def of(cls, record: SessionRecord) -> Artifact:
-        """The artifact a listed record was read from (``record.location`` set)."""
-        assert record.location is not None
-        return cls(record.location, compression_of(record.location), dict(record.header))
-
 
 def record_at(path: str, header: dict[str, Any]) -> SessionRecord:
     """The record of the log at ``path`` with ``header`` (a validated header, owned by the record)."""
@@ -151,9 +147,7 @@ class Walk:
 
     def settle(self, root: str) -> None:
         """Block the ids found in more than one directory; note a root of two encodings."""
-        counts: dict[str, int] = {}
-        for artifact in self.artifacts:
-            counts[artifact.session_id] = counts.get(artifact.session_id, 0) + 1
+        counts = Counter(artifact.session_id for artifact in self.artifacts)
         for artifact in self.artifacts:
             if counts[artifact.session_id] > 1:
                 reason = (
@@ -174,20 +168,13 @@ class Walk:
         """What the walk lists (after :meth:`settle`), newest first."""
         return newest_first([artifact.record() for artifact in self.usable().values()])
 
-    def record_of(self, session_id: str) -> SessionRecord | None:
-        """The record the walk lists for ``session_id``, if any."""
-        artifact = self.usable().get(session_id)
-        return None if artifact is None else artifact.record()
-
     def artifact(self, session_id: str) -> Artifact:
         """The usable artifact of ``session_id`` (a walk named after it), else upstream's failure."""
         artifact = self.usable().get(session_id)
         if artifact is not None:
             return artifact
         reason = self.blocked.get(session_id)
-        if reason is not None:
-            raise StoreError(f"session persistence listing failed: {reason}", PERSISTENCE_FAILED)
-        raise not_found(session_id)
+        raise not_found(session_id) if reason is None else listing_failed(reason)
 
 
 def newest_first(records: list[SessionRecord]) -> list[SessionRecord]:
@@ -197,19 +184,21 @@ def newest_first(records: list[SessionRecord]) -> list[SessionRecord]:
     and memory for nothing). Python's sort is stable, as V8's is: ICU-equal ids keep directory order.
     """
     records.sort(key=lambda record: -record.created_at)
-    start = 0
-    while start < len(records):
-        end = start + 1
-        while end < len(records) and records[end].created_at == records[start].created_at:
-            end += 1
-        if end - start > 1:
-            records[start:end] = sorted(records[start:end], key=lambda record: locale_compare_key(record.id))
-        start = end
-    return records
+    ordered: list[SessionRecord] = []
+    for _, group in itertools.groupby(records, key=lambda record: record.created_at):
+        ties = list(group)
+        if len(ties) > 1:
+            ties.sort(key=lambda record: locale_compare_key(record.id))
+        ordered.extend(ties)
+    return ordered
 
 
 def not_found(session_id: str) -> StoreError:
     return StoreError(f'session "{session_id}" not found', NOT_FOUND)
+
+
+def listing_failed(reason: str) -> StoreError:
+    return StoreError(f"session persistence listing failed: {reason}", PERSISTENCE_FAILED)
 
 
 def root_real(root: str) -> str | None:
@@ -219,14 +208,9 @@ def root_real(root: str) -> str | None:
     except FileNotFoundError:
         return None
     except OSError as error:
-        raise StoreError(
-            f"session persistence listing failed: {fs_message(error, 'scandir', root)}", PERSISTENCE_FAILED
-        ) from error
+        raise listing_failed(fs_message(error, "scandir", root)) from error
     if not stat.S_ISDIR(mode):
-        raise StoreError(
-            f"session persistence listing failed: ENOTDIR: not a directory, scandir '{root}'",
-            PERSISTENCE_FAILED,
-        )
+        raise listing_failed(f"ENOTDIR: not a directory, scandir '{root}'")
     return os.path.realpath(root)
 
 
@@ -257,9 +241,7 @@ def session_directories(
     try:
         projects = sorted_entries(root)
     except OSError as error:
-        raise StoreError(
-            f"session persistence listing failed: {fs_message(error, 'scandir', root)}", PERSISTENCE_FAILED
-        ) from error
+        raise listing_failed(fs_message(error, "scandir", root)) from error
     for project in projects:
         check(stop)
         if not project.is_dir(follow_symlinks=False):
@@ -360,9 +342,8 @@ def inspect_directory(
         return
     if not has_zstd and not has_plain:
         return
-    compression: Compression = "zstd" if has_zstd else "none"
     path, is_file = (zstd_path, zstd_file) if has_zstd else (plain_path, plain_file)
-    inspect_log(root, walk, real, segment, path, compression, is_file, stop)
+    inspect_log(root, walk, real, segment, path, is_file, stop)
 
 
 def inspect_log(
@@ -371,7 +352,6 @@ def inspect_log(
     real: str,
     segment: str,
     path: str,
-    compression: Compression,
     is_file: bool,
     stop: AbortSignal | None,
 ) -> None:
@@ -382,6 +362,7 @@ def inspect_log(
     directories it checked without following links, so the log resolves to the same place under
     the resolved root.
     """
+    compression = compression_of(path)
     resolved = None
     if is_file and path.startswith(root):
         resolved = os.path.join(real, path[len(root) :].lstrip(os.sep))

@@ -19,8 +19,7 @@ SESSION_FORMAT_VERSION: Final = 0
 
 def version_refusal(session_id: object, version: int | float) -> str:
     """Upstream's ``sessionFormatVersionRefusal`` text."""
-    name = session_id if isinstance(session_id, str) else js_string(session_id)
-    shown = js_string(version)
+    name, shown = js_string(session_id), js_string(version)
     if version > SESSION_FORMAT_VERSION:
         return (
             f'session "{name}" uses log format v{shown}, but this harness reads only '

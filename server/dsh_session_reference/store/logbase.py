@@ -41,12 +41,8 @@ class LogError(Exception):
         self.unsupported = unsupported
 
 
-class LimitExceeded(LogError):
-    """This reader's own size limit (see :data:`MAX_LINE_BYTES`); upstream has none."""
-
-
-def header_too_long() -> LimitExceeded:
-    return LimitExceeded(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
+def header_too_long() -> LogError:
+    return LogError(f"session log header line is larger than {MAX_LINE_BYTES} bytes")
 
 
 class LogChanged(Exception):

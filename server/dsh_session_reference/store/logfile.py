@@ -55,21 +55,19 @@ from .logbase import (
     FRAME_BUFFER_BYTES,
     MAX_LINE_BYTES,
     READ_CHUNK,
-    LimitExceeded,
     LogChanged,
     LogError,
     file_size,
-    header_too_long,
     zstd_codec,
 )
 from .zstd_frames import (
     BATCH_OUTPUT,
     Frame,
     FrameFailed,
-    assert_header_frame,
     decode_frame,
     frame_output,
     frames_output,
+    header_frame,
     scan_zstd_frames,
     zstd_frames,
 )
@@ -217,8 +215,8 @@ class EventScanner:
         run = self._oversized_bytes if self._oversized else self._part_bytes
         line = self._line + 1
 
-        def too_long() -> LimitExceeded:
-            return LimitExceeded(f"session log line {line} is larger than {cap} bytes, {limit}")
+        def too_long() -> LogError:
+            return LogError(f"session log line {line} is larger than {cap} bytes, {limit}")
 
         def guard(output: bytes) -> None:
             nonlocal run, line
@@ -243,18 +241,14 @@ class EventScanner:
         self._overlap = window[-8:]
 
     def _take_line(self, tail: bytes, end_byte: int) -> None:
-        if self._oversized:
-            self._note_oversized(tail)
+        if self._oversized or self._part_bytes + len(tail) > MAX_LINE_BYTES:
+            self._hold(tail)  # the end of an oversized line, or a line that becomes one with it
             self._oversized = False
             self._line += 1
             if self._issue is None and self._discovery and self._skip_unread(end_byte):
                 return
             if self._issue is None or self._oversized_matters:
-                raise LimitExceeded(line_too_long(self._line))
-            return
-        if self._part_bytes + len(tail) > MAX_LINE_BYTES:  # no parts held: no part bytes
-            self._hold(tail)
-            self._take_line(b"", end_byte)
+                raise LogError(line_too_long(self._line))
             return
         if self._parts:
             self._parts.append(tail)
@@ -316,6 +310,10 @@ class EventScanner:
         self.event_count += 1
         self.committed_bytes = end_byte
 
+    def prefix(self, torn: bool) -> LogPrefix:
+        """What the read produced, the log's end ``torn`` or not."""
+        return LogPrefix(self.header, self.event_count, torn, tuple(self.skipped))
+
     def _gap(self, seq: Any) -> str:
         return (
             f"corrupt session log: seq gap in committed region at line {self._line} "
@@ -355,29 +353,16 @@ def _read_plain(
         scanner.write(chunk)
         check(stop)
         chunk = read()
-    return LogPrefix(
-        scanner.header, scanner.event_count, scanner.committed_bytes < size, tuple(scanner.skipped)
-    )
+    return scanner.prefix(scanner.committed_bytes < size)
 
 
 def _read_zstd(
     handle: IO[bytes], size: int, start: StartLog, stop: AbortSignal | None, discovery: bool
 ) -> LogPrefix:
-    scan = scan_zstd_frames(handle, size, None, stop)  # the whole structure first, as upstream
-    first = scan.first
-    if first is None or first.end is None:
+    scan = scan_zstd_frames(handle, size, stop)  # the whole structure first, as upstream
+    if scan.first is None or scan.first.end is None:
         raise LogError("empty or header-less Zstandard session log")
-
-    def frame_failed(start: int) -> LogError:
-        return LogError(f"corrupt Zstandard session log: frame at byte {start} failed validation")
-
-    try:
-        header = frame_output(handle, first.start, first.end, stop, MAX_LINE_BYTES + 1, whole=False)
-    except FrameFailed:
-        raise frame_failed(first.start) from None
-    if header is None:
-        raise header_too_long()
-    assert_header_frame(header)
+    header = header_frame(handle, scan.first, stop, f"frame at byte {scan.first.start}")
     scanner = EventScanner(header, start, discovery=discovery)
 
     def one(frame: Frame) -> None:
@@ -387,55 +372,60 @@ def _read_zstd(
                 handle, frame.start, frame.end, stop, FRAME_BUFFER_BYTES, watch=scanner.line_guard()
             )
         except FrameFailed:
-            raise frame_failed(frame.start) from None
+            raise LogError(
+                f"corrupt Zstandard session log: frame at byte {frame.start} failed validation"
+            ) from None
         if plaintext is not None:
             scanner.write(plaintext)
-        else:
-            decode_frame(handle, frame.start, frame.end, scanner.write, True, stop)
+            return
+        for output in decode_frame(handle, frame.start, frame.end, True, stop):  # too large to hold
+            scanner.write(output)
 
-    def flush(batch_start: int, batch_end: int, frames: int) -> None:
+    def flush(first: Frame, last: Frame, frames: int) -> None:
+        assert last.end is not None
         if frames > 1:
-            plaintext = frames_output(handle, batch_start, batch_end, stop, watch=scanner.line_guard())
+            plaintext = frames_output(handle, first.start, last.end, stop, watch=scanner.line_guard())
             if plaintext is not None:
                 scanner.write(plaintext)
                 return
-        # One frame, or a batch that failed: frame by frame (parsed again, as nothing per frame
-        # is kept), so the error names the frame that fails.
-        for frame in zstd_frames(handle, batch_end, stop, batch_start):
+        # One frame, or a batch that failed: frame by frame (a batch's frames parsed again, as
+        # nothing per frame is kept), so the error names the frame that fails.
+        for frame in [last] if frames == 1 else zstd_frames(handle, last.end, stop, first.start):
             one(frame)
 
-    complete = itertools.islice(zstd_frames(handle, size, stop), 1, scan.count)
-    if zstd_codec().decode_frames is None:
-        # The standard library's codec decodes one frame per call anyway: batches would only
-        # hold their bytes and a second frame walk beside this walk's own buffer.
-        for frame in complete:
-            one(frame)
-    else:
-        batch_start = batch_end = batch_bound = frames = 0
-        for frame in complete:
-            assert frame.end is not None
-            if frames and (batch_bound + frame.bound > BATCH_OUTPUT or frame.end - batch_start > READ_CHUNK):
-                flush(batch_start, batch_end, frames)
-                frames = 0
-            if not frames:
-                batch_start, batch_bound = frame.start, 0
-            batch_end = frame.end
-            batch_bound += frame.bound
-            frames += 1
-        if frames:
-            flush(batch_start, batch_end, frames)
+    # The standard library's codec decodes one frame per call anyway: batches would only
+    # hold their bytes and a second frame walk beside this walk's own buffer.
+    batching = zstd_codec().decode_frames is not None
+    first = last = scan.first
+    frames = bound = 0
+    for frame in itertools.islice(zstd_frames(handle, size, stop), 1, scan.count):
+        assert frame.end is not None
+        if frames and (
+            not batching or bound + frame.bound > BATCH_OUTPUT or frame.end - first.start > READ_CHUNK
+        ):
+            flush(first, last, frames)
+            frames = 0
+        if not frames:
+            first, bound = frame, 0
+        last = frame
+        bound += frame.bound
+        frames += 1
+    if frames:
+        flush(first, last, frames)
     if scanner.committed_bytes != scanner.input_bytes:
         raise LogError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
     if scan.torn_start is None:
-        return LogPrefix(scanner.header, scanner.event_count, False, tuple(scanner.skipped))
+        return scanner.prefix(False)
     try:
         # Upstream decodes the torn frame in one call and keeps nothing if it
         # fails, so it is validated before any of it reaches the scanner.
-        decode_frame(handle, scan.torn_start, size, None, False, stop)
+        for _ in decode_frame(handle, scan.torn_start, size, False, stop):
+            pass
     except FrameFailed:
-        return LogPrefix(scanner.header, scanner.event_count, True, tuple(scanner.skipped))
-    decode_frame(handle, scan.torn_start, size, scanner.write, False, stop)
-    return LogPrefix(scanner.header, scanner.event_count, True, tuple(scanner.skipped))
+        return scanner.prefix(True)
+    for output in decode_frame(handle, scan.torn_start, size, False, stop):
+        scanner.write(output)
+    return scanner.prefix(True)
 
 
 def read_log(

@@ -217,13 +217,13 @@ class Replay:
                 if not self._alive(_EVENTS):
                     break
                 self._validate(closer, closer["seq"])
+        if self._errors:
+            raise self._errors[min(self._errors)]
         title: TitleFold | None = None
-        if not self._errors and self._title_data is not None:
+        if self._title_data is not None:
             data, seq = self._title_data
             try:
                 title = TitleFold(fold_title(data), seq)
             except (JsTypeError, ReplayFailure) as error:
                 title = TitleFold(UNDEFINED, seq, str(error))
-        if self._errors:
-            raise self._errors[min(self._errors)]
         return ReplayResult(last_seq, self._fold.current_events(), title)

@@ -11,12 +11,10 @@ error text is what dsh reports for that log.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .jsvalue import UNDEFINED, deep_equal_json, is_number, is_safe_integer, js_string
-
-SURFACE_EVENT_TYPES = frozenset({"user/message", "assistant/message", "tool/result"})
+from .validation import MESSAGE_TYPES
 
 
 class SurfaceError(Exception):
@@ -42,7 +40,7 @@ def _is_replace_op(op: dict[str, Any]) -> bool:
 def _surface_op(event: Mapping[str, Any]) -> str | dict[str, Any] | None:
     """Upstream's ``surfaceOpOf``: the event's operation, ``None`` for non-surface events."""
     kind = event.get("type")
-    if not (isinstance(kind, str) and kind in SURFACE_EVENT_TYPES):
+    if not (isinstance(kind, str) and kind in MESSAGE_TYPES):  # the surface-eligible events
         for marker in ("surfaceOp", "sourceEventSeqs"):
             if marker in event:
                 name = js_string(event.get("type", UNDEFINED))
@@ -129,7 +127,6 @@ class SurfaceKeeper(Protocol):
         ...
 
 
-@dataclass
 class SurfaceFold:
     """Incremental fold state: the current nodes, and what each current node is.
 
@@ -140,16 +137,12 @@ class SurfaceFold:
     almost nothing.
     """
 
-    keep_events: bool | SurfaceKeeper = True
-    nodes: list[int] = field(default_factory=list)
-    types: dict[int, str] = field(default_factory=dict)
-    events: dict[int, Mapping[str, Any]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.keeper: SurfaceKeeper | None = None
-        if not isinstance(self.keep_events, bool):
-            self.keeper = self.keep_events
-            self.keep_events = False
+    def __init__(self, keep_events: bool | SurfaceKeeper = True) -> None:
+        self.nodes: list[int] = []
+        self.events: dict[int, Mapping[str, Any]] = {}
+        self.keep_events = keep_events is True
+        self.keeper = None if isinstance(keep_events, bool) else keep_events
+        if self.keeper is not None:
             self.keeper.start()
 
     def apply(self, event: Mapping[str, Any]) -> None:
@@ -181,7 +174,6 @@ class SurfaceFold:
             self._assert_tool_result_rewrite(event, shadowed)
         self.nodes[start_idx : end_idx + 1] = [seq]
         for node in shadowed:
-            self.types.pop(node, None)
             self.events.pop(node, None)
             if self.keeper is not None:
                 self.keeper.drop(node)
@@ -196,7 +188,6 @@ class SurfaceFold:
             ) from None
 
     def _add(self, seq: int, kind: str, event: Mapping[str, Any], appended: bool) -> None:
-        self.types[seq] = kind
         if self.keep_events:
             self.events[seq] = event
         elif kind == "tool/result":
@@ -207,8 +198,8 @@ class SurfaceFold:
     def _assert_tool_result_rewrite(self, event: Mapping[str, Any], shadowed: list[int]) -> None:
         if len(shadowed) != 1:
             raise SurfaceError("tool/result surface replacement must rewrite exactly one current node")
-        original = self.events.get(shadowed[0]) if self.types.get(shadowed[0]) == "tool/result" else None
-        if original is None:
+        original = self.events.get(shadowed[0])
+        if original is None or original["type"] != "tool/result":
             raise SurfaceError("tool/result surface replacement must target a current tool/result")
         if not deep_equal_json(
             _without_result_content(original["data"]), _without_result_content(event["data"])
@@ -227,7 +218,7 @@ def _comparable_result(event: Mapping[str, Any]) -> Mapping[str, Any]:
     content (a tool's output can be megabytes). A shape the stripping cannot handle is kept whole,
     so the comparison fails exactly where it would have."""
     try:
-        return {"data": _without_result_content(event["data"])}
+        return {"type": "tool/result", "data": _without_result_content(event["data"])}
     except Exception:
         return event
 

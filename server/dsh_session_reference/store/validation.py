@@ -69,6 +69,7 @@ _ENVELOPE_KEYS: Final = frozenset(
     {"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"}
 )
 MESSAGE_TYPES: Final = frozenset({"user/message", "assistant/message", "tool/result"})
+"""The message events: the ones that carry a message, and the only ones on the surface."""
 
 
 class ReplayFailure(Exception):
@@ -92,11 +93,11 @@ def has_provider_model(value: object) -> bool:
     return isinstance(provider, str) and provider != "" and isinstance(model, str) and model != ""
 
 
-def _message_shape_problem(event: Mapping[str, Any]) -> str | None:
-    """Upstream's ``assertMessageEventShape``: what is wrong with a message event, after its subject."""
+def assert_message_shape(event: Mapping[str, Any], subject: str) -> None:
+    """Upstream's ``assertMessageEventShape``: raise its error for ``event``, named by ``subject``."""
     kind = event.get("type")
     if not isinstance(kind, str) or kind not in MESSAGE_TYPES:
-        return None
+        return
     data = event.get("data", UNDEFINED)
     record = data if isinstance(data, dict | list) else None
     message: Any
@@ -105,25 +106,25 @@ def _message_shape_problem(event: Mapping[str, Any]) -> str | None:
     else:
         message = prop(record, "message") if record is not None else UNDEFINED
     if not isinstance(message, dict) or not isinstance(message.get("id"), str) or message["id"] == "":
-        return "lacks an identified message"
+        raise ReplayFailure(f"{subject} lacks an identified message")
     expected_role = "assistant" if kind == "assistant/message" else "user"
     if message.get("role") != expected_role or not isinstance(message.get("role"), str):
-        return f'message must have role "{expected_role}"'
+        raise ReplayFailure(f'{subject} message must have role "{expected_role}"')
     source = message.get("source")
     if not isinstance(source, dict) or not isinstance(source.get("kind"), str) or source["kind"] == "":
-        return "message has invalid source"
+        raise ReplayFailure(f"{subject} message has invalid source")
     content = message.get("content")
     if not isinstance(content, list):
-        return "message has invalid content"
+        raise ReplayFailure(f"{subject} message has invalid content")
     if kind == "assistant/message":
         if source["kind"] != "model" or not has_provider_model(source):
-            return "message must have model source"
-        return None
+            raise ReplayFailure(f"{subject} message must have model source")
+        return
     if kind != "tool/result":
-        return None
+        return
     call_id = source.get("callId")
     if source["kind"] != "tool" or not isinstance(call_id, str) or call_id == "":
-        return "message must have tool source"
+        raise ReplayFailure(f"{subject} message must have tool source")
     block = content[0] if content else UNDEFINED
     if (
         len(content) != 1
@@ -131,17 +132,9 @@ def _message_shape_problem(event: Mapping[str, Any]) -> str | None:
         or block.get("type") != "tool-result"
         or not isinstance(block.get("content"), list)
     ):
-        return "message must contain one tool-result block"
+        raise ReplayFailure(f"{subject} message must contain one tool-result block")
     if not strict_equal(block.get("toolCallId", UNDEFINED), call_id):
-        return "message has mismatched tool call ids"
-    return None
-
-
-def assert_message_shape(event: Mapping[str, Any], subject: str) -> None:
-    """Raise upstream's message-shape error for ``event`` named by ``subject``."""
-    problem = _message_shape_problem(event)
-    if problem is not None:
-        raise ReplayFailure(f"{subject} {problem}")
+        raise ReplayFailure(f"{subject} message has mismatched tool call ids")
 
 
 def _assert_request_header(event: Mapping[str, Any], index: int) -> None:

@@ -9,6 +9,7 @@ caller owns (never a user's sessions root), and it refuses to overwrite a log.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,29 +18,18 @@ from typing import Any, Final
 from ..jsjson import js_stringify
 from .jsvalue import is_number, is_safe_integer
 from .layout import LOG_NAMES, Compression, log_path
+from .log_header import from_header_line
 from .zstd_codec import codec
 
 MIN_RUN: Final = 3
 """Upstream packs runs of at least three same-block delta chunks into one row."""
 
-_HEADER_OPTIONAL: Final = ("cwd", "parentSession", "seedLength", "origin")
-
 
 def header_line(header: Mapping[str, Any]) -> dict[str, Any]:
-    """Upstream's ``toHeaderLine``: the first line's object, absent fields omitted."""
-    line: dict[str, Any] = {
-        "type": "session",
-        "version": header.get("version", 0),
-        "id": header["id"],
-        "createdAt": header["createdAt"],
-    }
-    for key in _HEADER_OPTIONAL:
-        if header.get(key) is not None:
-            line[key] = header[key]
-    line["delegationDepth"] = header.get("delegationDepth", 0)
-    if header.get("agentPreset") is not None:
-        line["agentPreset"] = header["agentPreset"]
-    return line
+    """Upstream's ``toHeaderLine``: the first line's object, in the key order a read gives it
+    (:func:`~.log_header.from_header_line`), absent (or ``None``) fields omitted."""
+    present = {key: value for key, value in header.items() if value is not None}
+    return {"type": "session", **from_header_line({"version": 0, "delegationDepth": 0, **present})}
 
 
 # --- chunk packing (upstream chunk-rows.ts) -------------------------------------
@@ -145,14 +135,13 @@ def pack_chunk_runs(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, An
 class SessionLog:
     """A session's header and events, built in order; ``commit()`` ends one append batch.
 
-    Times advance by ``step_ms`` per event unless given, so fixtures are deterministic.
+    Times advance by a second per event unless given, so fixtures are deterministic.
     """
 
     session_id: str
     created_at: int
     cwd: str | None = None
     header_extra: dict[str, Any] = field(default_factory=dict)
-    step_ms: int = 1000
     events: list[dict[str, Any]] = field(default_factory=list)
     batch_ends: list[int] = field(default_factory=list)
     turn: int = 0
@@ -182,7 +171,7 @@ class SessionLog:
     ) -> int:
         """Append one event (upstream's key order) and return its seq."""
         seq = self.next_seq
-        when = time if time is not None else self.next_time(seq)
+        when = time if time is not None else self.created_at + (seq + 1) * 1000
         event: dict[str, Any] = {"type": kind, "seq": seq, "time": when, "data": data}
         if source_event_seqs is not None:
             event["sourceEventSeqs"] = list(source_event_seqs)
@@ -193,21 +182,14 @@ class SessionLog:
         self.events.append(event)
         return seq
 
-    def next_time(self, seq: int) -> int:
-        """When the event ``seq`` happened, for one appended without a time: a step apart."""
-        return self.created_at + (seq + 1) * self.step_ms
-
     def commit(self) -> None:
         """End the current append batch (one zstd frame)."""
         if not self.batch_ends or self.batch_ends[-1] != len(self.events):
             self.batch_ends.append(len(self.events))
 
     def batches(self) -> list[list[dict[str, Any]]]:
-        ends = [*self.batch_ends]
-        if not ends or ends[-1] != len(self.events):
-            ends.append(len(self.events))
-        starts = [0, *ends[:-1]]
-        return [self.events[start:end] for start, end in zip(starts, ends, strict=True) if end > start]
+        bounds = [0, *self.batch_ends, len(self.events)]
+        return [self.events[start:end] for start, end in itertools.pairwise(bounds) if end > start]
 
     # Conversation helpers: the shapes dsh writes.
 

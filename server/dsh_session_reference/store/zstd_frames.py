@@ -85,14 +85,10 @@ def zstd_frames(
         offset += 5
         if descriptor & 24:
             raise LogError(f"corrupt Zstandard session log: reserved frame-header bit at byte {offset - 1}")
-        remaining = _HEADER_REST[descriptor]
-        if size - offset < remaining:
-            yield Frame(start, None, 0)
-            return
-        offset += remaining
+        offset += _HEADER_REST[descriptor]
         bound = 0
         while True:
-            if size - offset < 3:
+            if size - offset < 3:  # also when the header or a payload ran past the end
                 yield Frame(start, None, 0)
                 return
             at = offset - base
@@ -112,24 +108,19 @@ def zstd_frames(
             else:
                 payload = block_header >> 3
                 bound += payload
-            if size - offset < payload:
-                yield Frame(start, None, 0)
-                return
             offset += payload
             if block_header & 1:
                 break
         if descriptor & 4:
-            if size - offset < 4:
-                yield Frame(start, None, 0)
-                return
-            offset += 4
+            offset += 4  # the checksum
+        if offset > size:
+            yield Frame(start, None, 0)
+            return
         yield Frame(start, offset, bound)
 
 
-def scan_zstd_frames(
-    handle: IO[bytes], size: int, max_frames: int | None = None, stop: AbortSignal | None = None
-) -> FrameScan:
-    """The structure :func:`zstd_frames` finds, validated to the end (or to ``max_frames``)."""
+def scan_zstd_frames(handle: IO[bytes], size: int, stop: AbortSignal | None = None) -> FrameScan:
+    """The structure :func:`zstd_frames` finds, validated to the end."""
     count = 0
     first: Frame | None = None
     for frame in zstd_frames(handle, size, stop):
@@ -137,8 +128,6 @@ def scan_zstd_frames(
             return FrameScan(count, first, frame.start)
         count += 1
         first = first or frame
-        if count == max_frames:
-            break
     return FrameScan(count, first, None)
 
 
@@ -201,14 +190,10 @@ class FrameFailed(Exception):
 
 
 def decode_frame(
-    handle: IO[bytes],
-    start: int,
-    end: int,
-    emit: Callable[[bytes], None] | None,
-    complete: bool,
-    stop: AbortSignal | None,
-) -> None:
-    """Decode one frame, passing output to ``emit``; raise :class:`FrameFailed` if it does not decode.
+    handle: IO[bytes], start: int, end: int, complete: bool, stop: AbortSignal | None
+) -> Iterator[bytes]:
+    """One frame's plaintext, each piece at most one block's output; :class:`FrameFailed` if the
+    frame does not decode.
 
     A complete frame must end exactly at ``end`` (checksum verified); a torn
     frame is decoded as far as its bytes go (upstream's ``ZSTD_e_flush`` read).
@@ -221,8 +206,8 @@ def decode_frame(
                 if decoder.eof:
                     raise FrameFailed("trailing input")
                 output = decoder.decompress(piece)
-                if output and emit is not None:
-                    emit(output)
+                if output:
+                    yield output
         except zstd.error as error:
             raise FrameFailed(str(error)) from error
     if complete and (not decoder.eof or decoder.unused_data):
@@ -237,19 +222,12 @@ def zstd_plaintext(handle: IO[bytes], size: int, stop: AbortSignal | None = None
     end), and the pieces end quietly at the first damage or at a torn end, after everything that
     decoded before it.
     """
-    zstd = zstd_codec()
+    zstd_codec()  # a missing codec fails the scan, as it fails any read
     try:
         for frame in zstd_frames(handle, size, stop):
             end = size if frame.end is None else frame.end
-            with zstd.frame_decoder() as decoder:
-                for piece in _frame_pieces(handle, frame.start, end):
-                    check(stop)
-                    if decoder.eof:
-                        return
-                    output = decoder.decompress(piece)
-                    if output:
-                        yield output
-    except (LogError, zstd.error):
+            yield from decode_frame(handle, frame.start, end, False, stop)
+    except (LogError, FrameFailed):
         return
 
 
@@ -315,10 +293,6 @@ def frames_output(
     return output
 
 
-class _TooLarge(Exception):
-    """Stops decoding a frame whose output is already known to be too large to use."""
-
-
 def frame_output(
     handle: IO[bytes],
     start: int,
@@ -338,28 +312,19 @@ def frame_output(
     """
     held: list[bytes] = []
     held_bytes = 0
-    overflow = False
-
-    def keep(output: bytes) -> None:
-        nonlocal held_bytes, overflow
+    for output in decode_frame(handle, start, end, True, stop):
         if watch is not None:
             watch(output)
-        if overflow:
-            return
+        if held_bytes > limit:
+            continue
         held_bytes += len(output)
         if held_bytes > limit:
             if not whole:
-                raise _TooLarge
-            overflow = True
+                return None
             held.clear()
         else:
             held.append(output)
-
-    try:
-        decode_frame(handle, start, end, keep, True, stop)
-    except _TooLarge:
-        return None
-    return None if overflow else b"".join(held)
+    return None if held_bytes > limit else b"".join(held)
 
 
 def read_first_zstd_line(handle: IO[bytes], stop: AbortSignal | None = None) -> str | None:
@@ -371,17 +336,27 @@ def read_first_zstd_line(handle: IO[bytes], stop: AbortSignal | None = None) -> 
     handle.seek(0)
     plaintext = _quick_first_frame(handle.read(HEADER_BUFFER))
     if plaintext is None:
-        first = scan_zstd_frames(handle, file_size(handle), 1, stop).first
+        first = next(zstd_frames(handle, file_size(handle), stop), None)
         if first is None or first.end is None:
             return None
-        try:
-            plaintext = frame_output(handle, first.start, first.end, stop, MAX_LINE_BYTES + 1, whole=False)
-        except FrameFailed:
-            raise LogError("corrupt Zstandard session log: header frame failed validation") from None
-        if plaintext is None:
-            raise header_too_long()
-    assert_header_frame(plaintext)
+        plaintext = header_frame(handle, first, stop, "header frame")
+    else:
+        assert_header_frame(plaintext)
     return plaintext[:-1].decode("utf-8", "replace")
+
+
+def header_frame(handle: IO[bytes], first: Frame, stop: AbortSignal | None, name: str) -> bytes:
+    """The plaintext of a zstd log's complete first frame, which must be exactly one header line;
+    a :class:`LogError` naming the frame as ``name`` when it fails validation."""
+    assert first.end is not None
+    try:
+        plaintext = frame_output(handle, first.start, first.end, stop, MAX_LINE_BYTES + 1, whole=False)
+    except FrameFailed:
+        raise LogError(f"corrupt Zstandard session log: {name} failed validation") from None
+    if plaintext is None:
+        raise header_too_long()
+    assert_header_frame(plaintext)
+    return plaintext
 
 
 def assert_header_frame(plaintext: bytes) -> None:

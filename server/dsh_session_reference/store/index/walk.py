@@ -24,7 +24,6 @@ from ..listing import (
     Artifact,
     Skips,
     Walk,
-    compression_of,
     inspect_directory,
     inspect_log,
     root_real,
@@ -207,7 +206,7 @@ def probe(
 
     def inspect() -> Walk:
         found = Walk(skips, trail=[])
-        inspect_log(root, found, real, segment, path, compression_of(path), True, stop)
+        inspect_log(root, found, real, segment, path, True, stop)
         return found
 
     found, unchanged, started = stable_read(path, inspect, before=fp)
