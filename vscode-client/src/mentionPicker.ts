@@ -86,11 +86,16 @@ export async function insertSessionMention(controller: ServerController): Promis
   }
 }
 
-/** Leaves the cursor after an inserted mention, as accepting a completion does. */
+/**
+ * Leaves the cursor after an inserted mention, as accepting a completion does, where the edit left
+ * it before the mention. Only then: the reply comes after the edit, and a user who typed on in
+ * between (their cursor already past the mention) must not be sent back into what they typed.
+ */
 function placeCursorAfter(document: vscode.TextDocument, position: vscode.Position, mention: string): void {
+  const editor = vscode.window.activeTextEditor;
   const inserted = document.getText(new vscode.Range(position, position.translate(0, mention.length)));
-  if (inserted === mention && vscode.window.activeTextEditor?.document === document) {
+  if (inserted === mention && editor?.document === document && editor.selection.isEmpty && editor.selection.active.isEqual(position)) {
     const end = position.translate(0, mention.length);
-    vscode.window.activeTextEditor.selection = new vscode.Selection(end, end);
+    editor.selection = new vscode.Selection(end, end);
   }
 }
