@@ -294,6 +294,27 @@ async function openQuickFixMenu(page, squiggle) {
   }
 }
 
+/**
+ * Ctrl+Space on an open suggest widget toggles its details pane. While the list is still being
+ * asked again (the extension re-asks while the sessions are being listed), a press can start a new
+ * suggest instead of toggling: so it presses again while the pane stays hidden, until STEP_TIMEOUT.
+ */
+async function showSuggestDetails(page, details) {
+  const started = Date.now();
+  for (let attempt = 1; ; attempt += 1) {
+    await page.keyboard.press('Control+Space');
+    try {
+      await details.waitFor({ state: 'visible', timeout: 3000 });
+      return;
+    } catch (error) {
+      if (Date.now() - started > STEP_TIMEOUT) {
+        throw error;
+      }
+      log(`no suggestion details after pressing Ctrl+Space ${attempt} time(s); again`);
+    }
+  }
+}
+
 async function waitForLines(editor, predicate, what) {
   const started = Date.now();
   let lines = [];
@@ -480,11 +501,10 @@ async function main() {
     const rows = widget.locator('.monaco-list-row');
     await rows.first().waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
     log('suggest widget open');
-    // Show the focused item's documentation (resolved by the server) beside the list.
-    await page.keyboard.press('Control+Space');
-    // The details pane is a sibling overlay of the list, not inside it.
+    // Show the focused item's documentation (resolved by the server) beside the list. The details
+    // pane is a sibling overlay of the list, not inside it.
     const docs = page.locator('.suggest-details-container .suggest-details');
-    await docs.locator('.docs').first().waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    await showSuggestDetails(page, docs.locator('.docs').first());
     log('details shown');
     await page.waitForTimeout(300);
     const items = await rows.evaluateAll((elements) =>
@@ -670,9 +690,14 @@ async function main() {
     await page.keyboard.press('Control+End');
     await page.keyboard.press('Enter');
     await page.keyboard.type('@', { delay: 40 });
-    const rows = page.locator('.editor-widget.suggest-widget.visible .monaco-list-row');
-    await rows.first().waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
-    const popup = await rows.count();
+    // Counted in the page as the rows show: the extension may ask again once the server runs,
+    // and the widget re-renders between a wait for its first row and a count made afterwards.
+    const shown = await page.waitForFunction(
+      () => document.querySelectorAll('.editor-widget.suggest-widget.visible .monaco-list-row').length || null,
+      null,
+      { timeout: STEP_TIMEOUT },
+    );
+    const popup = await shown.jsonValue();
     await screenshot(page, 'restart-popup');
     await clearRankingLine();
     // pytest checks in the extension's log that the server really restarted; here the figures
