@@ -335,7 +335,8 @@ def test_headers_read_by_workers_give_the_uncached_answers(
     for _ in range(4):
         mutate(root, rng, ids)  # both encodings, moved and duplicated logs, junk
     age(root)
-    probed = slow_probes(monkeypatch)
+    # Slow enough that a worker started on a loaded machine (seconds to import) still reads some.
+    probed = slow_probes(monkeypatch, delay=0.1)
     index = IndexedSessionStore(root, index_dir=tmp_path / "cache", workers=2)
     same(root, index, ids)
     read_by_walk = len(probed)
