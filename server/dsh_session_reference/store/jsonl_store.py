@@ -186,10 +186,37 @@ def replay(
     return meta, result
 
 
+def surface_of(root: str, session_id: str, artifact: Artifact, stop: AbortSignal | None) -> SurfaceSnapshot:
+    """``readSurface`` of the log at ``artifact``: the header, ``capturedThroughSeq`` and the
+    current surface events."""
+    header, result = replay(root, session_id, artifact, True, stop)
+    return SurfaceSnapshot(
+        session=record_at(artifact.path, header),
+        captured_through_seq=result.captured_through_seq,
+        events=result.surface,
+    )
+
+
+def named_segment(root: str, session_id: str) -> str | None:
+    """The one session directory name a lookup of ``session_id`` (normalized) walks, or ``None``
+    when there is nothing to walk (no root, no id): a log is listed only at the path its header's
+    id names, so a lookup of one session need not list a root of 50,000."""
+    if root_real(root) is None or session_id == "":
+        return None
+    return encode_segment(session_id)
+
+
+def record_named(walk: Walk, session_id: str) -> SessionRecord | None:
+    """The record a walk of ``session_id``'s directory lists for it, or ``None``."""
+    artifact = walk.usable().get(session_id)
+    return None if artifact is None else artifact.record()
+
+
 class ReadsOnDemand:
     """What a store that reads on demand (the plain store, the index) answers alike: records are
     found one by one where their logs must be, and no title is kept warm (every title read reads).
-    Each store says how it walks the root (:meth:`walk`) and reads one title (:meth:`read_title`)."""
+    Each store walks and reads with the functions above itself; this base calls none of its
+    methods back."""
 
     root: str
     skips: Skips
@@ -199,38 +226,14 @@ class ReadsOnDemand:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.root!r})"
 
-    def walk(self, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
-        """Upstream's listing of the root into ``walk`` (``only``: just the session directories of
-        that name)."""
-        raise NotImplementedError
-
-    def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
-        """The latest ``session/title`` of one record's log, or the error reading it gives."""
-        raise NotImplementedError
-
     @property
     def walked_sessions(self) -> int:
         """Session directories the latest full walk has looked at so far (progress)."""
         walking = self._walking
         return self._walked if walking is None else walking.sessions
 
-    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
-        """Every readable-header session, newest first, ties by ICU ``localeCompare`` of ids."""
-        walk = self._walking = Walk(self.skips)
-        try:
-            return self.walk(walk, None, stop).listing()
-        finally:
-            self._walked, self._walking = walk.sessions, None
-
     def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
-        """The record :meth:`list_sessions` lists for ``session_id``, or ``None``, found by looking
-        only where that id's log can be: a log is listed only at the path its header's id names,
-        so a lookup of one session (the CLI's target) need not list a root of 50,000."""
-        session_id = js_normalize(session_id)
-        if root_real(self.root) is None or session_id == "":
-            return None
-        artifact = self.walk(Walk(self.skips), encode_segment(session_id), stop).usable().get(session_id)
-        return None if artifact is None else artifact.record()
+        raise NotImplementedError
 
     def find_records(
         self, session_ids: Iterable[str], stop: AbortSignal | None = None
@@ -240,33 +243,6 @@ class ReadsOnDemand:
         return {
             session_id: record for session_id, record in found.items() if record and record.id == session_id
         }
-
-    def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
-        """The log of ``session_id``, else upstream's failure."""
-        segment = lookup_segment(self.root, session_id)
-        return self.walk(Walk(self.skips), segment, stop).artifact(session_id)
-
-    def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
-    ) -> list[TitleObservation]:
-        """The latest ``session/title`` of each record's log; a log that fails to read gives an error."""
-        seen: dict[str, TitleObservation] = {}
-        for record in records:
-            check(stop)
-            if record.id not in seen:
-                seen[record.id] = self.read_title(record, stop)
-        return [seen[record.id] for record in records]
-
-    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
-        """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
-        session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
-        artifact = self.locate(session_id, stop)
-        header, result = replay(self.root, session_id, artifact, True, stop)
-        return SurfaceSnapshot(
-            session=record_at(artifact.path, header),
-            captured_through_seq=result.captured_through_seq,
-            events=result.surface,
-        )
 
     def titles_version(self) -> None:
         return None
@@ -289,11 +265,43 @@ class JsonlSessionStore(ReadsOnDemand):
         self.root = resolve_root(root)
         self.skips = Skips(report)
 
-    def walk(self, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
-        return walk_root(self.root, walk, only, stop)
+    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
+        """Every readable-header session, newest first, ties by ICU ``localeCompare`` of ids."""
+        walk = self._walking = Walk(self.skips)
+        try:
+            return walk_root(self.root, walk, None, stop).listing()
+        finally:
+            self._walked, self._walking = walk.sessions, None
 
-    def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
-        return title_of(self.root, record, stop, self.skips)
+    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
+        """The record :meth:`list_sessions` lists for ``session_id``, or ``None``, found by walking
+        only that id's directory (:func:`named_segment`)."""
+        session_id = js_normalize(session_id)
+        segment = named_segment(self.root, session_id)
+        if segment is None:
+            return None
+        return record_named(walk_root(self.root, Walk(self.skips), segment, stop), session_id)
+
+    def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
+        """The log of ``session_id``, else upstream's failure."""
+        segment = lookup_segment(self.root, session_id)
+        return walk_root(self.root, Walk(self.skips), segment, stop).artifact(session_id)
+
+    def read_titles(
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
+    ) -> list[TitleObservation]:
+        """The latest ``session/title`` of each record's log; a log that fails to read gives an error."""
+        seen: dict[str, TitleObservation] = {}
+        for record in records:
+            check(stop)
+            if record.id not in seen:
+                seen[record.id] = title_of(self.root, record, stop, self.skips)
+        return [seen[record.id] for record in records]
+
+    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
+        """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
+        session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
+        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
 
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0

@@ -26,9 +26,19 @@ from ...model import (
     ConversationSnapshot,
     SessionRecord,
     StoreError,
+    SurfaceSnapshot,
     TitleObservation,
 )
-from ..jsonl_store import ReadsOnDemand, artifact_of, observed_title, replay
+from ..jsonl_store import (
+    ReadsOnDemand,
+    artifact_of,
+    lookup_segment,
+    named_segment,
+    observed_title,
+    record_named,
+    replay,
+    surface_of,
+)
 from ..layout import resolve_root
 from ..listing import Artifact, Skips, Walk
 from ..replay import ReplayResult
@@ -112,15 +122,29 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
 
     # --- SessionSource ---------------------------------------------------------------------------
 
-    def walk(self, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
-        """Through the rows (:func:`.walk.walk_rows`)."""
-        return walk_rows(self, walk, only, stop, self.workers)
-
     def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
+        walk = self._walking = Walk(self.skips)
         try:
-            return super().list_sessions(stop)
+            return walk_rows(self, walk, None, stop, self.workers).listing()
         finally:
+            self._walked, self._walking = walk.sessions, None
             self._call_done()
+
+    def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
+        session_id = js_normalize(session_id)
+        segment = named_segment(self.root, session_id)
+        if segment is None:
+            return None
+        return record_named(walk_rows(self, Walk(self.skips), segment, stop, self.workers), session_id)
+
+    def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
+        """The log of ``session_id``, found through the rows, else upstream's failure."""
+        segment = lookup_segment(self.root, session_id)
+        return walk_rows(self, Walk(self.skips), segment, stop, self.workers).artifact(session_id)
+
+    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
+        session_id = js_normalize(session_id)
+        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
 
     def stored_listing(self) -> StoredListing:
         """The listing the index remembers, without looking at the disk: possibly stale, so only
@@ -167,7 +191,12 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         try:
             if self.workers > 1:
                 self._verify_in_workers(records, stop)
-            return super().read_titles(records, stop, target_cwd)
+            seen: dict[str, TitleObservation] = {}
+            for record in records:
+                check(stop)
+                if record.id not in seen:
+                    seen[record.id] = self.read_title(record, stop)
+            return [seen[record.id] for record in records]
         finally:
             self._title_workers.close()  # those started ahead and not needed
             self._call_done()
