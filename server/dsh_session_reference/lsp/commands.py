@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any, Final
 
 from lsprotocol import types
@@ -73,7 +74,7 @@ async def _shown_preview(
             ls.spawn(_show_document(ls, preview))
         elif not model_text:
             _say_summary(ls, preview)
-        return preview.to_json()
+        return asdict(preview)
 
 
 async def _show_document(ls: DshLanguageServer, preview: Preview) -> None:

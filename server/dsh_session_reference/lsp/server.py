@@ -214,11 +214,6 @@ class DshLanguageServer(LanguageServer):
     def has_warnings(self) -> bool:
         return bool(self._warnings)
 
-    def flush_warnings(self) -> None:
-        for warning in self._warnings:
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
-        self._warnings.clear()
-
     def report_root(self) -> None:
         """Say once, plainly, that the sessions root is missing or no directory (upstream lists
         such a root as empty, which in the editor looks like a store without sessions): with the
@@ -279,7 +274,9 @@ class DshLanguageServer(LanguageServer):
         """Re-check every open document under the new settings (a new root is listed ahead); hints
         and lenses show figures for the budget and root, or are turned on or off."""
         self.spawn(self.warm_up())
-        self.flush_warnings()
+        for warning in self._warnings:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
+        self._warnings.clear()
         self.report_root()
         self.redraw(document.uri for document in self.documents)
 
