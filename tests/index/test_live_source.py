@@ -23,7 +23,8 @@ from dsh_session_reference.assembly import open_source
 from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.candidate_cache import CandidateCache
 from dsh_session_reference.candidates import CandidateTable, candidate_rank
-from dsh_session_reference.lsp.completion import BODY_MARK, candidate_json, completion_items
+from dsh_session_reference.lsp.completion import BODY_MARK, completion_items
+from dsh_session_reference.lsp.sessions import candidate_row
 from dsh_session_reference.lsp.settings import Settings, apply_settings
 from dsh_session_reference.model import SessionRecord, StoreChange, TitleObservation
 from dsh_session_reference.resolver import AgentRef, BodyCandidate, SessionReferenceResolver
@@ -387,8 +388,8 @@ async def test_body_search_adds_marked_rows_after_the_exact_candidates(tmp_path:
     body = found[1]
     assert isinstance(body, BodyCandidate) and not isinstance(found[0], BodyCandidate)
     assert "alembic" in body.snippet and body.label == "Good"
-    assert candidate_json(body)["match"] == "body"
-    assert "match" not in candidate_json(found[0])
+    assert candidate_row(body)["match"] == "body"
+    assert "match" not in candidate_row(found[0])
     edit = types.Range(start=types.Position(line=0, character=0), end=types.Position(line=0, character=6))
     items = completion_items(found, edit, now_ms=10_000, label_details=True, typed="@alemb")
     assert items[1].label_details is not None and BODY_MARK in (items[1].label_details.description or "")

@@ -26,7 +26,6 @@ from dsh_session_reference.display import (
 )
 from dsh_session_reference.lsp.actions import PREVIEW_COMMAND, PREVIEW_KIND, code_actions, fixes_for
 from dsh_session_reference.lsp.completion import (
-    candidate_json,
     completion_items,
     find_trigger,
     item_data,
@@ -43,6 +42,7 @@ from dsh_session_reference.lsp.preview import (
     is_model_text,
     preview_uri,
 )
+from dsh_session_reference.lsp.sessions import candidate_row
 from dsh_session_reference.lsp.settings import Settings, apply_settings
 from dsh_session_reference.model import SessionRecord
 from dsh_session_reference.report import render_prepared_report
@@ -200,12 +200,14 @@ def test_completion_items_keep_rank_and_edit_from_the_at() -> None:
     plain = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=False)
     assert plain[0].label_details is None and plain[0].detail == "1 min · w · s-1"
     assert plain[1].detail == "now"
-    assert candidate_json(candidates[1]) == {
+    assert candidate_row(candidates[1]) == {
         "sessionId": "s-2",
         "label": "s-2",
         "cwd": None,
         "createdAt": NOW_MS,
         "mention": mention("s-2", "s-2"),
+        "project": None,
+        "transcript": "dsh-transcript:/s-2.txt?s-2",
     }
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any, Final
 
 from lsprotocol import types
@@ -45,9 +46,9 @@ TRANSCRIPT_COMMAND: Final = "dshSessionReference.transcript"
 INSERT_MENTION_COMMAND: Final = "dshSessionReference.insertMention"
 
 
-def _uri_argument(args: Sequence[Any], command: str) -> str:
+def _uri_argument(args: Sequence[Any], command: str, shape: str = "documentUri: string") -> str:
     if not args or not isinstance(args[0], str):
-        raise JsonRpcInvalidParams(f"{command} expects [documentUri: string]")
+        raise JsonRpcInvalidParams(f"{command} expects [{shape}]")
     return args[0]
 
 
@@ -73,7 +74,7 @@ async def _shown_preview(
             ls.spawn(_show_document(ls, preview))
         elif not model_text:
             _say_summary(ls, preview)
-        return preview.to_json()
+        return asdict(preview)
 
 
 async def _show_document(ls: DshLanguageServer, preview: Preview) -> None:
@@ -179,10 +180,9 @@ async def transcript_of(ls: DshLanguageServer, asked: str) -> tuple[str, Transcr
 
 
 async def _transcript_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    if not args or not isinstance(args[0], str):
-        raise JsonRpcInvalidParams(f"{TRANSCRIPT_COMMAND} expects [sessionId or {TRANSCRIPT_SCHEME}: URI]")
+    asked = _uri_argument(args, TRANSCRIPT_COMMAND, f"sessionId or {TRANSCRIPT_SCHEME}: URI")
     with ls.tracked_command():
-        uri, transcript = await transcript_of(ls, args[0])
+        uri, transcript = await transcript_of(ls, asked)
     return {
         "uri": uri,
         "text": transcript.text,

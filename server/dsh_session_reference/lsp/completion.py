@@ -21,7 +21,7 @@ import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from lsprotocol import types
 
@@ -108,34 +108,36 @@ def _spanning_trigger(window: str, floor: int, cursor: int) -> Trigger | None:
 
 
 @dataclass(frozen=True)
-class _Shown:
+class Shown:
     """What a row shows of a candidate, escaped (see :func:`completion_items`)."""
 
     label: str
     session_id: str
     cwd: str | None
     project: str | None
+    """Its cwd's last folder (``terraform``); ``None`` for a session without a cwd."""
     mention: str
     searchable: str
 
 
-def _shown(session_id: str, label: str, cwd: str | None) -> _Shown:
+def shown(candidate: Candidate) -> Shown:
     """What a row shows of a candidate: every field at most :data:`~..display.SHOWN_CHARS`
     characters (a row repeats its label four times; fifty 2 MB titles made a 400 MB answer)."""
     cut = SHOWN_CHARS + 1  # what display_label looks at: the memo's key holds no more
+    cwd = candidate.cwd
     where = None if cwd is None else (cwd[:cut], project_name(cwd)[:cut])
-    return _shown_memo(session_id, label[:cut], where)
+    return _shown_memo(candidate.session_id, candidate.label[:cut], where)
 
 
 @functools.lru_cache(maxsize=4096)
-def _shown_memo(session_id: str, label: str, where: tuple[str, str] | None) -> _Shown:
+def _shown_memo(session_id: str, label: str, where: tuple[str, str] | None) -> Shown:
     """Memoized: the same few dozen rows come back keystroke after keystroke, and escaping and
     encoding them was a third of building the items. Keyed by the parts shown (and the id, a
     directory name), so the memo holds a bounded amount of text however long titles are."""
     shown_label = display_label(label)
     shown_id = display_label(session_id)
     shown_cwd = None if where is None else display_label(where[0])
-    return _Shown(
+    return Shown(
         shown_label,
         shown_id,
         shown_cwd,
@@ -151,15 +153,9 @@ def project_name(cwd: str) -> str:
     return cwd.rstrip("/\\").rsplit("/", 1)[-1].rsplit("\\", 1)[-1] or cwd
 
 
-def project_for(candidate: Candidate) -> str | None:
-    """A candidate's project as a row shows it: its cwd's last folder (``terraform``), escaped and
-    at most :data:`~..display.SHOWN_CHARS` characters; ``None`` for a session without a cwd."""
-    return _shown(candidate.session_id, candidate.label, candidate.cwd).project
-
-
 def mention_for(candidate: Candidate) -> str:
     """The mention a pick inserts: the label escaped as upstream's TUI did, then formatted."""
-    return _shown(candidate.session_id, candidate.label, candidate.cwd).mention
+    return shown(candidate).mention
 
 
 def completion_items(
@@ -186,11 +182,11 @@ def completion_items(
     for rank, candidate in enumerate(candidates):
         # Ids, titles and cwds are anyone's text: escaped like the label, so a newline or a
         # terminal escape in any of them cannot break the row (or the filter text) apart.
-        shown = _shown(candidate.session_id, candidate.label, candidate.cwd)
-        label, shown_id = shown.label, shown.session_id
+        row = shown(candidate)
+        label, shown_id = row.label, row.session_id
         id_differs = candidate.label != candidate.session_id
         body = candidate if isinstance(candidate, BodyCandidate) else None
-        parts = [short_age(candidate.created_at, now_ms), *([shown.project] if shown.project else [])]
+        parts = [short_age(candidate.created_at, now_ms), *([row.project] if row.project else [])]
         if body is not None:
             parts.insert(0, BODY_MARK)
         if label_details:
@@ -206,9 +202,9 @@ def completion_items(
             # filter keep the row (it filters on filterText, which must contain what was typed).
             excerpt = display_label(body.snippet)
             detail = f"{detail} · “{excerpt}”" if detail else f"“{excerpt}”"
-        searchable = f"{typed} {shown.searchable}"
+        searchable = f"{typed} {row.searchable}"
         if body is not None:
-            searchable = f"{typed} {body.matched} {shown.searchable}"
+            searchable = f"{typed} {body.matched} {row.searchable}"
         items.append(
             types.CompletionItem(
                 label=label,
@@ -217,7 +213,7 @@ def completion_items(
                 detail=detail,
                 sort_text=f"{rank:0{width}d}",
                 filter_text=searchable if filter_text else None,
-                text_edit=types.TextEdit(range=edit_range, new_text=shown.mention),
+                text_edit=types.TextEdit(range=edit_range, new_text=row.mention),
                 data={"sessionId": candidate.session_id, "label": label},
             )
         )
@@ -252,15 +248,3 @@ def listing_item(edit_range: types.Range, typed: str, read: int) -> types.Comple
         text_edit=types.TextEdit(range=edit_range, new_text=typed),
         data=LISTING_DATA,
     )
-
-
-def candidate_json(candidate: Candidate) -> dict[str, Any]:
-    """The ``dshSessionReference.candidates`` command's row: upstream's remote face plus ``mention``,
-    its label and cwd as a row shows them (escaped, at most :data:`~..display.SHOWN_CHARS`)."""
-    shown = _shown(candidate.session_id, candidate.label, candidate.cwd)
-    return {
-        **candidate.to_json(),
-        "label": shown.label,
-        "cwd": shown.cwd,
-        "mention": shown.mention,
-    }

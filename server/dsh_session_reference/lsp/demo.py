@@ -18,7 +18,7 @@ import os
 import sys
 import tempfile
 import textwrap
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any, Final, TypeVar
 
 from lsprotocol import types
@@ -98,12 +98,9 @@ class _Editor:
     def type(self, text: str) -> None:
         self.replace(len(self.text), len(self.text), text)
 
-    def apply(self, edits: Sequence[object]) -> None:
+    def apply(self, edit: types.TextEdit) -> None:
         index = LineIndex(self.text)
-        plain = [edit for edit in edits if isinstance(edit, types.TextEdit)]
-        for edit in sorted(plain, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-            self.replace(index.offset_at(edit.range.start), index.offset_at(edit.range.end), edit.new_text)
-            index = LineIndex(self.text)
+        self.replace(index.offset_at(edit.range.start), index.offset_at(edit.range.end), edit.new_text)
 
     def position(self, offset: int) -> types.Position:
         return LineIndex(self.text).position_at(offset)
@@ -221,7 +218,7 @@ async def _play(editor: _Editor, sample: bool) -> None:
     edit = picked.text_edit
     if not isinstance(edit, types.TextEdit):
         raise DemoFailed("the completion item has no text edit")
-    editor.apply([edit])
+    editor.apply(edit)
     editor.type(".\n")
     _show_document(editor)
 
@@ -253,14 +250,9 @@ async def _play(editor: _Editor, sample: bool) -> None:
         raise DemoFailed("no quick fix was offered")
     fix = fixes[0]
     _say(f"applying: {fix.title}")
-    assert fix.edit is not None
-    edits = [
-        e
-        for change in fix.edit.document_changes or []
-        if isinstance(change, types.TextDocumentEdit)
-        for e in change.edits
-    ]
-    editor.apply(edits or (fix.edit.changes or {}).get(PROMPT_URI, []))
+    assert fix.edit is not None  # plain changes: the demo takes no versioned edits
+    for edit in (fix.edit.changes or {}).get(PROMPT_URI, []):  # one edit, as every fix has
+        editor.apply(edit)
     _show_document(editor)
     await _wait_diagnostics(
         editor, lambda found: not any(d.severity == types.DiagnosticSeverity.Error for d in found)

@@ -10,7 +10,7 @@ from typing import Final
 
 from lsprotocol import types
 
-from ..analysis import DUPLICATE_REFERENCE, Analysis, Finding, Severity, analyze
+from ..analysis import DUPLICATE_REFERENCE, Analysis, Severity, analyze
 from ..lines import Encoding
 from ..resolver import AgentRef, SessionReferenceResolver
 from .positions import LineIndex
@@ -25,29 +25,24 @@ _SEVERITY: Final[dict[Severity, types.DiagnosticSeverity]] = {
 }
 
 
-def to_diagnostic(
-    finding: Finding, index: LineIndex, encoding: Encoding = "utf-16", *, tags_supported: bool = False
-) -> types.Diagnostic:
-    """One finding as a ``Diagnostic``; duplicates are tagged unnecessary where the client can show it."""
-    tags = (
-        [types.DiagnosticTag.Unnecessary] if tags_supported and finding.code == DUPLICATE_REFERENCE else None
-    )
-    data = None if finding.session_id is None else {"sessionId": finding.session_id}
-    return types.Diagnostic(
-        range=index.range_of(finding.start, finding.end, encoding),
-        message=finding.message,
-        severity=_SEVERITY[finding.severity],
-        code=finding.code,
-        source=SOURCE,
-        tags=tags,
-        data=data,
-    )
-
-
 def to_diagnostics(
     analysis: Analysis, index: LineIndex, encoding: Encoding = "utf-16", *, tags_supported: bool = False
 ) -> list[types.Diagnostic]:
-    return [to_diagnostic(f, index, encoding, tags_supported=tags_supported) for f in analysis.findings]
+    """The findings as ``Diagnostic``s; duplicates are tagged unnecessary where the client can show it."""
+    return [
+        types.Diagnostic(
+            range=index.range_of(finding.start, finding.end, encoding),
+            message=finding.message,
+            severity=_SEVERITY[finding.severity],
+            code=finding.code,
+            source=SOURCE,
+            tags=[types.DiagnosticTag.Unnecessary]
+            if tags_supported and finding.code == DUPLICATE_REFERENCE
+            else None,
+            data=None if finding.session_id is None else {"sessionId": finding.session_id},
+        )
+        for finding in analysis.findings
+    ]
 
 
 async def check_text(

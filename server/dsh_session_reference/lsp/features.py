@@ -195,16 +195,11 @@ async def _candidates(
     try:
         agent = await ls.agent_for(uri)
         return await ls.engine.resolver.list_candidates(agent, query, signal=signal)
-    except SessionReferenceError as error:
-        if error.code != CANCELLED:
-            ls.window_log_message(
-                types.LogMessageParams(type=types.MessageType.Warning, message=f"completion: {error.message}")
-            )
-        return None
     except Exception as error:  # an unreadable root: no rows, and say why in the log
-        ls.window_log_message(
-            types.LogMessageParams(type=types.MessageType.Warning, message=f"completion: {error}")
-        )
+        if not (isinstance(error, SessionReferenceError) and error.code == CANCELLED):
+            ls.window_log_message(
+                types.LogMessageParams(type=types.MessageType.Warning, message=f"completion: {error}")
+            )
         return None
     finally:
         ls.end_completion(uri, signal)

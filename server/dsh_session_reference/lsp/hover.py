@@ -9,7 +9,7 @@ declare it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
 
 from lsprotocol import types
@@ -17,7 +17,6 @@ from lsprotocol import types
 from ..analysis import Analysis, Intended, Reference, read_reference
 from ..conversation import conversation_items, message_counts, readable
 from ..display import display_block_text, display_label, readable_time, relative_time, share
-from ..model import ConversationSnapshot, SurfaceSnapshot
 from ..resolver import SessionReferenceResolver, find_session
 from ..retention import RetainedSource
 from ..tokens import TokenCount
@@ -38,17 +37,12 @@ _MARKDOWN_PUNCTUATION: Final = frozenset("\\`*_{}[]()<>#+-.!|~\"'&$=:")
 
 @dataclass(frozen=True)
 class SessionFacts:
-    """What a completion preview or a hover says about one session."""
+    """What a completion preview or a hover says about one session: its reference as read and
+    retained (against ``budget``), and why it cannot be referenced, if it cannot."""
 
-    session_id: str
-    label: str
-    cwd: str | None
-    created_at: int | None
-    snapshot: SurfaceSnapshot | ConversationSnapshot | None = None
-    retained: RetainedSource | None = None
+    reference: Reference
+    budget: int
     error: str | None = None
-    budget: int = 0
-    tokens: TokenCount | None = None
 
 
 def session_summary(
@@ -60,26 +54,29 @@ def session_summary(
     ``id_last`` (a completion row's documentation, read after the title, age and project)."""
     text: Callable[[str], str] = escape_markdown if markdown else _plain
     code: Callable[[str], str] = _code_span if markdown else _plain
-    label = display_label(facts.label) or "(a session with an empty id)"
+    reference, record = facts.reference, facts.reference.record
+    title = reference.title if reference.title is not None else reference.label
+    label = display_label(title) or "(a session with an empty id)"
     lines: list[str] = [f"**{text(label)}**" if markdown else label]
     id_line: list[str] = []
-    if facts.label != facts.session_id:
-        session_id = display_label(facts.session_id)
+    if title != reference.session_id:
+        session_id = display_label(reference.session_id)
         id_line.append(f"id {code(session_id)}" if session_id else "an empty id")
     if not id_last:
         lines += id_line
     where: list[str] = []
-    if facts.created_at is not None:
-        where.append(f"created {relative_time(facts.created_at, now_ms)} ({readable_time(facts.created_at)})")
-    if facts.cwd is not None:
-        where.append(f"in {code(display_label(facts.cwd))}")
+    if record is not None:
+        created = record.created_at
+        where.append(f"created {relative_time(created, now_ms)} ({readable_time(created)})")
+        if record.cwd is not None:
+            where.append(f"in {code(display_label(record.cwd))}")
     if where:
         lines.append(" · ".join(where))
     if facts.error is not None:
         lines.append(f"cannot be referenced: {text(facts.error)}")
         return _join(lines + id_line if id_last else lines, markdown)
-    if facts.snapshot is not None:
-        items = conversation_items(facts.snapshot)
+    if reference.snapshot is not None:
+        items = conversation_items(reference.snapshot)
         lines.append(message_counts(items, messages=True))
         direct = [readable(item.text) for item in items if item.role == "user" and not item.checkpoint][
             -RECENT_MESSAGES:
@@ -87,8 +84,8 @@ def session_summary(
         if direct and recent:
             lines.append("last asked:")
             lines.extend(_quoted(message, markdown) for message in direct)
-    if facts.retained is not None:
-        lines.append(cost_line(facts.retained, facts.budget, facts.tokens))
+    if reference.retained is not None:
+        lines.append(cost_line(reference.retained, facts.budget, reference.tokens))
     return _join(lines + id_line if id_last else lines, markdown)
 
 
@@ -146,24 +143,9 @@ async def read_session_facts(resolver: SessionReferenceResolver, session_id: str
         await read_reference(reference, resolver)
     except Exception as error:  # an unreadable root: say so instead of failing the request
         failure = str(error)
-    facts = reference_facts(reference, resolver.config.max_reference_bytes)
-    return facts if failure is None else replace(facts, error=failure)
-
-
-def reference_facts(reference: Reference, budget: int) -> SessionFacts:
-    record = reference.record
-    error = None if reference.error is None else reference.error.message
-    return SessionFacts(
-        session_id=reference.session_id,
-        label=reference.title if reference.title is not None else reference.label,
-        cwd=None if record is None else record.cwd,
-        created_at=None if record is None else record.created_at,
-        snapshot=reference.snapshot,
-        retained=reference.retained,
-        error=error,
-        budget=budget,
-        tokens=reference.tokens,
-    )
+    if failure is None and reference.error is not None:
+        failure = reference.error.message
+    return SessionFacts(reference, resolver.config.max_reference_bytes, failure)
 
 
 def invalid_mention_help(span: MentionSpan, intended: Intended | None, *, markdown: bool) -> str:
@@ -216,8 +198,9 @@ def hover_text(
         notes.append(f"beyond maxReferences ({analysis.max_references}): prepare rejects the message")
     elif reference.spans and span is not reference.spans[0]:
         notes.append("a duplicate mention: prepare uses the first mention of this session")
+    error = None if reference.error is None else reference.error.message
     summary = session_summary(
-        reference_facts(reference, analysis.max_reference_bytes),
+        SessionFacts(reference, analysis.max_reference_bytes, error),
         markdown=markdown,
         now_ms=now_ms,
         recent=False,

@@ -41,9 +41,6 @@ class Preview:
     summary: str
     ok: bool
 
-    def to_json(self) -> dict[str, Any]:
-        return {"uri": self.uri, "text": self.text, "summary": self.summary, "ok": self.ok}
-
 
 MAX_KEPT: Final = 16
 """Previews whose text is kept (the newest)."""

@@ -79,7 +79,8 @@ class _AnalysisRun:
     index: LineIndex
     """The text analysed (a document's edit makes a new one; this one stays as it was)."""
     version: int | None
-    generation: int
+    engine: Engine
+    """The engine of the settings it ran under: new settings make a new one."""
     task: asyncio.Task[Analysis]
     stop: AbortSignal
 
@@ -112,7 +113,6 @@ class DshLanguageServer(LanguageServer):
         self.encoding: Encoding = "utf-16"
         self.content_registered = False
         self._engine: Engine | None = None
-        self._generation = 0
         self._analyses: dict[str, _AnalysisRun] = {}
         self._pending: dict[str, asyncio.Task[None]] = {}
         self._completions: dict[str, AbortSignal] = {}
@@ -208,17 +208,11 @@ class DshLanguageServer(LanguageServer):
             return False
         self.settings = updated
         self.live.follow(self._new_engine().source)
-        self._generation += 1
         return True
 
     @property
     def has_warnings(self) -> bool:
         return bool(self._warnings)
-
-    def flush_warnings(self) -> None:
-        for warning in self._warnings:
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
-        self._warnings.clear()
 
     def report_root(self) -> None:
         """Say once, plainly, that the sessions root is missing or no directory (upstream lists
@@ -280,7 +274,9 @@ class DshLanguageServer(LanguageServer):
         """Re-check every open document under the new settings (a new root is listed ahead); hints
         and lenses show figures for the budget and root, or are turned on or off."""
         self.spawn(self.warm_up())
-        self.flush_warnings()
+        for warning in self._warnings:
+            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
+        self._warnings.clear()
         self.report_root()
         self.redraw(document.uri for document in self.documents)
 
@@ -356,14 +352,14 @@ class DshLanguageServer(LanguageServer):
             run is not None
             and not run.task.cancelled()
             and run.index is document.index
-            and run.generation == self._generation
+            and run.engine is self.engine
         ):
             return run
         self.drop_analysis(document.uri)
         stop = AbortSignal()
         task = asyncio.ensure_future(self._analyze(document.uri, document.index, stop))
         task.add_done_callback(partial(self.live.analysed, document.uri))  # the sessions it read are watched
-        run = _AnalysisRun(document.index, document.version, self._generation, task, stop)
+        run = _AnalysisRun(document.index, document.version, self.engine, task, stop)
         self._analyses[document.uri] = run
         return run
 

@@ -21,7 +21,7 @@ from ..lines import Encoding
 from ..model import SessionSource
 from ..resolver import Candidate, find_titled
 from .actions import workspace_edit
-from .completion import candidate_json, mention_for, project_for
+from .completion import mention_for, shown
 from .positions import LineIndex
 
 TRANSCRIPT_SCHEME: Final = "dsh-transcript"
@@ -134,7 +134,7 @@ def session_detail(candidate: Candidate, now_ms: int) -> str:
     """``3 days ago · terraform``: what tells sessions of one title apart, as a completion row's
     description reads. A folder's name, not its path: a row has room for the one, and a path
     beside a session reads as a file it lives in."""
-    project = project_for(candidate)
+    project = shown(candidate).project
     age = relative_time(candidate.created_at, now_ms)
     return age if project is None else f"{age} · {project}"
 
@@ -161,12 +161,18 @@ def workspace_symbols(candidates: Sequence[Candidate], now_ms: int) -> list[type
 
 
 def candidate_row(candidate: Candidate) -> dict[str, Any]:
-    """The ``dshSessionReference.candidates`` command's row: :func:`.completion.candidate_json`
-    and what a client's session picker shows and opens besides: ``project`` (as a completion row)
-    and ``transcript``, the URI Go to Definition gives for the session."""
+    """The ``dshSessionReference.candidates`` command's row: upstream's remote face plus
+    ``mention``, its label and cwd as a completion row shows them (escaped, at most
+    :data:`~..display.SHOWN_CHARS`), and what a client's session picker shows and opens besides:
+    ``project`` (as a completion row) and ``transcript``, the URI Go to Definition gives for the
+    session."""
+    row = shown(candidate)
     return {
-        **candidate_json(candidate),
-        "project": project_for(candidate),
+        **candidate.to_json(),
+        "label": row.label,
+        "cwd": row.cwd,
+        "mention": row.mention,
+        "project": row.project,
         "transcript": transcript_uri(candidate.session_id, candidate.label),
     }
 

@@ -27,12 +27,12 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
 from pygls.io_ import StdoutWriter
-from pygls.server import JsonRPCServer
 
-from .pygls_patches import DshProtocol, own_stop_event
+from .pygls_patches import own_stop_event
+from .server import DshLanguageServer
 
 LOG = logging.getLogger(__name__)
 
@@ -61,16 +61,9 @@ class FrameReader:
     (where the platform can wait on a pipe: not on Windows).
     """
 
-    def __init__(
-        self,
-        fd: int,
-        *,
-        max_body: int = MAX_MESSAGE_BYTES,
-        stall_seconds: float = BODY_STALL_SECONDS,
-    ) -> None:
+    def __init__(self, fd: int, *, stall_seconds: float = BODY_STALL_SECONDS) -> None:
         self._fd = fd
         self._buffer = bytearray()
-        self._max_body = max_body
         self._stall = stall_seconds
         self._can_wait = sys.platform != "win32"
         self.messages = 0
@@ -98,9 +91,10 @@ class FrameReader:
                 if not text.isdigit():
                     raise FramingError(f"Content-Length is not a number: {_shown(text)}")
                 length = int(text)
-                if length > self._max_body:
+                if length > MAX_MESSAGE_BYTES:
                     raise FramingError(
-                        f"Content-Length {length} is over the {self._max_body >> 20} MiB a message may have"
+                        f"Content-Length {length} is over the {MAX_MESSAGE_BYTES >> 20} MiB "
+                        "a message may have"
                     )
         if length is None:
             raise FramingError("a message header without Content-Length")
@@ -151,15 +145,15 @@ def _shown(data: bytes) -> str:
     return repr(data[:80])[2:-1]
 
 
-def serve_stdio(server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> int:
+def serve_stdio(server: DshLanguageServer) -> int:
     """Serve one client over stdio until it exits; the process's exit status.
 
     ``0`` after ``shutdown`` and ``exit``, ``1`` for ``exit`` without ``shutdown`` (the LSP
     specification; pygls' own loop loses the status) or a stream that broke the framing.
     """
-    reader = FrameReader((stdin or sys.stdin.buffer).fileno())
+    reader = FrameReader(sys.stdin.buffer.fileno())
     stop = own_stop_event(server)
-    server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
     status = 0
     loop = asyncio.new_event_loop()
     workers = ThreadPoolExecutor(thread_name_prefix=WORKER_PREFIX)
@@ -215,7 +209,7 @@ def _workers_ended(within: float) -> bool:
     return not any(thread.name.startswith(WORKER_PREFIX) for thread in threading.enumerate())
 
 
-async def _loop(server: JsonRPCServer, reader: FrameReader, stop: threading.Event) -> None:
+async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.Event) -> None:
     loop = asyncio.get_running_loop()
     with ThreadPoolExecutor(1, thread_name_prefix="dsh-lsp-reader") as reading:
         while not stop.is_set():
@@ -225,9 +219,7 @@ async def _loop(server: JsonRPCServer, reader: FrameReader, stop: threading.Even
             try:
                 message = json.loads(body, object_hook=server.protocol.structure_message)
             except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the length did not fit
-                protocol = server.protocol
-                if isinstance(protocol, DshProtocol):
-                    protocol.send_raw(_parse_error(error))
+                server.protocol.send_raw(_parse_error(error))
                 raise FramingError(
                     f"message {reader.messages} ({len(body)} bytes) is not JSON: {error}"
                 ) from None
