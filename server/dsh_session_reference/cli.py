@@ -226,7 +226,7 @@ async def _resolving(
     inside runs."""
     body_search = getattr(args, "body_search", False)
     store = assembly.open_source(
-        args.root, live=False, index=not args.no_index, body_search=body_search, every_title=every_title
+        args.root, index=not args.no_index, body_search=body_search, every_title=every_title
     )
     config = resolver_config(args.max_references, args.candidate_limit, args.max_reference_bytes)
     resolver = assembly.make_resolver(store, config, body_search=body_search)
