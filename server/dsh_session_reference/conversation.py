@@ -159,8 +159,9 @@ def conversation_items(snapshot: SurfaceSnapshot | ConversationSnapshot) -> list
 
 
 def readable(text: str | LongText) -> str:
-    """A text for people to glance at: a long one's kept head (and ``…``)."""
-    return text.preview() if isinstance(text, LongText) else text
+    """A text for people to glance at: a long one's kept head and ``…`` (only ``…`` when nothing
+    is kept)."""
+    return text.head.decode("utf-8", "ignore") + "…" if isinstance(text, LongText) else text
 
 
 def message_counts(items: Sequence[ConversationItem], *, messages: bool = False) -> str:
