@@ -77,9 +77,6 @@ class CandidateTable:
         self._last: tuple[list[int], str, list[int]] | None = None
         self._orders: OrderedDict[str | None, list[int]] = OrderedDict()
 
-    def __len__(self) -> int:
-        return len(self.rows)
-
     def relabelled(self, labels: Mapping[int, str]) -> CandidateTable:
         """The same listing with the rows at ``labels``' indices labelled anew.
 
