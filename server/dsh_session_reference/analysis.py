@@ -261,8 +261,6 @@ async def _load_store_facts(
     except Exception:
         # An unreadable root: every read below fails too and says why.
         return {}, frozenset()
-    for reference in references:
-        reference.record = by_id.get(reference.session_id)
     records = list(by_id.values())
     titles: dict[str, str | None] = {}
     if records:
@@ -278,8 +276,8 @@ async def _load_store_facts(
             if observation.error is None
         }
     for reference in references:
-        if reference.record is not None and reference.session_id in titles:
-            reference.title = titles[reference.session_id]
+        reference.record = by_id.get(reference.session_id)
+        reference.title = titles.get(reference.session_id)
     intended = {
         start: Intended(session_id, titles.get(session_id), raw)
         for start, (session_id, raw) in guesses.items()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Literal, overload
 
 from .config import ResolverConfig
 from .model import LiveSource, SessionSource
@@ -19,6 +18,7 @@ from .store.layout import resolve_root, root_origin, root_problem
 
 __all__ = [
     "make_resolver",
+    "open_live",
     "open_source",
     "root_origin",
     "root_problem",
@@ -47,65 +47,45 @@ def target_session(explicit: str | None, environ: Mapping[str, str] | None = Non
     return (os.environ if environ is None else environ).get(TARGET_ENV) or None
 
 
-@overload
-def open_source(
-    root: str,
-    *,
-    live: Literal[True],
-    index: bool = True,
-    body_search: bool = False,
-    index_dir: str | os.PathLike[str] | None = None,
-) -> LiveSource: ...
+def open_live(root: str, *, index_dir: str | os.PathLike[str] | None = None) -> LiveSource:
+    """The store the language server reads ``root`` through: the catalog with its background
+    thread, worker process and write-behind index, so no request waits on a file."""
+    from .store.catalog import SessionCatalog
+    from .store.index.store import APART_READ_BYTES, IndexedSessionStore
 
-
-@overload
-def open_source(
-    root: str,
-    *,
-    live: Literal[False],
-    index: bool = True,
-    body_search: bool = False,
-    index_dir: str | os.PathLike[str] | None = None,
-    every_title: bool = False,
-) -> SessionSource: ...
+    cores = os.cpu_count() or 1
+    return SessionCatalog(
+        IndexedSessionStore(
+            root, index_dir=index_dir, workers=cores, apart_bytes=APART_READ_BYTES, autoflush=False
+        )
+    )
 
 
 def open_source(
     root: str,
     *,
-    live: bool,
     index: bool = True,
     body_search: bool = False,
     index_dir: str | os.PathLike[str] | None = None,
     every_title: bool = False,
 ) -> SessionSource:
-    """The store a front end reads ``root`` through.
+    """The store the CLI reads ``root`` through (the server's is :func:`open_live`).
 
-    ``live`` (the server): the catalog with its background thread, worker process and write-behind
-    index, so no request waits on a file. Otherwise (the CLI) every answer is synchronous: the
-    index fills on every core and huge logs are replayed in processes of their own when a core is
-    spare; the catalog is used only for body search (it indexes message text before searching).
-    ``index=False`` (the CLI's ``--no-index``) reads every log afresh; the server always indexes.
-    ``every_title``: the caller will read every session's title (``candidates`` with a query), so
-    over a cold index the worker processes are started now, while the root is listed.
+    Every answer is synchronous: the index fills on every core and huge logs are replayed in
+    processes of their own when a core is spare; the catalog is used only for body search (it
+    indexes message text before searching). ``index=False`` (``--no-index``) reads every log
+    afresh. ``every_title``: the caller will read every session's title (``candidates`` with a
+    query), so over a cold index the worker processes are started now, while the root is listed.
     """
     # The stores are imported where chosen: a CLI run pays only for the one it reads with (the
     # catalog and body search add about 20 ms of imports to every fresh process).
-    cores = os.cpu_count() or 1
-    if not index and not live:
+    if not index:
         from .store.jsonl_store import JsonlSessionStore
 
         return JsonlSessionStore(root)
     from .store.index.store import APART_READ_BYTES, IndexedSessionStore
 
-    if live:
-        from .store.catalog import SessionCatalog
-
-        return SessionCatalog(
-            IndexedSessionStore(
-                root, index_dir=index_dir, workers=cores, apart_bytes=APART_READ_BYTES, autoflush=False
-            )
-        )
+    cores = os.cpu_count() or 1
     store = IndexedSessionStore(
         root, index_dir=index_dir, workers=cores, apart_bytes=APART_READ_BYTES if cores > 1 else None
     )

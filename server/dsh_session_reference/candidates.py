@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -76,9 +76,6 @@ class CandidateTable:
         self._lock = threading.Lock()
         self._last: tuple[list[int], str, list[int]] | None = None
         self._orders: OrderedDict[str | None, list[int]] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self.rows)
 
     def relabelled(self, labels: Mapping[int, str]) -> CandidateTable:
         """The same listing with the rows at ``labels``' indices labelled anew.
@@ -134,7 +131,7 @@ class CandidateTable:
             # separator could match across fields. Test field by field, exactly, the needle
             # encoded once (per field, a 2 MB query took minutes over 2,000 rows).
             rows = self.rows
-            matches = _FieldMatcher(needle)
+            matches = _field_matcher(needle)
             found = []
             for count, index in enumerate(pool):
                 if count % _CHECK_EVERY == 0:
@@ -172,24 +169,21 @@ class CandidateTable:
         return order
 
 
-class _FieldMatcher:
+def _field_matcher(needle: str) -> Callable[[Row], bool]:
     """Upstream's test of one row: ``needle`` (already lowered) in its lowered id, cwd or label,
     as UTF-16 strings. The needle is encoded once, and a field too short to hold it is not
     lowered or looked at (lowering makes a string at most three times longer, and a character
     is at most two UTF-16 units)."""
+    pin = needle.encode("utf-16-le", "surrogatepass")
 
-    def __init__(self, needle: str) -> None:
-        self.needle = needle
-        self.pin = needle.encode("utf-16-le", "surrogatepass")
+    def holds(field: str) -> bool:
+        return 6 * len(field) >= len(pin) // 2 and js_includes(js_lower(field), needle, pin)
 
-    def __call__(self, row: Row) -> bool:
+    def matches(row: Row) -> bool:
         fields = (row.record.id, row.record.cwd, row.label)
-        return any(self._holds(field) for field in fields if field is not None)
+        return any(holds(field) for field in fields if field is not None)
 
-    def _holds(self, field: str) -> bool:
-        if 6 * len(field) < len(self.pin) // 2:
-            return False
-        return js_includes(js_lower(field), self.needle, self.pin)
+    return matches
 
 
 def _haystack(row: Row) -> str:

@@ -21,7 +21,6 @@ import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from . import __version__, assembly
@@ -154,10 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("files", nargs="+", metavar="FILE")
     _limits(check)
 
-    demo = commands.add_parser(
-        "demo", parents=[common], help="play a scripted editor session against the server"
-    )
-    del demo
+    commands.add_parser("demo", parents=[common], help="play a scripted editor session against the server")
 
     lsp = commands.add_parser("lsp", parents=[common], help="run the language server over stdio")
     lsp.add_argument(
@@ -226,7 +222,7 @@ async def _resolving(
     inside runs."""
     body_search = getattr(args, "body_search", False)
     store = assembly.open_source(
-        args.root, live=False, index=not args.no_index, body_search=body_search, every_title=every_title
+        args.root, index=not args.no_index, body_search=body_search, every_title=every_title
     )
     config = resolver_config(args.max_references, args.candidate_limit, args.max_reference_bytes)
     resolver = assembly.make_resolver(store, config, body_search=body_search)
@@ -413,16 +409,15 @@ def _lsp(args: argparse.Namespace, serve_stdio: Callable[[str | None], int]) -> 
     return serve_stdio(args.sessions)
 
 
-@dataclass(frozen=True)
-class Frontends:
-    """What ``lsp`` and ``demo`` run, given by the program (:mod:`.main`): the CLI sits beside the
-    language server on the core and does not import it (nor pay for its imports on store commands)."""
-
-    serve_stdio: Callable[[str | None], int]
-    run_demo: Callable[[str | None], int]
-
-
-def main(argv: Sequence[str] | None, frontends: Frontends) -> int:
+def main(
+    argv: Sequence[str] | None,
+    *,
+    serve_stdio: Callable[[str | None], int],
+    run_demo: Callable[[str | None], int],
+) -> int:
+    """Run one command. What ``lsp`` and ``demo`` run is given by the program (:mod:`.main`): the
+    CLI sits beside the language server on the core and does not import it (nor pay for its
+    imports on store commands)."""
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             # A JS id may hold a lone surrogate, which UTF-8 cannot carry: it is written as
@@ -455,9 +450,9 @@ def main(argv: Sequence[str] | None, frontends: Frontends) -> int:
             case "check":
                 return asyncio.run(_check(args))
             case "demo":
-                return _demo(args, frontends.run_demo)
+                return _demo(args, run_demo)
             case "lsp":
-                return _lsp(args, frontends.serve_stdio)
+                return _lsp(args, serve_stdio)
     except (SessionReferenceError, StoreError) as error:
         return _fail(args, error.code, error.message)
     except BrokenPipeError:

@@ -29,11 +29,8 @@ _LOG = logging.getLogger("dsh_session_reference.collation")
 
 _local = threading.local()
 _warned = False
-_icu: Any = None
 try:  # pragma: no branch - which arm runs depends on the platform
-    import icu as _icu_module
-
-    _icu = _icu_module
+    import icu as _icu
 except ImportError:  # pragma: no cover - exercised only where no PyICU wheel exists
     _icu = None
 

@@ -24,10 +24,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from .jsjson import js_byte_length
 from .model import ConversationSnapshot, SurfaceSnapshot
 from .projection import ConversationItem, LongText, project_conversation
-from .retention import RetainedSource, bounded_text, item_json_bytes, reachable, retain_items
+from .retention import RetainedSource, bounded_text, item_bytes, reachable, retain_items, text_bytes
 
 
 class ConversationKeeper:
@@ -72,15 +71,11 @@ class ConversationKeeper:
         projected = project_conversation([event])
         if not projected:
             return
-        role, text, checkpoint, time = (
-            projected[0].role,
-            projected[0].text,
-            projected[0].checkpoint,
-            projected[0].time,
-        )
+        [item] = projected
+        role, text, checkpoint, time = item.role, item.text, item.checkpoint, item.time
         assert isinstance(text, str)
         kept = bounded_text(role, text, self.max_bytes)
-        size = kept.item_bytes if isinstance(kept, LongText) else item_json_bytes(role, text)
+        size = item_bytes(role, kept)
         self._sizes[seq] = size
         if appended and self._ordered and self._head_room > 0:
             self._head_room -= size
@@ -141,8 +136,7 @@ def _evicted(
     role: Literal["user", "assistant"], checkpoint: bool, kept: str | LongText, size: int, time: int | None
 ) -> ConversationItem:
     """An item whose text retention cannot use: only its sizes are kept."""
-    utf8 = kept.utf8_bytes if isinstance(kept, LongText) else js_byte_length(kept)
-    gone = LongText(b"", b"", utf8, size, evicted=True)
+    gone = LongText(b"", b"", text_bytes(kept), size, evicted=True)
     return ConversationItem(role, gone, checkpoint, gone, time=time)
 
 
@@ -154,14 +148,7 @@ def retain_conversation(snapshot: ConversationSnapshot, label: str, max_bytes: i
     """``retainReferencedSession`` over a bounded conversation (``None``: BUDGET_EXCEEDED)."""
     if max_bytes > snapshot.max_bytes:
         raise ValueError("the conversation was read for a smaller byte budget")
-    return retain_items(
-        snapshot.items,
-        session_id=snapshot.session.id,
-        label=label,
-        cwd=snapshot.session.cwd,
-        captured_through_seq=snapshot.captured_through_seq,
-        max_bytes=max_bytes,
-    )
+    return retain_items(snapshot.items, snapshot, label, max_bytes)
 
 
 def conversation_items(snapshot: SurfaceSnapshot | ConversationSnapshot) -> list[ConversationItem]:
@@ -172,8 +159,9 @@ def conversation_items(snapshot: SurfaceSnapshot | ConversationSnapshot) -> list
 
 
 def readable(text: str | LongText) -> str:
-    """A text for people to glance at: a long one's kept head (and ``…``)."""
-    return text.preview() if isinstance(text, LongText) else text
+    """A text for people to glance at: a long one's kept head and ``…`` (only ``…`` when nothing
+    is kept)."""
+    return text.head.decode("utf-8", "ignore") + "…" if isinstance(text, LongText) else text
 
 
 def message_counts(items: Sequence[ConversationItem], *, messages: bool = False) -> str:

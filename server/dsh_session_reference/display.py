@@ -13,13 +13,17 @@ import textwrap
 from datetime import UTC, datetime
 from typing import Final
 
-_TERMINAL_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+_TERMINAL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _hex(match: re.Match[str]) -> str:
+    return f"\\x{ord(match.group()):02x}"
 
 
 def display_inline_text(text: str) -> str:
-    """``displayInlineText``: controls except ``\\n`` as ``\\xNN``, then ``\\n`` as ``\\x0a``."""
-    escaped = _TERMINAL_CONTROL.sub(lambda match: f"\\x{ord(match.group()):02x}", text)
-    return escaped.replace("\n", "\\x0a")
+    """``displayInlineText``: controls except ``\\n`` as ``\\xNN``, then ``\\n`` as ``\\x0a``, which
+    is its ``\\xNN`` too: every C0/C1 control as ``\\xNN``."""
+    return _TERMINAL_CONTROL.sub(_hex, text)
 
 
 SHOWN_CHARS: Final = 200
@@ -49,9 +53,7 @@ _CONTROL_BUT_LINE_BREAKS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def display_block_text(text: str) -> str:
     """Text shown over several lines (a message quoted in a hover): controls as ``\\xNN`` as
     :func:`display_inline_text` shows them, but line breaks and tabs kept for a person to read."""
-    return _CONTROL_BUT_LINE_BREAKS.sub(
-        lambda match: f"\\x{ord(match.group()):02x}", text.replace("\r\n", "\n")
-    )
+    return _CONTROL_BUT_LINE_BREAKS.sub(_hex, text.replace("\r\n", "\n"))
 
 
 def kilobytes(count: int) -> str:

@@ -14,7 +14,6 @@ import logging
 import os
 import stat
 import sys
-from collections.abc import Mapping
 from typing import Final, TextIO
 
 LOG_ENV: Final = "DSH_LSP_LOG"
@@ -24,14 +23,14 @@ PROGRESS_ENV: Final = "DSH_PROGRESS_AFTER"
 PROGRESS_AFTER_DEFAULT: Final = 0.5
 
 
-def log_level(flag: str | None, environ: Mapping[str, str] | None = None) -> str:
+def log_level(flag: str | None) -> str:
     """The level: the flag's (argparse has checked it), else ``$DSH_LSP_LOG``, else WARNING.
 
     Raises ``ValueError`` naming the variable and the levels for any other value.
     """
     if flag:
         return flag
-    raw = (os.environ if environ is None else environ).get(LOG_ENV, "")
+    raw = os.environ.get(LOG_ENV, "")
     value = raw.strip().upper()
     if not value:
         return "WARNING"
@@ -71,11 +70,11 @@ def _open_log(path: str) -> TextIO:
         raise
 
 
-def progress_after(environ: Mapping[str, str] | None = None) -> float:
+def progress_after() -> float:
     """Seconds long work runs before it shows progress (the server's ``$/progress``, the CLI's
     line on a terminal): ``$DSH_PROGRESS_AFTER`` when it is a number from 0 up, else half a
     second, so quick work does not flash a progress display."""
-    raw = (os.environ if environ is None else environ).get(PROGRESS_ENV, "")
+    raw = os.environ.get(PROGRESS_ENV, "")
     try:
         value = float(raw) if raw.strip() else PROGRESS_AFTER_DEFAULT
     except ValueError:

@@ -26,4 +26,4 @@ def _run_demo(sessions: str | None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return cli.main(argv, cli.Frontends(serve_stdio=_serve_stdio, run_demo=_run_demo))
+    return cli.main(argv, serve_stdio=_serve_stdio, run_demo=_run_demo)

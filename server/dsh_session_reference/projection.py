@@ -32,10 +32,6 @@ class LongText:
     """UTF-8 size of the tag-safe JSON ``{"role","text"}`` object with the whole text."""
     evicted: bool = False
 
-    def preview(self) -> str:
-        """The kept head as text (for hovers), ``…`` when nothing is kept."""
-        return self.head.decode("utf-8", "ignore") + "…"
-
 
 @dataclass
 class ConversationItem:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .jsjson import js_byte_length, js_utf8, stringify_tag_safe_json
-from .model import SurfaceSnapshot
+from .model import ConversationSnapshot, SurfaceSnapshot
 from .projection import ConversationItem, LongText, project_conversation
 
 
@@ -48,22 +48,22 @@ def _trim_leading_continuation_utf8(data: bytes) -> bytes:
     return data[i:]
 
 
-def head_tail_bytes(encoded: bytes, head: int, tail: int) -> tuple[bytes, bytes]:
-    """The kept prefix and suffix of ``encoded`` (UTF-8), each cut back to a character boundary."""
-    total = len(encoded)
-    if total <= head + tail:
-        return encoded, b""
-    prefix = encoded[:head]
-    suffix = encoded[total - tail :] if tail > 0 else b""
-    return _trim_trailing_partial_utf8(prefix), _trim_leading_continuation_utf8(suffix)
+def _ends(front: bytes, back: bytes, head: int, tail: int) -> tuple[bytes, bytes]:
+    """The first ``head`` bytes of ``front`` and the last ``tail`` of ``back`` (UTF-8), each cut
+    back to a character boundary."""
+    suffix = back[len(back) - tail :] if tail > 0 else b""
+    return _trim_trailing_partial_utf8(front[:head]), _trim_leading_continuation_utf8(suffix)
+
+
+def _joined(prefix: bytes, suffix: bytes) -> str:
+    return prefix.decode("utf-8", "replace") + suffix.decode("utf-8", "replace")
 
 
 def retain_head_tail(text: str, head: int, tail: int) -> HeadTail:
     """``TextRetainer`` head/tail on a whole string: the kept text and exact omitted bytes."""
     encoded = js_utf8(text)
-    prefix, suffix = head_tail_bytes(encoded, head, tail)
-    kept = prefix.decode("utf-8", "replace") + suffix.decode("utf-8", "replace")
-    return HeadTail(kept, len(encoded) - len(prefix) - len(suffix))
+    prefix, suffix = (encoded, b"") if len(encoded) <= head + tail else _ends(encoded, encoded, head, tail)
+    return HeadTail(_joined(prefix, suffix), len(encoded) - len(prefix) - len(suffix))
 
 
 def _notice(omitted: int) -> str:
@@ -101,9 +101,7 @@ def truncate_with_notice(text: str | LongText, max_output_bytes: int) -> HeadTai
         retained = (low + high) // 2
         # The first half and the last half of ``retained`` bytes (never all of the text, which is
         # longer than ``max_output_bytes``), each cut back to a character boundary.
-        head, tail = (retained + 1) // 2, retained // 2
-        prefix = _trim_trailing_partial_utf8(front[:head])
-        suffix = _trim_leading_continuation_utf8(back[len(back) - tail :] if tail > 0 else b"")
+        prefix, suffix = _ends(front, back, (retained + 1) // 2, retained // 2)
         omitted = total - len(prefix) - len(suffix)
         if len(prefix) + len(suffix) + len(_notice(omitted).encode("utf-8")) <= max_output_bytes:
             best_parts = (prefix, suffix, omitted)
@@ -113,8 +111,7 @@ def truncate_with_notice(text: str | LongText, max_output_bytes: int) -> HeadTai
     if best_parts is None:
         return HeadTail("", total)
     prefix, suffix, omitted = best_parts
-    kept = prefix.decode("utf-8", "replace") + suffix.decode("utf-8", "replace")
-    return HeadTail(kept + _notice(omitted), omitted)
+    return HeadTail(_joined(prefix, suffix) + _notice(omitted), omitted)
 
 
 @dataclass(frozen=True)
@@ -161,10 +158,9 @@ def item_json_bytes(role: str, text: str) -> int:
     return js_byte_length(stringify_tag_safe_json({"role": role, "text": text}))
 
 
-def _item_bytes(item: ConversationItem) -> int:
-    if isinstance(item.text, LongText):
-        return item.text.item_bytes
-    return item_json_bytes(item.role, item.text)
+def item_bytes(role: str, text: str | LongText) -> int:
+    """UTF-8 size of one conversation entry as the prompt serializes it (a long text's whole size)."""
+    return text.item_bytes if isinstance(text, LongText) else item_json_bytes(role, text)
 
 
 def text_bytes(text: str | LongText) -> int:
@@ -209,14 +205,12 @@ def reachable(items: Sequence[ConversationItem], sizes: Sequence[int], max_bytes
 
 def retain_items(
     original: Sequence[ConversationItem],
-    *,
-    session_id: str,
+    snapshot: SurfaceSnapshot | ConversationSnapshot,
     label: str,
-    cwd: str | None,
-    captured_through_seq: int | None,
     max_bytes: int,
 ) -> RetainedSource | None:
-    """The exact two-phase budget loop; ``None`` means the fixed fields cannot fit."""
+    """The exact two-phase budget loop over ``snapshot``'s conversation ``original`` (its session
+    and ``capturedThroughSeq`` are the fixed fields); ``None`` means the fixed fields cannot fit."""
     retained = [
         ConversationItem(i.role, i.text, i.checkpoint, i.original_text, i.omitted_bytes, i.time)
         for i in original
@@ -224,16 +218,16 @@ def retain_items(
 
     def data() -> dict[str, Any]:
         return {
-            "sessionId": session_id,
+            "sessionId": snapshot.session.id,
             "label": label,
-            "cwd": cwd,
-            "capturedThroughSeq": captured_through_seq,
+            "cwd": snapshot.session.cwd,
+            "capturedThroughSeq": snapshot.captured_through_seq,
             "conversation": [{"role": item.role, "text": item.text} for item in retained],
         }
 
     empty = dict(data(), conversation=[])
     fixed = js_byte_length(stringify_tag_safe_json(empty))  # includes the "[]"
-    sizes = [_item_bytes(item) for item in retained]
+    sizes = [item_bytes(item.role, item.text) for item in retained]
     items_total = sum(sizes)
     count = len(sizes)
 
@@ -271,7 +265,7 @@ def retain_items(
         item.text = shortened.text
         item.omitted_bytes = shortened.omitted_bytes
         items_total -= sizes[longest_index]
-        sizes[longest_index] = _item_bytes(item)
+        sizes[longest_index] = item_bytes(item.role, item.text)
         items_total += sizes[longest_index]
 
     if any(isinstance(item.text, LongText) for item in retained):
@@ -291,11 +285,4 @@ def retain_items(
 def retain_referenced_session(snapshot: SurfaceSnapshot, label: str, max_bytes: int) -> RetainedSource | None:
     """Upstream's ``retainReferencedSession``: project a folded surface and fit it
     into ``max_bytes`` of tag-safe JSON; ``None`` means BUDGET_EXCEEDED."""
-    return retain_items(
-        project_conversation(snapshot.events),
-        session_id=snapshot.session.id,
-        label=label,
-        cwd=snapshot.session.cwd,
-        captured_through_seq=snapshot.captured_through_seq,
-        max_bytes=max_bytes,
-    )
+    return retain_items(project_conversation(snapshot.events), snapshot, label, max_bytes)

@@ -26,11 +26,6 @@ user explicitly repeats them.
 PROMPT_SUFFIX: Final = "\n</referenced-sessions>"
 
 
-def render_prompt(data: Sequence[dict[str, Any]]) -> str:
-    """Prefix + one tag-safe JSON array line + suffix."""
-    return PROMPT_PREFIX + stringify_tag_safe_json(list(data)) + PROMPT_SUFFIX
-
-
 def context_source(rendered: Sequence[RetainedSource]) -> dict[str, Any]:
     """``{kind, form, version, references}`` with each reference's ten fields in upstream's order."""
     return {
@@ -76,6 +71,6 @@ class AdditionalContext:
 def build_additional_context(rendered: Sequence[RetainedSource]) -> AdditionalContext:
     return AdditionalContext(
         source=context_source(rendered),
-        text=render_prompt([source.data for source in rendered]),
+        text=PROMPT_PREFIX + stringify_tag_safe_json([source.data for source in rendered]) + PROMPT_SUFFIX,
         sources=tuple(rendered),
     )

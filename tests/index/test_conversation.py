@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from dsh_session_reference.assembly import open_source
+from dsh_session_reference.assembly import open_live, open_source
 from dsh_session_reference.conversation import retain_conversation
 from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.model import ConversationSnapshot, StoreError
@@ -215,10 +215,10 @@ def test_reads_in_a_process_of_their_own_prepare_identically(
 
 
 def test_the_cli_and_the_server_read_huge_logs_apart(tmp_path: Path) -> None:
-    source = open_source(str(tmp_path), live=True, index_dir=tmp_path / "cache")
+    source = open_live(str(tmp_path), index_dir=tmp_path / "cache")
     assert source.index.apart_bytes == APART_READ_BYTES
     source.close()
-    cli_store = open_source(str(tmp_path), live=False, index_dir=tmp_path / "cache")
+    cli_store = open_source(str(tmp_path), index_dir=tmp_path / "cache")
     assert isinstance(cli_store, IndexedSessionStore)
     expected = APART_READ_BYTES if (os.cpu_count() or 1) > 1 else None
     assert cli_store.apart_bytes == expected

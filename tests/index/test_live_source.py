@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from dsh_session_reference.assembly import open_source
+from dsh_session_reference.assembly import open_live, open_source
 from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.candidate_cache import CandidateCache
 from dsh_session_reference.candidates import CandidateTable, candidate_rank
@@ -328,7 +328,7 @@ def test_the_server_source_writes_the_index_file_behind_its_requests(tmp_path: P
     store(root)
     age(root)
     cache = tmp_path / "cache"
-    source = open_source(str(root), live=True, index_dir=cache)
+    source = open_live(str(root), index_dir=cache)
     try:
         assert not source.index.autoflush
         records = source.list_sessions()
@@ -486,7 +486,7 @@ def test_a_query_over_a_cold_index_starts_its_workers_before_it_lists(
     exact = JsonlSessionStore(root)
     expected = exact.read_titles(exact.list_sessions())
 
-    cold = open_source(str(root), live=False, index_dir=tmp_path / "cache", every_title=True)
+    cold = open_source(str(root), index_dir=tmp_path / "cache", every_title=True)
     assert len(started) == 2  # before any listing
     assert cold.read_titles(cold.list_sessions()) == expected
     # The title read used those started ahead (one batch here: tiny logs), none of its own.
@@ -494,7 +494,7 @@ def test_a_query_over_a_cold_index_starts_its_workers_before_it_lists(
     assert isinstance(cold, IndexedSessionStore)
     cold.close()
 
-    warm = open_source(str(root), live=False, index_dir=tmp_path / "cache", every_title=True)
+    warm = open_source(str(root), index_dir=tmp_path / "cache", every_title=True)
     assert warm.read_titles(warm.list_sessions()) == expected
     assert len(started) == 2  # the index file was there: nothing to start
     assert isinstance(warm, IndexedSessionStore)
@@ -651,8 +651,8 @@ def test_rows_a_server_had_not_written_are_written_when_it_exits(tmp_path: Path)
     cache = tmp_path / "cache"
     code = (
         "import sys\n"
-        "from dsh_session_reference.assembly import open_source\n"
-        "source = open_source(sys.argv[1], live=True, index_dir=sys.argv[2])\n"
+        "from dsh_session_reference.assembly import open_live\n"
+        "source = open_live(sys.argv[1], index_dir=sys.argv[2])\n"
         "assert len(source.list_sessions()) == 3\n"
     )
     subprocess.run([sys.executable, "-c", code, str(root), str(cache)], check=True, timeout=60)
@@ -757,7 +757,7 @@ def left_by_a_server(
     exact = JsonlSessionStore(root)
     expected = exact.list_sessions()
     titles = exact.read_titles(expected)
-    warm = open_source(root, live=True, index_dir=tmp_path / "cache")
+    warm = open_live(root, index_dir=tmp_path / "cache")
     wait_for(lambda: warm.read_titles(warm.list_sessions()) == titles)
     warm.close()
     return root, expected, titles
@@ -1042,7 +1042,7 @@ def test_a_watched_big_root_says_what_changed_and_walks_for_new_sessions(
     monkeypatch.setattr(catalog, "SYNC_MAX_SESSIONS", 1)
     log = Path(put(tmp_path, "s-a", lines(header("s-a"), *one_turn(), title(6, "A"))))
     put(tmp_path, "s-b", lines(header("s-b"), *one_turn()))
-    source = open_source(str(tmp_path), live=True)
+    source = open_live(str(tmp_path))
     try:
         source.list_sessions()
         told: list[StoreChange] = []
@@ -1069,7 +1069,7 @@ def test_a_session_seen_during_a_walk_is_walked_for(tmp_path: Path, monkeypatch:
     monkeypatch.setattr(catalog, "SYNC_MAX_SESSIONS", 1)
     put(tmp_path, "s-a", lines(header("s-a"), *one_turn()))
     put(tmp_path, "s-b", lines(header("s-b"), *one_turn()))
-    source = open_source(str(tmp_path), live=True)
+    source = open_live(str(tmp_path))
     try:
         source.list_sessions()
         real = source._refresh  # type: ignore[attr-defined]
@@ -1098,7 +1098,7 @@ def test_a_dropped_watched_catalog_is_collected_and_stops_watching(tmp_path: Pat
     """The server drops a root's catalog when the root setting changes: watching must not keep it
     (or its threads) alive."""
     put(tmp_path, "s-a", lines(header("s-a"), *one_turn()))
-    source = open_source(str(tmp_path), live=True)
+    source = open_live(str(tmp_path))
     source.list_sessions()
     assert source.watch(lambda change: None) is None
     dropped = weakref.ref(source)

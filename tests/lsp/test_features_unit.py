@@ -14,7 +14,7 @@ from lsprotocol import types
 
 from dsh_session_reference import analysis as codes
 from dsh_session_reference.analysis import MAX_FINDINGS, analyze
-from dsh_session_reference.assembly import open_source
+from dsh_session_reference.assembly import open_live
 from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.check import check_files
 from dsh_session_reference.display import (
@@ -281,7 +281,7 @@ async def test_a_store_that_finds_records_alone_is_not_listed(store_root: Path, 
 
     text = f"{mention('s-alpha', 'stale')} {mention('s-missing')} {mention('s-delta')}"
     alone = await analyze(text, SessionReferenceResolver(Counting(store_root)), agent)
-    listed = await analyze(text, SessionReferenceResolver(open_source(str(store_root), live=True)), agent)
+    listed = await analyze(text, SessionReferenceResolver(open_live(str(store_root))), agent)
     assert listings == []
     assert alone.findings == listed.findings
     assert {f.code for f in alone.findings} == {codes.STALE_LABEL, codes.UNKNOWN_SESSION}
@@ -717,7 +717,7 @@ async def test_document_summary(resolver: SessionReferenceResolver, agent: Agent
 
 def test_cache_sees_new_sessions_and_titles(tmp_path: Path) -> None:
     root = write_store(tmp_path / "s", [Spec("one", "/w", "First", [("user", "hi")])], "none")
-    source = open_source(str(root), live=True)
+    source = open_live(str(root))
     records = source.list_sessions()
     assert [r.id for r in records] == ["one"]
     assert source.list_sessions() == records

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from lsp_support import Spec, write_store
 
 from dsh_session_reference.analysis import analyze
-from dsh_session_reference.assembly import open_source
+from dsh_session_reference.assembly import open_live
 from dsh_session_reference.errors import SessionReferenceError
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
@@ -129,7 +129,7 @@ def test_error_diagnostics_iff_prepare_fails(data: st.DataObject) -> None:
             if spec.session_id == corrupt:
                 corrupt_log(root, spec)
         plain = SessionReferenceResolver(JsonlSessionStore(root), **limits)
-        cached = SessionReferenceResolver(open_source(str(root), live=True), **limits)
+        cached = SessionReferenceResolver(open_live(str(root)), **limits)
         agent = AgentRef(target, "/w")
 
         async def check() -> None:

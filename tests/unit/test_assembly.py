@@ -6,7 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from dsh_session_reference.assembly import make_resolver, open_source, sessions_root, target_session
+from dsh_session_reference.assembly import (
+    make_resolver,
+    open_live,
+    open_source,
+    sessions_root,
+    target_session,
+)
 from dsh_session_reference.config import resolver_config
 from dsh_session_reference.resolver import SessionReferenceResolver
 from dsh_session_reference.store.catalog import SessionCatalog
@@ -31,13 +37,13 @@ def test_root_is_the_first_choice_given(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_each_front_end_gets_its_store(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
-    plain = open_source(str(tmp_path), live=False, index=False)
+    plain = open_source(str(tmp_path), index=False)
     assert type(plain) is JsonlSessionStore
-    indexed = open_source(str(tmp_path), live=False, index_dir=cache)
+    indexed = open_source(str(tmp_path), index_dir=cache)
     assert type(indexed) is IndexedSessionStore and indexed.autoflush
-    searching = open_source(str(tmp_path), live=False, body_search=True, index_dir=cache)
+    searching = open_source(str(tmp_path), body_search=True, index_dir=cache)
     assert isinstance(searching, SessionCatalog) and not searching.background
-    live = open_source(str(tmp_path), live=True, index_dir=cache)
+    live = open_live(str(tmp_path), index_dir=cache)
     try:
         assert live.background and not live.index.autoflush  # the background thread writes the file
         assert live.root == plain.root == str(tmp_path)

@@ -28,7 +28,7 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..analysis import Analysis, analyze
-from ..assembly import make_resolver, open_source, root_origin, root_problem, sessions_root, target_session
+from ..assembly import make_resolver, open_live, root_origin, root_problem, sessions_root, target_session
 from ..cancellation import AbortSignal, Cancelled
 from ..lines import Encoding
 from ..model import LiveSource
@@ -67,7 +67,7 @@ class Engine:
     def __init__(self, root: str, settings: Settings, previous: Engine | None = None) -> None:
         same_root = previous is not None and previous.root == root
         self.root = root
-        self.source = previous.source if previous is not None and same_root else open_source(root, live=True)
+        self.source = previous.source if previous is not None and same_root else open_live(root)
         self.targets: dict[str, AgentRef] = previous.targets if previous is not None and same_root else {}
         if settings.body_search and (previous is None or not previous.resolver.body_search):
             self.source.resume_bodies()  # turned on (again): indexing a user cancelled resumes

@@ -82,8 +82,9 @@ def _close_all() -> None:
 class SessionCatalog:
     """The title index behind an in-memory listing; thread-safe like the store itself.
 
-    Built by :func:`..assembly.open_source`; ``background=False`` keeps every answer exact and
-    synchronous (no threads, no worker process), as the CLI does.
+    Built by :func:`..assembly.open_live` and :func:`..assembly.open_source`;
+    ``background=False`` keeps every answer exact and synchronous (no threads, no worker
+    process), as the CLI does.
     """
 
     def __init__(
