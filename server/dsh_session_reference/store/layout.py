@@ -15,7 +15,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final, Literal
 
 Compression = Literal["zstd", "none"]
@@ -162,6 +162,14 @@ def root_problem(root: str) -> str | None:
     if not stat.S_ISDIR(info.st_mode):
         return "is not a directory"
     return None
+
+
+def is_real(path: str, kind: Callable[[int], bool]) -> bool:
+    """Whether ``path`` itself (not a link's target) is of ``kind`` (``stat.S_ISDIR``, ...)."""
+    try:
+        return bool(kind(os.lstat(path).st_mode))
+    except OSError:
+        return False
 
 
 def is_within(root_real: str, path_real: str) -> bool:
