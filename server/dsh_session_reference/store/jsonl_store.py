@@ -79,17 +79,6 @@ def artifact_of(root: str, record: SessionRecord, stop: AbortSignal | None, skip
     return walk_root(root, Walk(skips), lookup_segment(root, session_id), stop).artifact(session_id)
 
 
-def title_of(root: str, record: SessionRecord, stop: AbortSignal | None, skips: Skips) -> TitleObservation:
-    """``readTitleSnapshots`` for one listed record: the last ``session/title`` of its log, or why
-    the log could not be read."""
-    try:
-        artifact = artifact_of(root, record, stop, skips)
-        _, result = replay(root, js_normalize(record.id), artifact, False, stop, discovery=True)
-    except StoreError as error:
-        return TitleObservation(record.id, error=error.message)
-    return observed_title(record.id, result.title)
-
-
 def observed_title(session_id: str, title: TitleFold | None) -> TitleObservation:
     """What a log's folded title says as an observation (upstream: ``title?.title ?? id``)."""
     if title is None:
@@ -189,7 +178,8 @@ def replay(
 class ReadsOnDemand:
     """What a store that reads on demand (the plain store, the index) answers alike: records are
     found one by one where their logs must be, and no title is kept warm (every title read reads).
-    Each store says how it walks the root (:meth:`walk`) and reads one title (:meth:`read_title`)."""
+    Each store says how it walks the root (:meth:`walk`); every log it reads whole for a title is
+    read through :meth:`replay`."""
 
     root: str
     skips: Skips
@@ -204,9 +194,27 @@ class ReadsOnDemand:
         that name)."""
         raise NotImplementedError
 
+    def replay(
+        self,
+        session_id: str,
+        artifact: Artifact,
+        keep_surface: bool | SurfaceKeeper,
+        stop: AbortSignal | None,
+        *,
+        discovery: bool = False,
+    ) -> tuple[dict[str, Any], ReplayResult]:
+        """:func:`replay` of a log of this store's root."""
+        return replay(self.root, session_id, artifact, keep_surface, stop, discovery=discovery)
+
     def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
-        """The latest ``session/title`` of one record's log, or the error reading it gives."""
-        raise NotImplementedError
+        """``readTitleSnapshots`` for one listed record: the last ``session/title`` of its log, or
+        why the log could not be read."""
+        try:
+            artifact = artifact_of(self.root, record, stop, self.skips)
+            _, result = self.replay(js_normalize(record.id), artifact, False, stop, discovery=True)
+        except StoreError as error:
+            return TitleObservation(record.id, error=error.message)
+        return observed_title(record.id, result.title)
 
     @property
     def walked_sessions(self) -> int:
@@ -291,9 +299,6 @@ class JsonlSessionStore(ReadsOnDemand):
 
     def walk(self, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
         return walk_root(self.root, walk, only, stop)
-
-    def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
-        return title_of(self.root, record, stop, self.skips)
 
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0

@@ -5,13 +5,13 @@ A hint the language server shows while the index is being built (see :func:`scan
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import IO, Final
 
 from ...cancellation import AbortSignal, check
 from ..jsvalue import js_parse_line
 from ..layout import Compression
+from ..listing import compression_of
 from ..logbase import LogError, open_artifact
 from ..zstd_frames import zstd_plaintext
 
@@ -29,16 +29,14 @@ def _plaintext_chunks(
             check(stop)
             yield chunk
         return
-    yield from zstd_plaintext(handle, os.fstat(handle.fileno()).st_size, stop)
+    yield from zstd_plaintext(handle, stop)
 
 
 _MAX_TITLE_LINE = 32 * 1024 * 1024
 """A line longer than this cannot be a title (titles are capped when written); it is skipped."""
 
 
-def scan_last_title(
-    path: str, root_real: str, compression: Compression, stop: AbortSignal | None = None
-) -> str | None:
+def scan_last_title(path: str, root_real: str, stop: AbortSignal | None = None) -> str | None:
     """The ``title`` of the last complete ``session/title`` line in a log, found by a byte scan.
 
     A hint, not the answer: unlike a title read it neither validates the log
@@ -49,6 +47,7 @@ def scan_last_title(
     last: bytes | None = None
     pending = bytearray()  # the unfinished line so far (amortised appends, no re-copying)
     skipping = False  # inside a line too long to be a title: wait for its newline
+    compression = compression_of(path)
     try:
         # zstd logs are walked frame by frame through their own 1 MiB reads: a small buffer
         # serves the frame bodies without holding a second copy of the file's bytes.
