@@ -129,9 +129,9 @@ class WorkerFeed:
             LOG.info("title verification stopped: %r", failure)
             results = []
         for record, found in zip(batch, results, strict=False):
-            observation = self.index.remember_verified(record, found)
-            if observation is not None and found.fp is not None and record.location is not None:
-                self.titles.observe(record.location, found.fp, observation)
+            self.index.remember_verified(record, found)
+            if found is not None and record.location is not None:
+                self.titles.observe(record.location, found[1], found[0])
         self.index.flush()
         self.titles.done(batch)
         self.scheduler.wake()

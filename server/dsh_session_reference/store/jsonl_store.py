@@ -290,12 +290,12 @@ class JsonlSessionStore(ReadsOnDemand):
     that reads every log afresh: the CLI's ``--no-index``, and the differential suite's subject.
 
     Thread-safe: every call reads the disk afresh, so the resolver can run several reads at once
-    and always sees the logs as they are now. ``report=False`` leaves skipped logs unlogged.
+    and always sees the logs as they are now.
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, *, report: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = resolve_root(root)
-        self.skips = Skips(report)
+        self.skips = Skips()
 
     def walk(self, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
         return walk_root(self.root, walk, only, stop)

@@ -7,20 +7,15 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Generic, NamedTuple, TypeVar
 
-from ...model import SessionRecord
+from ...model import SessionRecord, TitleObservation
 from .rows import Fingerprint, stable_read
 
 T = TypeVar("T")
 
 
-class Verified(NamedTuple):
-    """What a worker found for one record's title."""
-
-    fp: Fingerprint | None
-    """The fingerprint the answer holds for; ``None`` if the log changed while it was read."""
-    started_ns: int
-    title: str | None
-    error: str | None
+Verified = tuple[TitleObservation, Fingerprint, int] | None
+"""What a worker's title read of one record found: the observation, the fingerprint it holds for
+and when the read began; ``None`` if the log changed while it was read (or was gone): nothing to keep."""
 
 
 class LogText(NamedTuple, Generic[T]):

@@ -32,11 +32,10 @@ def verify_titles(root: str, records: Sequence[SessionRecord]) -> list[Verified]
     for record in records:
         assert record.location is not None  # listed records only
         read = stable_read(record.location, partial(store.read_title, record, None))
-        if read is None:
-            found.append(Verified(None, 0, None, None))  # gone: nothing to keep
-            continue
-        observation, fp, started = read
-        found.append(Verified(fp, started, observation.title, observation.error))
+        if read is None or read[1] is None:
+            found.append(None)  # gone, or changed under the read: nothing to keep
+        else:
+            found.append((read[0], read[1], read[2]))
     return found
 
 

@@ -12,7 +12,7 @@ from ...cancellation import AbortSignal, check
 from ..jsvalue import js_parse_line
 from ..layout import Compression
 from ..listing import compression_of
-from ..logbase import LogError, open_artifact
+from ..logbase import MAX_LINE_BYTES, LogError, open_artifact
 from ..zstd_frames import zstd_plaintext
 
 _SCAN_CHUNK: Final = 1 << 20
@@ -30,10 +30,6 @@ def _plaintext_chunks(
             yield chunk
         return
     yield from zstd_plaintext(handle, stop)
-
-
-_MAX_TITLE_LINE = 32 * 1024 * 1024
-"""A line longer than this cannot be a title (titles are capped when written); it is skipped."""
 
 
 def scan_last_title(path: str, root_real: str, stop: AbortSignal | None = None) -> str | None:
@@ -57,7 +53,7 @@ def scan_last_title(path: str, root_real: str, stop: AbortSignal | None = None) 
                 pending += chunk
                 end = pending.rfind(b"\n")
                 if end < 0:
-                    if len(pending) > _MAX_TITLE_LINE:
+                    if len(pending) > MAX_LINE_BYTES:  # longer than a read holds: never a title
                         pending.clear()
                         skipping = True
                     continue
