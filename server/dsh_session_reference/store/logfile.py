@@ -112,10 +112,9 @@ class EventSink(Protocol):
 StartLog = Callable[[dict[str, Any]], EventSink]
 
 
-def line_too_long(line: int, cap: int = MAX_LINE_BYTES, limit: str = _HOLD_LIMIT) -> str:
-    """The error of a read that meets committed line ``line`` over ``cap`` bytes (``limit`` says
-    which limit that is)."""
-    return f"session log line {line} is larger than {cap} bytes, {limit}"
+def line_too_long(line: int) -> str:
+    """The error of a read that meets committed line ``line`` over :data:`MAX_LINE_BYTES`."""
+    return f"session log line {line} is larger than {MAX_LINE_BYTES} bytes, {_HOLD_LIMIT}"
 
 
 def _type_of(value: Any) -> Any:
@@ -216,18 +215,21 @@ class EventScanner:
         run = self._oversized_bytes if self._oversized else self._part_bytes
         line = self._line + 1
 
+        def too_long() -> LogError:
+            return LogError(f"session log line {line} is larger than {cap} bytes, {limit}")
+
         def guard(output: bytes) -> None:
             nonlocal run, line
             first = output.find(b"\n")
             if first == -1:
                 run += len(output)
             elif run + first > cap:
-                raise LogError(line_too_long(line, cap, limit))
+                raise too_long()
             else:
                 line += output.count(b"\n")
                 run = len(output) - output.rfind(b"\n") - 1
             if run > cap:
-                raise LogError(line_too_long(line, cap, limit))
+                raise too_long()
 
         return guard
 
