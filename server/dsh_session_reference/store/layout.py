@@ -184,11 +184,6 @@ _LOG_FILE_NAMES: Final = frozenset(LOG_NAMES.values())
 _NOT_NAMES: Final = frozenset({"", ".", ".."})
 
 
-def is_walk_path(path: str, prefix: str) -> bool:
-    """Whether ``path`` is one a walk of the root at ``prefix`` (the root and a separator) makes."""
-    return path.startswith(prefix) and is_walk_relative(path[len(prefix) :])
-
-
 def is_walk_relative(relative: str) -> bool:
     """Whether ``relative`` is a log path a walk makes, below the root: ``<project>/<session>/<log
     name>``, each name one a file system could have given (text from the index folder, which is

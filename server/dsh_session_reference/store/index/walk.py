@@ -20,7 +20,7 @@ from typing import Final
 
 from ...cancellation import AbortSignal
 from ...model import StoreError
-from ..layout import LOG_NAMES, is_walk_path
+from ..layout import LOG_NAMES, is_walk_relative
 from ..listing import (
     Artifact,
     Skips,
@@ -163,9 +163,10 @@ def stored_walk(rows: RowTable, skips: Skips) -> StoredListing:
     prefix = os.path.join(rows.root, "")
     found: dict[tuple[bytes, bytes], tuple[str, IndexRow, ListingEntry] | None] = {}
     for path, row in rows.table().items():
-        if not is_walk_path(path, prefix):
+        relative = path[len(prefix) :]
+        if not (path.startswith(prefix) and is_walk_relative(relative)):
             continue
-        parts = path[len(prefix) :].split(os.sep)
+        parts = relative.split(os.sep)
         outcome = row.listing_outcome(row.fp, path)
         if outcome is None or any(artifact[0] is not None for artifact in outcome.artifacts):
             continue
