@@ -15,8 +15,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from ..model import SessionRecord, TitleObservation
-from .index.records import LogText, Verified, batches
-from .index.rows import Fingerprint
+from .index.records import Verified, batches
+from .index.rows import Fingerprint, ReadAt
 from .index.store import IndexedSessionStore
 from .scheduler import Scheduler
 from .titles import TitleBoard
@@ -137,7 +137,7 @@ class WorkerFeed:
         self.scheduler.wake()
 
     def _scanned(
-        self, claims: list[tuple[SessionRecord, Fingerprint]], future: Future[list[LogText[str | None]]]
+        self, claims: list[tuple[SessionRecord, Fingerprint]], future: Future[list[ReadAt[str | None]]]
     ) -> None:
         """A worker's scans of claimed titles: the claims that hold count, the others give way to
         the scan and are verified."""
@@ -154,7 +154,7 @@ class WorkerFeed:
             found = scanned.get(location)
             if found is None or found.fp != fp:
                 unproved.append(location)  # not scanned, or changed under the scan
-            elif self.titles.prove(location, fp, found.text):
+            elif self.titles.prove(location, fp, found.value):
                 verify[location] = (record, fp)
         self.titles.enqueue(verify, {})
         self.titles.scanned((str(record.location) for record, _ in claims), unproved)
@@ -164,7 +164,7 @@ class WorkerFeed:
             LOG.exception("the next scan of claimed titles could not be sent")
         self.scheduler.wake()
 
-    def _bodies_read(self, future: Future[list[LogText[str]]]) -> None:
+    def _bodies_read(self, future: Future[list[ReadAt[str]]]) -> None:
         try:
             self.index.put_bodies(future.result())
         except Exception as error:

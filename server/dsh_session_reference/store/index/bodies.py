@@ -13,7 +13,8 @@ from ...projection import project_conversation
 from ..listing import compression_of
 from ..logbase import LogChanged, LogError, open_artifact
 from ..logfile import read_log
-from .records import LogText, read_texts
+from .records import read_texts
+from .rows import ReadAt
 
 BODY_CHARS: Final = 200_000
 """Message text kept per session for body search (the newest messages win)."""
@@ -56,7 +57,7 @@ def message_text(path: str, root_real: str, stop: AbortSignal | None = None) -> 
     return text[-BODY_CHARS:]
 
 
-def message_texts(root: str, paths: Sequence[str], stop: AbortSignal | None = None) -> list[LogText[str]]:
+def message_texts(root: str, paths: Sequence[str], stop: AbortSignal | None = None) -> list[ReadAt[str]]:
     """:func:`message_text` of several logs, each with the fingerprint it was read at (in a worker
     process, or in the store's own thread: :meth:`.store.IndexedSessionStore.index_bodies`)."""
     return read_texts(root, paths, partial(message_text, stop=stop))

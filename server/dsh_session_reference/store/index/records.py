@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Generic, NamedTuple, TypeVar
+from typing import TypeVar
 
 from ...model import SessionRecord, TitleObservation
-from .rows import Fingerprint, stable_read
+from .rows import Fingerprint, ReadAt, stable_read
 
 T = TypeVar("T")
 
@@ -18,26 +18,16 @@ Verified = tuple[TitleObservation, Fingerprint, int] | None
 and when the read began; ``None`` if the log changed while it was read (or was gone): nothing to keep."""
 
 
-class LogText(NamedTuple, Generic[T]):
-    """What a worker read of one log: its last title by a byte scan
-    (:func:`..title_scan.scan_last_title`), or its message text for body search
-    (:func:`.bodies.message_text`), with the fingerprint it was read at."""
-
-    path: str
-    fp: Fingerprint
-    text: T
-
-
-def read_texts(root: str, paths: Sequence[str], read: Callable[[str, str], T]) -> list[LogText[T]]:
+def read_texts(root: str, paths: Sequence[str], read: Callable[[str, str], T]) -> list[ReadAt[T]]:
     """``read(path, root_real)`` of each log that held still while it was read
     (:func:`.rows.stable_read`); a log that changed meanwhile, or cannot be looked at, is left out
     (nothing such a read found is kept)."""
     root_real = os.path.realpath(root)
-    found: list[LogText[T]] = []
+    found: list[ReadAt[T]] = []
     for path in paths:
         result = stable_read(path, partial(read, path, root_real))
         if result is not None and result[1] is not None:
-            found.append(LogText(path, result[1], result[0]))
+            found.append(ReadAt(path, result[1], result[0]))
     return found
 
 

@@ -16,7 +16,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple, TypeVar, overload
+from typing import Any, Final, Generic, NamedTuple, TypeVar, overload
 
 from ..layout import LOG_NAMES, Compression
 
@@ -38,6 +38,15 @@ class Fingerprint(NamedTuple):
     size: int
     mtime_ns: int
     ctime_ns: int
+
+
+class ReadAt(NamedTuple, Generic[T]):
+    """What a read of the log at ``path`` found (``value``), with the fingerprint the log had
+    throughout the read (:func:`stable_read`)."""
+
+    path: str
+    fp: Fingerprint
+    value: T
 
 
 def fingerprint_of(info: os.stat_result) -> Fingerprint:

@@ -33,9 +33,9 @@ from ..listing import Artifact, Skips, Walk
 from ..workers import run_apart
 from .bodies import fts_query, message_texts
 from .kept import StoredListing, kept_listing, listing_text
-from .records import LogText
 from .rows import (
     Fingerprint,
+    ReadAt,
     fingerprint_at,
     fp_text,
     header_text,
@@ -245,11 +245,11 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
                 stale.append(path)
         return sorted(stale)
 
-    def put_bodies(self, found: Iterable[LogText[str]]) -> None:
+    def put_bodies(self, found: Iterable[ReadAt[str]]) -> None:
         """Store texts read by :func:`.bodies.message_texts`."""
         database = self._database()
         for text in found:
-            database.put_body(text.path, text.fp, text.text)
+            database.put_body(text.path, text.fp, text.value)
 
     def index_bodies(self, records: Sequence[SessionRecord], stop: AbortSignal | None = None) -> int:
         """Put the message text of every listed log that changed into the full-text index (here,

@@ -17,8 +17,8 @@ from ..jsonl_store import JsonlSessionStore
 from ..listing import Skips
 from ..workers import serve_process
 from .bodies import message_texts
-from .records import LogText, Verified, read_texts
-from .rows import Fingerprint, stable_read
+from .records import Verified, read_texts
+from .rows import Fingerprint, ReadAt, stable_read
 from .store import IndexedSessionStore
 from .title_scan import scan_last_title
 from .walk import PLAIN_NAME, ZSTD_NAME, probe, single_log
@@ -39,7 +39,7 @@ def verify_titles(root: str, records: Sequence[SessionRecord]) -> list[Verified]
     return found
 
 
-def scan_titles(root: str, paths: Sequence[str]) -> list[LogText[str | None]]:
+def scan_titles(root: str, paths: Sequence[str]) -> list[ReadAt[str | None]]:
     """The last ``session/title`` of each log by a byte scan, with the fingerprint it was found at
     (worker side): what a claimed title is checked against (:meth:`..titles.TitleBoard.prove`)."""
     return read_texts(root, paths, scan_last_title)
