@@ -678,9 +678,9 @@ def test_title_hints_find_the_last_title_line(tmp_path: Path, compression: str) 
     )
     path = put(root, "a", as_zstd(body) if compression == "zstd" else body, compression)
     real = os.path.realpath(root)
-    assert scan_last_title(path, real, compression) == "Second ✓"  # type: ignore[arg-type]
+    assert scan_last_title(path, real) == "Second ✓"
     untitled = put(root, "b", lines(header("b"), *one_turn(0)), "none")
-    assert scan_last_title(untitled, real, "none") is None
+    assert scan_last_title(untitled, real) is None
 
 
 def test_title_hints_match_the_titles_of_healthy_logs(tmp_path: Path) -> None:
@@ -693,7 +693,7 @@ def test_title_hints_match_the_titles_of_healthy_logs(tmp_path: Path) -> None:
     real = os.path.realpath(root)
     for record, observation in zip(records, store.read_titles(records), strict=True):
         assert record.location is not None
-        assert scan_last_title(record.location, real, "none") == observation.title
+        assert scan_last_title(record.location, real) == observation.title
 
 
 # --- body search ---------------------------------------------------------------------------------------

@@ -452,7 +452,7 @@ def test_cold_titles_verified_in_worker_processes_are_the_same(
     assert parallel.read_titles(parallel.list_sessions()) == expected
     counted = IndexedSessionStore(root, index_dir=tmp_path / "cache")  # the workers' answers were kept
     records = counted.list_sessions()
-    found = [counted.cached_title(r, index.fingerprint_of(os.lstat(str(r.location))), None) for r in records]
+    found = [counted.cached_title(r, fingerprint_at(str(r.location)), None) for r in records]
     assert found == expected
 
 

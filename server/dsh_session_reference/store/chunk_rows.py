@@ -7,6 +7,7 @@ and ``expandRow`` makes its events. A malformed row reads as an unparsable commi
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from itertools import accumulate
 from typing import Any, Final
 
@@ -19,7 +20,8 @@ class RowError(Exception):
     """A malformed packed chunk row (upstream: an unparsable committed event)."""
 
 
-def _exact_keys(value: dict[str, Any], keys: tuple[str, ...]) -> bool:
+def exact_keys(value: Mapping[str, Any], keys: tuple[str, ...]) -> bool:
+    """Whether ``value`` has exactly ``keys`` (in any order)."""
     return len(value) == len(keys) and all(key in value for key in keys)
 
 
@@ -60,7 +62,7 @@ def packed_row(value: Any) -> tuple[int, list[Any]] | None:
     tag = value.get("type") if isinstance(value, dict) else None
     if not (isinstance(tag, str) and tag in _ROW_TAGS):
         return None
-    if not _exact_keys(value, ("type", "seq0", "time0", "data")):
+    if not exact_keys(value, ("type", "seq0", "time0", "data")):
         raise RowError("envelope")
     seq0, time0, data = value["seq0"], value["time0"], value["data"]
     if not is_safe_integer(seq0) or seq0 < 0:
@@ -70,14 +72,14 @@ def packed_row(value: Any) -> tuple[int, list[Any]] | None:
     if not isinstance(data, dict):
         raise RowError("data")  # an array has index keys, never the exact row keys
     if tag == "tool-call-chunks":
-        named = _exact_keys(data, _TOOL_KEYS_NAMED)
-        if not named and not _exact_keys(data, _TOOL_KEYS):
+        named = exact_keys(data, _TOOL_KEYS_NAMED)
+        if not named and not exact_keys(data, _TOOL_KEYS):
             raise RowError("data keys")
         if not isinstance(data["id"], str) or (named and not isinstance(data["name"], str)):
             raise RowError("id/name")
         members = _run_payload(data, "args")
     else:
-        if not _exact_keys(data, _TEXT_KEYS):
+        if not exact_keys(data, _TEXT_KEYS):
             raise RowError("data keys")
         members = _run_payload(data, "texts")
     if not is_safe_integer(seq0 + len(members) - 1):

@@ -15,8 +15,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 
 from ..model import SessionRecord, TitleObservation
-from .index.records import MessageText, Scanned, Verified, batches
-from .index.rows import Fingerprint
+from .index.records import Verified, batches
+from .index.rows import Fingerprint, ReadAt
 from .index.store import IndexedSessionStore
 from .scheduler import Scheduler
 from .titles import TitleBoard
@@ -129,15 +129,15 @@ class WorkerFeed:
             LOG.info("title verification stopped: %r", failure)
             results = []
         for record, found in zip(batch, results, strict=False):
-            observation = self.index.remember_verified(record, found)
-            if observation is not None and found.fp is not None and record.location is not None:
-                self.titles.observe(record.location, found.fp, observation)
+            self.index.remember_verified(record, found)
+            if found is not None and record.location is not None:
+                self.titles.observe(record.location, found[1], found[0])
         self.index.flush()
         self.titles.done(batch)
         self.scheduler.wake()
 
     def _scanned(
-        self, claims: list[tuple[SessionRecord, Fingerprint]], future: Future[list[Scanned]]
+        self, claims: list[tuple[SessionRecord, Fingerprint]], future: Future[list[ReadAt[str | None]]]
     ) -> None:
         """A worker's scans of claimed titles: the claims that hold count, the others give way to
         the scan and are verified."""
@@ -147,12 +147,14 @@ class WorkerFeed:
             LOG.info("scanning claimed titles stopped: %r", failure)
             results = []
         verify: dict[str, tuple[SessionRecord, Fingerprint]] = {}
-        unproved = [str(record.location) for record, _ in claims[len(results) :]]
-        for (record, fp), found in zip(claims, results, strict=False):
+        unproved: list[str] = []
+        scanned = {found.path: found for found in results}
+        for record, fp in claims:
             location = str(record.location)
-            if found.fp != fp:
-                unproved.append(location)  # changed under the scan
-            elif self.titles.prove(location, fp, found.title):
+            found = scanned.get(location)
+            if found is None or found.fp != fp:
+                unproved.append(location)  # not scanned, or changed under the scan
+            elif self.titles.prove(location, fp, found.value):
                 verify[location] = (record, fp)
         self.titles.enqueue(verify, {})
         self.titles.scanned((str(record.location) for record, _ in claims), unproved)
@@ -162,7 +164,7 @@ class WorkerFeed:
             LOG.exception("the next scan of claimed titles could not be sent")
         self.scheduler.wake()
 
-    def _bodies_read(self, future: Future[list[MessageText]]) -> None:
+    def _bodies_read(self, future: Future[list[ReadAt[str]]]) -> None:
         try:
             self.index.put_bodies(future.result())
         except Exception as error:

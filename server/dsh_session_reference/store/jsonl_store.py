@@ -79,17 +79,6 @@ def artifact_of(root: str, record: SessionRecord, stop: AbortSignal | None, skip
     return walk_root(root, Walk(skips), lookup_segment(root, session_id), stop).artifact(session_id)
 
 
-def title_of(root: str, record: SessionRecord, stop: AbortSignal | None, skips: Skips) -> TitleObservation:
-    """``readTitleSnapshots`` for one listed record: the last ``session/title`` of its log, or why
-    the log could not be read."""
-    try:
-        artifact = artifact_of(root, record, stop, skips)
-        _, result = replay(root, js_normalize(record.id), artifact, False, stop, discovery=True)
-    except StoreError as error:
-        return TitleObservation(record.id, error=error.message)
-    return observed_title(record.id, result.title)
-
-
 def observed_title(session_id: str, title: TitleFold | None) -> TitleObservation:
     """What a log's folded title says as an observation (upstream: ``title?.title ?? id``)."""
     if title is None:
@@ -215,8 +204,8 @@ def record_named(walk: Walk, session_id: str) -> SessionRecord | None:
 class ReadsOnDemand:
     """What a store that reads on demand (the plain store, the index) answers alike: records are
     found one by one where their logs must be, and no title is kept warm (every title read reads).
-    Each store walks and reads with the functions above itself; this base calls none of its
-    methods back."""
+    Each store walks with the functions above itself; both read a title as :meth:`read_title`
+    does, every log read whole through :meth:`replay` (the one place a test counts replays)."""
 
     root: str
     skips: Skips
@@ -225,6 +214,28 @@ class ReadsOnDemand:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.root!r})"
+
+    def replay(
+        self,
+        session_id: str,
+        artifact: Artifact,
+        keep_surface: bool | SurfaceKeeper,
+        stop: AbortSignal | None,
+        *,
+        discovery: bool = False,
+    ) -> tuple[dict[str, Any], ReplayResult]:
+        """:func:`replay` of a log of this store's root."""
+        return replay(self.root, session_id, artifact, keep_surface, stop, discovery=discovery)
+
+    def read_title(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
+        """``readTitleSnapshots`` for one listed record: the last ``session/title`` of its log, or
+        why the log could not be read."""
+        try:
+            artifact = artifact_of(self.root, record, stop, self.skips)
+            _, result = self.replay(js_normalize(record.id), artifact, False, stop, discovery=True)
+        except StoreError as error:
+            return TitleObservation(record.id, error=error.message)
+        return observed_title(record.id, result.title)
 
     @property
     def walked_sessions(self) -> int:
@@ -258,12 +269,12 @@ class JsonlSessionStore(ReadsOnDemand):
     that reads every log afresh: the CLI's ``--no-index``, and the differential suite's subject.
 
     Thread-safe: every call reads the disk afresh, so the resolver can run several reads at once
-    and always sees the logs as they are now. ``report=False`` leaves skipped logs unlogged.
+    and always sees the logs as they are now.
     """
 
-    def __init__(self, root: str | os.PathLike[str] | None = None, *, report: bool = True) -> None:
+    def __init__(self, root: str | os.PathLike[str] | None = None) -> None:
         self.root = resolve_root(root)
-        self.skips = Skips(report)
+        self.skips = Skips()
 
     def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
         """Every readable-header session, newest first, ties by ICU ``localeCompare`` of ids."""
@@ -295,7 +306,7 @@ class JsonlSessionStore(ReadsOnDemand):
         for record in records:
             check(stop)
             if record.id not in seen:
-                seen[record.id] = title_of(self.root, record, stop, self.skips)
+                seen[record.id] = self.read_title(record, stop)
         return [seen[record.id] for record in records]
 
     def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:

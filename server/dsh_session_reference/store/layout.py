@@ -15,7 +15,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Final, Literal
 
 Compression = Literal["zstd", "none"]
@@ -164,6 +164,14 @@ def root_problem(root: str) -> str | None:
     return None
 
 
+def is_real(path: str, kind: Callable[[int], bool]) -> bool:
+    """Whether ``path`` itself (not a link's target) is of ``kind`` (``stat.S_ISDIR``, ...)."""
+    try:
+        return bool(kind(os.lstat(path).st_mode))
+    except OSError:
+        return False
+
+
 def is_within(root_real: str, path_real: str) -> bool:
     """Whether a fully resolved path lies inside a fully resolved root."""
     if path_real == root_real:
@@ -174,11 +182,6 @@ def is_within(root_real: str, path_real: str) -> bool:
 
 _LOG_FILE_NAMES: Final = frozenset(LOG_NAMES.values())
 _NOT_NAMES: Final = frozenset({"", ".", ".."})
-
-
-def is_walk_path(path: str, prefix: str) -> bool:
-    """Whether ``path`` is one a walk of the root at ``prefix`` (the root and a separator) makes."""
-    return path.startswith(prefix) and is_walk_relative(path[len(prefix) :])
 
 
 def is_walk_relative(relative: str) -> bool:

@@ -22,7 +22,7 @@ import os
 import stat
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -31,7 +31,7 @@ from ..collation import locale_compare_key
 from ..jsjson import js_stringify
 from ..model import SessionRecord, StoreError
 from .jsvalue import UNDEFINED, js_string
-from .layout import LOG_NAMES, Compression, decode_segment, log_path
+from .layout import LOG_NAMES, Compression, decode_segment, is_real, log_path
 from .log_header import parse_header_meta, read_first_line
 from .logbase import HEADER_BUFFER, LogError, open_artifact
 from .zstd_frames import read_first_zstd_line
@@ -276,10 +276,10 @@ def _named_directories(walk: Walk, project: str, segment: str) -> Iterator[tuple
     flats = [
         flat
         for flat in (os.path.join(project, segment + suffix) for suffix in _FLAT_SUFFIXES)
-        if _is_real(flat, stat.S_ISREG)
+        if is_real(flat, stat.S_ISREG)
     ]
     directory = os.path.join(project, segment)
-    found = _is_real(directory, stat.S_ISDIR)
+    found = is_real(directory, stat.S_ISDIR)
     if not (flats or found):
         return
     # A listing sees nothing in a project folder it cannot list, even one it may search
@@ -294,14 +294,6 @@ def _named_directories(walk: Walk, project: str, segment: str) -> Iterator[tuple
         walk.block(segment, flat, _flat_layout(flat))
     if found:
         yield directory, segment
-
-
-def _is_real(path: str, kind: Callable[[int], bool]) -> bool:
-    """Whether ``path`` itself (not a link's target) is of ``kind`` (``stat.S_ISDIR``, ...)."""
-    try:
-        return bool(kind(os.lstat(path).st_mode))
-    except OSError:
-        return False
 
 
 def _exists(path: str) -> tuple[bool, bool]:

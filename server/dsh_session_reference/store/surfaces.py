@@ -10,10 +10,10 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Final, NamedTuple, TypeVar
+from typing import Final, TypeVar
 
 from ..model import ConversationSnapshot, SurfaceSnapshot
-from .index.rows import Fingerprint, fingerprint_at
+from .index.rows import ReadAt, fingerprint_at
 
 MAX_SURFACES: Final = 16
 MAX_SURFACE_LOG_BYTES: Final = 8 << 20
@@ -22,18 +22,12 @@ Kept = SurfaceSnapshot | ConversationSnapshot
 Read = TypeVar("Read", SurfaceSnapshot, ConversationSnapshot)
 
 
-class _Entry(NamedTuple):
-    path: str
-    fp: Fingerprint
-    value: Kept
-
-
 class SurfaceCache:
     """Reads keyed by what was asked (``("surface", id)``, ``("conversation", id, budget)``)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._kept: OrderedDict[tuple[object, ...], _Entry] = OrderedDict()
+        self._kept: OrderedDict[tuple[object, ...], ReadAt[Kept]] = OrderedDict()
 
     def read(
         self, key: tuple[object, ...], location: str | None, kind: type[Read], read: Callable[[], Read]
@@ -57,7 +51,7 @@ class SurfaceCache:
         if fingerprint_at(path) != before:
             return value  # written to while it was read
         with self._lock:
-            self._kept[key] = _Entry(path, before, value)
+            self._kept[key] = ReadAt(path, before, value)
             self._kept.move_to_end(key)
             while len(self._kept) > MAX_SURFACES:
                 self._kept.popitem(last=False)

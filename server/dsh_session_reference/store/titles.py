@@ -27,7 +27,6 @@ from ..display import shortened
 from ..model import MAX_TITLE_CHARS, SessionRecord, TitleObservation
 from .index.rows import Fingerprint
 from .index.title_scan import scan_last_title
-from .listing import compression_of
 
 HINT_BUDGET: Final = 0.3
 """Seconds the first request may spend scanning logs for title hints; the rest are scanned behind it."""
@@ -155,7 +154,7 @@ class TitleBoard:
         entry = self._hints.get(location)
         if entry is not None and entry[0] == fp:
             return entry[1]
-        found = scan_last_title(location, root_real, compression_of(location), stop)
+        found = scan_last_title(location, root_real, stop)
         if found is not None:  # kept as an observation keeps it
             found = shortened(found, MAX_TITLE_CHARS)
         self._hints[location] = (fp, found)

@@ -38,6 +38,7 @@ from functools import partial
 from typing import Final
 
 from ..cancellation import AbortSignal
+from .layout import is_real
 
 LOG = logging.getLogger(__name__)
 
@@ -88,16 +89,8 @@ def _session_directory(root: str, path: str) -> bool:
     (spelled plainly: ``lstat`` would take ``proj/link/../s1`` through the link)."""
     if depth_below(root, path) != 2 or os.path.normpath(path) != path or not _utf8(path):
         return False
-    return _real_directory(path) and _real_directory(os.path.dirname(path))
-
-
-def _real_directory(path: str) -> bool:
-    """A directory, not a link to one: inotify follows a link it is given to watch. A list of
-    directories is checked again once watched, in case one was swapped for a link meanwhile."""
-    try:
-        return stat.S_ISDIR(os.lstat(path).st_mode)
-    except OSError:
-        return False
+    # A directory, not a link to one: inotify follows a link it is given to watch.
+    return is_real(path, stat.S_ISDIR) and is_real(os.path.dirname(path), stat.S_ISDIR)
 
 
 def _subdirectories(path: str) -> Iterable[str]:
@@ -232,7 +225,7 @@ class RootWatcher:
                         self._tell(paths)
                     if not checked:  # the watch is in place: was a directory made a link meanwhile?
                         checked = True
-                        relist = relist or not all(map(_real_directory, directories))
+                        relist = relist or not all(is_real(path, stat.S_ISDIR) for path in directories)
                     # A directory came or went, or other sessions are of interest on a limited
                     # watch (the interest may have changed while the list was taken): watch the new list.
                     if relist or (limited and self._interest != interest):

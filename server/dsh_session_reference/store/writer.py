@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..jsjson import js_stringify
+from .chunk_rows import exact_keys
 from .jsvalue import is_number, is_safe_integer
 from .layout import LOG_NAMES, Compression, log_path
 from .log_header import from_header_line
@@ -35,18 +36,14 @@ def header_line(header: Mapping[str, Any]) -> dict[str, Any]:
 # --- chunk packing (upstream chunk-rows.ts) -------------------------------------
 
 
-def _exact(value: Mapping[str, Any], keys: tuple[str, ...]) -> bool:
-    return len(value) == len(keys) and all(key in value for key in keys)
-
-
 def _delta_kind(event: Mapping[str, Any]) -> str | None:
     """Upstream's ``classify``: the delta kind when the whole shape is whitelisted."""
-    if event.get("type") != "assistant/chunk" or not _exact(event, ("type", "seq", "time", "data")):
+    if event.get("type") != "assistant/chunk" or not exact_keys(event, ("type", "seq", "time", "data")):
         return None
     if not is_safe_integer(event["seq"]) or event["seq"] < 0 or not is_safe_integer(event["time"]):
         return None
     data = event["data"]
-    if not isinstance(data, dict) or not _exact(data, ("turn", "step", "chunk")):
+    if not isinstance(data, dict) or not exact_keys(data, ("turn", "step", "chunk")):
         return None
     if not (is_number(data["turn"]) and is_number(data["step"])):
         return None
@@ -55,10 +52,12 @@ def _delta_kind(event: Mapping[str, Any]) -> str | None:
         return None
     kind = chunk.get("type")
     if kind in ("text-delta", "reasoning-delta"):
-        return kind if _exact(chunk, ("type", "index", "text")) and isinstance(chunk["text"], str) else None
+        return (
+            kind if exact_keys(chunk, ("type", "index", "text")) and isinstance(chunk["text"], str) else None
+        )
     if kind == "tool-call-delta":
-        shaped = _exact(chunk, ("type", "index", "id", "argumentsDelta")) or (
-            _exact(chunk, ("type", "index", "id", "name", "argumentsDelta"))
+        shaped = exact_keys(chunk, ("type", "index", "id", "argumentsDelta")) or (
+            exact_keys(chunk, ("type", "index", "id", "name", "argumentsDelta"))
             and isinstance(chunk["name"], str)
         )
         if shaped and isinstance(chunk["id"], str) and isinstance(chunk["argumentsDelta"], str):

@@ -214,15 +214,15 @@ def decode_frame(
         raise FrameFailed("incomplete frame")
 
 
-def zstd_plaintext(handle: IO[bytes], size: int, stop: AbortSignal | None = None) -> Iterator[bytes]:
-    """The plaintext of a zstd log's first ``size`` bytes in order, for scans that need no replay.
+def zstd_plaintext(handle: IO[bytes], stop: AbortSignal | None = None) -> Iterator[bytes]:
+    """The plaintext of a zstd log (as long as it is now) in order, for scans that need no replay.
 
     Each piece is at most one block's output (a frame may expand to gigabytes), each frame is
     decoded from exactly its own bytes (so no backend copies the rest of the input after a frame
     end), and the pieces end quietly at the first damage or at a torn end, after everything that
     decoded before it.
     """
-    zstd_codec()  # a missing codec fails the scan, as it fails any read
+    size = file_size(handle)
     try:
         for frame in zstd_frames(handle, size, stop):
             end = size if frame.end is None else frame.end

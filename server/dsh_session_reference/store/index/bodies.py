@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from collections import deque
 from collections.abc import Sequence
@@ -14,8 +13,8 @@ from ...projection import project_conversation
 from ..listing import compression_of
 from ..logbase import LogChanged, LogError, open_artifact
 from ..logfile import read_log
-from .records import MessageText
-from .rows import stable_read
+from .records import read_texts
+from .rows import ReadAt
 
 BODY_CHARS: Final = 200_000
 """Message text kept per session for body search (the newest messages win)."""
@@ -58,17 +57,10 @@ def message_text(path: str, root_real: str, stop: AbortSignal | None = None) -> 
     return text[-BODY_CHARS:]
 
 
-def message_texts(root: str, paths: Sequence[str], stop: AbortSignal | None = None) -> list[MessageText]:
+def message_texts(root: str, paths: Sequence[str], stop: AbortSignal | None = None) -> list[ReadAt[str]]:
     """:func:`message_text` of several logs, each with the fingerprint it was read at (in a worker
     process, or in the store's own thread: :meth:`.store.IndexedSessionStore.index_bodies`)."""
-    root_real = os.path.realpath(root)
-    found: list[MessageText] = []
-    for path in paths:
-        read = stable_read(path, partial(message_text, path, root_real, stop))
-        if read is not None:
-            text, fp, _ = read
-            found.append(MessageText(path, fp, text))
-    return found
+    return read_texts(root, paths, partial(message_text, stop=stop))
 
 
 _WORD = re.compile(r"\w+")

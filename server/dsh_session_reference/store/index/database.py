@@ -29,12 +29,11 @@ from .rows import (
     Fingerprint,
     IndexRow,
     Untrusted,
-    fingerprint_of,
     fp_parse,
     fp_text,
     key_path,
     path_key,
-    regular_file,
+    regular_fingerprint,
     row_crc,
     too_many_missing,
 )
@@ -250,13 +249,13 @@ class IndexDatabase:
             while whole and (batch := cursor.fetchmany(1000)):
                 for values in batch:
                     path = key_path(values[0])
-                    info = regular_file(path)
-                    if info is None:
+                    fp = regular_fingerprint(path)
+                    if fp is None:
                         gone.append(path)
                         if too_many_missing(len(gone), len(rows)):
                             whole = False
                             break
-                    elif values[1] == fp_text(fingerprint_of(info)):
+                    elif values[1] == fp_text(fp):
                         rows[path] = _checked_row(*values)
             cursor.close()
             self.write(dict.fromkeys(gone))

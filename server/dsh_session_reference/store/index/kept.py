@@ -20,7 +20,7 @@ from typing import Final, NamedTuple
 from ...model import SessionRecord, TitleObservation
 from ..layout import is_walk_relative
 from ..listing import record_at
-from .rows import Fingerprint, Untrusted, regular_file, too_many_missing
+from .rows import Fingerprint, Untrusted, regular_fingerprint, too_many_missing
 
 
 class StoredListing(NamedTuple):
@@ -164,7 +164,7 @@ def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
             shown, error = title
             if not ((shown is None or type(shown) is str) and (error is None or type(error) is str)):
                 return None
-        if regular_file(path) is None:
+        if regular_fingerprint(path) is None:
             missing += 1  # deleted since, or never there: a document naming many such is not ours
             if too_many_missing(missing, len(records)):
                 return None

@@ -3,48 +3,32 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TypeVar
 
-from ...model import SessionRecord
-from .rows import Fingerprint
+from ...model import SessionRecord, TitleObservation
+from .rows import Fingerprint, ReadAt, stable_read
 
-
-class Verified(NamedTuple):
-    """What a worker found for one record's title."""
-
-    fp: Fingerprint | None
-    """The fingerprint the answer holds for; ``None`` if the log changed while it was read."""
-    started_ns: int
-    title: str | None
-    error: str | None
+T = TypeVar("T")
 
 
-class Scanned(NamedTuple):
-    """What a worker's byte scan found for one log's title (:func:`..title_scan.scan_last_title`)."""
-
-    path: str
-    fp: Fingerprint | None
-    """The fingerprint the answer holds for; ``None`` if the log changed while it was scanned."""
-    title: str | None
+Verified = tuple[TitleObservation, Fingerprint, int] | None
+"""What a worker's title read of one record found: the observation, the fingerprint it holds for
+and when the read began; ``None`` if the log changed while it was read (or was gone): nothing to keep."""
 
 
-class ListedEntry(NamedTuple):
-    """A listing entry a worker read for the walk: the index row's listing, ready to keep."""
-
-    path: str
-    fp: Fingerprint
-    started_ns: int
-    text: str
-
-
-class MessageText(NamedTuple):
-    """A log's message text for body search, with the fingerprint it was read at (``None``: the
-    log changed meanwhile, and the text is not kept)."""
-
-    path: str
-    fp: Fingerprint | None
-    text: str
+def read_texts(root: str, paths: Sequence[str], read: Callable[[str, str], T]) -> list[ReadAt[T]]:
+    """``read(path, root_real)`` of each log that held still while it was read
+    (:func:`.rows.stable_read`); a log that changed meanwhile, or cannot be looked at, is left out
+    (nothing such a read found is kept)."""
+    root_real = os.path.realpath(root)
+    found: list[ReadAt[T]] = []
+    for path in paths:
+        result = stable_read(path, partial(read, path, root_real))
+        if result is not None and result[1] is not None:
+            found.append(ReadAt(path, result[1], result[0]))
+    return found
 
 
 def batches(records: Sequence[SessionRecord], max_bytes: int, max_count: int) -> list[list[SessionRecord]]:

@@ -16,7 +16,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, NamedTuple, TypeVar, overload
+from typing import Any, Final, Generic, NamedTuple, TypeVar, overload
 
 from ..layout import LOG_NAMES, Compression
 
@@ -38,6 +38,15 @@ class Fingerprint(NamedTuple):
     size: int
     mtime_ns: int
     ctime_ns: int
+
+
+class ReadAt(NamedTuple, Generic[T]):
+    """What a read of the log at ``path`` found (``value``), with the fingerprint the log had
+    throughout the read (:func:`stable_read`)."""
+
+    path: str
+    fp: Fingerprint
+    value: T
 
 
 def fingerprint_of(info: os.stat_result) -> Fingerprint:
@@ -196,21 +205,13 @@ def row_crc(
     return zlib.crc32(payload.encode("utf-8", "surrogatepass"))
 
 
-def regular_file(path: str) -> os.stat_result | None:
-    """``lstat`` of ``path`` if it is a regular file (a log), else ``None``."""
+def regular_fingerprint(path: str) -> Fingerprint | None:
+    """The fingerprint of ``path`` if it is a regular file (a log; links not followed), else ``None``."""
     try:
         info = os.lstat(path)
     except OSError:
         return None
-    return info if stat.S_ISREG(info.st_mode) else None
-
-
-def lstat_or_none(path: str) -> os.stat_result | None:
-    """``lstat``, ``None`` when nothing is there; other failures raise."""
-    try:
-        return os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
+    return fingerprint_of(info) if stat.S_ISREG(info.st_mode) else None
 
 
 def parse_listing(text: str | None, path: str) -> ListingEntry | None:

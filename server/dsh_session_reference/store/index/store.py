@@ -16,7 +16,7 @@ import logging
 import os
 from collections.abc import Iterable, Sequence
 from functools import partial
-from typing import Any, Final
+from typing import Final
 
 from ...cancellation import AbortSignal, check
 from ...conversation import ConversationKeeper
@@ -25,35 +25,28 @@ from ...model import (
     BodyMatch,
     ConversationSnapshot,
     SessionRecord,
-    StoreError,
     SurfaceSnapshot,
     TitleObservation,
 )
 from ..jsonl_store import (
     ReadsOnDemand,
-    artifact_of,
     lookup_segment,
     named_segment,
-    observed_title,
     record_named,
-    replay,
     surface_of,
 )
 from ..layout import resolve_root
 from ..listing import Artifact, Skips, Walk
-from ..replay import ReplayResult
-from ..surface import SurfaceKeeper
 from ..workers import run_apart
 from .bodies import fts_query, message_texts
 from .kept import StoredListing, kept_listing, listing_text
-from .records import MessageText
 from .rows import (
     Fingerprint,
+    ReadAt,
     fingerprint_at,
-    fingerprint_of,
     fp_text,
     header_text,
-    regular_file,
+    regular_fingerprint,
     stable_read,
 )
 from .table import RowTable
@@ -173,18 +166,6 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
             return  # a header number JSON cannot spell: the rows still answer
         self._database().write_listing(text)
 
-    def replay(
-        self,
-        session_id: str,
-        artifact: Artifact,
-        keep_surface: bool | SurfaceKeeper,
-        stop: AbortSignal | None,
-        *,
-        discovery: bool = False,
-    ) -> tuple[dict[str, Any], ReplayResult]:
-        """Every log this store reads whole is read here (:func:`..jsonl_store.replay`)."""
-        return replay(self.root, session_id, artifact, keep_surface, stop, discovery=discovery)
-
     def read_titles(
         self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
     ) -> list[TitleObservation]:
@@ -213,12 +194,9 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
             if record.location is None or record.id in seen:
                 continue
             seen.add(record.id)
-            info = regular_file(record.location)
-            if (
-                info is not None
-                and self.cached_title(record, fingerprint_of(info), header_text(record.header)) is None
-            ):
-                misses.append((info.st_size, record))
+            fp = regular_fingerprint(record.location)
+            if fp is not None and self.cached_title(record, fp, header_text(record.header)) is None:
+                misses.append((fp.size, record))
         if len(misses) < 2 or sum(size for size, _ in misses) < PARALLEL_MIN_BYTES:
             return
 
@@ -263,26 +241,17 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         """One record's title: from the index when the log is unchanged, else read, and kept when
         the log held still while it was read."""
         path = record.location
-        info = None if path is None else regular_file(path)
-        if path is None or info is None:
-            return self._title_of(record, stop)
-        fp = fingerprint_of(info)
+        fp = None if path is None else regular_fingerprint(path)
+        if path is None or fp is None:
+            return super().read_title(record, stop)
         key = header_text(record.header)
         hit = self.cached_title(record, fp, key)
         if hit is not None:
             return hit
-        observation, unchanged, started = stable_read(path, partial(self._title_of, record, stop), fp)
+        observation, unchanged, started = stable_read(path, partial(super().read_title, record, stop), fp)
         if unchanged is not None:
             self.remember_title(record, fp, key, observation, started)
         return observation
-
-    def _title_of(self, record: SessionRecord, stop: AbortSignal | None) -> TitleObservation:
-        try:
-            artifact = artifact_of(self.root, record, stop, self.skips)
-            _, result = self.replay(js_normalize(record.id), artifact, False, stop, discovery=True)
-        except StoreError as error:
-            return TitleObservation(record.id, error=error.message)
-        return observed_title(record.id, result.title)
 
     # --- message text ----------------------------------------------------------------------------
 
@@ -302,12 +271,11 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
                 stale.append(path)
         return sorted(stale)
 
-    def put_bodies(self, found: Iterable[MessageText]) -> None:
-        """Store texts read by :func:`.tasks.message_texts` (a text read while its log changed is skipped)."""
+    def put_bodies(self, found: Iterable[ReadAt[str]]) -> None:
+        """Store texts read by :func:`.bodies.message_texts`."""
         database = self._database()
         for text in found:
-            if text.fp is not None:
-                database.put_body(text.path, text.fp, text.text)
+            database.put_body(text.path, text.fp, text.value)
 
     def index_bodies(self, records: Sequence[SessionRecord], stop: AbortSignal | None = None) -> int:
         """Put the message text of every listed log that changed into the full-text index (here,

@@ -210,14 +210,11 @@ class RowTable:
             return TitleObservation(record.id, error=value.error)
         return TitleObservation(record.id, title=value.title)
 
-    def remember_verified(self, record: SessionRecord, found: Verified) -> TitleObservation | None:
-        """Keep what a worker's title read of ``record`` found; the observation, or ``None`` when
-        the log changed under the read (nothing to keep)."""
-        if found.fp is None:
-            return None
-        observation = TitleObservation(record.id, found.title, found.error)
-        self.remember_title(record, found.fp, header_text(record.header), observation, found.started_ns)
-        return observation
+    def remember_verified(self, record: SessionRecord, found: Verified) -> None:
+        """Keep what a worker's title read of ``record`` found (``None``: nothing to keep)."""
+        if found is not None:
+            observation, fp, started_ns = found
+            self.remember_title(record, fp, header_text(record.header), observation, started_ns)
 
     def remember_title(
         self, record: SessionRecord, fp: Fingerprint, key: str, observation: TitleObservation, started_ns: int

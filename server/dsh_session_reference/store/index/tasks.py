@@ -13,12 +13,12 @@ from functools import partial
 from typing import Any, Final
 
 from ...model import ConversationSnapshot, SessionRecord
-from ..jsonl_store import title_of
-from ..listing import Skips, compression_of
+from ..jsonl_store import JsonlSessionStore
+from ..listing import Skips
 from ..workers import serve_process
 from .bodies import message_texts
-from .records import ListedEntry, Scanned, Verified
-from .rows import fingerprint_of, stable_read
+from .records import Verified, read_texts
+from .rows import Fingerprint, ReadAt, stable_read
 from .store import IndexedSessionStore
 from .title_scan import scan_last_title
 from .walk import PLAIN_NAME, ZSTD_NAME, probe, single_log
@@ -27,28 +27,22 @@ from .walk import PLAIN_NAME, ZSTD_NAME, probe, single_log
 def verify_titles(root: str, records: Sequence[SessionRecord]) -> list[Verified]:
     """Title observations of listed logs, read as the uncached store reads them (runs in a worker
     process)."""
-    skips = Skips()
+    store = JsonlSessionStore(root)
     found: list[Verified] = []
     for record in records:
         assert record.location is not None  # listed records only
-        read = stable_read(record.location, partial(title_of, root, record, None, skips))
-        if read is None:
-            found.append(Verified(None, 0, None, None))  # gone: nothing to keep
-            continue
-        observation, fp, started = read
-        found.append(Verified(fp, started, observation.title, observation.error))
+        read = stable_read(record.location, partial(store.read_title, record, None))
+        if read is None or read[1] is None:
+            found.append(None)  # gone, or changed under the read: nothing to keep
+        else:
+            found.append((read[0], read[1], read[2]))
     return found
 
 
-def scan_titles(root: str, paths: Sequence[str]) -> list[Scanned]:
+def scan_titles(root: str, paths: Sequence[str]) -> list[ReadAt[str | None]]:
     """The last ``session/title`` of each log by a byte scan, with the fingerprint it was found at
     (worker side): what a claimed title is checked against (:meth:`..titles.TitleBoard.prove`)."""
-    root_real = os.path.realpath(root)
-    found: list[Scanned] = []
-    for path in paths:
-        read = stable_read(path, partial(scan_last_title, path, root_real, compression_of(path)))
-        found.append(Scanned(path, None, None) if read is None else Scanned(path, read[1], read[0]))
-    return found
+    return read_texts(root, paths, scan_last_title)
 
 
 def read_conversation(
@@ -61,21 +55,22 @@ def read_conversation(
     )
 
 
-def read_headers(root: str, directories: Sequence[tuple[str, str]]) -> list[ListedEntry]:
+def read_headers(
+    root: str, directories: Sequence[tuple[str, str]]
+) -> list[tuple[str, Fingerprint, int, str]]:
     """Index listing entries ``(log, fingerprint, read at, text)`` for session directories the index
     has never seen, as the walk would make them (runs in a worker process)."""
     skips = Skips(report=False)  # the walk that takes these reports each problem
     root_real = os.path.realpath(root)
-    found: list[ListedEntry] = []
+    found: list[tuple[str, Fingerprint, int, str]] = []
     for segment, directory in directories:
         single = single_log((directory + ZSTD_NAME, directory + PLAIN_NAME))
         if single is None:
             continue
-        path, info = single
-        fp = fingerprint_of(info)
+        path, fp = single
         _, entry = probe(root, skips, root_real, segment, path, fp, None)
         if entry is not None:
-            found.append(ListedEntry(path, fp, *entry))
+            found.append((path, fp, *entry))
     return found
 
 

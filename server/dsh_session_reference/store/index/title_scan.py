@@ -5,14 +5,14 @@ A hint the language server shows while the index is being built (see :func:`scan
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from typing import IO, Final
 
 from ...cancellation import AbortSignal, check
 from ..jsvalue import js_parse_line
 from ..layout import Compression
-from ..logbase import LogError, open_artifact
+from ..listing import compression_of
+from ..logbase import MAX_LINE_BYTES, LogError, open_artifact
 from ..zstd_frames import zstd_plaintext
 
 _SCAN_CHUNK: Final = 1 << 20
@@ -29,16 +29,10 @@ def _plaintext_chunks(
             check(stop)
             yield chunk
         return
-    yield from zstd_plaintext(handle, os.fstat(handle.fileno()).st_size, stop)
+    yield from zstd_plaintext(handle, stop)
 
 
-_MAX_TITLE_LINE = 32 * 1024 * 1024
-"""A line longer than this cannot be a title (titles are capped when written); it is skipped."""
-
-
-def scan_last_title(
-    path: str, root_real: str, compression: Compression, stop: AbortSignal | None = None
-) -> str | None:
+def scan_last_title(path: str, root_real: str, stop: AbortSignal | None = None) -> str | None:
     """The ``title`` of the last complete ``session/title`` line in a log, found by a byte scan.
 
     A hint, not the answer: unlike a title read it neither validates the log
@@ -49,6 +43,7 @@ def scan_last_title(
     last: bytes | None = None
     pending = bytearray()  # the unfinished line so far (amortised appends, no re-copying)
     skipping = False  # inside a line too long to be a title: wait for its newline
+    compression = compression_of(path)
     try:
         # zstd logs are walked frame by frame through their own 1 MiB reads: a small buffer
         # serves the frame bodies without holding a second copy of the file's bytes.
@@ -58,7 +53,7 @@ def scan_last_title(
                 pending += chunk
                 end = pending.rfind(b"\n")
                 if end < 0:
-                    if len(pending) > _MAX_TITLE_LINE:
+                    if len(pending) > MAX_LINE_BYTES:  # longer than a read holds: never a title
                         pending.clear()
                         skipping = True
                     continue

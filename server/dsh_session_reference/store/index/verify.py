@@ -1,6 +1,6 @@
 """Titles of a cold index read in worker processes: every core replays logs, biggest first.
 
-A title read replays a whole log (:func:`~..jsonl_store.title_of`), so a query
+A title read replays a whole log (:meth:`~..jsonl_store.ReadsOnDemand.read_title`), so a query
 over a cold index is CPU work proportional to the store. The logs go out in small batches, biggest
 first, to whichever worker is free: a static split left one core idle for a second or more while
 the other finished a batch of huge logs.

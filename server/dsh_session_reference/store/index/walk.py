@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ...cancellation import AbortSignal
-from ..layout import LOG_NAMES, is_walk_path
+from ...model import StoreError
+from ..layout import LOG_NAMES, is_walk_relative
 from ..listing import (
     Artifact,
     Skips,
@@ -28,18 +29,15 @@ from ..listing import (
     inspect_log,
     root_real,
     session_directories,
-    sorted_entries,
 )
 from ..workers import WorkerProcess, drop_spare, take_spare
 from .kept import StoredListing
-from .records import ListedEntry
 from .rows import (
     Fingerprint,
     IndexRow,
     ListingEntry,
     fingerprint_of,
     header_dict,
-    lstat_or_none,
     stable_read,
 )
 from .table import RowTable
@@ -116,8 +114,7 @@ def _inspect(
     if single is None:
         inspect_directory(rows.root, scan, real, directory, segment, stop)
         return
-    path, info = single
-    fp = fingerprint_of(info)
+    path, fp = single
     if _listed_from_row(rows, scan, walk, path, fp):
         return
     if walk is not None:
@@ -166,9 +163,10 @@ def stored_walk(rows: RowTable, skips: Skips) -> StoredListing:
     prefix = os.path.join(rows.root, "")
     found: dict[tuple[bytes, bytes], tuple[str, IndexRow, ListingEntry] | None] = {}
     for path, row in rows.table().items():
-        if not is_walk_path(path, prefix):
+        relative = path[len(prefix) :]
+        if not (path.startswith(prefix) and is_walk_relative(relative)):
             continue
-        parts = path[len(prefix) :].split(os.sep)
+        parts = relative.split(os.sep)
         outcome = row.listing_outcome(row.fp, path)
         if outcome is None or any(artifact[0] is not None for artifact in outcome.artifacts):
             continue
@@ -220,16 +218,20 @@ def probe(
     return found, (started, text)
 
 
-def single_log(paths: tuple[str, str]) -> tuple[str, os.stat_result] | None:
+def single_log(paths: tuple[str, str]) -> tuple[str, Fingerprint] | None:
     """The one log of a session directory (``paths``: its two log names), when it holds exactly
     one and it is a regular file (anything else, or a directory that cannot be looked at, takes
     upstream's general listing step)."""
-    try:
-        found = [(path, info) for path in paths if (info := lstat_or_none(path))]
-    except OSError:
-        return None
+    found: list[tuple[str, os.stat_result]] = []
+    for path in paths:
+        try:
+            found.append((path, os.lstat(path)))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:
+            return None
     if len(found) == 1 and stat.S_ISREG(found[0][1].st_mode):
-        return found[0]
+        return found[0][0], fingerprint_of(found[0][1])
     return None
 
 
@@ -241,26 +243,15 @@ def start_header_readers(rows: RowTable, workers: int) -> HeaderReaders | None:
     of every project, about 3 ms per thousand sessions).
     """
     table = rows.table()
-    unseen: list[tuple[str, str]] = []
+    look = Walk(Skips(report=False))  # what it finds on the way, the walk itself reports
     try:
-        projects = sorted_entries(rows.root)
-    except OSError:
-        return None  # the walk itself reports it
-    for project in projects:
-        if not project.is_dir(follow_symlinks=False):
-            continue
-        try:
-            entries = sorted_entries(project.path)
-        except OSError:
-            continue
-        for entry in entries:
-            directory = entry.path
-            if (
-                entry.is_dir(follow_symlinks=False)
-                and directory + ZSTD_NAME not in table
-                and directory + PLAIN_NAME not in table
-            ):
-                unseen.append((entry.name, directory))
+        unseen = [
+            (segment, directory)
+            for directory, segment in session_directories(rows.root, look, None, None)
+            if directory + ZSTD_NAME not in table and directory + PLAIN_NAME not in table
+        ]
+    except StoreError:
+        return None
     if len(unseen) < PARALLEL_MIN_LOGS:
         return None
     try:
@@ -298,7 +289,7 @@ class HeaderReaders:
         except OSError:
             self.close()
             raise
-        self._pending: list[Future[list[ListedEntry]]] = []
+        self._pending: list[Future[list[tuple[str, Fingerprint, int, str]]]] = []
         self._delivered: dict[str, tuple[str, Fingerprint]] = {}
         """Each session directory a worker read, with its log and the fingerprint it was read at."""
         self._hand_out()
@@ -321,9 +312,9 @@ class HeaderReaders:
         for future in [future for future in self._pending if future.done()]:
             self._pending.remove(future)
             if future.exception() is None:  # a failed worker only leaves more for the walk
-                for entry in future.result():
-                    self._rows.keep_listing(entry.path, entry.fp, entry.started_ns, entry.text)
-                    self._delivered[os.path.dirname(entry.path)] = (entry.path, entry.fp)
+                for path, fp, started_ns, text in future.result():
+                    self._rows.keep_listing(path, fp, started_ns, text)
+                    self._delivered[os.path.dirname(path)] = (path, fp)
         self._hand_out()
         return self._delivered.pop(directory, None)
 
