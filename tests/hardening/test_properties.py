@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from dsh_session_reference.errors import INVALID_REFERENCE, SessionReferenceError
 from dsh_session_reference.jsjson import js_byte_length, js_normalize, js_stringify, js_utf8
+from dsh_session_reference.model import SessionRecord, SurfaceSnapshot
 from dsh_session_reference.projection import ConversationItem
 from dsh_session_reference.retention import retain_items, truncate_with_notice
 from dsh_session_reference.snapshot import PROMPT_PREFIX, PROMPT_SUFFIX, build_additional_context
@@ -46,6 +47,11 @@ js_text = st.text(js_chars, max_size=40)
 b64url = st.text(
     st.sampled_from("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"), max_size=30
 )
+
+
+def _snapshot(session_id: str, cwd: str | None, seq: int | None) -> SurfaceSnapshot:
+    """The fixed fields retention serializes: the session's id and cwd, and the seq."""
+    return SurfaceSnapshot(SessionRecord(session_id, 0, cwd, {}), seq)
 
 
 def b64(data: bytes) -> str:
@@ -235,9 +241,7 @@ def test_retention_never_exceeds_the_budget_and_accounts_for_every_byte(
     for item in items:
         assert isinstance(item.text, str)  # the strategy builds whole texts
         originals.append((item.role, item.text, item.checkpoint))
-    retained = retain_items(
-        items, session_id=session_id, label=label, cwd=cwd, captured_through_seq=seq, max_bytes=budget
-    )
+    retained = retain_items(items, _snapshot(session_id, cwd, seq), label, budget)
     if retained is None:  # BUDGET_EXCEEDED: the fixed fields, or unshrinkable text, cannot fit
         return
     assert retained.serialized_bytes <= budget
@@ -285,9 +289,7 @@ def test_the_snapshot_data_region_never_contains_a_literal_lt(
     rendered = []
     for session_id, label, cwd, texts in sources:
         items = [ConversationItem("user", text, False, text) for text in texts if text]
-        retained = retain_items(
-            items, session_id=session_id, label=label, cwd=cwd, captured_through_seq=7, max_bytes=budget
-        )
+        retained = retain_items(items, _snapshot(session_id, cwd, 7), label, budget)
         assume(retained is not None)
         assert retained is not None
         rendered.append(retained)
