@@ -360,8 +360,17 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: AbortSigna
     task = asyncio.ensure_future(work)
     # Abandoned work may still end in an error (a read cut short): nobody waits for it then.
     task.add_done_callback(_retrieve)
+    if signal is None:
+        try:
+            return await task
+        except Cancelled as error:
+            raise cancelled(error) from error
+        finally:
+            stop.abort()
+            if not task.done():
+                task.cancel()
     loop = asyncio.get_running_loop()
-    aborted = loop.create_future()  # never done without a signal
+    aborted = loop.create_future()
 
     def settle() -> None:
         if not aborted.done():
@@ -370,10 +379,10 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: AbortSigna
     def on_abort() -> None:
         loop.call_soon_threadsafe(settle)
 
-    unsubscribe = signal.subscribe(on_abort) if signal is not None else lambda: None
+    unsubscribe = signal.subscribe(on_abort)
     try:
         await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
-        if signal is not None and signal.aborted:
+        if signal.aborted:
             raise cancelled()
         try:
             return task.result()
