@@ -147,11 +147,22 @@ async function visibleLines(editor) {
 /**
  * The lines `editor` shows once VS Code's find widget has looked for `text` in it, as a person
  * finds a line below the fold (a long preview): scrolled to the first match, where there is one.
+ * No lines when the click did not give `editor` focus (on a loaded machine, a preview being
+ * prepared again can miss it, and Ctrl+F opens the find widget of the editor beside it): a
+ * caller polling with `waitFor` then clicks again.
  */
 async function linesFound(page, editor, text) {
   await editor.locator('.view-lines').click();
   await page.keyboard.press('Control+f');
-  await editor.locator('.find-widget .monaco-findInput .input').first().fill(text);
+  const input = editor.locator('.find-widget .monaco-findInput .input').first();
+  try {
+    await input.waitFor({ state: 'visible', timeout: 3000 });
+  } catch {
+    log(`the find widget did not open in the editor looked in for ${JSON.stringify(text)}; again`);
+    await page.keyboard.press('Escape');
+    return [];
+  }
+  await input.fill(text);
   await page.keyboard.press('Enter');
   await page.waitForTimeout(200);
   const lines = await visibleLines(editor);
@@ -987,7 +998,11 @@ async function main() {
       `the open preview did not follow the new turn (seq ${seq})`,
     );
     await screenshot(page, 'live-refresh-preview');
-    const totals = await linesFound(page, previewEditor, 'Totals');
+    const totals = await waitFor(
+      () => linesFound(page, previewEditor, 'Totals'),
+      (l) => l.some((line) => line.trim() === 'Totals'),
+      'the open preview shows no Totals',
+    );
     return { transcript, hintBefore, hints: hintOf(lines), lines, preview, totals };
   });
 
