@@ -27,7 +27,7 @@ from pygls.lsp.client import LanguageClient
 from ..display import display_inline_text
 from ..sample import COMPACTED_ID, HANDBOOK_ID, SHOP, write_sample_store
 from ..uri import encode_session_reference_uri, format_session_reference_mention, scan_session_references
-from .completion import item_data
+from .completion import LISTING_LABEL, item_data
 from .positions import LineIndex
 from .pygls_patches import client_process
 
@@ -178,15 +178,22 @@ async def _wait_diagnostics(editor: _Editor, done: Callable[[list[types.Diagnost
 
 
 async def _complete(editor: _Editor) -> list[types.CompletionItem]:
-    result = await _within(
-        editor.client.text_document_completion_async(
-            types.CompletionParams(text_document=editor.document, position=editor.position(len(editor.text)))
-        ),
-        "textDocument/completion",
-    )
-    if not isinstance(result, types.CompletionList):
-        raise DemoFailed("the server answered completion without a list")
-    return list(result.items)
+    """The completion at the end of the text. While the server answers only "Listing dsh
+    sessions…" (its listing took over 100 ms: a loaded machine), it asks again, as the VS Code
+    extension does, for up to :data:`STEP_TIMEOUT`."""
+    deadline = asyncio.get_running_loop().time() + STEP_TIMEOUT
+    params = types.CompletionParams(text_document=editor.document, position=editor.position(len(editor.text)))
+    while True:
+        asked = editor.client.text_document_completion_async(params)
+        result = await _within(asked, "textDocument/completion")
+        if not isinstance(result, types.CompletionList):
+            raise DemoFailed("the server answered completion without a list")
+        listing = result.is_incomplete and [item.label for item in result.items] == [LISTING_LABEL]
+        if not listing:
+            return list(result.items)
+        if asyncio.get_running_loop().time() > deadline:
+            raise DemoFailed(f"the sessions were still being listed after {STEP_TIMEOUT:.0f} s")
+        await asyncio.sleep(0.25)
 
 
 async def _play(editor: _Editor, sample: bool) -> None:
