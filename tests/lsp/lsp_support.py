@@ -22,7 +22,7 @@ from lsprotocol import types
 from pygls.protocol import default_converter
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from dsh_session_reference.lsp.completion import LISTING_DATA
+from dsh_session_reference.lsp.completion import only_listing
 from dsh_session_reference.lsp.positions import Encoding, LineIndex, encoding_of
 from dsh_session_reference.store.layout import Compression, encode_segment
 from dsh_session_reference.store.writer import SessionLog, write_session_log
@@ -305,8 +305,7 @@ class Session:
         while True:
             result = await self.client.text_document_completion_async(params)
             assert isinstance(result, types.CompletionList)
-            only_listing = len(result.items) == 1 and result.items[0].data == LISTING_DATA
-            if not listed or not only_listing or time.monotonic() > deadline:
+            if not listed or not only_listing(result) or time.monotonic() > deadline:
                 return result
             await asyncio.sleep(0.02)
 

@@ -232,6 +232,12 @@ def item_data(item: types.CompletionItem) -> tuple[str, str] | None:
     return session_id, label
 
 
+def only_listing(result: types.CompletionList) -> bool:
+    """Whether an answer is the :func:`listing_item` alone: a client that wants the sessions
+    (the demo, the tests) asks again, as the VS Code extension does."""
+    return result.is_incomplete and len(result.items) == 1 and result.items[0].data == LISTING_DATA
+
+
 def listing_item(edit_range: types.Range, typed: str, read: int) -> types.CompletionItem:
     """The one row of a completion answered before the sessions are listed (a fresh server over a
     big root): it says the list is coming, and how far the listing is, rather than leave the popup

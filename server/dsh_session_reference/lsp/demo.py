@@ -27,7 +27,7 @@ from pygls.lsp.client import LanguageClient
 from ..display import display_inline_text
 from ..sample import COMPACTED_ID, HANDBOOK_ID, SHOP, write_sample_store
 from ..uri import encode_session_reference_uri, format_session_reference_mention, scan_session_references
-from .completion import LISTING_LABEL, item_data
+from .completion import item_data, only_listing
 from .positions import LineIndex
 from .pygls_patches import client_process
 
@@ -188,8 +188,7 @@ async def _complete(editor: _Editor) -> list[types.CompletionItem]:
         result = await _within(asked, "textDocument/completion")
         if not isinstance(result, types.CompletionList):
             raise DemoFailed("the server answered completion without a list")
-        listing = result.is_incomplete and [item.label for item in result.items] == [LISTING_LABEL]
-        if not listing:
+        if not only_listing(result):
             return list(result.items)
         if asyncio.get_running_loop().time() > deadline:
             raise DemoFailed(f"the sessions were still being listed after {STEP_TIMEOUT:.0f} s")
