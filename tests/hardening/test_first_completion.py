@@ -10,14 +10,17 @@ benchmark (``docs/benchmarks.md``).
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsp_support import default_specs, write_store
 from lsprotocol import types
 
-from dsh_session_reference.lsp.completion import LISTING_DATA, LISTING_LABEL
+from dsh_session_reference.lsp import demo
+from dsh_session_reference.lsp.completion import LISTING_DATA, LISTING_LABEL, only_listing
 
 from .audit import audited_env
 from .lsp_harness import lsp_session
@@ -94,3 +97,32 @@ async def test_a_listing_under_the_old_settings_is_not_waited_on(
         await s.command(GATE, False)
         labels = [item.label for item in (await s.complete(uri)).items]
         assert len(labels) == 2 and LISTING_LABEL not in labels, labels
+
+
+async def test_the_demo_asks_again_while_only_the_listing_row_comes_back(
+    tmp_path: Path, workspace: Path, store_root: Path
+) -> None:
+    """``dsh-session-reference demo`` on a loaded machine: its first ``@`` is answered with the
+    listing row alone, and the demo asks again (as the VS Code extension does) until the sessions
+    come, rather than fail on a list without them."""
+    async with lsp_session(COMMAND, audited_env(tmp_path / "a.log"), workspace, store_root) as s:
+        answers: list[types.CompletionList] = []
+        ask = s.client.text_document_completion_async
+
+        async def recorded(params: types.CompletionParams) -> Any:
+            answer = await ask(params)
+            answers.append(answer)
+            return answer
+
+        s.client.text_document_completion_async = recorded  # type: ignore[method-assign]
+        editor = demo._Editor(s.client)
+        editor.open("see @dep")
+        await s.command(GATE, True)
+        completing = asyncio.ensure_future(demo._complete(editor))
+        while len(answers) < 2:  # the listing row, then asked again over the same held listing
+            assert not completing.done(), completing
+            await asyncio.sleep(0.05)
+        await s.command(GATE, False)
+        items = await asyncio.wait_for(completing, 30)
+        assert [item.label for item in items] == ["Deploy checklist"]
+        assert all(only_listing(answer) for answer in answers[:-1]) and len(answers) >= 3
