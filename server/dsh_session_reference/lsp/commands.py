@@ -22,7 +22,8 @@ from ..assembly import target_session
 from ..display import display_label
 from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
-from .actions import PREVIEW_COMMAND
+from .actions import PREVIEW_COMMAND, workspace_edit
+from .completion import shown
 from .documents import text_of
 from .preview import Preview, build_model_text, build_preview, document_summary, referenced_sessions
 from .progress import CLIENT_REQUEST_TIMEOUT
@@ -30,9 +31,7 @@ from .server import DshLanguageServer
 from .sessions import (
     TRANSCRIPT_SCHEME,
     candidate_row,
-    insertion,
     listed_candidate,
-    mention_edit,
     transcript_target,
     transcript_uri,
 )
@@ -191,11 +190,42 @@ async def _transcript_command(ls: DshLanguageServer, *args: Any) -> dict[str, An
     }
 
 
+MAX_UINTEGER: Final = 2**31 - 1
+"""LSP's ``uinteger``: a position beyond it is no position."""
+
+
+def _insertion(args: Sequence[Any]) -> tuple[str, types.Position, str, str | None]:
+    """``insertMention``'s argument: ``(document URI, position, session id, the session whose
+    mentions it replaces)``."""
+    shape = (
+        f"{INSERT_MENTION_COMMAND} expects "
+        "[{documentUri, position: {line, character}, sessionId, replace?: sessionId}]"
+    )
+    options = args[0] if args else None
+    if not isinstance(options, dict):
+        raise JsonRpcInvalidParams(shape)
+    uri, position, session_id = options.get("documentUri"), options.get("position"), options.get("sessionId")
+    replace = options.get("replace")
+    if not (
+        isinstance(uri, str)
+        and isinstance(session_id, str)
+        and isinstance(position, dict)
+        and (replace is None or isinstance(replace, str))
+    ):
+        raise JsonRpcInvalidParams(shape)
+    line, character = position.get("line"), position.get("character")
+    if not (
+        isinstance(line, int)
+        and isinstance(character, int)
+        and 0 <= line <= MAX_UINTEGER
+        and 0 <= character <= MAX_UINTEGER
+    ):
+        raise JsonRpcInvalidParams(f"{shape}; line and character are integers 0..{MAX_UINTEGER}")
+    return uri, types.Position(line=line, character=character), session_id, replace
+
+
 async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    try:
-        uri, cursor, session_id, replace = insertion(args[0] if args else None)
-    except ValueError as error:
-        raise JsonRpcInvalidParams(f"{INSERT_MENTION_COMMAND} expects {error}") from None
+    uri, cursor, session_id, replace = _insertion(args)
     document = ls.documents.get(uri)
     if document is None:
         raise JsonRpcInvalidParams(f"{INSERT_MENTION_COMMAND}: {uri} is not open")
@@ -208,13 +238,10 @@ async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str
             # The picker's answer to a pick past maxReferences: that session's mentions become
             # mentions of the picked one, so the count of sessions stays where it was.
             version, ranges = await _mention_ranges(ls, uri, replace)
-        mention, edit = mention_edit(
-            uri,
-            version,
-            ranges,
-            candidate,
-            document_changes=bool(ls.capability("workspace.workspace_edit.document_changes", False)),
-        )
+        mention = shown(candidate).mention  # the text an ``@`` completion inserts
+        edits = [types.TextEdit(range=where, new_text=mention) for where in ranges]
+        document_changes = bool(ls.capability("workspace.workspace_edit.document_changes", False))
+        edit = workspace_edit(uri, version, edits, document_changes=document_changes)
         try:
             applied = await asyncio.wait_for(
                 ls.workspace_apply_edit_async(

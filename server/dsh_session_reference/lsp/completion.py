@@ -153,11 +153,6 @@ def project_name(cwd: str) -> str:
     return cwd.rstrip("/\\").rsplit("/", 1)[-1].rsplit("\\", 1)[-1] or cwd
 
 
-def mention_for(candidate: Candidate) -> str:
-    """The mention a pick inserts: the label escaped as upstream's TUI did, then formatted."""
-    return shown(candidate).mention
-
-
 def completion_items(
     candidates: Sequence[Candidate],
     edit_range: types.Range,
