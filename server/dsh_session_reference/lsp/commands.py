@@ -93,9 +93,7 @@ def _say_summary(ls: DshLanguageServer, preview: Preview) -> None:
 
 
 async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[str, Any]]:
-    options = args[0] if args else {}
-    if options is None:
-        options = {}
+    options = args[0] if args and args[0] is not None else {}
     if not isinstance(options, dict):
         raise JsonRpcInvalidParams(f"{CANDIDATES_COMMAND} expects [{{documentUri?: string, query?: string}}]")
     uri = options.get("documentUri")
