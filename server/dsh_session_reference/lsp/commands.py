@@ -235,7 +235,14 @@ async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str
         if replace is not None:
             # The picker's answer to a pick past maxReferences: that session's mentions become
             # mentions of the picked one, so the count of sessions stays where it was.
-            version, ranges = await _mention_ranges(ls, uri, replace)
+            result = await ls.analysis(uri)
+            reference = None if result is None else result.analysis.reference_for(replace)
+            if result is None or reference is None or not reference.spans:
+                raise JsonRpcInvalidParams(
+                    f"{INSERT_MENTION_COMMAND}: the document mentions no session {display_label(replace)!r}"
+                )
+            version = result.version
+            ranges = [result.index.range_of(span.start, span.end, ls.encoding) for span in reference.spans]
         mention = shown(candidate).mention  # the text an ``@`` completion inserts
         edits = [types.TextEdit(range=where, new_text=mention) for where in ranges]
         document_changes = bool(ls.capability("workspace.workspace_edit.document_changes", False))
@@ -255,19 +262,6 @@ async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str
         if replace is not None:
             reply["replaced"] = len(ranges)
         return reply
-
-
-async def _mention_ranges(
-    ls: DshLanguageServer, uri: str, session_id: str
-) -> tuple[int | None, list[types.Range]]:
-    """Where the document mentions ``session_id`` now, and the version that is true of."""
-    result = await ls.analysis(uri)
-    reference = None if result is None else result.analysis.reference_for(session_id)
-    if result is None or reference is None or not reference.spans:
-        shown = display_label(session_id)
-        raise JsonRpcInvalidParams(f"{INSERT_MENTION_COMMAND}: the document mentions no session {shown!r}")
-    index = result.index
-    return result.version, [index.range_of(span.start, span.end, ls.encoding) for span in reference.spans]
 
 
 async def preview_of(ls: DshLanguageServer, uri: str, *, model_text: bool = False) -> Preview | None:
