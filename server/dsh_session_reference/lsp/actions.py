@@ -142,10 +142,7 @@ def _kind_wanted(kind: str, only: Sequence[str] | None) -> bool:
 
 
 def _overlaps(a: types.Range, b: types.Range) -> bool:
-    def key(position: types.Position) -> tuple[int, int]:
-        return position.line, position.character
-
-    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
+    return a.start <= b.end and b.start <= a.end  # lsprotocol orders positions by (line, character)
 
 
 def code_actions(
