@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any, Final
 
@@ -51,29 +51,24 @@ def _uri_argument(args: Sequence[Any], command: str, shape: str = "documentUri: 
     return args[0]
 
 
-async def _preview_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    return await _shown_preview(ls, args, PREVIEW_COMMAND, model_text=False)
+def _shown_preview(command: str, *, model_text: bool) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """The handler of ``command``: either preview document of its argument's document, shown where
+    the client shows documents; a preview (not the model text, whose summary says nothing) is
+    summarised where it cannot be."""
 
+    async def handler(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+        uri = _uri_argument(args, command)
+        with ls.tracked_command():
+            preview = await preview_of(ls, uri, model_text=model_text)
+            if preview is None:
+                raise JsonRpcInvalidParams(f"{command}: {uri} is not open and is no file")
+            if ls.content_registered and ls.capability("window.show_document.support", False):
+                ls.spawn(_show_document(ls, preview))
+            elif not model_text:
+                _say_summary(ls, preview)
+            return asdict(preview)
 
-async def _model_text_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    return await _shown_preview(ls, args, MODEL_TEXT_COMMAND, model_text=True)
-
-
-async def _shown_preview(
-    ls: DshLanguageServer, args: Sequence[Any], command: str, *, model_text: bool
-) -> dict[str, Any]:
-    """Either preview document of ``args``' document, shown where the client shows documents; a
-    preview (not the model text, whose summary says nothing) is summarised where it cannot be."""
-    uri = _uri_argument(args, command)
-    with ls.tracked_command():
-        preview = await preview_of(ls, uri, model_text=model_text)
-        if preview is None:
-            raise JsonRpcInvalidParams(f"{command}: {uri} is not open and is no file")
-        if ls.content_registered and ls.capability("window.show_document.support", False):
-            ls.spawn(_show_document(ls, preview))
-        elif not model_text:
-            _say_summary(ls, preview)
-        return asdict(preview)
+    return handler
 
 
 async def _show_document(ls: DshLanguageServer, preview: Preview) -> None:
@@ -288,8 +283,8 @@ async def preview_of(ls: DshLanguageServer, uri: str, *, model_text: bool = Fals
 
 def register(server: DshLanguageServer) -> None:
     """Register every command on ``server``."""
-    server.command(PREVIEW_COMMAND)(_preview_command)
-    server.command(MODEL_TEXT_COMMAND)(_model_text_command)
+    server.command(PREVIEW_COMMAND)(_shown_preview(PREVIEW_COMMAND, model_text=False))
+    server.command(MODEL_TEXT_COMMAND)(_shown_preview(MODEL_TEXT_COMMAND, model_text=True))
     server.command(CANDIDATES_COMMAND)(_candidates_command)
     server.command(SUMMARY_COMMAND)(_summary_command)
     server.command(TRANSCRIPT_COMMAND)(_transcript_command)
