@@ -192,13 +192,12 @@ def completion_items(
         else:
             details = None
             detail = " · ".join([*parts, *([shown_id] if id_differs else [])])
+        searchable = f"{typed} {row.searchable}"
         if body is not None:
             # The match is in the messages, not the label: say where, and let the editor's own
             # filter keep the row (it filters on filterText, which must contain what was typed).
             excerpt = display_label(body.snippet)
             detail = f"{detail} · “{excerpt}”" if detail else f"“{excerpt}”"
-        searchable = f"{typed} {row.searchable}"
-        if body is not None:
             searchable = f"{typed} {body.matched} {row.searchable}"
         items.append(
             types.CompletionItem(
