@@ -118,16 +118,14 @@ def render_readable_report(
     config: ResolverConfig,
     snapshots: Sequence[SurfaceSnapshot | ConversationSnapshot],
     exact_text: str,
-    *,
-    counter: TokenCounter = COUNTER,
 ) -> str:
     """The preview: the totals, then per session its accounting and the messages the model reads
     of it (``snapshots``: each source's read, in reference order), then the readable message.
     ``exact_text`` says where the exact model-facing text is (the JSON itself is not repeated
     here: as one line of up to 64 KB it is for the model, not for reading)."""
-    counter.wait(TOKENIZER_WAIT)
+    COUNTER.wait(TOKENIZER_WAIT)
     context = prepared.additional_context
-    parts = ["Byte accounting", "===============", *_totals(prepared, readable_text, counter)]
+    parts = ["Byte accounting", "===============", *_totals(prepared, readable_text, COUNTER)]
     parts += ["", wrapped(exact_text)]
     if context is not None:
         budget = config.max_reference_bytes

@@ -8,7 +8,7 @@ strict parser accepts; labels are escaped as upstream's TUI did.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -46,22 +46,19 @@ class Fix:
     end: int
     new_text: str
     codes: tuple[str, ...]
+    span: MentionSpan
+    """The mention it fixes."""
     preferred: bool = False
-    span: MentionSpan | None = None
     pick: bool = False
     """The edit leaves an ``@`` query: the client then opens completion, to pick a session."""
 
 
 def fixes_for(analysis: Analysis, start: int, end: int) -> list[Fix]:
     """The quick fixes for every mention touching ``[start, end]``."""
-    fixes: list[Fix] = []
-    for span in analysis.spans_at(start, end):
-        fixes.extend(_span_fixes(analysis, span))
-    return fixes
+    return [fix for span in analysis.spans_at(start, end) for fix in _span_fixes(analysis, span)]
 
 
-def _span_fixes(analysis: Analysis, span: MentionSpan) -> list[Fix]:
-    fixes: list[Fix] = []
+def _span_fixes(analysis: Analysis, span: MentionSpan) -> Iterator[Fix]:
     if span.session_id is None:
         # Only a session the store has is worth rewriting to: a canonical URI of an id no session
         # has (``dsh-session:IiJ`` decodes to "") would be an error again at once.
@@ -77,76 +74,65 @@ def _span_fixes(analysis: Analysis, span: MentionSpan) -> list[Fix]:
                 start, replace_end = span.start, span.end if intended.raw else span.uri_replace_end
                 new_text = format_session_reference_mention(intended.session_id, intended.label)
                 new_text += " " if replace_end < span.end else ""
-            fixes.append(
-                Fix(
-                    f"Use session {intended.name}",
-                    start,
-                    replace_end,
-                    new_text,
-                    (MALFORMED_URI, NONCANONICAL_URI),
-                    preferred=True,
-                    span=span,
-                )
+            yield Fix(
+                f"Use session {intended.name}",
+                start,
+                replace_end,
+                new_text,
+                (MALFORMED_URI, NONCANONICAL_URI),
+                preferred=True,
+                span=span,
             )
         else:
             query = display_label(span.label or "") if span.kind == "markdown" else ""
-            fixes.append(
-                Fix(
-                    "Pick a session for this mention…",
-                    span.start,
-                    span.end,
-                    "@" + query,
-                    (MALFORMED_URI, NONCANONICAL_URI),
-                    span=span,
-                    pick=True,
-                )
+            yield Fix(
+                "Pick a session for this mention…",
+                span.start,
+                span.end,
+                "@" + query,
+                (MALFORMED_URI, NONCANONICAL_URI),
+                span=span,
+                pick=True,
             )
     else:
         reference = analysis.reference_for(span.session_id)
         title = None if reference is None else reference.title
         if span.kind == "bare":
             label = display_label(span.session_id if title is None else title)
-            fixes.append(
-                Fix(
-                    f"Turn into a labelled mention @[{label}]",
-                    span.start,
-                    span.end,
-                    format_session_reference_mention(span.session_id, label),
-                    (),
-                    span=span,
-                )
+            yield Fix(
+                f"Turn into a labelled mention @[{label}]",
+                span.start,
+                span.end,
+                format_session_reference_mention(span.session_id, label),
+                (),
+                span=span,
             )
         elif title is not None and not is_current_label(span.label, title):
             label = display_label(title)
-            fixes.append(
-                Fix(
-                    f"Refresh the label to the current title {js_stringify(label)}",
-                    span.start,
-                    span.end,
-                    format_session_reference_mention(span.session_id, label),
-                    (STALE_LABEL,),
-                    preferred=True,
-                    span=span,
-                )
+            yield Fix(
+                f"Refresh the label to the current title {js_stringify(label)}",
+                span.start,
+                span.end,
+                format_session_reference_mention(span.session_id, label),
+                (STALE_LABEL,),
+                preferred=True,
+                span=span,
             )
-    fixes.append(
-        Fix(
-            "Remove this mention",
-            span.start,
-            span.end,
-            "",
-            (
-                MALFORMED_URI,
-                NONCANONICAL_URI,
-                SELF_REFERENCE,
-                TOO_MANY_REFERENCES,
-                UNKNOWN_SESSION,
-                DUPLICATE_REFERENCE,
-            ),
-            span=span,
-        )
+    yield Fix(
+        "Remove this mention",
+        span.start,
+        span.end,
+        "",
+        (
+            MALFORMED_URI,
+            NONCANONICAL_URI,
+            SELF_REFERENCE,
+            TOO_MANY_REFERENCES,
+            UNKNOWN_SESSION,
+            DUPLICATE_REFERENCE,
+        ),
+        span=span,
     )
-    return fixes
 
 
 def _kind_wanted(kind: str, only: Sequence[str] | None) -> bool:
@@ -156,10 +142,7 @@ def _kind_wanted(kind: str, only: Sequence[str] | None) -> bool:
 
 
 def _overlaps(a: types.Range, b: types.Range) -> bool:
-    def key(position: types.Position) -> tuple[int, int]:
-        return position.line, position.character
-
-    return key(a.start) <= key(b.end) and key(b.start) <= key(a.end)
+    return a.start <= b.end and b.start <= a.end  # lsprotocol orders positions by (line, character)
 
 
 def code_actions(
@@ -194,7 +177,7 @@ def code_actions(
                 continue
             fix_range = index.range_of(fix.start, fix.end, encoding)
             edit = types.TextEdit(range=fix_range, new_text=fix.new_text)
-            span_range = index.range_of(fix.span.start, fix.span.end, encoding) if fix.span else fix_range
+            span_range = index.range_of(fix.span.start, fix.span.end, encoding)
             related = [d for d in ours if d.code in fix.codes and _overlaps(d.range, span_range)]
             actions.append(
                 types.CodeAction(

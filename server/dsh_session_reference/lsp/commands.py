@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any, Final
 
@@ -22,7 +22,8 @@ from ..assembly import target_session
 from ..display import display_label
 from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
-from .actions import PREVIEW_COMMAND
+from .actions import PREVIEW_COMMAND, workspace_edit
+from .completion import shown
 from .documents import text_of
 from .preview import Preview, build_model_text, build_preview, document_summary, referenced_sessions
 from .progress import CLIENT_REQUEST_TIMEOUT
@@ -30,9 +31,7 @@ from .server import DshLanguageServer
 from .sessions import (
     TRANSCRIPT_SCHEME,
     candidate_row,
-    insertion,
     listed_candidate,
-    mention_edit,
     transcript_target,
     transcript_uri,
 )
@@ -52,29 +51,24 @@ def _uri_argument(args: Sequence[Any], command: str, shape: str = "documentUri: 
     return args[0]
 
 
-async def _preview_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    return await _shown_preview(ls, args, PREVIEW_COMMAND, model_text=False)
+def _shown_preview(command: str, *, model_text: bool) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """The handler of ``command``: either preview document of its argument's document, shown where
+    the client shows documents; a preview (not the model text, whose summary says nothing) is
+    summarised where it cannot be."""
 
+    async def handler(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+        uri = _uri_argument(args, command)
+        with ls.tracked_command():
+            preview = await preview_of(ls, uri, model_text=model_text)
+            if preview is None:
+                raise JsonRpcInvalidParams(f"{command}: {uri} is not open and is no file")
+            if ls.content_registered and ls.capability("window.show_document.support", False):
+                ls.spawn(_show_document(ls, preview))
+            elif not model_text:
+                _say_summary(ls, preview)
+            return asdict(preview)
 
-async def _model_text_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    return await _shown_preview(ls, args, MODEL_TEXT_COMMAND, model_text=True)
-
-
-async def _shown_preview(
-    ls: DshLanguageServer, args: Sequence[Any], command: str, *, model_text: bool
-) -> dict[str, Any]:
-    """Either preview document of ``args``' document, shown where the client shows documents; a
-    preview (not the model text, whose summary says nothing) is summarised where it cannot be."""
-    uri = _uri_argument(args, command)
-    with ls.tracked_command():
-        preview = await preview_of(ls, uri, model_text=model_text)
-        if preview is None:
-            raise JsonRpcInvalidParams(f"{command}: {uri} is not open and is no file")
-        if ls.content_registered and ls.capability("window.show_document.support", False):
-            ls.spawn(_show_document(ls, preview))
-        elif not model_text:
-            _say_summary(ls, preview)
-        return asdict(preview)
+    return handler
 
 
 async def _show_document(ls: DshLanguageServer, preview: Preview) -> None:
@@ -94,9 +88,7 @@ def _say_summary(ls: DshLanguageServer, preview: Preview) -> None:
 
 
 async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[str, Any]]:
-    options = args[0] if args else {}
-    if options is None:
-        options = {}
+    options = args[0] if args and args[0] is not None else {}
     if not isinstance(options, dict):
         raise JsonRpcInvalidParams(f"{CANDIDATES_COMMAND} expects [{{documentUri?: string, query?: string}}]")
     uri = options.get("documentUri")
@@ -191,11 +183,42 @@ async def _transcript_command(ls: DshLanguageServer, *args: Any) -> dict[str, An
     }
 
 
+MAX_UINTEGER: Final = 2**31 - 1
+"""LSP's ``uinteger``: a position beyond it is no position."""
+
+
+def _insertion(args: Sequence[Any]) -> tuple[str, types.Position, str, str | None]:
+    """``insertMention``'s argument: ``(document URI, position, session id, the session whose
+    mentions it replaces)``."""
+    shape = (
+        f"{INSERT_MENTION_COMMAND} expects "
+        "[{documentUri, position: {line, character}, sessionId, replace?: sessionId}]"
+    )
+    options = args[0] if args else None
+    if not isinstance(options, dict):
+        raise JsonRpcInvalidParams(shape)
+    uri, position, session_id = options.get("documentUri"), options.get("position"), options.get("sessionId")
+    replace = options.get("replace")
+    if not (
+        isinstance(uri, str)
+        and isinstance(session_id, str)
+        and isinstance(position, dict)
+        and (replace is None or isinstance(replace, str))
+    ):
+        raise JsonRpcInvalidParams(shape)
+    line, character = position.get("line"), position.get("character")
+    if not (
+        isinstance(line, int)
+        and isinstance(character, int)
+        and 0 <= line <= MAX_UINTEGER
+        and 0 <= character <= MAX_UINTEGER
+    ):
+        raise JsonRpcInvalidParams(f"{shape}; line and character are integers 0..{MAX_UINTEGER}")
+    return uri, types.Position(line=line, character=character), session_id, replace
+
+
 async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-    try:
-        uri, cursor, session_id, replace = insertion(args[0] if args else None)
-    except ValueError as error:
-        raise JsonRpcInvalidParams(f"{INSERT_MENTION_COMMAND} expects {error}") from None
+    uri, cursor, session_id, replace = _insertion(args)
     document = ls.documents.get(uri)
     if document is None:
         raise JsonRpcInvalidParams(f"{INSERT_MENTION_COMMAND}: {uri} is not open")
@@ -207,14 +230,18 @@ async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str
         if replace is not None:
             # The picker's answer to a pick past maxReferences: that session's mentions become
             # mentions of the picked one, so the count of sessions stays where it was.
-            version, ranges = await _mention_ranges(ls, uri, replace)
-        mention, edit = mention_edit(
-            uri,
-            version,
-            ranges,
-            candidate,
-            document_changes=bool(ls.capability("workspace.workspace_edit.document_changes", False)),
-        )
+            result = await ls.analysis(uri)
+            reference = None if result is None else result.analysis.reference_for(replace)
+            if result is None or reference is None or not reference.spans:
+                raise JsonRpcInvalidParams(
+                    f"{INSERT_MENTION_COMMAND}: the document mentions no session {display_label(replace)!r}"
+                )
+            version = result.version
+            ranges = [result.index.range_of(span.start, span.end, ls.encoding) for span in reference.spans]
+        mention = shown(candidate).mention  # the text an ``@`` completion inserts
+        edits = [types.TextEdit(range=where, new_text=mention) for where in ranges]
+        document_changes = bool(ls.capability("workspace.workspace_edit.document_changes", False))
+        edit = workspace_edit(uri, version, edits, document_changes=document_changes)
         try:
             applied = await asyncio.wait_for(
                 ls.workspace_apply_edit_async(
@@ -230,19 +257,6 @@ async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str
         if replace is not None:
             reply["replaced"] = len(ranges)
         return reply
-
-
-async def _mention_ranges(
-    ls: DshLanguageServer, uri: str, session_id: str
-) -> tuple[int | None, list[types.Range]]:
-    """Where the document mentions ``session_id`` now, and the version that is true of."""
-    result = await ls.analysis(uri)
-    reference = None if result is None else result.analysis.reference_for(session_id)
-    if result is None or reference is None or not reference.spans:
-        shown = display_label(session_id)
-        raise JsonRpcInvalidParams(f"{INSERT_MENTION_COMMAND}: the document mentions no session {shown!r}")
-    index = result.index
-    return result.version, [index.range_of(span.start, span.end, ls.encoding) for span in reference.spans]
 
 
 async def preview_of(ls: DshLanguageServer, uri: str, *, model_text: bool = False) -> Preview | None:
@@ -269,8 +283,8 @@ async def preview_of(ls: DshLanguageServer, uri: str, *, model_text: bool = Fals
 
 def register(server: DshLanguageServer) -> None:
     """Register every command on ``server``."""
-    server.command(PREVIEW_COMMAND)(_preview_command)
-    server.command(MODEL_TEXT_COMMAND)(_model_text_command)
+    server.command(PREVIEW_COMMAND)(_shown_preview(PREVIEW_COMMAND, model_text=False))
+    server.command(MODEL_TEXT_COMMAND)(_shown_preview(MODEL_TEXT_COMMAND, model_text=True))
     server.command(CANDIDATES_COMMAND)(_candidates_command)
     server.command(SUMMARY_COMMAND)(_summary_command)
     server.command(TRANSCRIPT_COMMAND)(_transcript_command)

@@ -153,11 +153,6 @@ def project_name(cwd: str) -> str:
     return cwd.rstrip("/\\").rsplit("/", 1)[-1].rsplit("\\", 1)[-1] or cwd
 
 
-def mention_for(candidate: Candidate) -> str:
-    """The mention a pick inserts: the label escaped as upstream's TUI did, then formatted."""
-    return shown(candidate).mention
-
-
 def completion_items(
     candidates: Sequence[Candidate],
     edit_range: types.Range,
@@ -197,13 +192,12 @@ def completion_items(
         else:
             details = None
             detail = " · ".join([*parts, *([shown_id] if id_differs else [])])
+        searchable = f"{typed} {row.searchable}"
         if body is not None:
             # The match is in the messages, not the label: say where, and let the editor's own
             # filter keep the row (it filters on filterText, which must contain what was typed).
             excerpt = display_label(body.snippet)
             detail = f"{detail} · “{excerpt}”" if detail else f"“{excerpt}”"
-        searchable = f"{typed} {row.searchable}"
-        if body is not None:
             searchable = f"{typed} {body.matched} {row.searchable}"
         items.append(
             types.CompletionItem(

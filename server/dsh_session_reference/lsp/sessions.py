@@ -20,8 +20,7 @@ from ..display import display_inline_text, display_label, relative_time
 from ..lines import Encoding
 from ..model import SessionSource
 from ..resolver import Candidate, find_titled
-from .actions import workspace_edit
-from .completion import mention_for, shown
+from .completion import shown
 from .positions import LineIndex
 
 TRANSCRIPT_SCHEME: Final = "dsh-transcript"
@@ -184,46 +183,3 @@ async def listed_candidate(source: SessionSource, session_id: str) -> Candidate 
         return None
     record, seen = titled
     return Candidate(record.id, label_for(record, seen), record.cwd, record.created_at)
-
-
-MAX_UINTEGER: Final = 2**31 - 1
-"""LSP's ``uinteger``: a position beyond it is no position."""
-
-
-def insertion(options: object) -> tuple[str, types.Position, str, str | None]:
-    """``dshSessionReference.insertMention``'s argument: ``(document URI, position, session id,
-    the session whose mentions it replaces)``; ``ValueError`` saying what the argument should be."""
-    shape = "[{documentUri, position: {line, character}, sessionId, replace?: sessionId}]"
-    if not isinstance(options, dict):
-        raise ValueError(shape)
-    uri, position, session_id = options.get("documentUri"), options.get("position"), options.get("sessionId")
-    replace = options.get("replace")
-    if not (isinstance(uri, str) and isinstance(session_id, str) and isinstance(position, dict)):
-        raise ValueError(shape)
-    if replace is not None and not isinstance(replace, str):
-        raise ValueError(shape)
-    line, character = position.get("line"), position.get("character")
-    if not (
-        isinstance(line, int)
-        and isinstance(character, int)
-        and 0 <= line <= MAX_UINTEGER
-        and 0 <= character <= MAX_UINTEGER
-    ):
-        raise ValueError(f"{shape}; line and character are integers 0..{MAX_UINTEGER}")
-    return uri, types.Position(line=line, character=character), session_id, replace
-
-
-def mention_edit(
-    uri: str,
-    version: int | None,
-    ranges: Sequence[types.Range],
-    candidate: Candidate,
-    *,
-    document_changes: bool,
-) -> tuple[str, types.WorkspaceEdit]:
-    """The mention a pick puts at each of ``ranges`` (the same text an ``@`` completion inserts):
-    an empty range at the cursor, or the mentions of a session it replaces; checked against the
-    document's version where the client takes versioned edits."""
-    mention = mention_for(candidate)
-    edits = [types.TextEdit(range=where, new_text=mention) for where in ranges]
-    return mention, workspace_edit(uri, version, edits, document_changes=document_changes)
