@@ -298,8 +298,7 @@ class SessionReferenceResolver:
             )
         except SessionReferenceError:
             raise
-        except Exception as error:
-            stop.abort()
+        except Exception as error:  # ``_race`` has set ``stop`` already
             if signal is not None and signal.aborted:
                 raise cancelled(error) from error
             message = getattr(error, "message", None)
@@ -376,10 +375,7 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: AbortSigna
         if not aborted.done():
             aborted.set_result(None)
 
-    def on_abort() -> None:
-        loop.call_soon_threadsafe(settle)
-
-    unsubscribe = signal.subscribe(on_abort)
+    unsubscribe = signal.subscribe(lambda: loop.call_soon_threadsafe(settle))
     try:
         await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
         if signal.aborted:
@@ -391,10 +387,8 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: AbortSigna
     finally:
         unsubscribe()
         stop.abort()
-        if not task.done():
-            task.cancel()
-        if not aborted.done():
-            aborted.cancel()
+        task.cancel()  # no-ops once done
+        aborted.cancel()
 
 
 async def find_session(query: SessionSource, session_id: str) -> SessionRecord | None:
