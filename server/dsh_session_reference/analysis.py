@@ -127,10 +127,7 @@ class Analysis:
         return self.error_count > 0
 
     def reference_for(self, session_id: str) -> Reference | None:
-        for reference in self.references:
-            if reference.session_id == session_id:
-                return reference
-        return None
+        return next((reference for reference in self.references if reference.session_id == session_id), None)
 
     def spans_at(self, start: int, end: int | None = None) -> list[MentionSpan]:
         """Kept spans touching ``[start, end]`` (a cursor touches a span at either edge)."""

@@ -28,7 +28,7 @@ class AbortSignal:
         self._event = threading.Event()
         self.reason: object = None
         self._lock = threading.Lock()
-        self._callbacks: list[Callable[[], None]] = []
+        self._callbacks: list[Callable[[], object]] = []
 
     @property
     def aborted(self) -> bool:
@@ -58,7 +58,7 @@ class AbortSignal:
         """Block until aborted or ``timeout`` passes; whether it was aborted."""
         return self._event.wait(timeout)
 
-    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]:
+    def subscribe(self, callback: Callable[[], object]) -> Callable[[], None]:
         """Call ``callback`` once aborted (at once if it already is); returns the unsubscribe."""
         with self._lock:
             if not self._event.is_set():

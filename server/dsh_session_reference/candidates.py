@@ -41,11 +41,9 @@ _CHECK_EVERY: Final = 256
 
 def candidate_rank(candidate_cwd: str | None, target_cwd: str | None) -> int:
     """Same cwd 0, no cwd 1, another cwd 2 (every cwd is "other" when the target has none)."""
-    if candidate_cwd is not None and target_cwd is not None and candidate_cwd == target_cwd:
-        return 0
     if candidate_cwd is None:
         return 1
-    return 2
+    return 0 if candidate_cwd == target_cwd else 2
 
 
 def label_for(record: SessionRecord, observation: TitleObservation) -> str:

@@ -22,7 +22,7 @@ kept items is byte-identical to retention over the full surface.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any
 
 from .model import ConversationSnapshot, SurfaceSnapshot
 from .projection import ConversationItem, LongText, project_conversation
@@ -72,19 +72,18 @@ class ConversationKeeper:
         if not projected:
             return
         [item] = projected
-        role, text, checkpoint, time = item.role, item.text, item.checkpoint, item.time
-        assert isinstance(text, str)
-        kept = bounded_text(role, text, self.max_bytes)
-        size = item_bytes(role, kept)
+        assert isinstance(item.text, str)
+        item.text = item.original_text = bounded_text(item.role, item.text, self.max_bytes)
+        size = item_bytes(item.role, item.text)
         self._sizes[seq] = size
         if appended and self._ordered and self._head_room > 0:
             self._head_room -= size
             self._head.add(seq)
         if self.wanted is not None and seq not in self.wanted and seq not in self._head:
-            self.items[seq] = _evicted(role, checkpoint, kept, size, time)
+            self.items[seq] = _evicted(item, size)
             return
-        self.items[seq] = ConversationItem(role, kept, checkpoint, kept, time=time)
-        if checkpoint or self.wanted is not None or not self.evict or seq in self._head:
+        self.items[seq] = item
+        if item.checkpoint or self.wanted is not None or not self.evict or seq in self._head:
             return
         if not appended:
             self._ordered = False  # a message inserted mid-surface: stop evicting, check at close
@@ -95,10 +94,7 @@ class ConversationKeeper:
         while len(self._window) > 1 and self._window_bytes - size > self.max_bytes:
             oldest = self._window.pop(0)
             self._window_bytes -= self._sizes[oldest]
-            item = self.items[oldest]
-            self.items[oldest] = _evicted(
-                item.role, item.checkpoint, item.original_text, self._sizes[oldest], item.time
-            )
+            self.items[oldest] = _evicted(self.items[oldest], self._sizes[oldest])
 
     def drop(self, seq: int) -> None:
         if self.items.pop(seq, None) is not None and seq in self._window:
@@ -132,12 +128,10 @@ class ConversationKeeper:
         return [self.items[seq] for seq in self.nodes]
 
 
-def _evicted(
-    role: Literal["user", "assistant"], checkpoint: bool, kept: str | LongText, size: int, time: int | None
-) -> ConversationItem:
-    """An item whose text retention cannot use: only its sizes are kept."""
-    gone = LongText(b"", b"", text_bytes(kept), size, evicted=True)
-    return ConversationItem(role, gone, checkpoint, gone, time=time)
+def _evicted(item: ConversationItem, size: int) -> ConversationItem:
+    """``item`` with a text retention cannot use: only its sizes are kept."""
+    gone = LongText(b"", b"", text_bytes(item.original_text), size, evicted=True)
+    return ConversationItem(item.role, gone, item.checkpoint, gone, time=item.time)
 
 
 def _is_evicted(item: ConversationItem) -> bool:

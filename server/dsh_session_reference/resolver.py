@@ -114,8 +114,7 @@ def normalize_references(
     Ids are compared as JS compares them, as UTF-16 strings: a surrogate pair
     spelled as two code points is the same id as the astral character.
     """
-    seen: set[str] = set()
-    normalized: list[SessionReference] = []
+    normalized: dict[str, SessionReference] = {}
     target_id = None if target_id is None else js_normalize(target_id)
     for candidate in references:
         session_id, label = _reference_fields(candidate)
@@ -125,13 +124,11 @@ def normalize_references(
             raise SessionReferenceError(
                 f"session {js_stringify(target_id)} cannot reference itself", SELF_REFERENCE
             )
-        if session_id in seen:
-            continue
-        seen.add(session_id)
-        normalized.append(SessionReference(session_id, session_id if label is None else label))
+        if session_id not in normalized:
+            normalized[session_id] = SessionReference(session_id, session_id if label is None else label)
     if len(normalized) > max_references:
         raise SessionReferenceError(f"a message may reference at most {max_references} sessions", TOO_MANY)
-    return normalized
+    return list(normalized.values())
 
 
 _SHAPE = "session reference must contain a string sessionId and optional string label"
@@ -298,8 +295,7 @@ class SessionReferenceResolver:
             )
         except SessionReferenceError:
             raise
-        except Exception as error:
-            stop.abort()
+        except Exception as error:  # ``_race`` has set ``stop`` already
             if signal is not None and signal.aborted:
                 raise cancelled(error) from error
             message = getattr(error, "message", None)
@@ -376,10 +372,7 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: AbortSigna
         if not aborted.done():
             aborted.set_result(None)
 
-    def on_abort() -> None:
-        loop.call_soon_threadsafe(settle)
-
-    unsubscribe = signal.subscribe(on_abort)
+    unsubscribe = signal.subscribe(lambda: loop.call_soon_threadsafe(settle))
     try:
         await asyncio.wait({task, aborted}, return_when=asyncio.FIRST_COMPLETED)
         if signal.aborted:
@@ -391,10 +384,8 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: AbortSigna
     finally:
         unsubscribe()
         stop.abort()
-        if not task.done():
-            task.cancel()
-        if not aborted.done():
-            aborted.cancel()
+        task.cancel()  # no-ops once done
+        aborted.cancel()
 
 
 async def find_session(query: SessionSource, session_id: str) -> SessionRecord | None:
@@ -413,9 +404,7 @@ async def find_titled(query: SessionSource, session_id: str) -> tuple[SessionRec
     return record, seen
 
 
-async def agent_for_target(
-    query: SessionSource, target_id: str | None, fallback_cwd: str | None = None
-) -> AgentRef:
+async def agent_for_target(query: SessionSource, target_id: str | None, fallback_cwd: str | None) -> AgentRef:
     """The ``AgentRef`` a message is written for: the target's own cwd when the store
     knows the target, else ``fallback_cwd``. Without a target nothing is excluded as self."""
     if not target_id:

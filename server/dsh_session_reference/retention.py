@@ -247,15 +247,11 @@ def retain_items(
     sizes = [item_size for index, item_size in enumerate(sizes) if index not in dropped]
 
     while size() > max_bytes:
-        longest_index = -1
-        longest_bytes = 0
-        for index, item in enumerate(retained):
-            length = text_bytes(item.text)
-            if length > longest_bytes:
-                longest_bytes = length
-                longest_index = index
-        if longest_index < 0 or longest_bytes == 0:
+        lengths = [text_bytes(item.text) for item in retained]
+        longest_bytes = max(lengths, default=0)
+        if longest_bytes == 0:
             return None
+        longest_index = lengths.index(longest_bytes)  # the first of the longest
         overflow = size() - max_bytes
         target = max(0, longest_bytes - overflow)
         item = retained[longest_index]

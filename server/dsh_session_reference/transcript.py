@@ -40,11 +40,6 @@ MAX_CHARS: Final = 2 << 20
 of them could otherwise make tens of megabytes; past this its middle is cut, and says so."""
 
 
-def read_bytes(budget: int) -> int:
-    """The ``max_bytes`` a transcript's read uses: retention for ``budget`` must be exact over it."""
-    return max(budget, TAIL_BYTES)
-
-
 def cost_label(retained: RetainedSource, budget: int) -> str:
     """One mention's cost as an inlay hint says it: ``12 msgs · 5.8 / 64 KB`` (``· truncated``)."""
     stats = retained.stats
@@ -53,19 +48,6 @@ def cost_label(retained: RetainedSource, budget: int) -> str:
         f"{kilobytes(retained.serialized_bytes)} / {kilobytes(budget)} KB"
     )
     return label + " · truncated" if stats.truncated else label
-
-
-@dataclass(frozen=True)
-class TranscriptFacts:
-    """What the transcript's header says beside the conversation."""
-
-    session_id: str
-    title: str | None
-    retained: RetainedSource | None
-    """Retention of this session for ``budget`` (``None``: it cannot fit at all)."""
-    budget: int
-    label: str | None = None
-    """The mention's label retention was computed for (``None``: the session's title)."""
 
 
 @dataclass(frozen=True)
@@ -94,9 +76,9 @@ async def read_transcript(
     record, seen = titled
     title = seen.title if seen.error is None else None
     budget = resolver.config.max_reference_bytes
-    try:
+    try:  # read for at least the budget: retention for it must be exact over the read
         snapshot = await asyncio.to_thread(
-            source.read_conversation, record.id, read_bytes(budget), None, HEAD_BYTES
+            source.read_conversation, record.id, max(budget, TAIL_BYTES), None, HEAD_BYTES
         )
     except Exception as error:  # a damaged log: the transcript says so rather than failing
         message = getattr(error, "message", None)
@@ -112,31 +94,36 @@ async def read_transcript(
     # The label a mention picked from the list would carry: the title (else the id), escaped as shown.
     shown = label if label is not None else display_label(title if title is not None else record.id)
     retained = await asyncio.to_thread(retain_conversation, snapshot, shown, budget)
-    text = await asyncio.to_thread(
-        render_transcript, snapshot, TranscriptFacts(record.id, title, retained, budget, label)
-    )
+    text = await asyncio.to_thread(render_transcript, snapshot, title, retained, budget, label)
     return Transcript(record.id, title, text)
 
 
-def render_transcript(snapshot: ConversationSnapshot, facts: TranscriptFacts) -> str:
-    """The transcript's text (see the module docstring). Pure: the same read gives the same text."""
+def render_transcript(
+    snapshot: ConversationSnapshot,
+    title: str | None,
+    retained: RetainedSource | None,
+    budget: int,
+    label: str | None = None,
+) -> str:
+    """The transcript's text (see the module docstring). Pure: the same read gives the same text.
+    ``retained``: retention of the session for ``budget`` (``None``: it cannot fit at all), for a
+    mention labelled ``label`` (``None``: the session's title)."""
     session = snapshot.session
     items = list(snapshot.items)
-    title = display_label(facts.title) if facts.title is not None else "(untitled)"
     seq = snapshot.captured_through_seq
     lines = [
         "dsh session transcript (read-only)",
-        f"title:     {title}",
+        f"title:     {'(untitled)' if title is None else display_label(title)}",
         f"session:   {display_label(session.id)}",
         f"cwd:       {'(none)' if session.cwd is None else display_label(session.cwd)}",
         f"created:   {readable_time(session.created_at)}",
         f"events:    {'none' if seq is None else f'through seq {seq}'}",
         f"messages:  {message_counts(items)}",
-        *_mention_lines(facts),
+        *_mention_lines(retained, budget, label),
         "",
     ]
-    omitted = _omitted(items, facts.retained)
-    cut = _cut(items, omitted, facts.retained)
+    omitted = _omitted(items, retained)
+    cut = _cut(items, omitted, retained)
     first, last = (min(omitted), max(omitted)) if omitted else (-1, -1)
     gap: list[ConversationItem] = []
     for index, item in enumerate(items):
@@ -144,7 +131,7 @@ def render_transcript(snapshot: ConversationSnapshot, facts: TranscriptFacts) ->
             _flush_gap(lines, gap)
             count = len(omitted)
             lines += [
-                f"════ the {kilobytes(facts.budget)} KB budget omits {count} message"
+                f"════ the {kilobytes(budget)} KB budget omits {count} message"
                 f"{'' if count == 1 else 's'} from here ════",
                 "",
             ]
@@ -177,25 +164,25 @@ def _bounded(text: str) -> str:
     return text[:head_end] + notice + text[tail_start:]
 
 
-def _mention_lines(facts: TranscriptFacts) -> list[str]:
+def _mention_lines(retained: RetainedSource | None, budget: int, label: str | None) -> list[str]:
     """What a mention keeps, a fact a line: editors show a transcript beside the prompt, in a
     pane about 60 columns wide, and do not wrap it."""
-    if facts.retained is None:
+    if retained is None:
         return [
-            f"mention:   cannot fit in the {kilobytes(facts.budget)} KB budget",
+            f"mention:   cannot fit in the {kilobytes(budget)} KB budget",
             "           (prepare fails: BUDGET_EXCEEDED)",
         ]
-    stats = facts.retained.stats
+    stats = retained.stats
     lines = [
         f"mention:   keeps {stats.retained_messages} of {stats.original_messages} messages",
-        f"           {share(facts.retained.serialized_bytes, facts.budget)}",
+        f"           {share(retained.serialized_bytes, budget)}",
     ]
     if stats.truncated:
         lines.append(f"           omits {stats.omitted_bytes:,} bytes of text")
     lines.append(
         "           for a mention labelled with its title"
-        if facts.label is None
-        else f'           for a mention labelled "{display_label(facts.label)}"'
+        if label is None
+        else f'           for a mention labelled "{display_label(label)}"'
     )
     return lines
 

@@ -10,7 +10,6 @@ from dsh_session_reference.projection import ConversationItem, LongText
 from dsh_session_reference.retention import bounded_text, item_json_bytes
 from dsh_session_reference.transcript import (
     MAX_CHARS,
-    TranscriptFacts,
     cost_label,
     render_transcript,
 )
@@ -25,7 +24,7 @@ def item(role: str, text: str, checkpoint: bool = False) -> ConversationItem:
 def render(items: list[ConversationItem], budget: int, max_bytes: int = 1 << 20) -> str:
     snapshot = ConversationSnapshot(RECORD, 12, items, max_bytes)
     retained = retain_conversation(snapshot, "Shop", budget)
-    return render_transcript(snapshot, TranscriptFacts("s-1", "Shop\x1b[1m", retained, budget))
+    return render_transcript(snapshot, "Shop\x1b[1m", retained, budget)
 
 
 def test_kilobytes_and_the_hint_label() -> None:
@@ -75,7 +74,7 @@ def test_the_header_fits_the_pane_beside_a_prompt() -> None:
     snapshot = ConversationSnapshot(RECORD, 12, items, 4096)
     retained = retain_conversation(snapshot, "shop work", 4096)
     assert retained is not None and retained.stats.truncated
-    text = render_transcript(snapshot, TranscriptFacts("s-1", "Shop", retained, 4096, "shop work"))
+    text = render_transcript(snapshot, "Shop", retained, 4096, "shop work")
     header = text.split("\n\n", 1)[0].splitlines()
     assert header[0] == "dsh session transcript (read-only)"
     assert header[-2].startswith("           omits ") and header[-2].endswith(" bytes of text")
