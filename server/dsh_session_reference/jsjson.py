@@ -134,7 +134,7 @@ def _js_string_literal(text: str) -> str:
     return literal
 
 
-MAX_SAFE_INTEGER = 2**53 - 1
+MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
 def js_number_string(value: int | float) -> str:
