@@ -28,7 +28,6 @@ from typing import Any
 _LOG = logging.getLogger("dsh_session_reference.collation")
 
 _local = threading.local()
-_warned = False
 try:  # pragma: no branch - which arm runs depends on the platform
     import icu as _icu
 except ImportError:  # pragma: no cover - exercised only where no PyICU wheel exists
@@ -93,14 +92,12 @@ def _fallback_key(text: str) -> tuple[tuple[tuple[int, str], ...], tuple[str, ..
     return tuple(primary), tuple(secondary), tuple(tertiary)
 
 
+@functools.cache
 def _warn_once() -> None:
-    global _warned
-    if not _warned:
-        _warned = True
-        _LOG.warning(
-            "PyICU is not available: session ids created in the same millisecond are ordered by an "
-            "approximation of ICU root collation, which can differ from dsh for unusual characters"
-        )
+    _LOG.warning(
+        "PyICU is not available: session ids created in the same millisecond are ordered by an "
+        "approximation of ICU root collation, which can differ from dsh for unusual characters"
+    )
 
 
 def locale_compare_key(text: str) -> Any:
