@@ -15,7 +15,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Final, Literal
 
 Compression = Literal["zstd", "none"]
@@ -140,12 +140,12 @@ def resolve_root(root: str | os.PathLike[str] | None) -> str:
     return os.path.abspath(expand_home(os.fspath(root)))
 
 
-def root_origin(given: str | None, given_as: str, environ: Mapping[str, str] | None = None) -> str:
+def root_origin(given: str | None, given_as: str) -> str:
     """Where a sessions root came from, in words for a message: ``given_as`` (a flag or setting)
     when one was given, else ``$DSH_HOME`` or the default, as :func:`default_root` chooses."""
     if given:
         return given_as
-    home = (os.environ if environ is None else environ).get("DSH_HOME")
+    home = os.environ.get("DSH_HOME")
     return "from $DSH_HOME" if home is not None and home.strip() else "dsh's default"
 
 
