@@ -124,12 +124,8 @@ def expand_home(path: str) -> str:
 
 def default_root(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
     """``$DSH_HOME/sessions``, or ``~/.dsh/sessions`` when ``DSH_HOME`` is unset or blank."""
-    env = os.environ if environ is None else environ
-    home = env.get("DSH_HOME")
-    if home is None or home.strip() == "":
-        base = os.path.join(os.path.expanduser("~"), ".dsh")
-    else:
-        base = expand_home(home)
+    home = (os.environ if environ is None else environ).get("DSH_HOME", "")
+    base = expand_home(home) if home.strip() else os.path.join(os.path.expanduser("~"), ".dsh")
     return os.path.join(os.path.abspath(base), "sessions")
 
 
@@ -145,8 +141,7 @@ def root_origin(given: str | None, given_as: str) -> str:
     when one was given, else ``$DSH_HOME`` or the default, as :func:`default_root` chooses."""
     if given:
         return given_as
-    home = os.environ.get("DSH_HOME")
-    return "from $DSH_HOME" if home is not None and home.strip() else "dsh's default"
+    return "from $DSH_HOME" if os.environ.get("DSH_HOME", "").strip() else "dsh's default"
 
 
 def root_problem(root: str) -> str | None:
