@@ -100,30 +100,19 @@ def _row(kind: str, run: list[Mapping[str, Any]]) -> dict[str, Any]:
 
 def pack_chunk_runs(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Upstream's ``packChunkRuns``: runs of ≥3 same-block deltas become rows, all else verbatim."""
+    runs: list[tuple[str | None, list[Mapping[str, Any]]]] = []  # (delta kind or None, events)
+    for event in events:
+        delta = _delta_kind(event)
+        if delta is not None and runs and runs[-1][0] == delta and _continues(runs[-1][1][-1], event, delta):
+            runs[-1][1].append(event)
+        else:
+            runs.append((delta, [event]))
     out: list[Mapping[str, Any]] = []
-    kind: str | None = None
-    run: list[Mapping[str, Any]] = []
-
-    def flush() -> None:
-        nonlocal kind, run
+    for kind, run in runs:
         if kind is not None and len(run) >= MIN_RUN:
             out.append(_row(kind, run))
         else:
             out.extend(run)
-        kind, run = None, []
-
-    for event in events:
-        delta = _delta_kind(event)
-        if delta is None:
-            flush()
-            out.append(event)
-            continue
-        if delta == kind and run and _continues(run[-1], event, delta):
-            run.append(event)
-            continue
-        flush()
-        kind, run = delta, [event]
-    flush()
     return out
 
 
