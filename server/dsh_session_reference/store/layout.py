@@ -54,8 +54,6 @@ def encode_segment(raw: str) -> str:
         return "~002E~002E"
     if _SAFE_RUN.fullmatch(raw):
         return raw  # the common id (a UUID): every character stands for itself
-    if raw.isascii():
-        return "".join(_escape_unit(ord(char)) for char in raw)
     return "".join(_escape_unit(unit) for unit in _code_units(raw))
 
 
