@@ -69,16 +69,12 @@ def _class_of(char: str) -> int:
 
 
 def _fallback_key(text: str) -> tuple[tuple[tuple[int, str], ...], tuple[str, ...], tuple[int, ...]]:
-    """Approximate UCA root: (base characters, accents, case) compared level by level."""
+    """Approximate UCA root: (base characters, accents, case) compared level by level. A lone
+    surrogate decomposes to itself: a class 4 base with no accent and no case."""
     primary: list[tuple[int, str]] = []
     secondary: list[str] = []
     tertiary: list[int] = []
     for char in text:
-        if "\ud800" <= char <= "\udfff":
-            primary.append((4, char))
-            secondary.append("")
-            tertiary.append(0)
-            continue
         decomposed = unicodedata.normalize("NFD", char)
         base = decomposed[0]
         marks = "".join(c for c in decomposed[1:] if unicodedata.combining(c))
