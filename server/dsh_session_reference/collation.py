@@ -28,7 +28,6 @@ from typing import Any
 _LOG = logging.getLogger("dsh_session_reference.collation")
 
 _local = threading.local()
-_warned = False
 try:  # pragma: no branch - which arm runs depends on the platform
     import icu as _icu
 except ImportError:  # pragma: no cover - exercised only where no PyICU wheel exists
@@ -70,16 +69,12 @@ def _class_of(char: str) -> int:
 
 
 def _fallback_key(text: str) -> tuple[tuple[tuple[int, str], ...], tuple[str, ...], tuple[int, ...]]:
-    """Approximate UCA root: (base characters, accents, case) compared level by level."""
+    """Approximate UCA root: (base characters, accents, case) compared level by level. A lone
+    surrogate decomposes to itself: a class 4 base with no accent and no case."""
     primary: list[tuple[int, str]] = []
     secondary: list[str] = []
     tertiary: list[int] = []
     for char in text:
-        if "\ud800" <= char <= "\udfff":
-            primary.append((4, char))
-            secondary.append("")
-            tertiary.append(0)
-            continue
         decomposed = unicodedata.normalize("NFD", char)
         base = decomposed[0]
         marks = "".join(c for c in decomposed[1:] if unicodedata.combining(c))
@@ -93,14 +88,12 @@ def _fallback_key(text: str) -> tuple[tuple[tuple[int, str], ...], tuple[str, ..
     return tuple(primary), tuple(secondary), tuple(tertiary)
 
 
+@functools.cache
 def _warn_once() -> None:
-    global _warned
-    if not _warned:
-        _warned = True
-        _LOG.warning(
-            "PyICU is not available: session ids created in the same millisecond are ordered by an "
-            "approximation of ICU root collation, which can differ from dsh for unusual characters"
-        )
+    _LOG.warning(
+        "PyICU is not available: session ids created in the same millisecond are ordered by an "
+        "approximation of ICU root collation, which can differ from dsh for unusual characters"
+    )
 
 
 def locale_compare_key(text: str) -> Any:

@@ -102,10 +102,8 @@ def js_stringify(value: Any) -> str:
         return _js_string_literal(value)
     if value is None:
         return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, int | float):
         return js_number_string(value) if math.isfinite(value) else "null"
     if isinstance(value, dict):
@@ -134,7 +132,7 @@ def _js_string_literal(text: str) -> str:
     return literal
 
 
-MAX_SAFE_INTEGER = 2**53 - 1
+MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
 def js_number_string(value: int | float) -> str:
@@ -147,10 +145,8 @@ def js_number_string(value: int | float) -> str:
         return "NaN"
     if math.isinf(value):
         return "Infinity" if value > 0 else "-Infinity"
-    if value == 0:
-        return "0"
     if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
-        return str(int(value))
+        return str(int(value))  # ``-0`` as well: it prints as ``0``
     sign = "-" if value < 0 else ""
     mantissa, _, exponent = repr(abs(value)).partition("e")
     whole, _, fraction = mantissa.partition(".")

@@ -101,6 +101,14 @@ def _tool_step(log: SessionLog, call_id: str, name: str, arguments: str, output:
     log.end_step()
 
 
+def _titled(log: SessionLog, title: str) -> SessionLog:
+    """End the open turn, then name the session, in one last batch."""
+    log.end_turn()
+    log.title(title)
+    log.commit()
+    return log
+
+
 def _review_session() -> SessionLog:
     """A code review with tool traffic; its title was generated, then renamed twice."""
     log = SessionLog(REVIEW_ID, BASE_TIME + 3_600_000, cwd=SHOP)
@@ -145,10 +153,7 @@ def _review_session() -> SessionLog:
         "Running the cart tests.",
     )
     _answer(log, "All twelve pass.", "All 12 cart tests pass with the integer-cents total.")
-    log.end_turn()
-    log.title("Cart rounding: integer cents")
-    log.commit()
-    return log
+    return _titled(log, "Cart rounding: integer cents")
 
 
 def _compacted_session() -> SessionLog:
@@ -181,10 +186,7 @@ def _compacted_session() -> SessionLog:
         "Added `checkout.price.test.tsx`: it renders the page with a server price and asserts the first "
         "paint shows it, so a hydration regression fails the test.",
     )
-    log.end_turn()
-    log.title("Stale price flash on checkout")
-    log.commit()
-    return log
+    return _titled(log, "Stale price flash on checkout")
 
 
 def _subagent_session() -> SessionLog:
@@ -251,10 +253,7 @@ def _scratch_session() -> SessionLog:
     log.start_turn()
     log.user("记一下：周五之前把发布说明写完。")
     _answer(log, "A reminder.", "好的，已记下：周五之前完成发布说明。")
-    log.end_turn()
-    log.title("发布说明提醒")
-    log.commit()
-    return log
+    return _titled(log, "发布说明提醒")
 
 
 def _july_session() -> SessionLog:
@@ -291,10 +290,7 @@ def _july_session() -> SessionLog:
     _answer(
         log, "Unrelated code paths.", "The client has no money math, so the rounding fix does not apply here."
     )
-    log.end_turn()
-    log.title("Port v1 client to v2")
-    log.commit()
-    return log
+    return _titled(log, "Port v1 client to v2")
 
 
 def _crashed_session() -> SessionLog:

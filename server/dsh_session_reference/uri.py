@@ -83,10 +83,8 @@ def _decode_payload(payload: str) -> object:
 
 def decode_session_reference_uri(uri: str) -> str:
     """Decode a canonical URI; anything else is ``SESSION_REFERENCE_INVALID_REFERENCE``."""
-    if not uri.startswith(SESSION_REFERENCE_SCHEME):
-        raise invalid_uri(uri)
     payload = uri[len(SESSION_REFERENCE_SCHEME) :]
-    if not _PAYLOAD.fullmatch(payload):
+    if not uri.startswith(SESSION_REFERENCE_SCHEME) or not _PAYLOAD.fullmatch(payload):
         raise invalid_uri(uri)
     try:
         parsed = _decode_payload(payload)

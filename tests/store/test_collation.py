@@ -61,7 +61,7 @@ def test_fallback_approximates_icu_and_warns_once(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     monkeypatch.setattr(collation, "_icu", None)
-    monkeypatch.setattr(collation, "_warned", False)
+    collation._warn_once.cache_clear()
     with caplog.at_level(logging.WARNING, logger="dsh_session_reference.collation"):
         ascii_ids = ["sess-C", "x-Z", "ab", "a-b", "sess-b", "a", "x-ä", "1", "A", "é", "\ud800"]
         ordered = sorted(ascii_ids, key=collation.locale_compare_key)

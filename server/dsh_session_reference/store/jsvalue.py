@@ -15,26 +15,21 @@ import json
 import math
 from typing import Any, Final
 
+from ..jsjson import MAX_SAFE_INTEGER as MAX_SAFE_INTEGER
 from ..jsjson import js_number_string
 
 
 class _Undefined:
     """JS ``undefined``: a key that is absent, as opposed to JSON ``null``."""
 
-    _instance: _Undefined | None = None
-
-    def __new__(cls) -> _Undefined:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
-
     def __repr__(self) -> str:
         return "undefined"
 
+    def __reduce__(self) -> str:
+        return "UNDEFINED"  # a copy or an unpickled one is the one instance below
+
 
 UNDEFINED: Final = _Undefined()
-
-MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 
 def _from_double(value: float, keep_negative_zero: bool) -> int | float:
@@ -191,9 +186,7 @@ def deep_equal_json(a: object, b: object) -> bool:
         if not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b):
             return False
         return all(deep_equal_json(x, y) for x, y in zip(a, b, strict=True))
-    if not isinstance(a, dict) or not isinstance(b, dict):
-        return False
-    if len(a) != len(b):
+    if not isinstance(a, dict) or not isinstance(b, dict) or len(a) != len(b):
         return False
     return all(key in b and deep_equal_json(value, b[key]) for key, value in a.items())
 

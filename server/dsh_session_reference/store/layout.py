@@ -15,7 +15,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Final, Literal
 
 Compression = Literal["zstd", "none"]
@@ -54,8 +54,6 @@ def encode_segment(raw: str) -> str:
         return "~002E~002E"
     if _SAFE_RUN.fullmatch(raw):
         return raw  # the common id (a UUID): every character stands for itself
-    if raw.isascii():
-        return "".join(_escape_unit(ord(char)) for char in raw)
     return "".join(_escape_unit(unit) for unit in _code_units(raw))
 
 
@@ -124,12 +122,8 @@ def expand_home(path: str) -> str:
 
 def default_root(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
     """``$DSH_HOME/sessions``, or ``~/.dsh/sessions`` when ``DSH_HOME`` is unset or blank."""
-    env = os.environ if environ is None else environ
-    home = env.get("DSH_HOME")
-    if home is None or home.strip() == "":
-        base = os.path.join(os.path.expanduser("~"), ".dsh")
-    else:
-        base = expand_home(home)
+    home = (os.environ if environ is None else environ).get("DSH_HOME", "")
+    base = expand_home(home) if home.strip() else os.path.join(os.path.expanduser("~"), ".dsh")
     return os.path.join(os.path.abspath(base), "sessions")
 
 
@@ -140,13 +134,12 @@ def resolve_root(root: str | os.PathLike[str] | None) -> str:
     return os.path.abspath(expand_home(os.fspath(root)))
 
 
-def root_origin(given: str | None, given_as: str, environ: Mapping[str, str] | None = None) -> str:
+def root_origin(given: str | None, given_as: str) -> str:
     """Where a sessions root came from, in words for a message: ``given_as`` (a flag or setting)
     when one was given, else ``$DSH_HOME`` or the default, as :func:`default_root` chooses."""
     if given:
         return given_as
-    home = (os.environ if environ is None else environ).get("DSH_HOME")
-    return "from $DSH_HOME" if home is not None and home.strip() else "dsh's default"
+    return "from $DSH_HOME" if os.environ.get("DSH_HOME", "").strip() else "dsh's default"
 
 
 def root_problem(root: str) -> str | None:

@@ -100,41 +100,35 @@ def _row(kind: str, run: list[Mapping[str, Any]]) -> dict[str, Any]:
 
 def pack_chunk_runs(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """Upstream's ``packChunkRuns``: runs of ≥3 same-block deltas become rows, all else verbatim."""
+    runs: list[tuple[str | None, list[Mapping[str, Any]]]] = []  # (delta kind or None, events)
+    for event in events:
+        delta = _delta_kind(event)
+        if delta is not None and runs and runs[-1][0] == delta and _continues(runs[-1][1][-1], event, delta):
+            runs[-1][1].append(event)
+        else:
+            runs.append((delta, [event]))
     out: list[Mapping[str, Any]] = []
-    kind: str | None = None
-    run: list[Mapping[str, Any]] = []
-
-    def flush() -> None:
-        nonlocal kind, run
+    for kind, run in runs:
         if kind is not None and len(run) >= MIN_RUN:
             out.append(_row(kind, run))
         else:
             out.extend(run)
-        kind, run = None, []
-
-    for event in events:
-        delta = _delta_kind(event)
-        if delta is None:
-            flush()
-            out.append(event)
-            continue
-        if delta == kind and run and _continues(run[-1], event, delta):
-            run.append(event)
-            continue
-        flush()
-        kind, run = delta, [event]
-    flush()
     return out
 
 
 # --- building logs ------------------------------------------------------------------
 
 
+def _blocks(content: str | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """A message's content: a string is one text block."""
+    return [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
+
+
 @dataclass
 class SessionLog:
     """A session's header and events, built in order; ``commit()`` ends one append batch.
 
-    Times advance by a second per event unless given, so fixtures are deterministic.
+    Times advance by a second per event, so fixtures are deterministic.
     """
 
     session_id: str
@@ -148,11 +142,8 @@ class SessionLog:
 
     @property
     def header(self) -> dict[str, Any]:
-        header: dict[str, Any] = {"version": 0, "id": self.session_id, "createdAt": self.created_at}
-        if self.cwd is not None:
-            header["cwd"] = self.cwd
-        header.update(self.header_extra)
-        return header
+        """The header's fields, for :func:`header_line` (which adds the defaults and drops ``None``)."""
+        return {"id": self.session_id, "createdAt": self.created_at, "cwd": self.cwd, **self.header_extra}
 
     @property
     def next_seq(self) -> int:
@@ -163,21 +154,17 @@ class SessionLog:
         kind: str,
         data: Any,
         *,
-        time: int | None = None,
         surface_op: Any = None,
         source_event_seqs: Sequence[int] | None = None,
-        ignorable: bool = False,
     ) -> int:
         """Append one event (upstream's key order) and return its seq."""
         seq = self.next_seq
-        when = time if time is not None else self.created_at + (seq + 1) * 1000
+        when = self.created_at + (seq + 1) * 1000
         event: dict[str, Any] = {"type": kind, "seq": seq, "time": when, "data": data}
         if source_event_seqs is not None:
             event["sourceEventSeqs"] = list(source_event_seqs)
         if surface_op is not None:
             event["surfaceOp"] = surface_op
-        if ignorable:
-            event["ignorable"] = True
         self.events.append(event)
         return seq
 
@@ -185,10 +172,6 @@ class SessionLog:
         """End the current append batch (one zstd frame)."""
         if not self.batch_ends or self.batch_ends[-1] != len(self.events):
             self.batch_ends.append(len(self.events))
-
-    def batches(self) -> list[list[dict[str, Any]]]:
-        bounds = [0, *self.batch_ends, len(self.events)]
-        return [self.events[start:end] for start, end in itertools.pairwise(bounds) if end > start]
 
     # Conversation helpers: the shapes dsh writes.
 
@@ -200,8 +183,8 @@ class SessionLog:
         self.step = 0
         return self.append("turn/start", {"turn": self.turn})
 
-    def end_turn(self, reason: Mapping[str, Any] | None = None) -> int:
-        return self.append("turn/end", {"turn": self.turn, "reason": dict(reason or {"kind": "completed"})})
+    def end_turn(self) -> int:
+        return self.append("turn/end", {"turn": self.turn, "reason": {"kind": "completed"}})
 
     def start_step(self) -> int:
         self.step += 1
@@ -219,38 +202,24 @@ class SessionLog:
         source_event_seqs: Sequence[int] | None = None,
         extra: Mapping[str, Any] | None = None,
     ) -> int:
-        blocks = (
-            [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
-        )
-        data: dict[str, Any] = {"content": blocks, "source": dict(source or {"kind": "user"})}
+        data: dict[str, Any] = {"content": _blocks(content), "source": dict(source or {"kind": "user"})}
         data.update(extra or {})
         data["role"] = "user"
         data["id"] = self.message_id()
         return self.append("user/message", data, surface_op=surface_op, source_event_seqs=source_event_seqs)
 
     def assistant(
-        self,
-        content: str | Sequence[Mapping[str, Any]],
-        *,
-        usage: Mapping[str, Any] | None = None,
-        interrupted: bool = False,
-        provider: str = "deepseek",
-        model: str = "deepseek-chat",
+        self, content: str | Sequence[Mapping[str, Any]], *, usage: Mapping[str, Any] | None = None
     ) -> int:
-        blocks = (
-            [{"type": "text", "text": content}] if isinstance(content, str) else [dict(b) for b in content]
-        )
         message = {
             "role": "assistant",
-            "content": blocks,
-            "source": {"kind": "model", "provider": provider, "model": model},
+            "content": _blocks(content),
+            "source": {"kind": "model", "provider": "deepseek", "model": "deepseek-chat"},
             "id": self.message_id(),
         }
         data: dict[str, Any] = {"turn": self.turn, "step": self.step, "message": message}
         if usage is not None:
             data["usage"] = dict(usage)
-        if interrupted:
-            data["interrupted"] = True
         return self.append("assistant/message", data, surface_op="append")
 
     def chunk(self, kind: str, text: str, *, index: int = 0) -> int:
@@ -259,11 +228,11 @@ class SessionLog:
             {"turn": self.turn, "step": self.step, "chunk": {"type": kind, "index": index, "text": text}},
         )
 
-    def tool_call_delta(self, call_id: str, name: str, arguments: str, *, index: int = 1) -> int:
-        """A streamed piece of a tool call's arguments."""
+    def tool_call_delta(self, call_id: str, name: str, arguments: str) -> int:
+        """A streamed piece of a tool call's arguments (block 1: after the step's text)."""
         chunk = {
             "type": "tool-call-delta",
-            "index": index,
+            "index": 1,
             "id": call_id,
             "name": name,
             "argumentsDelta": arguments,
@@ -274,16 +243,8 @@ class SessionLog:
         data = {"turn": self.turn, "step": self.step, "callId": call_id, "name": name, "arguments": arguments}
         return self.append("tool/call", data)
 
-    def tool_result(
-        self, call_id: str, text: str, *, is_error: bool = False, call_seq: int | None = None
-    ) -> int:
-        block: dict[str, Any] = {
-            "type": "tool-result",
-            "toolCallId": call_id,
-            "content": [{"type": "text", "text": text}],
-        }
-        if is_error:
-            block["isError"] = True
+    def tool_result(self, call_id: str, text: str, *, call_seq: int | None = None) -> int:
+        block = {"type": "tool-result", "toolCallId": call_id, "content": [{"type": "text", "text": text}]}
         message = {
             "role": "user",
             "content": [block],
@@ -341,7 +302,8 @@ def encode_log(log: SessionLog, compression: Compression = "zstd", *, pack_chunk
     """The log's bytes as upstream's backend writes them (header frame + one frame per batch)."""
     header = (js_stringify(header_line(log.header)) + "\n").encode("utf-8")
     bodies = []
-    for batch in log.batches():
+    bounds = [0, *log.batch_ends, len(log.events)]
+    for batch in (log.events[start:end] for start, end in itertools.pairwise(bounds) if end > start):
         records = pack_chunk_runs(batch) if pack_chunks else batch
         bodies.append(("\n".join(js_stringify(record) for record in records) + "\n").encode("utf-8"))
     if compression == "none":
