@@ -16,6 +16,7 @@ then lives in memory). Reads are bounded and never block on a FIFO.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -93,11 +94,9 @@ def read_private(path: str, limit: int) -> str | None:
 def write_private(path: str, text: str) -> None:
     """Replace ``path`` with a new file holding ``text``: written under a fresh name (``O_EXCL``
     never follows a link) and renamed over whatever ``path`` was."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         if os.lstat(path).st_nlink > 1:
             raise _planted(path, os.lstat(path))  # renaming over it would change the other file
-    except FileNotFoundError:
-        pass
     temporary = f"{path}.{os.getpid()}.tmp"
     unlink_own(temporary)
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
@@ -136,11 +135,9 @@ def remove_database(path: str) -> None:
 def unlink_own(path: str) -> bool:
     """Remove ``path`` if it is gone or its inode is its own (one link): removing a name with
     other links would change another file. ``True`` when ``path`` no longer exists."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         if os.lstat(path).st_nlink > 1:
             _LOG.warning("%s in the cache folder has other hard links; leaving it alone", path)
             return False
         os.unlink(path)
-    except FileNotFoundError:
-        pass
     return True

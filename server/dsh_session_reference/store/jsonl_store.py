@@ -124,8 +124,6 @@ def replay(
         replays.append(Replay(session_id, header, location, keep_surface=keep_surface))
         return replays[-1]
 
-    meta: dict[str, Any] | None = None
-    skipped: tuple[int, ...] = ()
     for _ in range(_READ_ATTEMPTS):
         replays.clear()
         try:
@@ -146,7 +144,7 @@ def replay(
             raise not_found(session_id) from None
         except OSError as error:
             raise failed(fs_message(error, "open", path)) from error
-    if meta is None:
+    else:
         raise failed("the log kept shrinking while it was read")
     if meta["id"] != session_id:
         raise failed(
