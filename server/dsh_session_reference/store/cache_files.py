@@ -46,11 +46,11 @@ def _planted(path: str, info: os.stat_result) -> PlantedFile:
     return PlantedFile(errno.EPERM, kind, path)
 
 
-def open_private(path: str, flags: int, mode: int = 0o600) -> int:
+def open_private(path: str, flags: int) -> int:
     """``os.open`` of a file of ours: never through a symlink, never a non-regular file or a file
     with other hard links (it is looked at before it is opened, and checked again once open).
 
-    With ``O_CREAT``, a planted entry is removed and the file is made afresh (``O_EXCL``), so
+    With ``O_CREAT``, a planted entry is removed and the file is made afresh (``O_EXCL``, 0600), so
     what is returned is always our own file; without it, a planted entry is :class:`PlantedFile`.
     """
     base = flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK
@@ -66,7 +66,7 @@ def open_private(path: str, flags: int, mode: int = 0o600) -> int:
             continue
         exclusive = os.O_EXCL if seen is None and flags & os.O_CREAT else 0
         try:
-            fd = os.open(path, base | exclusive, mode)
+            fd = os.open(path, base | exclusive, 0o600)
         except FileExistsError:
             continue  # another process made it meanwhile: look again
         opened = os.fstat(fd)

@@ -153,7 +153,6 @@ class SessionCatalog:
             snapshot = self.snapshot
             if snapshot is None:
                 return version, {}
-            # Each through the board: one observed at another fingerprint than the listing's is read.
             listed = (snapshot.by_location.get(location) for location in changed)
             records = [record for record in listed if record is not None]
             titles = self._titles(records, stop)
