@@ -16,6 +16,7 @@ then lives in memory). Reads are bounded and never block on a FIFO.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -45,11 +46,11 @@ def _planted(path: str, info: os.stat_result) -> PlantedFile:
     return PlantedFile(errno.EPERM, kind, path)
 
 
-def open_private(path: str, flags: int, mode: int = 0o600) -> int:
+def open_private(path: str, flags: int) -> int:
     """``os.open`` of a file of ours: never through a symlink, never a non-regular file or a file
     with other hard links (it is looked at before it is opened, and checked again once open).
 
-    With ``O_CREAT``, a planted entry is removed and the file is made afresh (``O_EXCL``), so
+    With ``O_CREAT``, a planted entry is removed and the file is made afresh (``O_EXCL``, 0600), so
     what is returned is always our own file; without it, a planted entry is :class:`PlantedFile`.
     """
     base = flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK
@@ -65,7 +66,7 @@ def open_private(path: str, flags: int, mode: int = 0o600) -> int:
             continue
         exclusive = os.O_EXCL if seen is None and flags & os.O_CREAT else 0
         try:
-            fd = os.open(path, base | exclusive, mode)
+            fd = os.open(path, base | exclusive, 0o600)
         except FileExistsError:
             continue  # another process made it meanwhile: look again
         opened = os.fstat(fd)
@@ -93,11 +94,9 @@ def read_private(path: str, limit: int) -> str | None:
 def write_private(path: str, text: str) -> None:
     """Replace ``path`` with a new file holding ``text``: written under a fresh name (``O_EXCL``
     never follows a link) and renamed over whatever ``path`` was."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         if os.lstat(path).st_nlink > 1:
             raise _planted(path, os.lstat(path))  # renaming over it would change the other file
-    except FileNotFoundError:
-        pass
     temporary = f"{path}.{os.getpid()}.tmp"
     unlink_own(temporary)
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600)
@@ -136,11 +135,9 @@ def remove_database(path: str) -> None:
 def unlink_own(path: str) -> bool:
     """Remove ``path`` if it is gone or its inode is its own (one link): removing a name with
     other links would change another file. ``True`` when ``path`` no longer exists."""
-    try:
+    with contextlib.suppress(FileNotFoundError):
         if os.lstat(path).st_nlink > 1:
             _LOG.warning("%s in the cache folder has other hard links; leaving it alone", path)
             return False
         os.unlink(path)
-    except FileNotFoundError:
-        pass
     return True

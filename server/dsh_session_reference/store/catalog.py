@@ -153,7 +153,6 @@ class SessionCatalog:
             snapshot = self.snapshot
             if snapshot is None:
                 return version, {}
-            # Each through the board: one observed at another fingerprint than the listing's is read.
             listed = (snapshot.by_location.get(location) for location in changed)
             records = [record for record in listed if record is not None]
             titles = self._titles(records, stop)
@@ -294,9 +293,7 @@ class SessionCatalog:
         return [observation for observation in found if observation is not None]
 
     def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
-        return self._kept(
-            ("surface", session_id), SurfaceSnapshot, lambda: self.index.read_surface(session_id, stop)
-        )
+        return self._kept(("surface", session_id), lambda: self.index.read_surface(session_id, stop))
 
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0
@@ -305,18 +302,17 @@ class SessionCatalog:
         :data:`~.index.store.APART_READ_BYTES` is read in a process of its own."""
         return self._kept(
             ("conversation", session_id, max_bytes, head_bytes),
-            ConversationSnapshot,
             lambda: self.index.read_conversation(session_id, max_bytes, stop, head_bytes),
         )
 
-    def _kept(self, key: tuple[object, ...], kind: type[Read], read: Callable[[], Read]) -> Read:
+    def _kept(self, key: tuple[object, ...], read: Callable[[], Read]) -> Read:
         """``read()``, or what it returned before while the log is unchanged (:mod:`.surfaces`).
         A request like any other: background walks wait, so a huge log's read does
         not share the interpreter with them."""
         with self.scheduler.serving():
             snapshot = self.snapshot
             listed = snapshot.by_id.get(str(key[1])) if snapshot is not None else None
-            return self.surfaces.read(key, listed.location if listed is not None else None, kind, read)
+            return self.surfaces.read(key, listed.location if listed is not None else None, read)
 
     def background_work(self) -> tuple[str, int] | None:
         """What the background is doing that a person may be waiting for, and how many logs are

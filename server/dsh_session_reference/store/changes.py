@@ -45,7 +45,7 @@ class Listeners:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._listeners: list[Callable[[StoreChange], None]] = []
-        self._held: tuple[set[str], bool] | None = None
+        self._held: StoreChange | None = None
 
     def add(self, listener: Callable[[StoreChange], None]) -> None:
         with self._lock:
@@ -61,12 +61,12 @@ class Listeners:
     def hold(self, sessions: set[str], listing: bool) -> None:
         """Keep a change to tell once the walk it asks for has listed the root."""
         with self._lock:
-            held = self._held or (set(), False)
-            self._held = (held[0] | sessions, held[1] or listing)
+            held = self._held or StoreChange(frozenset(), False)
+            self._held = StoreChange(held.sessions | sessions, held.listing or listing)
 
     def take(self) -> StoreChange | None:
         """What was held, taken before a walk: what the watcher sees during the walk stays for the
         next one (which it has asked for)."""
         with self._lock:
             held, self._held = self._held, None
-        return None if held is None else StoreChange(frozenset(held[0]), held[1])
+        return held

@@ -124,8 +124,6 @@ def replay(
         replays.append(Replay(session_id, header, location, keep_surface=keep_surface))
         return replays[-1]
 
-    meta: dict[str, Any] | None = None
-    skipped: tuple[int, ...] = ()
     for _ in range(_READ_ATTEMPTS):
         replays.clear()
         try:
@@ -146,7 +144,7 @@ def replay(
             raise not_found(session_id) from None
         except OSError as error:
             raise failed(fs_message(error, "open", path)) from error
-    if meta is None:
+    else:
         raise failed("the log kept shrinking while it was read")
     if meta["id"] != session_id:
         raise failed(
@@ -173,17 +171,6 @@ def replay(
     if not headers_compatible(meta, artifact.header):
         raise StoreError(f'session source headers conflict for session "{session_id}"', SOURCE_CONFLICT)
     return meta, result
-
-
-def surface_of(root: str, session_id: str, artifact: Artifact, stop: AbortSignal | None) -> SurfaceSnapshot:
-    """``readSurface`` of the log at ``artifact``: the header, ``capturedThroughSeq`` and the
-    current surface events."""
-    header, result = replay(root, session_id, artifact, True, stop)
-    return SurfaceSnapshot(
-        session=record_at(artifact.path, header),
-        captured_through_seq=result.captured_through_seq,
-        events=result.surface,
-    )
 
 
 def named_segment(root: str, session_id: str) -> str | None:
@@ -246,6 +233,9 @@ class ReadsOnDemand:
     def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
         raise NotImplementedError
 
+    def locate(self, session_id: str, stop: AbortSignal | None) -> Artifact:
+        raise NotImplementedError
+
     def find_records(
         self, session_ids: Iterable[str], stop: AbortSignal | None = None
     ) -> dict[str, SessionRecord]:
@@ -254,6 +244,29 @@ class ReadsOnDemand:
         return {
             session_id: record for session_id, record in found.items() if record and record.id == session_id
         }
+
+    def read_titles(
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
+    ) -> list[TitleObservation]:
+        """The latest ``session/title`` of each record's log; a log that fails to read gives an error."""
+        seen: dict[str, TitleObservation] = {}
+        for record in records:
+            check(stop)
+            if record.id not in seen:
+                seen[record.id] = self.read_title(record, stop)
+        return [seen[record.id] for record in records]
+
+    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
+        """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events of the
+        log :meth:`locate` finds."""
+        session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
+        artifact = self.locate(session_id, stop)
+        header, result = replay(self.root, session_id, artifact, True, stop)
+        return SurfaceSnapshot(
+            session=record_at(artifact.path, header),
+            captured_through_seq=result.captured_through_seq,
+            events=result.surface,
+        )
 
     def titles_version(self) -> None:
         return None
@@ -297,22 +310,6 @@ class JsonlSessionStore(ReadsOnDemand):
         """The log of ``session_id``, else upstream's failure."""
         segment = lookup_segment(self.root, session_id)
         return walk_root(self.root, Walk(self.skips), segment, stop).artifact(session_id)
-
-    def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
-    ) -> list[TitleObservation]:
-        """The latest ``session/title`` of each record's log; a log that fails to read gives an error."""
-        seen: dict[str, TitleObservation] = {}
-        for record in records:
-            check(stop)
-            if record.id not in seen:
-                seen[record.id] = self.read_title(record, stop)
-        return [seen[record.id] for record in records]
-
-    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
-        """``readSurface``: the header, ``capturedThroughSeq`` and the current surface events."""
-        session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
-        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
 
     def read_conversation(
         self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0

@@ -301,19 +301,14 @@ def _exists(path: str) -> tuple[bool, bool]:
     on open), and whether the path is a regular file itself rather than a link to one."""
     try:
         info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            os.stat(path)
+            return True, False
     except (FileNotFoundError, NotADirectoryError):
         return False, False
     except OSError:
         return True, False
-    if not stat.S_ISLNK(info.st_mode):
-        return True, stat.S_ISREG(info.st_mode)
-    try:
-        os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return False, False
-    except OSError:
-        return True, False
-    return True, False
+    return True, stat.S_ISREG(info.st_mode)
 
 
 def inspect_directory(
@@ -331,11 +326,9 @@ def inspect_directory(
             walk.block(segment, zstd_path, fs_message(error, "stat", zstd_path))
             return
         walk.block(segment, plain_path, _encoding_mismatch(plain_path))
-        return
-    if not has_zstd and not has_plain:
-        return
-    path, is_file = (zstd_path, zstd_file) if has_zstd else (plain_path, plain_file)
-    inspect_log(root, walk, real, segment, path, is_file, stop)
+    elif has_zstd or has_plain:
+        path, is_file = (zstd_path, zstd_file) if has_zstd else (plain_path, plain_file)
+        inspect_log(root, walk, real, segment, path, is_file, stop)
 
 
 def inspect_log(

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Final, TypeVar
+from typing import Final, TypeVar, cast
 
 from ..model import ConversationSnapshot, SurfaceSnapshot
 from .index.rows import ReadAt, fingerprint_at
@@ -23,15 +23,14 @@ Read = TypeVar("Read", SurfaceSnapshot, ConversationSnapshot)
 
 
 class SurfaceCache:
-    """Reads keyed by what was asked (``("surface", id)``, ``("conversation", id, budget)``)."""
+    """Reads keyed by what was asked (``("surface", id)``, ``("conversation", id, budget)``): each
+    key's reads are of one kind."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[object, ...], ReadAt[Kept]] = OrderedDict()
 
-    def read(
-        self, key: tuple[object, ...], location: str | None, kind: type[Read], read: Callable[[], Read]
-    ) -> Read:
+    def read(self, key: tuple[object, ...], location: str | None, read: Callable[[], Read]) -> Read:
         """``read()`` of the log at ``location`` (where the latest listing has it), or what it
         returned before while the log is unchanged; kept for the next ask unless the log changed
         while it was read."""
@@ -40,8 +39,7 @@ class SurfaceCache:
             entry = self._kept.get(key)
             if entry is not None and before is not None and entry.path == location and entry.fp == before:
                 self._kept.move_to_end(key)
-                if isinstance(entry.value, kind):
-                    return entry.value
+                return cast(Read, entry.value)  # what ``read`` returned for this key
         value = read()
         path = value.session.location
         if path is None or before is None:

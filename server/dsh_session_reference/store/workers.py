@@ -24,6 +24,7 @@ never outlives the process that started it.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -144,7 +145,8 @@ class WorkerProcess:
 
     def _read(self) -> None:
         assert self._process.stdout is not None
-        try:
+        # Until the child exits (EOFError, OSError) or the pipe is closed meanwhile (ValueError):
+        with contextlib.suppress(EOFError, OSError, ValueError, pickle.UnpicklingError):
             while True:
                 request, ok, value = _receive(self._process.stdout)
                 with self._lock:
@@ -155,8 +157,6 @@ class WorkerProcess:
                     future.set_result(value)
                 else:
                     future.set_exception(value)
-        except (EOFError, OSError, ValueError, pickle.UnpicklingError):  # ValueError: closed meanwhile
-            pass
         with self._lock:
             pending, self._pending = self._pending, {}
         for future in pending.values():
@@ -165,11 +165,9 @@ class WorkerProcess:
 
     def close(self) -> None:
         """Stop the child (a task in progress is abandoned)."""
-        try:
+        with contextlib.suppress(OSError):
             if self._process.stdin is not None:
                 self._process.stdin.close()
-        except OSError:
-            pass
         if self._process.poll() is None:
             self._process.terminate()
         try:

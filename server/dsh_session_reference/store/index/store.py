@@ -25,7 +25,6 @@ from ...model import (
     BodyMatch,
     ConversationSnapshot,
     SessionRecord,
-    SurfaceSnapshot,
     TitleObservation,
 )
 from ..jsonl_store import (
@@ -33,7 +32,6 @@ from ..jsonl_store import (
     lookup_segment,
     named_segment,
     record_named,
-    surface_of,
 )
 from ..layout import resolve_root
 from ..listing import Artifact, Skips, Walk
@@ -135,10 +133,6 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         segment = lookup_segment(self.root, session_id)
         return walk_rows(self, Walk(self.skips), segment, stop, self.workers).artifact(session_id)
 
-    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
-        session_id = js_normalize(session_id)
-        return surface_of(self.root, session_id, self.locate(session_id, stop), stop)
-
     def stored_listing(self) -> StoredListing:
         """The listing the index remembers, without looking at the disk: possibly stale, so only
         for answering until a walk has listed the root. The one a language server left
@@ -172,12 +166,7 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         try:
             if self.workers > 1:
                 self._verify_in_workers(records, stop)
-            seen: dict[str, TitleObservation] = {}
-            for record in records:
-                check(stop)
-                if record.id not in seen:
-                    seen[record.id] = self.read_title(record, stop)
-            return [seen[record.id] for record in records]
+            return super().read_titles(records, stop)
         finally:
             self._title_workers.close()  # those started ahead and not needed
             self._call_done()
