@@ -17,8 +17,8 @@ from ..jsonl_store import JsonlSessionStore
 from ..listing import Skips
 from ..workers import serve_process
 from .bodies import message_texts
-from .records import Verified, read_texts
-from .rows import Fingerprint, ReadAt, stable_read
+from .records import Verified, kept_read, read_texts
+from .rows import Fingerprint, ReadAt
 from .store import IndexedSessionStore
 from .title_scan import scan_last_title
 from .walk import PLAIN_NAME, ZSTD_NAME, probe, single_log
@@ -31,11 +31,7 @@ def verify_titles(root: str, records: Sequence[SessionRecord]) -> list[Verified]
     found: list[Verified] = []
     for record in records:
         assert record.location is not None  # listed records only
-        read = stable_read(record.location, partial(store.read_title, record, None))
-        if read is None or read[1] is None:
-            found.append(None)  # gone, or changed under the read: nothing to keep
-        else:
-            found.append((read[0], read[1], read[2]))
+        found.append(kept_read(record.location, partial(store.read_title, record, None)))
     return found
 
 
