@@ -120,18 +120,12 @@ class RowTable:
                 self._some[path] = self._database().load_row(path)
             return self._some[path]
 
-    def _set(self, path: str, row: IndexRow | None) -> None:
+    def _set(self, path: str, row: IndexRow) -> None:
         with self._lock:
-            if row is None:
-                if self.row(path) is not None:
-                    self._dirty[path] = None
-            else:
-                self._dirty[path] = row
+            self._dirty[path] = row
             if self._rows is None or not self._whole:
                 self._some[path] = row
-            if self._rows is not None and row is None:
-                self._rows.pop(path, None)
-            elif self._rows is not None and row is not None:
+            if self._rows is not None:
                 self._rows[path] = row
 
     def flush(self, pause: Callable[[], object] | None = None) -> None:
@@ -178,7 +172,8 @@ class RowTable:
                 table.update((path, row) for path, row in self._some.items() if row is not None)
                 self._whole, self._some, self._prune = True, {}, True
             for path in [path for path in table if path not in looked]:
-                self._set(path, None)
+                del table[path]
+                self._dirty[path] = None  # removed from the file when next written
             self.walked = walked
             self.directories = directories
 
