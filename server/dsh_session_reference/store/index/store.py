@@ -265,12 +265,11 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         known = database.body_fingerprints()
         listed = {record.location for record in records if record.location is not None}
         database.drop_bodies([path for path in known if path not in listed])
-        stale: list[str] = []
-        for path in listed:
-            fp = fingerprint_at(path)
-            if fp is not None and known.get(path) != fp_text(fp):
-                stale.append(path)
-        return sorted(stale)
+        return sorted(
+            path
+            for path in listed
+            if (fp := fingerprint_at(path)) is not None and known.get(path) != fp_text(fp)
+        )
 
     def put_bodies(self, found: Iterable[ReadAt[str]]) -> None:
         """Store texts read by :func:`.bodies.message_text` (:func:`.records.read_texts`)."""
