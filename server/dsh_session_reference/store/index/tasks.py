@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from ...model import ConversationSnapshot, SessionRecord
 from ..jsonl_store import JsonlSessionStore
-from ..listing import Skips
+from ..listing import Skips, Walk
 from ..workers import serve_process
 from .bodies import message_text
 from .records import Verified, kept_read, read_texts
@@ -58,7 +58,7 @@ def read_headers(
         if single is None:
             continue
         path, fp = single
-        _, entry = probe(root, skips, root_real, segment, path, fp, None)
+        entry = probe(root, Walk(skips), root_real, segment, path, fp, None)
         if entry is not None:
             found.append((path, fp, *entry))
     return found
