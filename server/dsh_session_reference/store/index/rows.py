@@ -172,14 +172,11 @@ def fp_text(fp: Fingerprint) -> str:
     return ":".join(str(part) for part in fp)
 
 
-def fp_parse(text: object) -> Fingerprint:
-    if not isinstance(text, str):
-        raise Untrusted("fingerprint is not text")
+def fp_parse(text: str) -> Fingerprint:
     parts = text.split(":")
     if len(parts) != 5 or not all(part.isdigit() for part in parts):
         raise Untrusted("malformed fingerprint")
-    dev, ino, size, mtime, ctime = (int(part) for part in parts)
-    return Fingerprint(dev, ino, size, mtime, ctime)
+    return Fingerprint(*map(int, parts))
 
 
 def path_key(text: str) -> bytes:

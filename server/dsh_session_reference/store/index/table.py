@@ -223,7 +223,7 @@ class RowTable:
             listed = kept.listed_key(fp, path)
             # A title read for the very header this row's listing holds (the usual case) says so,
             # so a lookup for a listed record needs no header serialised.
-            stored = LISTED if listed is not None and listed == key else key
+            stored = LISTED if listed == key else key
             value = {"i": record.id, "h": stored, "t": observation.title, "e": observation.error}
             text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
             entry = TitleEntry(record.id, stored, observation.title, observation.error)
