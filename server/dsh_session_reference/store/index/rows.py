@@ -174,7 +174,7 @@ def fp_text(fp: Fingerprint) -> str:
 
 def fp_parse(text: str) -> Fingerprint:
     parts = text.split(":")
-    if len(parts) != 5 or not all(part.isdigit() for part in parts):
+    if len(parts) != 5 or not all(part.isdecimal() for part in parts):  # what int() reads
         raise Untrusted("malformed fingerprint")
     return Fingerprint(*map(int, parts))
 
