@@ -33,10 +33,10 @@ def slow_probes(monkeypatch: pytest.MonkeyPatch, delay: float = 0.02) -> list[st
     probed: list[str] = []
     probe = walk_module.probe
 
-    def slow(root: str, skips: Any, real: str, segment: str, path: str, *args: Any) -> Any:
+    def slow(root: str, scan: Any, real: str, segment: str, path: str, *args: Any) -> Any:
         probed.append(path)
         time.sleep(delay)
-        return probe(root, skips, real, segment, path, *args)
+        return probe(root, scan, real, segment, path, *args)
 
     monkeypatch.setattr(walk_module, "probe", slow)
     return probed

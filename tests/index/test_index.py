@@ -27,7 +27,7 @@ from dsh_session_reference.store.index import database as database_module
 from dsh_session_reference.store.index import table as table_module
 from dsh_session_reference.store.index import walk as walk_module
 from dsh_session_reference.store.index.database import default_index_dir, tidy_index_dir
-from dsh_session_reference.store.index.rows import RACY_NS, header_text
+from dsh_session_reference.store.index.rows import RACY_NS, header_text, key_path, row_crc
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.index.title_scan import scan_last_title
 from dsh_session_reference.store.layout import encode_segment, log_path
@@ -317,6 +317,23 @@ def test_a_tampered_row_read_alone_is_detected_and_the_index_rebuilt(tmp_path: P
     store.close()
     listings = [row[0] for row in sqlite3.connect(path).execute("SELECT listing FROM logs").fetchall()]
     assert len(listings) == 1 and '"/x"' in listings[0]  # rebuilt: only the row just read again
+
+
+def test_a_forged_row_whose_fingerprint_int_cannot_read_is_untrusted_not_a_crash(tmp_path: Path) -> None:
+    """A row read alone whose fingerprint has a digit ``str.isdigit`` accepts and ``int`` does not
+    (``①``), with a checksum that holds, rebuilds the index instead of failing the lookup."""
+    root, path, _ = warm(tmp_path)
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT path, fp, listing, listing_ns, title, title_ns FROM logs").fetchall()
+    for key, fp, listing, listing_ns, entry, title_ns in rows:
+        forged = "\u2460" + fp[1:]
+        crc = row_crc(key_path(key), forged, listing, listing_ns, entry, title_ns)
+        conn.execute("UPDATE logs SET fp = ?, crc = ? WHERE path = ?", (forged, crc, key))
+    conn.commit()
+    conn.close()
+    store = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    assert store.find_record("b") == JsonlSessionStore(root).find_record("b")
+    store.close()
 
 
 # --- a cold index's headers, read by worker processes as well ------------------------------------

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Sequence
-from functools import partial
 from typing import Any, Final
 
 from ...cancellation import AbortSignal
@@ -13,8 +11,6 @@ from ...projection import project_conversation
 from ..listing import compression_of
 from ..logbase import LogChanged, LogError, open_artifact
 from ..logfile import read_log
-from .records import read_texts
-from .rows import ReadAt
 
 BODY_CHARS: Final = 200_000
 """Message text kept per session for body search (the newest messages win)."""
@@ -55,12 +51,6 @@ def message_text(path: str, root_real: str, stop: AbortSignal | None = None) -> 
         pass
     text = "\n".join(texts.kept)
     return text[-BODY_CHARS:]
-
-
-def message_texts(root: str, paths: Sequence[str], stop: AbortSignal | None = None) -> list[ReadAt[str]]:
-    """:func:`message_text` of several logs, each with the fingerprint it was read at (in a worker
-    process, or in the store's own thread: :meth:`.store.IndexedSessionStore.index_bodies`)."""
-    return read_texts(root, paths, partial(message_text, stop=stop))
 
 
 _WORD = re.compile(r"\w+")

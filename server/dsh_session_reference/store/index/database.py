@@ -372,9 +372,7 @@ class IndexDatabase:
         with self._transaction("write") as conn:
             conn.executemany("DELETE FROM logs WHERE path = ?", deletes)
             conn.executemany(
-                "INSERT OR REPLACE INTO logs(path, fp, listing, listing_ns, title, title_ns, crc) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                upserts,
+                f"INSERT OR REPLACE INTO logs({_ROW_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", upserts
             )
 
     # message text (opt-in body search)

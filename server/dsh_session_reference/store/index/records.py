@@ -8,7 +8,7 @@ from functools import partial
 from typing import TypeVar
 
 from ...model import SessionRecord, TitleObservation
-from .rows import Fingerprint, ReadAt, stable_read
+from .rows import Fingerprint, ReadAt, fingerprint_at, stable_read
 
 T = TypeVar("T")
 
@@ -18,15 +18,25 @@ Verified = tuple[TitleObservation, Fingerprint, int] | None
 and when the read began; ``None`` if the log changed while it was read (or was gone): nothing to keep."""
 
 
+def kept_read(path: str, read: Callable[[], T]) -> tuple[T, Fingerprint, int] | None:
+    """:func:`.rows.stable_read` of the log at ``path`` as it is now: ``(value, fingerprint, read
+    at)``, or ``None`` (nothing to keep) when the log cannot be looked at (it is not read) or
+    changed while it was read."""
+    before = fingerprint_at(path)
+    if before is None:
+        return None
+    value, fp, started = stable_read(path, read, before)
+    return None if fp is None else (value, fp, started)
+
+
 def read_texts(root: str, paths: Sequence[str], read: Callable[[str, str], T]) -> list[ReadAt[T]]:
-    """``read(path, root_real)`` of each log that held still while it was read
-    (:func:`.rows.stable_read`); a log that changed meanwhile, or cannot be looked at, is left out
-    (nothing such a read found is kept)."""
+    """``read(path, root_real)`` of each log that held still while it was read (:func:`kept_read`);
+    a log that changed meanwhile, or cannot be looked at, is left out."""
     root_real = os.path.realpath(root)
     found: list[ReadAt[T]] = []
     for path in paths:
-        result = stable_read(path, partial(read, path, root_real))
-        if result is not None and result[1] is not None:
+        result = kept_read(path, partial(read, path, root_real))
+        if result is not None:
             found.append(ReadAt(path, result[1], result[0]))
     return found
 

@@ -16,7 +16,7 @@ import time
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Generic, NamedTuple, TypeVar, overload
+from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from ..layout import LOG_NAMES, Compression
 
@@ -172,14 +172,11 @@ def fp_text(fp: Fingerprint) -> str:
     return ":".join(str(part) for part in fp)
 
 
-def fp_parse(text: object) -> Fingerprint:
-    if not isinstance(text, str):
-        raise Untrusted("fingerprint is not text")
+def fp_parse(text: str) -> Fingerprint:
     parts = text.split(":")
-    if len(parts) != 5 or not all(part.isdigit() for part in parts):
+    if len(parts) != 5 or not all(part.isdecimal() for part in parts):  # what int() reads
         raise Untrusted("malformed fingerprint")
-    dev, ino, size, mtime, ctime = (int(part) for part in parts)
-    return Fingerprint(dev, ino, size, mtime, ctime)
+    return Fingerprint(*map(int, parts))
 
 
 def path_key(text: str) -> bytes:
@@ -291,31 +288,15 @@ def _parse_title(text: str) -> TitleEntry | None:
 # --- reading logs without replaying them ---------------------------------------------------------
 
 
-@overload
-def stable_read(
-    path: str, read: Callable[[], T], before: Fingerprint
-) -> tuple[T, Fingerprint | None, int]: ...
+def stable_read(path: str, read: Callable[[], T], before: Fingerprint) -> tuple[T, Fingerprint | None, int]:
+    """``read()`` of the log at ``path`` (just seen at ``before``), the fingerprint its answer holds
+    for, and when it began.
 
-
-@overload
-def stable_read(path: str, read: Callable[[], T]) -> tuple[T, Fingerprint | None, int] | None: ...
-
-
-def stable_read(
-    path: str, read: Callable[[], T], before: Fingerprint | None = None
-) -> tuple[T, Fingerprint | None, int] | None:
-    """``read()`` of the log at ``path``, the fingerprint its answer holds for, and when it began.
-
-    The fingerprint is the log's before the read (``before``, when the caller has just taken it)
-    if it is the same after; ``None`` when the log changed or vanished meanwhile, and then the
-    answer is not to be kept. The start time is what :data:`RACY_NS` is measured against. Without
-    ``before``, a log that cannot be looked at is not read at all (``None``). Every row the index
-    makes (a listing, a title, a worker's answer, message text) is read so.
+    The fingerprint is ``before`` if the log's is the same after the read; ``None`` when the log
+    changed or vanished meanwhile, and then the answer is not to be kept. The start time is what
+    :data:`RACY_NS` is measured against. Every row the index makes (a listing, a title, a worker's
+    answer, message text) is read so.
     """
-    if before is None:
-        before = fingerprint_at(path)
-        if before is None:
-            return None
     started = time.time_ns()
     value = read()
     return value, before if fingerprint_at(path) == before else None, started

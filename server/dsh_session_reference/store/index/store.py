@@ -36,8 +36,9 @@ from ..jsonl_store import (
 from ..layout import resolve_root
 from ..listing import Artifact, Skips, Walk
 from ..workers import run_apart
-from .bodies import fts_query, message_texts
+from .bodies import fts_query, message_text
 from .kept import StoredListing, kept_listing, listing_text
+from .records import read_texts
 from .rows import (
     Fingerprint,
     ReadAt,
@@ -253,15 +254,14 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         known = database.body_fingerprints()
         listed = {record.location for record in records if record.location is not None}
         database.drop_bodies([path for path in known if path not in listed])
-        stale: list[str] = []
-        for path in listed:
-            fp = fingerprint_at(path)
-            if fp is not None and known.get(path) != fp_text(fp):
-                stale.append(path)
-        return sorted(stale)
+        return sorted(
+            path
+            for path in listed
+            if (fp := fingerprint_at(path)) is not None and known.get(path) != fp_text(fp)
+        )
 
     def put_bodies(self, found: Iterable[ReadAt[str]]) -> None:
-        """Store texts read by :func:`.bodies.message_texts`."""
+        """Store texts read by :func:`.bodies.message_text` (:func:`.records.read_texts`)."""
         database = self._database()
         for text in found:
             database.put_body(text.path, text.fp, text.value)
@@ -272,7 +272,7 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         stale = self.bodies_to_index(records)
         for path in stale:
             check(stop)
-            self.put_bodies(message_texts(self.root, [path], stop))
+            self.put_bodies(read_texts(self.root, [path], partial(message_text, stop=stop)))
         return len(stale)
 
     def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> list[BodyMatch]:

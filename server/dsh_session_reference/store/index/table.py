@@ -120,18 +120,12 @@ class RowTable:
                 self._some[path] = self._database().load_row(path)
             return self._some[path]
 
-    def _set(self, path: str, row: IndexRow | None) -> None:
+    def _set(self, path: str, row: IndexRow) -> None:
         with self._lock:
-            if row is None:
-                if self.row(path) is not None:
-                    self._dirty[path] = None
-            else:
-                self._dirty[path] = row
+            self._dirty[path] = row
             if self._rows is None or not self._whole:
                 self._some[path] = row
-            if self._rows is not None and row is None:
-                self._rows.pop(path, None)
-            elif self._rows is not None and row is not None:
+            if self._rows is not None:
                 self._rows[path] = row
 
     def flush(self, pause: Callable[[], object] | None = None) -> None:
@@ -178,7 +172,8 @@ class RowTable:
                 table.update((path, row) for path, row in self._some.items() if row is not None)
                 self._whole, self._some, self._prune = True, {}, True
             for path in [path for path in table if path not in looked]:
-                self._set(path, None)
+                del table[path]
+                self._dirty[path] = None  # removed from the file when next written
             self.walked = walked
             self.directories = directories
 
@@ -228,7 +223,7 @@ class RowTable:
             listed = kept.listed_key(fp, path)
             # A title read for the very header this row's listing holds (the usual case) says so,
             # so a lookup for a listed record needs no header serialised.
-            stored = LISTED if listed is not None and listed == key else key
+            stored = LISTED if listed == key else key
             value = {"i": record.id, "h": stored, "t": observation.title, "e": observation.error}
             text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
             entry = TitleEntry(record.id, stored, observation.title, observation.error)

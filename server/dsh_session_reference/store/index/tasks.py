@@ -14,11 +14,11 @@ from typing import Any, Final
 
 from ...model import ConversationSnapshot, SessionRecord
 from ..jsonl_store import JsonlSessionStore
-from ..listing import Skips
+from ..listing import Skips, Walk
 from ..workers import serve_process
-from .bodies import message_texts
-from .records import Verified, read_texts
-from .rows import Fingerprint, ReadAt, stable_read
+from .bodies import message_text
+from .records import Verified, kept_read, read_texts
+from .rows import Fingerprint
 from .store import IndexedSessionStore
 from .title_scan import scan_last_title
 from .walk import PLAIN_NAME, ZSTD_NAME, probe, single_log
@@ -31,18 +31,8 @@ def verify_titles(root: str, records: Sequence[SessionRecord]) -> list[Verified]
     found: list[Verified] = []
     for record in records:
         assert record.location is not None  # listed records only
-        read = stable_read(record.location, partial(store.read_title, record, None))
-        if read is None or read[1] is None:
-            found.append(None)  # gone, or changed under the read: nothing to keep
-        else:
-            found.append((read[0], read[1], read[2]))
+        found.append(kept_read(record.location, partial(store.read_title, record, None)))
     return found
-
-
-def scan_titles(root: str, paths: Sequence[str]) -> list[ReadAt[str | None]]:
-    """The last ``session/title`` of each log by a byte scan, with the fingerprint it was found at
-    (worker side): what a claimed title is checked against (:meth:`..titles.TitleBoard.prove`)."""
-    return read_texts(root, paths, scan_last_title)
 
 
 def read_conversation(
@@ -68,7 +58,7 @@ def read_headers(
         if single is None:
             continue
         path, fp = single
-        _, entry = probe(root, skips, root_real, segment, path, fp, None)
+        entry = probe(root, Walk(skips), root_real, segment, path, fp, None)
         if entry is not None:
             found.append((path, fp, *entry))
     return found
@@ -77,8 +67,10 @@ def read_headers(
 TASKS: Final[Mapping[str, Callable[..., Any]]] = {
     "read_headers": read_headers,
     "verify_titles": verify_titles,
-    "scan_titles": scan_titles,
-    "message_texts": message_texts,
+    # ``(root, paths)``: each log's last ``session/title`` by a byte scan (what a claimed title is
+    # checked against, :meth:`..titles.TitleBoard.prove`), or its message text (body search)
+    "scan_titles": partial(read_texts, read=scan_last_title),
+    "message_texts": partial(read_texts, read=message_text),
     "read_conversation": read_conversation,
 }
 """What a worker process may be asked to run, by name, with plain data."""

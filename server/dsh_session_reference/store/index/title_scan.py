@@ -5,12 +5,11 @@ A hint the language server shows while the index is being built (see :func:`scan
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import IO, Final
+from functools import partial
+from typing import Final
 
 from ...cancellation import AbortSignal, check
 from ..jsvalue import js_parse_line
-from ..layout import Compression
 from ..listing import compression_of
 from ..logbase import MAX_LINE_BYTES, LogError, open_artifact
 from ..zstd_frames import zstd_plaintext
@@ -18,18 +17,6 @@ from ..zstd_frames import zstd_plaintext
 _SCAN_CHUNK: Final = 1 << 20
 
 _TITLE_MARKER: Final = b'{"type":"session/title"'
-
-
-def _plaintext_chunks(
-    handle: IO[bytes], compression: Compression, stop: AbortSignal | None
-) -> Iterable[bytes]:
-    """A log's bytes as JSONL text, one bounded chunk at a time; damage ends the stream early."""
-    if compression == "none":
-        while chunk := handle.read(_SCAN_CHUNK):
-            check(stop)
-            yield chunk
-        return
-    yield from zstd_plaintext(handle, stop)
 
 
 def scan_last_title(path: str, root_real: str, stop: AbortSignal | None = None) -> str | None:
@@ -49,7 +36,11 @@ def scan_last_title(path: str, root_real: str, stop: AbortSignal | None = None) 
         # serves the frame bodies without holding a second copy of the file's bytes.
         buffering = 64 * 1024 if compression == "zstd" else _SCAN_CHUNK
         with open_artifact(path, root_real, buffering=buffering) as handle:
-            for chunk in _plaintext_chunks(handle, compression, stop):
+            read_chunk = partial(handle.read, _SCAN_CHUNK)
+            # The log as JSONL text, one bounded chunk at a time (damage ends a zstd log's early).
+            chunks = zstd_plaintext(handle, stop) if compression == "zstd" else iter(read_chunk, b"")
+            for chunk in chunks:
+                check(stop)
                 pending += chunk
                 end = pending.rfind(b"\n")
                 if end < 0:

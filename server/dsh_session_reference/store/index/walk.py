@@ -16,6 +16,7 @@ import os
 import stat
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Final
 
 from ...cancellation import AbortSignal
@@ -119,12 +120,7 @@ def _inspect(
         return
     if walk is not None:
         walk.walked[path] = fp
-    found, entry = probe(rows.root, scan.skips, real, segment, path, fp, stop)
-    scan.artifacts.extend(found.artifacts)
-    scan.encodings.update(found.encodings)
-    assert found.trail is not None
-    for block_segment, block_path, reason in found.trail:
-        scan.block(block_segment, block_path, reason)
+    entry = probe(rows.root, scan, real, segment, path, fp, stop)
     if entry is not None:
         rows.keep_listing(path, fp, *entry)
 
@@ -187,35 +183,33 @@ def stored_walk(rows: RowTable, skips: Skips) -> StoredListing:
 
 def probe(
     root: str,
-    skips: Skips,
+    scan: Walk,
     real: str,
     segment: str,
     path: str,
     fp: Fingerprint,
     stop: AbortSignal | None,
-) -> tuple[Walk, tuple[int, str] | None]:
-    """The listing step for the one log ``path`` (just seen at ``fp``), and the index entry for
-    it, ``(read at, listing text)``, unless the log changed while it was read.
+) -> tuple[int, str] | None:
+    """The listing step for the one log ``path`` (just seen at ``fp``) into ``scan`` (a walk
+    without a trail), and the index entry for it, ``(read at, listing text)``, unless the log
+    changed while it was read.
 
     The ``lstat`` that found the log already told upstream's existence checks' answer:
     exactly this regular file. So the outcome depends on this log alone, and only its
     fingerprint is checked after.
     """
-
-    def inspect() -> Walk:
-        found = Walk(skips, trail=[])
-        inspect_log(root, found, real, segment, path, True, stop)
-        return found
-
-    found, unchanged, started = stable_read(path, inspect, before=fp)
+    first, scan.trail = len(scan.artifacts), []  # the entry is what this step adds to ``scan``
+    step = partial(inspect_log, root, scan, real, segment, path, True, stop)
+    _, unchanged, started = stable_read(path, step, fp)
+    trail, scan.trail = scan.trail, None
     if unchanged is None:
-        return found, None
-    outcome = {"a": [[a.path, a.compression, a.header] for a in found.artifacts], "b": found.trail}
+        return None
+    outcome = {"a": [[a.path, a.compression, a.header] for a in scan.artifacts[first:]], "b": trail}
     try:
         text = json.dumps(outcome, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     except ValueError:
-        return found, None  # a header number JSON cannot spell (Infinity): listed, just not indexed
-    return found, (started, text)
+        return None  # a header number JSON cannot spell (Infinity): listed, just not indexed
+    return started, text
 
 
 def single_log(paths: tuple[str, str]) -> tuple[str, Fingerprint] | None:
