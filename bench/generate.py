@@ -193,6 +193,8 @@ class Corpus:
 class StreamingLog(SessionLog):
     """``SessionLog`` whose events are written out batch by batch, so a 100 MB log never sits in memory."""
 
+    STEP_MS = 37
+
     def __init__(
         self,
         path: str,
@@ -207,7 +209,6 @@ class StreamingLog(SessionLog):
         self.compression = compression
         self.flushed = 0
         self.bytes_plain = 0
-        self.clock = created_at
         self.record = record
         """When a list, every batch's events are kept there too (``bench verify`` replays them upstream)."""
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
@@ -217,10 +218,6 @@ class StreamingLog(SessionLog):
     @property
     def next_seq(self) -> int:
         return self.flushed + len(self.events)
-
-    def next_time(self, seq: int) -> int:
-        self.clock += 37
-        return self.clock
 
     def commit(self) -> None:
         """One append batch: one line per event or packed row, one zstd frame."""

@@ -13,7 +13,7 @@ import itertools
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 from ..jsjson import js_stringify
 from .chunk_rows import exact_keys
@@ -128,8 +128,11 @@ def _blocks(content: str | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 class SessionLog:
     """A session's header and events, built in order; ``commit()`` ends one append batch.
 
-    Times advance by a second per event, so fixtures are deterministic.
+    Times advance by :attr:`STEP_MS` per event, so fixtures are deterministic.
     """
+
+    STEP_MS: ClassVar[int] = 1000
+    """Milliseconds from one event to the next (the benchmark's streamed logs tick faster)."""
 
     session_id: str
     created_at: int
@@ -159,7 +162,7 @@ class SessionLog:
     ) -> int:
         """Append one event (upstream's key order) and return its seq."""
         seq = self.next_seq
-        when = self.created_at + (seq + 1) * 1000
+        when = self.created_at + (seq + 1) * self.STEP_MS
         event: dict[str, Any] = {"type": kind, "seq": seq, "time": when, "data": data}
         if source_event_seqs is not None:
             event["sourceEventSeqs"] = list(source_event_seqs)
