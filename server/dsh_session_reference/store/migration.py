@@ -98,9 +98,7 @@ def _current_turn_end_reason(data: dict[str, Any]) -> dict[str, Any] | None:
             raise _Malformed
         abort = {"aborted": "legacy", "disposed": "disposed"}.get(kind)  # the reasons that were renamed
         return None if abort is None else {"kind": "aborted", "reason": {"kind": abort}}
-    if kind != "error":
-        return None
-    if "error" in reason:
+    if kind != "error" or "error" in reason:
         return None
     step = reason.get("step", UNDEFINED)
     if not is_safe_integer(step) or step < 0:
@@ -117,18 +115,13 @@ def _current_turn_end_reason(data: dict[str, Any]) -> dict[str, Any] | None:
         and ("requestId" not in failure or isinstance(failure["requestId"], str))
     ):
         return {"kind": "error", "error": failure}
-    required = ("kind", "step", "message") if "code" not in reason else ("kind", "step", "message", "code")
     if (
-        not _only_keys(reason, required)
+        not _only_keys(reason, ("kind", "step", "message"), ("code",))
         or not isinstance(reason.get("message"), str)
         or ("code" in reason and not isinstance(reason["code"], str))
     ):
         raise _Malformed
-    code = reason.get("code")
-    return {
-        "kind": "error",
-        "error": {"message": reason["message"], "code": code if isinstance(code, str) else "UNKNOWN"},
-    }
+    return {"kind": "error", "error": {"message": reason["message"], "code": reason.get("code", "UNKNOWN")}}
 
 
 def _migrate_turn_end(event: dict[str, Any]) -> dict[str, Any]:
