@@ -109,19 +109,15 @@ class SurfaceKeeper(Protocol):
 
     def start(self) -> None:
         """A fold begins (a read that is retried folds again from the start)."""
-        ...
 
     def add(self, seq: int, event: Mapping[str, Any], appended: bool) -> None:
         """A node joined the surface (at the end when ``appended``, else as a replacement)."""
-        ...
 
     def drop(self, seq: int) -> None:
         """A node was shadowed by a replacement."""
-        ...
 
     def close(self, nodes: Sequence[int]) -> None:
         """The fold is over; ``nodes`` are the current node seqs in surface order."""
-        ...
 
 
 class SurfaceFold:
