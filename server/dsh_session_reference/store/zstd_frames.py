@@ -274,8 +274,7 @@ def frames_output(
     each frame's checksum is verified by the decoder.
     """
     check(stop)
-    handle.seek(start)
-    data = handle.read(end - start)
+    data = read_span(handle, start, end - start)
     zstd = zstd_codec()
     assert zstd.decode_frames is not None  # only codecs that decode across frames batch them
     try:
