@@ -68,8 +68,7 @@ def _migrate_turn_start(event: dict[str, Any]) -> dict[str, Any]:
     data = as_record(event.get("data"))
     if data is None or "trigger" not in data:
         return event
-    trigger = as_record(data["trigger"])
-    kind = trigger.get("kind") if trigger is not None else None
+    kind = prop(data["trigger"], "kind")
     if (
         not _positive_turn(data.get("turn", UNDEFINED))
         or not _only_keys(data, ("turn", "trigger"))
@@ -149,8 +148,7 @@ def _migrate_steering(event: dict[str, Any], session_id: str) -> dict[str, Any]:
     if not is_safe_integer(turn) or not _only_keys(data, ("turn", "content", "source")):
         raise _Malformed
     message = {key: value for key, value in data.items() if key != "turn"}
-    message["id"] = _legacy_message_id(session_id, event["seq"])
-    message["role"] = "user"
+    message.update(id=_legacy_message_id(session_id, event["seq"]), role="user")
     return {**event, "type": "user/message", "data": message}
 
 
