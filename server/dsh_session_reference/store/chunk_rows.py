@@ -28,8 +28,6 @@ def exact_keys(value: Mapping[str, Any], keys: tuple[str, ...]) -> bool:
 def _safe_integers(values: list[Any]) -> bool:
     """Whether every item is a safe integer: ``Number.isSafeInteger`` per item, in native calls
     for the usual list of ints (a chunk row's gaps are most of what a big log holds)."""
-    if not values:
-        return True
     if set(map(type, values)) == {int}:
         return bool(min(values) >= -MAX_SAFE_INTEGER and max(values) <= MAX_SAFE_INTEGER)
     return all(map(is_safe_integer, values))

@@ -49,12 +49,8 @@ class OpenTurn:
         scan throws."""
         kind = event.get("type")
         data = event.get("data", UNDEFINED)
-        if kind == "turn/start":
-            self._turn = read_prop(data, "turn")
-            self._step = None
-            self._pending.clear()
-        elif kind == "turn/end":
-            self._turn = None
+        if kind in ("turn/start", "turn/end"):
+            self._turn = read_prop(data, "turn") if kind == "turn/start" else None
             self._step = None
             self._pending.clear()
         elif kind == "step/start":

@@ -80,9 +80,7 @@ def parse_header_meta(first_line: str) -> dict[str, Any] | None:
         parsed = js_parse(first_line, keep_negative_zero=True)
     except ValueError:
         return None
-    if not is_header_line(parsed):
-        return None
-    return from_header_line(parsed)
+    return from_header_line(parsed) if is_header_line(parsed) else None
 
 
 def parse_header_record(record: bytes) -> dict[str, Any]:

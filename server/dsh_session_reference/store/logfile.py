@@ -215,21 +215,18 @@ class EventScanner:
         run = self._oversized_bytes if self._oversized else self._part_bytes
         line = self._line + 1
 
-        def too_long() -> LogError:
-            return LogError(f"session log line {line} is larger than {cap} bytes, {limit}")
-
         def guard(output: bytes) -> None:
             nonlocal run, line
             first = output.find(b"\n")
             if first == -1:
                 run += len(output)
             elif run + first > cap:
-                raise too_long()
+                run += first
             else:
                 line += output.count(b"\n")
                 run = len(output) - output.rfind(b"\n") - 1
             if run > cap:
-                raise too_long()
+                raise LogError(f"session log line {line} is larger than {cap} bytes, {limit}")
 
         return guard
 

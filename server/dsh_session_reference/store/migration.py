@@ -68,8 +68,7 @@ def _migrate_turn_start(event: dict[str, Any]) -> dict[str, Any]:
     data = as_record(event.get("data"))
     if data is None or "trigger" not in data:
         return event
-    trigger = as_record(data["trigger"])
-    kind = trigger.get("kind") if trigger is not None else None
+    kind = prop(data["trigger"], "kind")
     if (
         not _positive_turn(data.get("turn", UNDEFINED))
         or not _only_keys(data, ("turn", "trigger"))
@@ -98,9 +97,7 @@ def _current_turn_end_reason(data: dict[str, Any]) -> dict[str, Any] | None:
             raise _Malformed
         abort = {"aborted": "legacy", "disposed": "disposed"}.get(kind)  # the reasons that were renamed
         return None if abort is None else {"kind": "aborted", "reason": {"kind": abort}}
-    if kind != "error":
-        return None
-    if "error" in reason:
+    if kind != "error" or "error" in reason:
         return None
     step = reason.get("step", UNDEFINED)
     if not is_safe_integer(step) or step < 0:
@@ -117,18 +114,13 @@ def _current_turn_end_reason(data: dict[str, Any]) -> dict[str, Any] | None:
         and ("requestId" not in failure or isinstance(failure["requestId"], str))
     ):
         return {"kind": "error", "error": failure}
-    required = ("kind", "step", "message") if "code" not in reason else ("kind", "step", "message", "code")
     if (
-        not _only_keys(reason, required)
+        not _only_keys(reason, ("kind", "step", "message"), ("code",))
         or not isinstance(reason.get("message"), str)
         or ("code" in reason and not isinstance(reason["code"], str))
     ):
         raise _Malformed
-    code = reason.get("code")
-    return {
-        "kind": "error",
-        "error": {"message": reason["message"], "code": code if isinstance(code, str) else "UNKNOWN"},
-    }
+    return {"kind": "error", "error": {"message": reason["message"], "code": reason.get("code", "UNKNOWN")}}
 
 
 def _migrate_turn_end(event: dict[str, Any]) -> dict[str, Any]:
@@ -156,8 +148,7 @@ def _migrate_steering(event: dict[str, Any], session_id: str) -> dict[str, Any]:
     if not is_safe_integer(turn) or not _only_keys(data, ("turn", "content", "source")):
         raise _Malformed
     message = {key: value for key, value in data.items() if key != "turn"}
-    message["id"] = _legacy_message_id(session_id, event["seq"])
-    message["role"] = "user"
+    message.update(id=_legacy_message_id(session_id, event["seq"]), role="user")
     return {**event, "type": "user/message", "data": message}
 
 

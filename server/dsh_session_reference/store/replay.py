@@ -205,18 +205,16 @@ class Replay:
         last_seq = self._last[0] if self._last is not None else None
         if self._alive(_CLOSER_SHAPE):
             closers = self._turn.closers(self._last)
-            for closer in closers:
+            for closer in closers:  # a shape failure decides over any validation failure before it
                 try:
                     assert_message_shape(closer, f"session event at seq {js_string(closer['seq'])}")
                 except ReplayFailure as failure:
                     self._fail(_CLOSER_SHAPE, failure)
                     break
+                if self._alive(_EVENTS):
+                    self._validate(closer, closer["seq"])
             if closers:
                 last_seq = closers[-1]["seq"]
-            for closer in closers:
-                if not self._alive(_EVENTS):
-                    break
-                self._validate(closer, closer["seq"])
         if self._errors:
             raise self._errors[min(self._errors)]
         title: TitleFold | None = None

@@ -27,10 +27,7 @@ def _is_event_seq(value: object) -> bool:
 
 def _is_replace_op(op: dict[str, Any]) -> bool:
     return (
-        len(op) == 3
-        and "op" in op
-        and "start" in op
-        and "end" in op
+        op.keys() == {"op", "start", "end"}
         and op["op"] == "replace"
         and _is_event_seq(op["start"])
         and _is_event_seq(op["end"])
@@ -112,19 +109,15 @@ class SurfaceKeeper(Protocol):
 
     def start(self) -> None:
         """A fold begins (a read that is retried folds again from the start)."""
-        ...
 
     def add(self, seq: int, event: Mapping[str, Any], appended: bool) -> None:
         """A node joined the surface (at the end when ``appended``, else as a replacement)."""
-        ...
 
     def drop(self, seq: int) -> None:
         """A node was shadowed by a replacement."""
-        ...
 
     def close(self, nodes: Sequence[int]) -> None:
         """The fold is over; ``nodes`` are the current node seqs in surface order."""
-        ...
 
 
 class SurfaceFold:
@@ -191,7 +184,9 @@ class SurfaceFold:
         if self.keep_events:
             self.events[seq] = event
         elif kind == "tool/result":
-            self.events[seq] = _comparable_result(event)
+            # What a later rewrite is compared with: the result without its content (a tool's
+            # output can be megabytes). The event's shape was checked: the content is there.
+            self.events[seq] = {"type": "tool/result", "data": _without_result_content(event["data"])}
         if self.keeper is not None:
             self.keeper.add(seq, event, appended)
 
@@ -211,16 +206,6 @@ class SurfaceFold:
         if self.keeper is not None:
             self.keeper.close(list(self.nodes))
         return [self.events[seq] for seq in self.nodes] if self.keep_events else []
-
-
-def _comparable_result(event: Mapping[str, Any]) -> Mapping[str, Any]:
-    """What a later rewrite of this ``tool/result`` is compared with: the event without its result
-    content (a tool's output can be megabytes). A shape the stripping cannot handle is kept whole,
-    so the comparison fails exactly where it would have."""
-    try:
-        return {"type": "tool/result", "data": _without_result_content(event["data"])}
-    except Exception:
-        return event
 
 
 def fold_surface(events: Iterable[Mapping[str, Any]]) -> list[int]:

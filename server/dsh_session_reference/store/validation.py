@@ -99,12 +99,7 @@ def assert_message_shape(event: Mapping[str, Any], subject: str) -> None:
     if not isinstance(kind, str) or kind not in MESSAGE_TYPES:
         return
     data = event.get("data", UNDEFINED)
-    record = data if isinstance(data, dict | list) else None
-    message: Any
-    if kind == "user/message":
-        message = record
-    else:
-        message = prop(record, "message") if record is not None else UNDEFINED
+    message = data if kind == "user/message" else prop(data, "message")
     if not isinstance(message, dict) or not isinstance(message.get("id"), str) or message["id"] == "":
         raise ReplayFailure(f"{subject} lacks an identified message")
     expected_role = "assistant" if kind == "assistant/message" else "user"
@@ -138,17 +133,15 @@ def assert_message_shape(event: Mapping[str, Any], subject: str) -> None:
 
 
 def _assert_request_header(event: Mapping[str, Any], index: int) -> None:
-    data = event["data"]
-    header = data.get("header") if isinstance(data, dict) else UNDEFINED
-    header_record = header if isinstance(header, dict) else None
-    config = header_record.get("config") if header_record is not None else UNDEFINED
+    header = prop(event["data"], "header")
+    config = prop(header, "config")
     if not has_provider_model(config):
         raise ReplayFailure(f"seed request/header at index {index} lacks provider/model")
     assert isinstance(config, dict)
     effort = config.get("reasoningEffort", UNDEFINED)
     if effort is not UNDEFINED and (not isinstance(effort, str) or effort == ""):
         raise ReplayFailure(f"seed request/header at index {index} has an invalid reasoningEffort")
-    defaults = header_record.get("adapterDefaults", UNDEFINED) if header_record is not None else UNDEFINED
+    defaults = prop(header, "adapterDefaults")
     if defaults is UNDEFINED:
         return
     if (

@@ -120,11 +120,6 @@ def _zstandard(module: ModuleType) -> Codec:
     return Codec("zstandard", module.ZstdError, frame_decoder, decode_frames, compress)
 
 
-def _load(name: str) -> Codec:
-    module = importlib.import_module(name)
-    return _zstandard(module) if name == "zstandard" else _stdlib(module)
-
-
 @functools.cache
 def codec() -> Codec:
     """The backend for this process: ``zstandard`` when importable, else the standard library's.
@@ -133,15 +128,16 @@ def codec() -> Codec:
     neither can be imported, and ``ValueError`` for an unknown ``DSH_SESSION_REFERENCE_ZSTD``.
     """
     forced = os.environ.get(BACKEND_ENV, "")
-    if forced not in ("", "stdlib", "zstandard"):
-        raise ValueError(f"{BACKEND_ENV} must be stdlib or zstandard, not {forced!r}")
     choices = {"": ("zstandard", *STDLIB_MODULES), "stdlib": STDLIB_MODULES, "zstandard": ("zstandard",)}
+    if forced not in choices:
+        raise ValueError(f"{BACKEND_ENV} must be stdlib or zstandard, not {forced!r}")
     names = choices[forced]
     for name in names:
         try:
-            return _load(name)
+            module = importlib.import_module(name)
         except ImportError:
             continue
+        return _zstandard(module) if name == "zstandard" else _stdlib(module)
     if forced:
         raise CodecMissing(f"{BACKEND_ENV}={forced}, but {' and '.join(names)} cannot be imported")
     raise CodecMissing(MISSING)

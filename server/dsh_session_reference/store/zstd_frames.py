@@ -74,13 +74,11 @@ def zstd_frames(
             data = b""  # drop the old buffer first: one buffer at a time, not two
             data, base = handle.read(min(READ_CHUNK, size - offset)), offset
         at = offset - base
+        if size - offset >= 4 and from_bytes(data[at : at + 4], "little") != ZSTD_MAGIC:
+            raise LogError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
         if size - offset < 5:
-            if size - offset == 4 and from_bytes(data[at : at + 4], "little") != ZSTD_MAGIC:
-                raise LogError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
             yield Frame(start, None, 0)
             return
-        if from_bytes(data[at : at + 4], "little") != ZSTD_MAGIC:
-            raise LogError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
         descriptor = data[at + 4]
         offset += 5
         if descriptor & 24:
@@ -147,11 +145,6 @@ def _header_rest(descriptor: int) -> int:
 _HEADER_REST: Final = tuple(_header_rest(descriptor) for descriptor in range(256))
 
 
-def _block_payload(block_header: int) -> int:
-    """Bytes that follow a block's 3-byte header (an RLE block stores its one byte)."""
-    return 1 if (block_header >> 1) & 3 == 1 else block_header >> 3
-
-
 def _frame_pieces(handle: IO[bytes], start: int, end: int) -> Iterator[bytes]:
     """A frame's bytes cut at block boundaries, so each decoder call yields at most one block.
 
@@ -162,7 +155,7 @@ def _frame_pieces(handle: IO[bytes], start: int, end: int) -> Iterator[bytes]:
         if header:
             yield header
         return
-    rest = _header_rest(header[4])
+    rest = _HEADER_REST[header[4]]
     offset = start + 5 + rest
     yield header + read_span(handle, start + 5, min(rest, end - start - 5))
     while offset < end:
@@ -171,7 +164,8 @@ def _frame_pieces(handle: IO[bytes], start: int, end: int) -> Iterator[bytes]:
             yield block_header
             return
         value = int.from_bytes(block_header, "little")
-        length = min(3 + _block_payload(value), end - offset)
+        payload = 1 if (value >> 1) & 3 == 1 else value >> 3  # an RLE block stores its one byte
+        length = min(3 + payload, end - offset)
         while length > 0:  # a declared block may be up to 2 MiB: hand it over in bounded slices
             piece = read_span(handle, offset, min(length, READ_CHUNK))
             if not piece:
@@ -280,8 +274,7 @@ def frames_output(
     each frame's checksum is verified by the decoder.
     """
     check(stop)
-    handle.seek(start)
-    data = handle.read(end - start)
+    data = read_span(handle, start, end - start)
     zstd = zstd_codec()
     assert zstd.decode_frames is not None  # only codecs that decode across frames batch them
     try:
