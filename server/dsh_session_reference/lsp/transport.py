@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final
+from typing import Final
 
 from pygls.io_ import StdoutWriter
 
@@ -219,7 +219,8 @@ async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.
             try:
                 message = json.loads(body, object_hook=server.protocol.structure_message)
             except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the length did not fit
-                server.protocol.send_raw(_parse_error(error))
+                parse_error = {"code": -32700, "message": f"Parse error: {error}"}
+                server.protocol.send_raw({"jsonrpc": "2.0", "id": None, "error": parse_error})
                 raise FramingError(
                     f"message {reader.messages} ({len(body)} bytes) is not JSON: {error}"
                 ) from None
@@ -230,7 +231,3 @@ async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.
                 server.protocol.handle_message(message)
             except Exception:
                 LOG.exception("unable to handle message %d", reader.messages)
-
-
-def _parse_error(error: ValueError) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {error}"}}
