@@ -107,20 +107,16 @@ async def with_progress(
     progress (begin, a report every :data:`PROGRESS_EVERY`, end) in clients that support it,
     so a cold root of thousands of logs is seen to be read, not taken for a hang."""
     done, _ = await asyncio.wait({work}, timeout=PROGRESS_AFTER)
-    if done or not ls.capability("window.work_done_progress", False):
-        await work
-        return
-    token = await _progress_token(ls)
-    if token is None:
-        await work
-        return
-    progress = ls.work_done_progress
-    progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message()))
-    try:
-        while not work.done():
-            await asyncio.wait({work}, timeout=PROGRESS_EVERY)
-            if not work.done():
-                progress.report(token, types.WorkDoneProgressReport(message=message()))
-    finally:
-        progress.end(token, types.WorkDoneProgressEnd(message=message()))
+    shown = not done and ls.capability("window.work_done_progress", False)
+    token = await _progress_token(ls) if shown else None
+    if token is not None:
+        progress = ls.work_done_progress
+        progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message()))
+        try:
+            while not work.done():
+                await asyncio.wait({work}, timeout=PROGRESS_EVERY)
+                if not work.done():
+                    progress.report(token, types.WorkDoneProgressReport(message=message()))
+        finally:
+            progress.end(token, types.WorkDoneProgressEnd(message=message()))
     await work
