@@ -75,8 +75,6 @@ class FrameReader:
         while True:
             line = self._line(started=lines > 0)
             if line is None:
-                if lines:
-                    raise FramingError("the stream ended inside a message's header")
                 return None
             lines += 1
             if lines > MAX_HEADER_LINES:
@@ -103,7 +101,8 @@ class FrameReader:
         return body
 
     def _line(self, *, started: bool) -> bytes | None:
-        """A header line without its line break (``\\r\\n``, or ``\\n`` alone)."""
+        """A header line without its line break (``\\r\\n``, or ``\\n`` alone); ``None`` when the
+        stream ends before a message (``started``: after a header line of it)."""
         while True:
             end = self._buffer.find(b"\n")
             if end >= 0:
@@ -113,7 +112,7 @@ class FrameReader:
             if len(self._buffer) > MAX_HEADER_LINE:
                 raise FramingError(f"a header line of over {MAX_HEADER_LINE} bytes")
             if not self._fill(started=started or bool(self._buffer)):
-                if self._buffer:
+                if started or self._buffer:
                     raise FramingError("the stream ended inside a message's header")
                 return None
 
