@@ -39,7 +39,7 @@ from .idle_gc import IdleCollector
 from .live import Live
 from .positions import LineIndex
 from .preview import KeptPreviews, document_of_preview
-from .progress import CLIENT_REQUEST_TIMEOUT, with_progress
+from .progress import CLIENT_REQUEST_TIMEOUT, list_with_progress
 from .pygls_patches import DshProtocol
 from .settings import SECTION, Settings, apply_settings
 
@@ -258,13 +258,7 @@ class DshLanguageServer(LanguageServer):
         (a request that arrives meanwhile shares this listing rather than starting its own)."""
         source = self.engine.source
         try:
-            listing = asyncio.ensure_future(asyncio.to_thread(source.list_sessions))
-            await with_progress(
-                self,
-                listing,
-                "Listing dsh sessions",
-                lambda: f"{source.walked_sessions:,} sessions read",
-            )
+            await list_with_progress(self, source)
             await self.agent_for(None)
         except Exception as error:  # the first request meets the same problem and reports it
             LOG.info("listing the sessions root ahead of requests failed: %s", error)
