@@ -71,7 +71,7 @@ def _now_ms() -> int:
 
 
 def _initialize(ls: DshLanguageServer, params: types.InitializeParams) -> None:
-    ls.live.started(asyncio.get_running_loop())
+    ls.live.loop = asyncio.get_running_loop()
     ls.idle_gc.start(asyncio.get_running_loop())
     ls.encoding = encoding_of(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
     ls.apply(params.initialization_options)

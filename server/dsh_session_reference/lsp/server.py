@@ -391,8 +391,7 @@ class DshLanguageServer(LanguageServer):
         previous = self._pending.pop(uri, None)
         if previous is not None:
             previous.cancel()
-        task = self.spawn(self._publish_after(uri, delay))
-        self._pending[uri] = task
+        self._pending[uri] = self.spawn(self._publish_after(uri, delay))
 
     async def _publish_after(self, uri: str, delay: float) -> None:
         if delay:
