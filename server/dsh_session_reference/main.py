@@ -14,9 +14,10 @@ from . import cli
 
 
 def _serve_stdio(sessions: str | None) -> int:
-    from .lsp.features import serve_stdio
+    from .lsp.features import create_server
+    from .lsp.transport import serve_stdio
 
-    return serve_stdio(sessions)
+    return serve_stdio(create_server(sessions))
 
 
 def _run_demo(sessions: str | None) -> int:

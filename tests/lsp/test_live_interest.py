@@ -51,7 +51,7 @@ def test_the_sessions_read_are_watched_and_a_cancelled_analysis_changes_nothing(
 ) -> None:
     documents = {"file:///a.md": object(), "file:///b.md": object()}
     live = Live(SimpleNamespace(documents=documents))  # type: ignore[arg-type]
-    live.started(loop)
+    live.loop = loop
     source = Source()
     live.follow(source)  # type: ignore[arg-type]
 

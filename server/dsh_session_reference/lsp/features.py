@@ -22,7 +22,7 @@ from ..cancellation import AbortSignal
 from ..errors import CANCELLED, SessionReferenceError
 from ..model import MAX_TITLE_CHARS
 from ..resolver import Candidate
-from . import commands, transport
+from . import commands
 from .actions import PREVIEW_COMMAND, code_actions
 from .commands import preview_of, transcript_of
 from .completion import completion_items, find_trigger, item_data, listing_item
@@ -71,7 +71,7 @@ def _now_ms() -> int:
 
 
 def _initialize(ls: DshLanguageServer, params: types.InitializeParams) -> None:
-    ls.live.started(asyncio.get_running_loop())
+    ls.live.loop = asyncio.get_running_loop()
     ls.idle_gc.start(asyncio.get_running_loop())
     ls.encoding = encoding_of(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
     ls.apply(params.initialization_options)
@@ -366,9 +366,3 @@ def create_server(sessions: str | None = None) -> DshLanguageServer:
     feature(types.SHUTDOWN)(_shutdown)
     commands.register(server)
     return server
-
-
-def serve_stdio(sessions: str | None = None) -> int:
-    """Serve one client over stdin/stdout until it exits; the exit status
-    (:func:`.transport.serve_stdio`). The caller has set up the log (:mod:`..logsetup`)."""
-    return transport.serve_stdio(create_server(sessions))

@@ -52,6 +52,8 @@ class Live:
     def __init__(self, host: Host) -> None:
         self.host = host
         self.loop: asyncio.AbstractEventLoop | None = None
+        """The server's event loop (set on ``initialize``), which the source's watcher hands its
+        changes to."""
         self._followed: weakref.ref[LiveSource] | None = None
         """Weakly: a source dropped for another root must be collected (that stops its threads)."""
         self._changes: list[StoreChange] = []
@@ -63,10 +65,6 @@ class Live:
         while a newer analysis runs, so the sessions watched do not come and go as one types."""
         self._interest: frozenset[str] = frozenset()
         """The sessions the followed source was last told to watch."""
-
-    def started(self, loop: asyncio.AbstractEventLoop) -> None:
-        """The server's event loop, which the source's watcher hands its changes to."""
-        self.loop = loop
 
     def follow(self, source: LiveSource) -> None:
         """Have ``source`` tell this server of changes (once per source; a source that cannot

@@ -8,11 +8,10 @@ from ..lines import Encoding, Lines
 
 
 def encoding_of(kind: types.PositionEncodingKind | str | None) -> Encoding:
-    """The encoding pygls negotiated (``None`` means the LSP default, UTF-16)."""
-    value = kind.value if isinstance(kind, types.PositionEncodingKind) else kind
-    if value == "utf-8":
+    """The encoding pygls negotiated (``None`` means the LSP default, UTF-16; the kinds are strings)."""
+    if kind == "utf-8":
         return "utf-8"
-    if value == "utf-32":
+    if kind == "utf-32":
         return "utf-32"
     return "utf-16"
 

@@ -11,7 +11,6 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from lsprotocol import types
@@ -100,27 +99,26 @@ async def _progress_token(ls: ProgressHost) -> str | None:
     return token
 
 
-async def with_progress(
-    ls: ProgressHost, work: asyncio.Future[Any], title: str, message: Callable[[], str]
-) -> None:
-    """Await ``work``; if it takes longer than :data:`PROGRESS_AFTER`, show it as work-done
+async def list_with_progress(ls: ProgressHost, source: LiveSource) -> None:
+    """List ``source``; if that takes longer than :data:`PROGRESS_AFTER`, show it as work-done
     progress (begin, a report every :data:`PROGRESS_EVERY`, end) in clients that support it,
     so a cold root of thousands of logs is seen to be read, not taken for a hang."""
+    work = asyncio.ensure_future(asyncio.to_thread(source.list_sessions))
     done, _ = await asyncio.wait({work}, timeout=PROGRESS_AFTER)
-    if done or not ls.capability("window.work_done_progress", False):
-        await work
-        return
-    token = await _progress_token(ls)
-    if token is None:
-        await work
-        return
-    progress = ls.work_done_progress
-    progress.begin(token, types.WorkDoneProgressBegin(title=title, message=message()))
-    try:
-        while not work.done():
-            await asyncio.wait({work}, timeout=PROGRESS_EVERY)
-            if not work.done():
-                progress.report(token, types.WorkDoneProgressReport(message=message()))
-    finally:
-        progress.end(token, types.WorkDoneProgressEnd(message=message()))
+    shown = not done and ls.capability("window.work_done_progress", False)
+    token = await _progress_token(ls) if shown else None
+    if token is not None:
+        progress = ls.work_done_progress
+
+        def message() -> str:
+            return f"{source.walked_sessions:,} sessions read"
+
+        progress.begin(token, types.WorkDoneProgressBegin(title="Listing dsh sessions", message=message()))
+        try:
+            while not work.done():
+                await asyncio.wait({work}, timeout=PROGRESS_EVERY)
+                if not work.done():
+                    progress.report(token, types.WorkDoneProgressReport(message=message()))
+        finally:
+            progress.end(token, types.WorkDoneProgressEnd(message=message()))
     await work

@@ -94,7 +94,6 @@ class InvalidMessage:
 
     id: int | str
     method: str
-    jsonrpc: str
     error: JsonRpcException
 
 
@@ -186,7 +185,7 @@ class DshProtocol(LanguageServerProtocol):
             return super().structure_message(data)
         except JsonRpcException as error:
             if "id" in data and isinstance(data.get("method"), str):
-                return InvalidMessage(data["id"], data["method"], "2.0", error)
+                return InvalidMessage(data["id"], data["method"], error)
             raise
 
     def handle_message(self, message: Any) -> None:

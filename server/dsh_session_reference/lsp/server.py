@@ -39,7 +39,7 @@ from .idle_gc import IdleCollector
 from .live import Live
 from .positions import LineIndex
 from .preview import KeptPreviews, document_of_preview
-from .progress import CLIENT_REQUEST_TIMEOUT, with_progress
+from .progress import CLIENT_REQUEST_TIMEOUT, list_with_progress
 from .pygls_patches import DshProtocol
 from .settings import SECTION, Settings, apply_settings
 
@@ -65,10 +65,10 @@ class Engine:
     resolver: SessionReferenceResolver
 
     def __init__(self, root: str, settings: Settings, previous: Engine | None = None) -> None:
-        same_root = previous is not None and previous.root == root
+        kept = previous if previous is not None and previous.root == root else None
         self.root = root
-        self.source = previous.source if previous is not None and same_root else open_live(root)
-        self.targets: dict[str, AgentRef] = previous.targets if previous is not None and same_root else {}
+        self.source = open_live(root) if kept is None else kept.source
+        self.targets: dict[str, AgentRef] = {} if kept is None else kept.targets
         if settings.body_search and (previous is None or not previous.resolver.body_search):
             self.source.resume_bodies()  # turned on (again): indexing a user cancelled resumes
         self.resolver = make_resolver(self.source, settings.limits, body_search=settings.body_search)
@@ -249,9 +249,8 @@ class DshLanguageServer(LanguageServer):
         except (JsonRpcException, TimeoutError) as error:
             LOG.warning("workspace/configuration failed: %s", error)
             return False
-        if not result:
-            return False
-        return self.apply({SECTION: result[0]} if isinstance(result[0], dict) else None)
+        # An answer that is no object holds no section: applying it changes nothing.
+        return bool(result) and self.apply({SECTION: result[0]})
 
     async def warm_up(self) -> None:
         """List the root and find the target before the first ``@``: a big root over a cold index
@@ -259,13 +258,7 @@ class DshLanguageServer(LanguageServer):
         (a request that arrives meanwhile shares this listing rather than starting its own)."""
         source = self.engine.source
         try:
-            listing = asyncio.ensure_future(asyncio.to_thread(source.list_sessions))
-            await with_progress(
-                self,
-                listing,
-                "Listing dsh sessions",
-                lambda: f"{source.walked_sessions:,} sessions read",
-            )
+            await list_with_progress(self, source)
             await self.agent_for(None)
         except Exception as error:  # the first request meets the same problem and reports it
             LOG.info("listing the sessions root ahead of requests failed: %s", error)
@@ -398,8 +391,7 @@ class DshLanguageServer(LanguageServer):
         previous = self._pending.pop(uri, None)
         if previous is not None:
             previous.cancel()
-        task = self.spawn(self._publish_after(uri, delay))
-        self._pending[uri] = task
+        self._pending[uri] = self.spawn(self._publish_after(uri, delay))
 
     async def _publish_after(self, uri: str, delay: float) -> None:
         if delay:

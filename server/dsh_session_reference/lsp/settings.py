@@ -10,7 +10,7 @@ previous value and comes back as a warning for the user.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -47,64 +47,17 @@ class Settings:
         return ResolverConfig(self.max_references, self.candidate_limit, self.max_reference_bytes)
 
 
-class _Rejected(Exception):
-    """A value the setting does not take; the message (possibly empty) says why."""
-
-
-_Accept = Callable[[str, object], object]
-"""``(attribute, value) -> the value to store``, or raises :class:`_Rejected`."""
-
-
-def _of_type(kind: type) -> _Accept:
-    def accept(attribute: str, value: object) -> object:
-        if isinstance(value, kind):
-            return value
-        raise _Rejected
-
-    return accept
-
-
-def _limit(attribute: str, value: object) -> object:
-    # The resolver's own validation, so a rejected limit reads as it does in dsh.
-    try:
-        checked = resolver_config(**{attribute: value})
-    except SessionReferenceError as error:
-        raise _Rejected(error.message) from error
-    return getattr(checked, attribute)
-
-
-@dataclass(frozen=True)
-class _Key:
-    """One key of the section: the attribute it sets, how a value is checked, and the warning
-    for a rejected one (``str.format`` with ``key``, ``reason`` and the ``current`` value)."""
-
-    attribute: str
-    accept: _Accept
-    rejected: str
-
-
-_MUST_BE_STRING: Final = "{key} must be a string; keeping {current!r}"
-_KEYS: Final = {
-    "sessionsRoot": _Key("sessions_root", _of_type(str), _MUST_BE_STRING),
-    "targetSessionId": _Key("target_session_id", _of_type(str), _MUST_BE_STRING),
-    **{
-        key: _Key(attribute, _of_type(bool), "{key} must be true or false; keeping {current}")
-        for key, attribute in (
-            ("bodySearch", "body_search"),
-            ("inlayHints", "inlay_hints"),
-            ("codeLens", "code_lens"),
-        )
-    },
-    **{
-        key: _Key(attribute, _limit, "{key}: {reason}; keeping {current}")
-        for key, attribute in (
-            ("maxReferences", "max_references"),
-            ("candidateLimit", "candidate_limit"),
-            ("maxReferenceBytes", "max_reference_bytes"),
-        )
-    },
+_KEYS: Final[dict[str, tuple[str, type]]] = {
+    "sessionsRoot": ("sessions_root", str),
+    "targetSessionId": ("target_session_id", str),
+    "bodySearch": ("body_search", bool),
+    "inlayHints": ("inlay_hints", bool),
+    "codeLens": ("code_lens", bool),
+    "maxReferences": ("max_references", int),
+    "candidateLimit": ("candidate_limit", int),
+    "maxReferenceBytes": ("max_reference_bytes", int),
 }
-"""Every setting, in the order their warnings are reported."""
+"""Every setting, its attribute and kind, in the order their warnings are reported."""
 
 
 def section_of(raw: object) -> Mapping[str, Any] | None:
@@ -131,20 +84,23 @@ def apply_settings(current: Settings, raw: object) -> tuple[Settings, list[str]]
     defaults = Settings()
     changes: dict[str, Any] = {}
     warnings: list[str] = []
-    for key, setting in _KEYS.items():
+    for key, (attribute, kind) in _KEYS.items():
         if key not in section:
             continue
-        attribute = setting.attribute
         value = section[key]
+        name = f"{SECTION}.{key}"
+        kept = getattr(current, attribute)
         if value is None:
             changes[attribute] = getattr(defaults, attribute)
-            continue
-        try:
-            changes[attribute] = setting.accept(attribute, value)
-        except _Rejected as rejected:
-            warnings.append(
-                setting.rejected.format(
-                    key=f"{SECTION}.{key}", reason=rejected, current=getattr(current, attribute)
-                )
-            )
+        elif kind is int:
+            # The resolver's own validation, so a rejected limit reads as it does in dsh.
+            try:
+                changes[attribute] = getattr(resolver_config(**{attribute: value}), attribute)
+            except SessionReferenceError as error:
+                warnings.append(f"{name}: {error.message}; keeping {kept}")
+        elif isinstance(value, kind):
+            changes[attribute] = value
+        else:
+            must = "a string" if kind is str else "true or false"
+            warnings.append(f"{name} must be {must}; keeping {kept!r}")
     return replace(current, **changes), warnings

@@ -27,7 +27,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Final
+from typing import Final
 
 from pygls.io_ import StdoutWriter
 
@@ -75,8 +75,6 @@ class FrameReader:
         while True:
             line = self._line(started=lines > 0)
             if line is None:
-                if lines:
-                    raise FramingError("the stream ended inside a message's header")
                 return None
             lines += 1
             if lines > MAX_HEADER_LINES:
@@ -103,7 +101,8 @@ class FrameReader:
         return body
 
     def _line(self, *, started: bool) -> bytes | None:
-        """A header line without its line break (``\\r\\n``, or ``\\n`` alone)."""
+        """A header line without its line break (``\\r\\n``, or ``\\n`` alone); ``None`` when the
+        stream ends before a message (``started``: after a header line of it)."""
         while True:
             end = self._buffer.find(b"\n")
             if end >= 0:
@@ -113,7 +112,7 @@ class FrameReader:
             if len(self._buffer) > MAX_HEADER_LINE:
                 raise FramingError(f"a header line of over {MAX_HEADER_LINE} bytes")
             if not self._fill(started=started or bool(self._buffer)):
-                if self._buffer:
+                if started or self._buffer:
                     raise FramingError("the stream ended inside a message's header")
                 return None
 
@@ -219,7 +218,8 @@ async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.
             try:
                 message = json.loads(body, object_hook=server.protocol.structure_message)
             except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the length did not fit
-                server.protocol.send_raw(_parse_error(error))
+                parse_error = {"code": -32700, "message": f"Parse error: {error}"}
+                server.protocol.send_raw({"jsonrpc": "2.0", "id": None, "error": parse_error})
                 raise FramingError(
                     f"message {reader.messages} ({len(body)} bytes) is not JSON: {error}"
                 ) from None
@@ -230,7 +230,3 @@ async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.
                 server.protocol.handle_message(message)
             except Exception:
                 LOG.exception("unable to handle message %d", reader.messages)
-
-
-def _parse_error(error: ValueError) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: {error}"}}
