@@ -216,14 +216,16 @@ def completion_items(
 
 def item_data(item: types.CompletionItem) -> tuple[str, str] | None:
     """``(session id, label)`` from an item this server produced, else ``None``."""
-    data = item.data
+    return data_strings(item.data, "sessionId", "label")
+
+
+def data_strings(data: object, first: str, second: str) -> tuple[str, str] | None:
+    """The string fields ``first`` and ``second`` of the ``data`` of an item or link this server
+    sent, as the client sends it back, else ``None``."""
     if not isinstance(data, Mapping):
         return None
-    session_id = data.get("sessionId")
-    label = data.get("label")
-    if not isinstance(session_id, str) or not isinstance(label, str):
-        return None
-    return session_id, label
+    one, two = data.get(first), data.get(second)
+    return (one, two) if isinstance(one, str) and isinstance(two, str) else None
 
 
 def only_listing(result: types.CompletionList) -> bool:
