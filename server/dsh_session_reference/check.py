@@ -51,12 +51,10 @@ async def check_files(
     """
     stream = sys.stdout if out is None else out
     report: list[dict[str, Any]] = []
-    failed = False
     for path in paths:
         try:
             text = await asyncio.to_thread(read_text, path)
         except OSError as error:
-            failed = True
             reason = error.strerror or str(error)
             report.append({"file": path, "error": reason, "diagnostics": []})
             if not as_json:
@@ -65,7 +63,6 @@ async def check_files(
         analysis = await analyze(text, resolver, agent)
         lines = Lines(analysis.text)
         entries = [_finding_json(finding, lines) for finding in analysis.findings]
-        failed = failed or analysis.has_errors
         report.append(
             {
                 "file": path,
@@ -81,13 +78,14 @@ async def check_files(
                     f"{path}:{entry['line']}:{entry['column']}: {entry['severity']}: "
                     f"{display_inline_text(entry['message'])} [{entry['code']}]\n"
                 )
+    errors = sum(entry.get("errors", 0) for entry in report)
+    unreadable = sum(1 for entry in report if "error" in entry)
     if as_json:
-        stream.write(json.dumps({"files": report, "ok": not failed}, ensure_ascii=False, indent=2) + "\n")
+        ok = not (errors or unreadable)
+        stream.write(json.dumps({"files": report, "ok": ok}, ensure_ascii=False, indent=2) + "\n")
     else:
-        errors = sum(entry.get("errors", 0) for entry in report)
-        unreadable = sum(1 for entry in report if "error" in entry)
         summary = f"{len(paths)} file(s) checked, {errors} error(s)"
         if unreadable:
             summary += f", {unreadable} unreadable"
         stream.write(summary + "\n")
-    return 1 if failed else 0
+    return 1 if errors or unreadable else 0

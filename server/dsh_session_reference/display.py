@@ -34,7 +34,7 @@ reply repeats it (a finding per mention, a tooltip per hint, four fields per com
 so an unbounded copy multiplied a 2 MB title by every mention of it."""
 
 
-def shortened(text: str, limit: int = SHOWN_CHARS) -> str:
+def shortened(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, its last one ``…`` when cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -79,18 +79,18 @@ WRAP_COLUMNS: Final = 100
 """Where text for reading (the preview) is wrapped: editors do not wrap a virtual document."""
 
 
-def wrapped(text: str, width: int = WRAP_COLUMNS) -> str:
-    """``text`` with each line longer than ``width`` broken at spaces (a word longer than that is
-    cut), the rest as it is: short lines, blank lines and the indentation of code stay."""
+def wrapped(text: str) -> str:
+    """``text`` with each line longer than :data:`WRAP_COLUMNS` broken at spaces (a word longer
+    than that is cut), the rest as it is: short lines, blank lines and the indentation of code stay."""
     out: list[str] = []
     for line in text.split("\n"):
-        if len(line) <= width:
+        if len(line) <= WRAP_COLUMNS:
             out.append(line)
             continue
-        indent = line[: len(line) - len(line.lstrip(" \t"))][: width // 2]
+        indent = line[: len(line) - len(line.lstrip(" \t"))][: WRAP_COLUMNS // 2]
         out += textwrap.wrap(
             line,
-            width,
+            WRAP_COLUMNS,
             subsequent_indent=indent,
             expand_tabs=False,
             replace_whitespace=False,

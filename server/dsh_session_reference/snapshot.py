@@ -26,25 +26,6 @@ user explicitly repeats them.
 PROMPT_SUFFIX: Final = "\n</referenced-sessions>"
 
 
-def context_source(rendered: Sequence[RetainedSource]) -> dict[str, Any]:
-    """``{kind, form, version, references}`` with each reference's ten fields in upstream's order."""
-    return {
-        "kind": "session-reference",
-        "form": "recall",
-        "version": 1,
-        "references": [
-            {
-                "sessionId": source.data["sessionId"],
-                "label": source.data["label"],
-                "capturedThroughSeq": source.data["capturedThroughSeq"],
-                **source.stats.to_json(),
-                "inputIndex": index,
-            }
-            for index, source in enumerate(rendered)
-        ],
-    }
-
-
 @dataclass(frozen=True)
 class AdditionalContext:
     """The aggregated context ``UserMessage`` that dsh appends after the direct message."""
@@ -69,8 +50,24 @@ class AdditionalContext:
 
 
 def build_additional_context(rendered: Sequence[RetainedSource]) -> AdditionalContext:
+    """The context message for the rendered sources: its ``source`` is ``{kind, form, version,
+    references}`` with each reference's ten fields in upstream's order."""
     return AdditionalContext(
-        source=context_source(rendered),
+        source={
+            "kind": "session-reference",
+            "form": "recall",
+            "version": 1,
+            "references": [
+                {
+                    "sessionId": source.data["sessionId"],
+                    "label": source.data["label"],
+                    "capturedThroughSeq": source.data["capturedThroughSeq"],
+                    **source.stats.to_json(),
+                    "inputIndex": index,
+                }
+                for index, source in enumerate(rendered)
+            ],
+        },
         text=PROMPT_PREFIX + stringify_tag_safe_json([source.data for source in rendered]) + PROMPT_SUFFIX,
         sources=tuple(rendered),
     )

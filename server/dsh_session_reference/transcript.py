@@ -38,6 +38,9 @@ TAIL_BYTES: Final = 256 << 10
 MAX_CHARS: Final = 2 << 20
 """A transcript's length at most: checkpoints are all kept (as ``prepare`` keeps them), so hundreds
 of them could otherwise make tens of megabytes; past this its middle is cut, and says so."""
+_UNREAD: Final = (
+    f"not shown: a transcript shows a session's first {kilobytes(HEAD_BYTES)} KB and its newest messages"
+)
 
 
 def cost_label(retained: RetainedSource, budget: int) -> str:
@@ -122,13 +125,13 @@ def render_transcript(
         *_mention_lines(retained, budget, label),
         "",
     ]
-    omitted = _omitted(items, retained)
+    omitted = set() if retained is None else _omitted(items, retained)
     cut = _cut(items, omitted, retained)
     first, last = (min(omitted), max(omitted)) if omitted else (-1, -1)
     gap: list[ConversationItem] = []
     for index, item in enumerate(items):
         if index == first:
-            _flush_gap(lines, gap)
+            _flush(lines, gap, "message", _UNREAD)
             count = len(omitted)
             lines += [
                 f"════ the {kilobytes(budget)} KB budget omits {count} message"
@@ -138,12 +141,12 @@ def render_transcript(
         if isinstance(item.text, LongText) and item.text.evicted:
             gap.append(item)
         else:
-            _flush_gap(lines, gap)
+            _flush(lines, gap, "message", _UNREAD)
             lines += _entry(index, item, cut.get(index), kept=first < index < last)
         if index == last:
-            _flush_gap(lines, gap)
+            _flush(lines, gap, "message", _UNREAD)
             lines += ["════ end of what the budget omits ════", ""]
-    _flush_gap(lines, gap)
+    _flush(lines, gap, "message", _UNREAD)
     if not items:
         lines.append("(no messages yet)")
     return _bounded("\n".join(lines).rstrip("\n") + "\n")
@@ -187,11 +190,9 @@ def _mention_lines(retained: RetainedSource | None, budget: int, label: str | No
     return lines
 
 
-def _omitted(items: Sequence[ConversationItem], retained: RetainedSource | None) -> set[int]:
+def _omitted(items: Sequence[ConversationItem], retained: RetainedSource) -> set[int]:
     """Indexes of the messages retention drops: it drops the oldest that are neither a
     checkpoint nor the newest, one at a time (:func:`~.retention.retain_items`)."""
-    if retained is None:
-        return set()
     return set(drop_order(items)[: retained.stats.omitted_messages])
 
 
@@ -230,19 +231,11 @@ def model_view(items: Sequence[ConversationItem], retained: RetainedSource) -> l
         if index in omitted:
             run.append(item)
             continue
-        _flush_omitted(lines, run)
+        _flush(lines, run, "older message", "the budget omits")
         text = next(texts)["text"]
         lines += [_heading(index, item) + " ──", wrapped(display_block_text(text)), ""]
-    _flush_omitted(lines, run)
+    _flush(lines, run, "older message", "the budget omits")
     return lines or ["(no messages)"]
-
-
-def _flush_omitted(lines: list[str], run: list[ConversationItem]) -> None:
-    if not run:
-        return
-    count, size = len(run), sum(text_bytes(item.original_text) for item in run)
-    lines += [f"[… {count} older message{'' if count == 1 else 's'} ({size:,} bytes) the budget omits …]", ""]
-    run.clear()
 
 
 def _entry(index: int, item: ConversationItem, kept_bytes: int | None, *, kept: bool) -> list[str]:
@@ -268,15 +261,10 @@ def _entry(index: int, item: ConversationItem, kept_bytes: int | None, *, kept: 
     return [*lines, ""]
 
 
-def _flush_gap(lines: list[str], gap: list[ConversationItem]) -> None:
-    """One honest notice for a run of messages the bounded read did not keep."""
-    if not gap:
-        return
-    size = sum(item.text.utf8_bytes for item in gap if isinstance(item.text, LongText))
-    count = len(gap)
-    lines += [
-        f"[… {count} message{'' if count == 1 else 's'} ({size:,} bytes) not shown: a transcript shows "
-        f"a session's first {kilobytes(HEAD_BYTES)} KB and its newest messages …]",
-        "",
-    ]
-    gap.clear()
+def _flush(lines: list[str], run: list[ConversationItem], what: str, why: str) -> None:
+    """One notice for a run of messages not shown, ``what`` they are and ``why`` not: the budget
+    omits them, or the bounded read did not keep them (:data:`_UNREAD`)."""
+    if run:
+        count, size = len(run), sum(text_bytes(item.original_text) for item in run)
+        lines += [f"[… {count} {what}{'' if count == 1 else 's'} ({size:,} bytes) {why} …]", ""]
+        run.clear()

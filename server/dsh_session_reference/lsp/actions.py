@@ -136,9 +136,7 @@ def _span_fixes(analysis: Analysis, span: MentionSpan) -> Iterator[Fix]:
 
 
 def _kind_wanted(kind: str, only: Sequence[str] | None) -> bool:
-    if not only:
-        return True
-    return any(kind == wanted or kind.startswith(wanted + ".") for wanted in only)
+    return not only or any(kind == wanted or kind.startswith(wanted + ".") for wanted in only)
 
 
 def _overlaps(a: types.Range, b: types.Range) -> bool:

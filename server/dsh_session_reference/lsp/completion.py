@@ -178,7 +178,6 @@ def completion_items(
         # Ids, titles and cwds are anyone's text: escaped like the label, so a newline or a
         # terminal escape in any of them cannot break the row (or the filter text) apart.
         row = shown(candidate)
-        label, shown_id = row.label, row.session_id
         id_differs = candidate.label != candidate.session_id
         body = candidate if isinstance(candidate, BodyCandidate) else None
         parts = [short_age(candidate.created_at, now_ms), *([row.project] if row.project else [])]
@@ -191,7 +190,7 @@ def completion_items(
             detail = None
         else:
             details = None
-            detail = " · ".join([*parts, *([shown_id] if id_differs else [])])
+            detail = " · ".join([*parts, *([row.session_id] if id_differs else [])])
         searchable = f"{typed} {row.searchable}"
         if body is not None:
             # The match is in the messages, not the label: say where, and let the editor's own
@@ -201,14 +200,14 @@ def completion_items(
             searchable = f"{typed} {body.matched} {row.searchable}"
         items.append(
             types.CompletionItem(
-                label=label,
+                label=row.label,
                 label_details=details,
                 kind=types.CompletionItemKind.Reference,
                 detail=detail,
                 sort_text=f"{rank:0{width}d}",
                 filter_text=searchable if filter_text else None,
                 text_edit=types.TextEdit(range=edit_range, new_text=row.mention),
-                data={"sessionId": candidate.session_id, "label": label},
+                data={"sessionId": candidate.session_id, "label": row.label},
             )
         )
     return items
@@ -216,14 +215,16 @@ def completion_items(
 
 def item_data(item: types.CompletionItem) -> tuple[str, str] | None:
     """``(session id, label)`` from an item this server produced, else ``None``."""
-    data = item.data
+    return data_strings(item.data, "sessionId", "label")
+
+
+def data_strings(data: object, first: str, second: str) -> tuple[str, str] | None:
+    """The string fields ``first`` and ``second`` of the ``data`` of an item or link this server
+    sent, as the client sends it back, else ``None``."""
     if not isinstance(data, Mapping):
         return None
-    session_id = data.get("sessionId")
-    label = data.get("label")
-    if not isinstance(session_id, str) or not isinstance(label, str):
-        return None
-    return session_id, label
+    one, two = data.get(first), data.get(second)
+    return (one, two) if isinstance(one, str) and isinstance(two, str) else None
 
 
 def only_listing(result: types.CompletionList) -> bool:

@@ -16,7 +16,7 @@ from lsprotocol import types
 
 from ..analysis import Analysis, Intended, Reference, read_reference
 from ..conversation import conversation_items, message_counts, readable
-from ..display import display_block_text, display_label, readable_time, relative_time, share
+from ..display import display_block_text, display_label, readable_time, relative_time, share, shortened
 from ..resolver import SessionReferenceResolver, find_session
 from ..retention import RetainedSource
 from ..tokens import TokenCount
@@ -92,8 +92,7 @@ def session_summary(
 def _quoted(message: str, markdown: bool) -> str:
     """One message, its line breaks kept (at most :data:`QUOTED_LINES` lines of it), as a Markdown
     quote whose lines end in a hard break, or indented in plain text."""
-    clipped = message if len(message) <= PREVIEW_CHARS else message[: PREVIEW_CHARS - 1] + "…"
-    lines = [line.strip() for line in display_block_text(clipped).split("\n")]
+    lines = [line.strip() for line in display_block_text(shortened(message, PREVIEW_CHARS)).split("\n")]
     lines = [line for line in lines if line]
     if len(lines) > QUOTED_LINES:
         lines = [*lines[: QUOTED_LINES - 1], "…"]
@@ -137,15 +136,13 @@ async def read_session_facts(resolver: SessionReferenceResolver, session_id: str
     mention will cost once it is in the prompt.
     """
     reference = Reference(session_id, display_label(label))
-    failure = None
+    budget = resolver.config.max_reference_bytes
     try:
         reference.record = await find_session(resolver.query, session_id)
         await read_reference(reference, resolver)
     except Exception as error:  # an unreadable root: say so instead of failing the request
-        failure = str(error)
-    if failure is None and reference.error is not None:
-        failure = reference.error.message
-    return SessionFacts(reference, resolver.config.max_reference_bytes, failure)
+        return SessionFacts(reference, budget, str(error))
+    return SessionFacts(reference, budget, None if reference.error is None else reference.error.message)
 
 
 def invalid_mention_help(span: MentionSpan, intended: Intended | None, *, markdown: bool) -> str:

@@ -22,7 +22,6 @@ from ..analysis import Analysis, Reference
 from ..display import display_block_text, display_label, kilobytes, size, wrapped
 from ..errors import INVALID_REFERENCE, SessionReferenceError
 from ..jsjson import js_byte_length
-from ..model import ConversationSnapshot, SurfaceSnapshot
 from ..report import render_prepared_report, render_readable_report
 from ..resolver import AgentRef, PreparedMessage, SessionReferenceResolver, normalize_references
 from ..snapshot import build_additional_context
@@ -99,37 +98,26 @@ def is_model_text(uri: str) -> bool:
 MODEL_TEXT_COMMAND: Final = "DSH: Show model-facing text"
 
 
-@dataclass(frozen=True)
-class _Prepared:
-    """What ``prepare`` makes of an analysed document that has no errors, and each source's read."""
-
-    readable: str
-    message: PreparedMessage
-    snapshots: list[SurfaceSnapshot | ConversationSnapshot]
-
-
 def _sources(analysis: Analysis) -> list[Reference]:
     """The references ``prepare`` reads, in its order: the distinct ones within ``maxReferences``."""
     return [r for r in analysis.references if r.index is not None and r.index < analysis.max_references]
 
 
-def _prepared(analysis: Analysis) -> _Prepared:
-    """``prepare``'s result, from the analysis that already holds every source's read and
-    retention (the tested invariant: no error findings iff ``prepare`` succeeds, with the same
-    retention, :meth:`~..resolver.SessionReferenceResolver.render_sources`)."""
+def _prepared(analysis: Analysis) -> tuple[str, PreparedMessage]:
+    """The readable text and ``prepare``'s result, from the analysis that already holds every
+    source's read and retention (the tested invariant: no error findings iff ``prepare``
+    succeeds, with the same retention, :meth:`~..resolver.SessionReferenceResolver.render_sources`)."""
     readable = parse_session_reference_text(analysis.text).text
-    sources = _sources(analysis)
-    retained = [r.retained for r in sources if r.retained is not None]
-    snapshots = [r.snapshot for r in sources if r.snapshot is not None]
+    retained = [r.retained for r in _sources(analysis) if r.retained is not None]
     context = build_additional_context(retained) if retained else None
-    return _Prepared(readable, PreparedMessage([{"type": "text", "text": readable}], context), snapshots)
+    return readable, PreparedMessage([{"type": "text", "text": readable}], context)
 
 
-def _weight(prepared: _Prepared) -> tuple[int, TokenCount]:
+def _weight(readable: str, prepared: PreparedMessage) -> tuple[int, TokenCount]:
     """What both user messages weigh together, in bytes and tokens (the readable text, and the
     snapshot where there is one). Blocking (a first count of a big snapshot takes tens of ms)."""
-    context = prepared.message.additional_context
-    total, tokens = js_byte_length(prepared.readable), COUNTER.count(prepared.readable)
+    context = prepared.additional_context
+    total, tokens = js_byte_length(readable), COUNTER.count(readable)
     if context is not None:
         total += context.text_bytes
         tokens += COUNTER.count(context.text)
@@ -193,21 +181,17 @@ async def build_preview(
             "dsh would not send this message; fix the mentions flagged in the document and preview again.",
         ]
         return Preview(uri, "\n".join(header + body) + "\n", summary, False)
-    prepared = await asyncio.to_thread(_prepared, analysis)
+    readable, prepared = await asyncio.to_thread(_prepared, analysis)
+    snapshots = [r.snapshot for r in _sources(analysis) if r.snapshot is not None]
     exact = (
         f'The exact text the model receives: "{MODEL_TEXT_COMMAND}",\n'
         f"or in a terminal `dsh-session-reference prepare {_document_name(document_uri)}`."
     )
     report = await asyncio.to_thread(
-        render_readable_report,
-        prepared.readable,
-        prepared.message,
-        resolver.config,
-        prepared.snapshots,
-        exact,
+        render_readable_report, readable, prepared, resolver.config, snapshots, exact
     )
-    context = prepared.message.additional_context
-    total, tokens = await asyncio.to_thread(_weight, prepared)  # counts kept from the report
+    context = prepared.additional_context
+    total, tokens = await asyncio.to_thread(_weight, readable, prepared)  # counts kept from the report
     if context is None:
         summary = f"no sessions referenced; message {size(total)}, {tokens.describe()}"
     else:
@@ -229,10 +213,8 @@ async def build_model_text(
     if error is not None:
         summary = f"prepare failed: {error.code}: {error.message}"
         return Preview(uri, f"error: {error.code}: {error.message}\n", summary, False)
-    prepared = await asyncio.to_thread(_prepared, analysis)
-    text = await asyncio.to_thread(
-        render_prepared_report, prepared.readable, prepared.message, resolver.config
-    )
+    readable, prepared = await asyncio.to_thread(_prepared, analysis)
+    text = await asyncio.to_thread(render_prepared_report, readable, prepared, resolver.config)
     return Preview(uri, text + "\n", "the exact model-facing text", True)
 
 
@@ -252,7 +234,7 @@ def document_summary(analysis: Analysis) -> dict[str, Any]:
     Blocking (a first count of a big snapshot takes tens of milliseconds).
     """
     errors = analysis.error_count
-    total, tokens = _weight(_prepared(analysis)) if errors == 0 else (None, None)
+    total, tokens = _weight(*_prepared(analysis)) if errors == 0 else (None, None)
     return {
         "mentions": analysis.mention_count,
         "sessions": len(analysis.references),

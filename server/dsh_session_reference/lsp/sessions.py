@@ -20,7 +20,7 @@ from ..display import display_inline_text, display_label, relative_time
 from ..lines import Encoding
 from ..model import SessionSource
 from ..resolver import Candidate, find_titled
-from .completion import shown
+from .completion import data_strings, shown
 from .positions import LineIndex
 
 TRANSCRIPT_SCHEME: Final = "dsh-transcript"
@@ -113,11 +113,7 @@ def document_links(
 
 def link_to_resolve(link: types.DocumentLink) -> tuple[str, str] | None:
     """``(document URI, session id)`` of a link :func:`document_links` sent without its target."""
-    data = link.data
-    if link.target is not None or not isinstance(data, dict):
-        return None
-    uri, session_id = data.get("uri"), data.get("sessionId")
-    return (uri, session_id) if isinstance(uri, str) and isinstance(session_id, str) else None
+    return None if link.target is not None else data_strings(link.data, "uri", "sessionId")
 
 
 def resolve_link(analysis: Analysis | None, session_id: str, link: types.DocumentLink) -> types.DocumentLink:
