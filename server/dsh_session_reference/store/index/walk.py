@@ -141,7 +141,8 @@ def _listed_from_row(rows: RowTable, scan: Walk, walk: _FullWalk | None, path: s
 def _replay_listing(scan: Walk, path: str, outcome: ListingEntry) -> None:
     for artifact_path, compression, header in outcome.artifacts:
         # ``record()`` copies the header dict; only nested values would be shared.
-        scan.add(Artifact(path if artifact_path is None else artifact_path, compression, header_dict(header)))
+        listed = path if artifact_path is None else artifact_path
+        scan.artifacts.append(Artifact(listed, compression, header_dict(header)))
     for segment, block_path, reason in outcome.blocks:
         scan.block(segment, block_path, reason)
 
@@ -190,21 +191,19 @@ def probe(
     fp: Fingerprint,
     stop: AbortSignal | None,
 ) -> tuple[int, str] | None:
-    """The listing step for the one log ``path`` (just seen at ``fp``) into ``scan`` (a walk
-    without a trail), and the index entry for it, ``(read at, listing text)``, unless the log
-    changed while it was read.
+    """The listing step for the one log ``path`` (just seen at ``fp``) into ``scan``, and the index
+    entry for it, ``(read at, listing text)``, unless the log changed while it was read.
 
     The ``lstat`` that found the log already told upstream's existence checks' answer:
     exactly this regular file. So the outcome depends on this log alone, and only its
     fingerprint is checked after.
     """
-    first, scan.trail = len(scan.artifacts), []  # the entry is what this step adds to ``scan``
-    step = partial(inspect_log, root, scan, real, segment, path, True, stop)
-    _, unchanged, started = stable_read(path, step, fp)
-    trail, scan.trail = scan.trail, None
+    found, unchanged, started = stable_read(path, partial(inspect_log, root, real, path, True, stop), fp)
+    scan.note(segment, path, found)
     if unchanged is None:
         return None
-    outcome = {"a": [[a.path, a.compression, a.header] for a in scan.artifacts[first:]], "b": trail}
+    artifacts = [[found.path, found.compression, found.header]] if isinstance(found, Artifact) else []
+    outcome = {"a": artifacts, "b": [[segment, path, found]] if isinstance(found, str) else []}
     try:
         text = json.dumps(outcome, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     except ValueError:
