@@ -31,7 +31,7 @@ from ..collation import locale_compare_key
 from ..jsjson import js_stringify
 from ..model import SessionRecord, StoreError
 from .jsvalue import UNDEFINED, js_string
-from .layout import LOG_NAMES, Compression, decode_segment, is_real, log_path
+from .layout import PLAIN_NAME, ZSTD_NAME, Compression, decode_segment, is_real, log_path
 from .log_header import parse_header_meta, read_first_line
 from .logbase import HEADER_BUFFER, LogError, open_artifact
 from .zstd_frames import read_first_zstd_line
@@ -311,8 +311,7 @@ def inspect_directory(
     root: str, walk: Walk, real: str, directory: str, segment: str, stop: AbortSignal | None
 ) -> None:
     """Upstream's per-directory listing step, with its root-wide failures turned into blocks."""
-    zstd_path = os.path.join(directory, LOG_NAMES["zstd"])
-    plain_path = os.path.join(directory, LOG_NAMES["none"])
+    zstd_path, plain_path = directory + ZSTD_NAME, directory + PLAIN_NAME
     (has_zstd, zstd_file), (has_plain, plain_file) = _exists(zstd_path), _exists(plain_path)
     if has_zstd and has_plain:
         try:

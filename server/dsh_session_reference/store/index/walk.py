@@ -21,7 +21,7 @@ from typing import Final
 
 from ...cancellation import AbortSignal
 from ...model import StoreError
-from ..layout import LOG_NAMES, is_walk_relative
+from ..layout import PLAIN_NAME, ZSTD_NAME, is_walk_relative
 from ..listing import (
     Artifact,
     Skips,
@@ -50,9 +50,6 @@ PARALLEL_MIN_LOGS: Final = 2000
 with worker processes (below it, starting one costs about as much as it saves)."""
 HEADER_BATCH: Final = 64
 """Directories per header-reading task: small, so the walk and the workers meet with little overlap."""
-
-ZSTD_NAME: Final = os.sep + LOG_NAMES["zstd"]
-PLAIN_NAME: Final = os.sep + LOG_NAMES["none"]
 
 
 def walk_rows(rows: RowTable, walk: Walk, only: str | None, stop: AbortSignal | None, workers: int) -> Walk:
