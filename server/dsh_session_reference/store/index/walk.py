@@ -35,7 +35,6 @@ from ..workers import WorkerProcess, drop_spare, take_spare
 from .kept import StoredListing
 from .rows import (
     Fingerprint,
-    IndexRow,
     ListingEntry,
     fingerprint_of,
     header_dict,
@@ -126,8 +125,7 @@ def _listed_from_row(rows: RowTable, scan: Walk, walk: _FullWalk | None, path: s
     """List the one log ``path`` (seen at ``fp``) from its index row, if that row is fresh at
     ``fp``; ``False`` when the log must be read."""
     row = rows.row(path)
-    cached = None if row is None else row.listing_outcome(fp, path)
-    if row is None or cached is None:
+    if row is None or (cached := row.listing_outcome(fp, path)) is None:
         return False
     if walk is not None:
         walk.walked[path] = row.fp  # one tuple for the row and the walk: a big root keeps both
@@ -155,7 +153,7 @@ def stored_walk(rows: RowTable, skips: Skips) -> StoredListing:
     (names by their bytes), the rows list their sessions in the order the walk would.
     """
     prefix = os.path.join(rows.root, "")
-    found: dict[tuple[bytes, bytes], tuple[str, IndexRow, ListingEntry] | None] = {}
+    found: dict[tuple[bytes, bytes], tuple[str, Fingerprint, ListingEntry] | None] = {}
     for path, row in rows.table().items():
         relative = path[len(prefix) :]
         if not (path.startswith(prefix) and is_walk_relative(relative)):
@@ -166,15 +164,12 @@ def stored_walk(rows: RowTable, skips: Skips) -> StoredListing:
             continue
         directory = (os.fsencode(parts[0]), os.fsencode(parts[1]))
         # Rows for both log names of one directory: the walk would look at it afresh, so none.
-        found[directory] = None if directory in found else (path, row, outcome)
+        found[directory] = None if directory in found else (path, row.fp, outcome)
     scan = Walk(skips)
     walked: dict[str, Fingerprint] = {}
-    for directory in sorted(found):
-        entry = found[directory]
-        if entry is not None:
-            path, row, outcome = entry
-            walked[path] = row.fp
-            _replay_listing(scan, path, outcome)
+    for path, fp, outcome in filter(None, (found[directory] for directory in sorted(found))):
+        walked[path] = fp
+        _replay_listing(scan, path, outcome)
     scan.settle(rows.root)
     return StoredListing(scan.listing(), walked, {}, False, len(walked))
 
@@ -274,7 +269,7 @@ class HeaderReaders:
         """The batch the walk is in: handing that one or an earlier one out would be wasted."""
         self._workers: list[WorkerProcess] = []
         try:
-            for _ in range(max(1, count)):
+            for _ in range(count):
                 self._workers.append(take_spare() or WorkerProcess())
         except OSError:
             self.close()
