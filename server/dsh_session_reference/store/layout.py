@@ -22,6 +22,9 @@ Compression = Literal["zstd", "none"]
 
 LOG_NAMES: Final[dict[Compression, str]] = {"zstd": "session.jsonl.zstd", "none": "session.jsonl"}
 """The artifact file name per encoding (upstream's ``session${logSuffix(compression)}``)."""
+ZSTD_NAME: Final = os.sep + LOG_NAMES["zstd"]
+PLAIN_NAME: Final = os.sep + LOG_NAMES["none"]
+"""A session directory's two logs are ``directory + ZSTD_NAME`` and ``directory + PLAIN_NAME``."""
 
 NO_CWD_DIR: Final = "_no-cwd"
 

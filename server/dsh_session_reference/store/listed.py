@@ -23,7 +23,7 @@ class Listed:
     walked: dict[str, Fingerprint]
     taken: float
     directories: int
-    """Directories the walk listed or looked in (:attr:`.jsonl_store.Walk.directories`; at least one
+    """Directories the walk listed or looked in (:attr:`.listing.Walk.directories`; at least one
     per record)."""
     by_location: dict[str, SessionRecord] = field(default_factory=dict)
     by_id: dict[str, SessionRecord] = field(default_factory=dict)

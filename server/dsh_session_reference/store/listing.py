@@ -31,7 +31,7 @@ from ..collation import locale_compare_key
 from ..jsjson import js_stringify
 from ..model import SessionRecord, StoreError
 from .jsvalue import UNDEFINED, js_string
-from .layout import LOG_NAMES, Compression, decode_segment, is_real, log_path
+from .layout import PLAIN_NAME, ZSTD_NAME, Compression, decode_segment, is_real, log_path
 from .log_header import parse_header_meta, read_first_line
 from .logbase import HEADER_BUFFER, LogError, open_artifact
 from .zstd_frames import read_first_zstd_line
@@ -110,17 +110,12 @@ def record_at(path: str, header: dict[str, Any]) -> SessionRecord:
 
 @dataclass
 class Walk:
-    """One look at the root: the usable artifacts, and why other ids are unusable.
-
-    ``trail``, when a list, also records every block as ``[segment, path, reason]`` (the index
-    keeps a directory's blocks in its row, to replay them when the row is used)."""
+    """One look at the root: the usable artifacts, and why other ids are unusable."""
 
     skips: Skips
     artifacts: list[Artifact] = field(default_factory=list)
     blocked: dict[str, str] = field(default_factory=dict)
     duplicates: set[str] = field(default_factory=set)
-    encodings: set[Compression] = field(default_factory=set)
-    trail: list[list[str]] | None = None
     directories: int = 0
     """Directories the walk listed or looked in: project directories, and session directories
     with a log or not. What a walk costs grows with it, not with the sessions it finds."""
@@ -138,12 +133,13 @@ class Walk:
         blocked_id = decode_segment(segment)
         if blocked_id is not None:
             self.blocked.setdefault(blocked_id, reason)
-        if self.trail is not None:
-            self.trail.append([segment, path, reason])
 
-    def add(self, artifact: Artifact) -> None:
-        self.encodings.add(artifact.compression)
-        self.artifacts.append(artifact)
+    def note(self, segment: str, path: str, found: Artifact | str | None) -> None:
+        """Take what :func:`inspect_log` found in ``segment``'s log ``path``."""
+        if isinstance(found, Artifact):
+            self.artifacts.append(found)
+        elif found is not None:
+            self.block(segment, path, found)
 
     def settle(self, root: str) -> None:
         """Block the ids found in more than one directory; note a root of two encodings."""
@@ -157,7 +153,7 @@ class Walk:
                 self.skips.report(artifact.path, reason)
                 self.duplicates.add(artifact.session_id)
                 self.blocked[artifact.session_id] = reason
-        if len(self.encodings) > 1:
+        if len({artifact.compression for artifact in self.artifacts}) > 1:
             self.skips.report(
                 root,
                 "the root holds both .jsonl and .jsonl.zstd logs (dsh reads one encoding per root); "
@@ -315,8 +311,7 @@ def inspect_directory(
     root: str, walk: Walk, real: str, directory: str, segment: str, stop: AbortSignal | None
 ) -> None:
     """Upstream's per-directory listing step, with its root-wide failures turned into blocks."""
-    zstd_path = os.path.join(directory, LOG_NAMES["zstd"])
-    plain_path = os.path.join(directory, LOG_NAMES["none"])
+    zstd_path, plain_path = directory + ZSTD_NAME, directory + PLAIN_NAME
     (has_zstd, zstd_file), (has_plain, plain_file) = _exists(zstd_path), _exists(plain_path)
     if has_zstd and has_plain:
         try:
@@ -328,19 +323,14 @@ def inspect_directory(
         walk.block(segment, plain_path, _encoding_mismatch(plain_path))
     elif has_zstd or has_plain:
         path, is_file = (zstd_path, zstd_file) if has_zstd else (plain_path, plain_file)
-        inspect_log(root, walk, real, segment, path, is_file, stop)
+        walk.note(segment, path, inspect_log(root, real, path, is_file, stop))
 
 
 def inspect_log(
-    root: str,
-    walk: Walk,
-    real: str,
-    segment: str,
-    path: str,
-    is_file: bool,
-    stop: AbortSignal | None,
-) -> None:
-    """The listing step for a directory known to hold exactly this one log.
+    root: str, real: str, path: str, is_file: bool, stop: AbortSignal | None
+) -> Artifact | str | None:
+    """The listing step for a directory known to hold exactly this one log: its artifact, or the
+    reason it is skipped, or ``None`` when it hides the session.
 
     ``is_file``: the log was just seen to be a regular file, not a link, so it can be opened where
     the walk found it without resolving the path first: the walk reaches each log only through
@@ -357,18 +347,13 @@ def inspect_log(
             first = read_first_zstd_line(handle, stop) if zstd else read_first_line(handle, stop)
         meta = None if first is None else parse_header_meta(first)
     except LogError as error:
-        walk.block(segment, path, error.message)
-        return
+        return error.message
     except OSError as error:
-        walk.block(segment, path, fs_message(error, "open", path))
-        return
+        return fs_message(error, "open", path)
     if meta is None:
-        return  # an empty, torn or non-header first line hides the session, as upstream
+        return None  # an empty, torn or non-header first line hides the session, as upstream
     problem = identity_problem(root, path, meta, compression)
-    if problem is not None:
-        walk.block(segment, path, problem)
-        return
-    walk.add(Artifact(path, compression, meta))
+    return Artifact(path, compression, meta) if problem is None else problem
 
 
 def identity_problem(root: str, path: str, meta: Mapping[str, Any], compression: Compression) -> str | None:

@@ -9,12 +9,9 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from typing import Final
 
 from .index.rows import fingerprint_of
-from .layout import LOG_NAMES
-
-_NAMES: Final = tuple(os.sep + name for name in LOG_NAMES.values())
+from .layout import PLAIN_NAME, ZSTD_NAME
 
 
 def root_state(root: str, pause: Callable[[], object] | None = None) -> int:
@@ -49,7 +46,7 @@ def root_state(root: str, pause: Callable[[], object] | None = None) -> int:
             if not entry.is_dir(follow_symlinks=False):
                 state = hash((state, entry.path, _status(entry.path)))
                 continue
-            for name in _NAMES:
+            for name in (ZSTD_NAME, PLAIN_NAME):
                 path = entry.path + name
                 try:
                     info = os.lstat(path)

@@ -148,17 +148,15 @@ class IndexRow:
             self.parsed_listing = parse_listing(self.listing, path)
         return self.parsed_listing
 
-    def listed_once(self, fp: Fingerprint, path: str) -> bool:
-        """Whether this row's listing entry holds exactly one header."""
+    def listed_header(self, fp: Fingerprint, path: str) -> KeptHeader | None:
+        """The header this row's listing entry holds, if it holds exactly one."""
         outcome = self.listing_outcome(fp, path)
-        return outcome is not None and len(outcome.artifacts) == 1
+        return outcome.artifacts[0][2] if outcome is not None and len(outcome.artifacts) == 1 else None
 
     def listed_key(self, fp: Fingerprint, path: str) -> str | None:
         """:func:`header_text` of the one header this row's listing found, if any."""
-        outcome = self.listing_outcome(fp, path)
-        if outcome is None or len(outcome.artifacts) != 1:
-            return None
-        return header_text(header_dict(outcome.artifacts[0][2]))
+        header = self.listed_header(fp, path)
+        return None if header is None else header_text(header_dict(header))
 
     def title_value(self, fp: Fingerprint) -> TitleEntry | None:
         if self.title is None or not self.fresh(fp, self.title_ns):

@@ -34,7 +34,7 @@ from ..jsonl_store import (
     record_named,
 )
 from ..layout import resolve_root
-from ..listing import Artifact, Skips, Walk
+from ..listing import Artifact, Skips, Walk, record_at
 from ..workers import run_apart
 from .bodies import fts_query, message_text
 from .kept import StoredListing, kept_listing, listing_text
@@ -219,7 +219,7 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
             reads += 1
             kept, keeper = keeper, keeper.again(reads)
         return ConversationSnapshot(
-            session=Artifact(artifact.path, artifact.compression, header).record(),
+            session=record_at(artifact.path, header),
             captured_through_seq=result.captured_through_seq,
             items=kept.conversation(),
             max_bytes=max_bytes,

@@ -165,7 +165,7 @@ class RowTable:
 
     def walk_done(self, walked: dict[str, Fingerprint], looked: set[str], directories: int) -> None:
         """A full walk finished: rows of logs it did not look at go (the log is gone, or moved).
-        ``directories``: how many it listed or looked in (:attr:`.jsonl_store.Walk.directories`)."""
+        ``directories``: how many it listed or looked in (:attr:`..listing.Walk.directories`)."""
         with self._lock:
             table = self.table()
             if not self._whole:  # the rows never loaded, of logs not looked at, go when next written
@@ -195,7 +195,7 @@ class RowTable:
             return None
         if value.key == LISTED:
             if key is None:
-                if not row.listed_once(fp, path):
+                if row.listed_header(fp, path) is None:
                     return None
             elif key != row.listed_key(fp, path):
                 return None

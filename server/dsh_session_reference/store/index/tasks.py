@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from ...model import ConversationSnapshot, SessionRecord
 from ..jsonl_store import JsonlSessionStore
+from ..layout import PLAIN_NAME, ZSTD_NAME
 from ..listing import Skips, Walk
 from ..workers import serve_process
 from .bodies import message_text
@@ -21,7 +22,7 @@ from .records import Verified, kept_read, read_texts
 from .rows import Fingerprint
 from .store import IndexedSessionStore
 from .title_scan import scan_last_title
-from .walk import PLAIN_NAME, ZSTD_NAME, probe, single_log
+from .walk import probe, single_log
 
 
 def verify_titles(root: str, records: Sequence[SessionRecord]) -> list[Verified]:

@@ -21,7 +21,7 @@ from typing import Final
 
 from ...cancellation import AbortSignal
 from ...model import StoreError
-from ..layout import LOG_NAMES, is_walk_relative
+from ..layout import PLAIN_NAME, ZSTD_NAME, is_walk_relative
 from ..listing import (
     Artifact,
     Skips,
@@ -35,7 +35,6 @@ from ..workers import WorkerProcess, drop_spare, take_spare
 from .kept import StoredListing
 from .rows import (
     Fingerprint,
-    IndexRow,
     ListingEntry,
     fingerprint_of,
     header_dict,
@@ -50,9 +49,6 @@ PARALLEL_MIN_LOGS: Final = 2000
 with worker processes (below it, starting one costs about as much as it saves)."""
 HEADER_BATCH: Final = 64
 """Directories per header-reading task: small, so the walk and the workers meet with little overlap."""
-
-ZSTD_NAME: Final = os.sep + LOG_NAMES["zstd"]
-PLAIN_NAME: Final = os.sep + LOG_NAMES["none"]
 
 
 def walk_rows(rows: RowTable, walk: Walk, only: str | None, stop: AbortSignal | None, workers: int) -> Walk:
@@ -129,8 +125,7 @@ def _listed_from_row(rows: RowTable, scan: Walk, walk: _FullWalk | None, path: s
     """List the one log ``path`` (seen at ``fp``) from its index row, if that row is fresh at
     ``fp``; ``False`` when the log must be read."""
     row = rows.row(path)
-    cached = None if row is None else row.listing_outcome(fp, path)
-    if row is None or cached is None:
+    if row is None or (cached := row.listing_outcome(fp, path)) is None:
         return False
     if walk is not None:
         walk.walked[path] = row.fp  # one tuple for the row and the walk: a big root keeps both
@@ -141,7 +136,8 @@ def _listed_from_row(rows: RowTable, scan: Walk, walk: _FullWalk | None, path: s
 def _replay_listing(scan: Walk, path: str, outcome: ListingEntry) -> None:
     for artifact_path, compression, header in outcome.artifacts:
         # ``record()`` copies the header dict; only nested values would be shared.
-        scan.add(Artifact(path if artifact_path is None else artifact_path, compression, header_dict(header)))
+        listed = path if artifact_path is None else artifact_path
+        scan.artifacts.append(Artifact(listed, compression, header_dict(header)))
     for segment, block_path, reason in outcome.blocks:
         scan.block(segment, block_path, reason)
 
@@ -157,7 +153,7 @@ def stored_walk(rows: RowTable, skips: Skips) -> StoredListing:
     (names by their bytes), the rows list their sessions in the order the walk would.
     """
     prefix = os.path.join(rows.root, "")
-    found: dict[tuple[bytes, bytes], tuple[str, IndexRow, ListingEntry] | None] = {}
+    found: dict[tuple[bytes, bytes], tuple[str, Fingerprint, ListingEntry] | None] = {}
     for path, row in rows.table().items():
         relative = path[len(prefix) :]
         if not (path.startswith(prefix) and is_walk_relative(relative)):
@@ -168,15 +164,12 @@ def stored_walk(rows: RowTable, skips: Skips) -> StoredListing:
             continue
         directory = (os.fsencode(parts[0]), os.fsencode(parts[1]))
         # Rows for both log names of one directory: the walk would look at it afresh, so none.
-        found[directory] = None if directory in found else (path, row, outcome)
+        found[directory] = None if directory in found else (path, row.fp, outcome)
     scan = Walk(skips)
     walked: dict[str, Fingerprint] = {}
-    for directory in sorted(found):
-        entry = found[directory]
-        if entry is not None:
-            path, row, outcome = entry
-            walked[path] = row.fp
-            _replay_listing(scan, path, outcome)
+    for path, fp, outcome in filter(None, (found[directory] for directory in sorted(found))):
+        walked[path] = fp
+        _replay_listing(scan, path, outcome)
     scan.settle(rows.root)
     return StoredListing(scan.listing(), walked, {}, False, len(walked))
 
@@ -190,21 +183,19 @@ def probe(
     fp: Fingerprint,
     stop: AbortSignal | None,
 ) -> tuple[int, str] | None:
-    """The listing step for the one log ``path`` (just seen at ``fp``) into ``scan`` (a walk
-    without a trail), and the index entry for it, ``(read at, listing text)``, unless the log
-    changed while it was read.
+    """The listing step for the one log ``path`` (just seen at ``fp``) into ``scan``, and the index
+    entry for it, ``(read at, listing text)``, unless the log changed while it was read.
 
     The ``lstat`` that found the log already told upstream's existence checks' answer:
     exactly this regular file. So the outcome depends on this log alone, and only its
     fingerprint is checked after.
     """
-    first, scan.trail = len(scan.artifacts), []  # the entry is what this step adds to ``scan``
-    step = partial(inspect_log, root, scan, real, segment, path, True, stop)
-    _, unchanged, started = stable_read(path, step, fp)
-    trail, scan.trail = scan.trail, None
+    found, unchanged, started = stable_read(path, partial(inspect_log, root, real, path, True, stop), fp)
+    scan.note(segment, path, found)
     if unchanged is None:
         return None
-    outcome = {"a": [[a.path, a.compression, a.header] for a in scan.artifacts[first:]], "b": trail}
+    artifacts = [[found.path, found.compression, found.header]] if isinstance(found, Artifact) else []
+    outcome = {"a": artifacts, "b": [[segment, path, found]] if isinstance(found, str) else []}
     try:
         text = json.dumps(outcome, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     except ValueError:
@@ -278,7 +269,7 @@ class HeaderReaders:
         """The batch the walk is in: handing that one or an earlier one out would be wasted."""
         self._workers: list[WorkerProcess] = []
         try:
-            for _ in range(max(1, count)):
+            for _ in range(count):
                 self._workers.append(take_spare() or WorkerProcess())
         except OSError:
             self.close()
