@@ -69,7 +69,7 @@ class WorkerFeed:
             location, record, fp = left
             if titles.current(location, fp) is not None:
                 continue
-            hint = TitleObservation(record.id, title=titles.hint(location, fp, root_real, None))
+            hint = TitleObservation(record.id, title=titles.hint(location, root_real, None))
             titles.provisional(location, fp, hint)
 
     def feed(self) -> None:

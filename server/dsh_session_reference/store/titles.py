@@ -54,7 +54,6 @@ class TitleBoard:
         """Each log's title as last observed, with the :attr:`version` that observation made."""
         self.version = 0
         """Bumped on every change to :attr:`observed`."""
-        self._hints: dict[str, tuple[Fingerprint, str | None]] = {}
         self._hinted = False
         self.queued: dict[str, tuple[SessionRecord, Fingerprint]] = {}
         """Listed logs whose titles a worker process is to verify, in the order requests left them."""
@@ -137,7 +136,7 @@ class TitleBoard:
         """Forget the logs a new listing no longer lists (deleted, moved): what the board holds is
         bounded by the root, not by every log a long-running server ever saw."""
         with self._lock:
-            for kept in (self.observed, self._hints, self.queued, self.to_scan, self.to_prove):
+            for kept in (self.observed, self.queued, self.to_scan, self.to_prove):
                 for location in [location for location in kept if location not in listed]:
                     del kept[location]
 
@@ -149,16 +148,11 @@ class TitleBoard:
 
     # --- hints ------------------------------------------------------------------------------------
 
-    def hint(self, location: str, fp: Fingerprint, root_real: str, stop: AbortSignal | None) -> str | None:
-        """The title a byte scan finds in the log at ``location`` (kept per fingerprint)."""
-        entry = self._hints.get(location)
-        if entry is not None and entry[0] == fp:
-            return entry[1]
+    def hint(self, location: str, root_real: str, stop: AbortSignal | None) -> str | None:
+        """The title a byte scan finds in the log at ``location``, shortened as observations are
+        (then kept as one: :meth:`provisional`)."""
         found = scan_last_title(location, root_real, stop)
-        if found is not None:  # kept as an observation keeps it
-            found = shortened(found, MAX_TITLE_CHARS)
-        self._hints[location] = (fp, found)
-        return found
+        return None if found is None else shortened(found, MAX_TITLE_CHARS)
 
     # --- the verification queue -------------------------------------------------------------------
 
@@ -181,9 +175,8 @@ class TitleBoard:
         self._hinted = True
         for index, record, fp in sorted(listed, key=lambda item: candidate_rank(item[1].cwd, target_cwd)):
             location = str(record.location)
-            known = self._hints.get(location)
-            if (known is not None and known[0] == fp) or time.monotonic() < deadline:
-                hint = TitleObservation(record.id, title=self.hint(location, fp, root_real, stop))
+            if time.monotonic() < deadline:
+                hint = TitleObservation(record.id, title=self.hint(location, root_real, stop))
                 self.provisional(location, fp, hint)
             else:
                 hint = TitleObservation(record.id)  # labelled by its id until its hint is scanned
