@@ -315,7 +315,7 @@ class SessionCatalog:
         if titles:
             return VERIFYING_TITLES, titles
         bodies = self.feed.bodies
-        if bodies.busy and not bodies.stopped:
+        if bodies.left and not bodies.stopped:
             return INDEXING_BODIES, bodies.left
         return None
 

@@ -55,7 +55,7 @@ class TitleBoard:
         self.version = 0
         """Bumped on every change to :attr:`observed`."""
         self._hinted = False
-        self.queued: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        self.queued: dict[str, SessionRecord] = {}
         """Listed logs whose titles a worker process is to verify, in the order requests left them."""
         self.to_scan: dict[str, tuple[SessionRecord, Fingerprint]] = {}
         """Listed logs whose hints a request had no time to scan."""
@@ -170,7 +170,7 @@ class TitleBoard:
         verify for the next request."""
         hints: list[tuple[int, TitleObservation]] = []
         later: dict[str, tuple[SessionRecord, Fingerprint]] = {}
-        verify: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        verify: dict[str, SessionRecord] = {}
         deadline = time.monotonic() + (LATER_HINT_BUDGET if self._hinted else HINT_BUDGET)
         self._hinted = True
         for index, record, fp in sorted(listed, key=lambda item: candidate_rank(item[1].cwd, target_cwd)):
@@ -182,21 +182,19 @@ class TitleBoard:
                 hint = TitleObservation(record.id)  # labelled by its id until its hint is scanned
                 later[location] = (record, fp)
             hints.append((index, hint))
-            verify[location] = (record, fp)
+            verify[location] = record
         self.enqueue(verify, later)
         return hints
 
     def enqueue(
-        self,
-        verify: dict[str, tuple[SessionRecord, Fingerprint]],
-        scan: dict[str, tuple[SessionRecord, Fingerprint]],
+        self, verify: dict[str, SessionRecord], scan: dict[str, tuple[SessionRecord, Fingerprint]]
     ) -> None:
         """Queue logs to verify (those not being verified already) and hints to scan."""
         with self._lock:
             self.to_scan.update(scan)
-            for location, entry in verify.items():
+            for location, record in verify.items():
                 if location not in self.in_flight:
-                    self.queued.setdefault(location, entry)
+                    self.queued.setdefault(location, record)
 
     def pending(self) -> int:
         """Titles queued or being verified."""
@@ -207,23 +205,21 @@ class TitleBoard:
         """``batch`` (from :attr:`queued`) goes to a worker process."""
         with self._lock:
             for record in batch:
-                assert record.location is not None
-                self.queued.pop(record.location, None)
-                self.in_flight.add(record.location)
+                self.queued.pop(str(record.location), None)
+                self.in_flight.add(str(record.location))
 
     def done(self, batch: list[SessionRecord]) -> None:
         with self._lock:
-            for record in batch:
-                assert record.location is not None
-                self.in_flight.discard(record.location)
+            self.in_flight.difference_update(str(record.location) for record in batch)
 
     def busy(self) -> bool:
         with self._lock:
             return bool(self.in_flight or self.proving)
 
-    def waiting(self) -> list[tuple[SessionRecord, Fingerprint]]:
+    def waiting(self, count: int) -> list[SessionRecord]:
+        """Up to ``count`` queued logs to verify next, in the order they were queued."""
         with self._lock:
-            return list(self.queued.values())
+            return list(itertools.islice(self.queued.values(), count))
 
     def to_scan_claims(self, count: int) -> list[tuple[SessionRecord, Fingerprint]]:
         """Up to ``count`` claimed logs to scan next (now in a worker process's hands), in the
