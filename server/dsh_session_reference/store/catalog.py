@@ -494,14 +494,13 @@ class SessionCatalog:
         third to the typing p95.
         """
         scheduler = self.scheduler
-        scheduler.wait_quiet()
-        if scheduler.closed:
+        if not scheduler.wait_quiet():
             return None
         deadline = scheduler.refresh_deadline()
         try:
             self.index.flush(scheduler.wait_quiet)
             self.feed.feed()
-            self.feed.scan_hints()
+            self.titles.scan_hints(os.path.realpath(self.root), scheduler.wait_quiet)
             self._keep_listing()
             if deadline is not None:
                 wait = scheduler.until_idle(deadline)

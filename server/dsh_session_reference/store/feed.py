@@ -9,12 +9,11 @@ only confirms what a scan or a hint already shows.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from ..model import SessionRecord, TitleObservation
+from ..model import SessionRecord
 from .index.records import Verified, batches
 from .index.rows import Fingerprint, ReadAt
 from .index.store import IndexedSessionStore
@@ -53,23 +52,6 @@ class WorkerFeed:
         self.listing: list[SessionRecord] | None = None
         """The catalog's latest listing, whose logs' message text is indexed when body search is on."""
         self._lock = threading.Lock()
-
-    def scan_hints(self) -> None:
-        """Hints a request had no time for (the scan is mostly decompression, outside the GIL)."""
-        root_real = os.path.realpath(self.index.root)
-        titles = self.titles
-        while True:
-            self.scheduler.wait_quiet()
-            if self.scheduler.closed:
-                return
-            left = titles.next_scan()
-            if left is None:
-                return
-            location, record, fp = left
-            if titles.current(location, fp) is not None:
-                continue
-            hint = TitleObservation(record.id, title=titles.hint(location, root_real, None))
-            titles.provisional(location, fp, hint)
 
     def feed(self) -> None:
         """Send scans of claimed titles (then queued title verifications, then body texts, when

@@ -88,9 +88,11 @@ class Scheduler:
         """Whether no request is being answered."""
         return self._quiet.is_set()
 
-    def wait_quiet(self) -> None:
-        """Wait until no request is being answered (a pause the index writer and walks take)."""
+    def wait_quiet(self) -> bool:
+        """Wait until no request is being answered (a pause the index writer and walks take);
+        ``False`` once closed: the background work is to stop."""
         self._quiet.wait()
+        return not self.closed
 
     def until_idle(self, deadline: float) -> float:
         """Seconds until the editor will have been quiet for ``idle_grace`` (0 once it has, or

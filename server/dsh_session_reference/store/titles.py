@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Final, NamedTuple
 
 from ..cancellation import AbortSignal
@@ -154,6 +154,19 @@ class TitleBoard:
         found = scan_last_title(location, root_real, stop)
         return None if found is None else shortened(found, MAX_TITLE_CHARS)
 
+    def scan_hints(self, root_real: str, go_on: Callable[[], bool]) -> None:
+        """Scan the hints requests had no time for, in the order they left them, while ``go_on()``
+        (the background's pause: the scan is mostly decompression, outside the GIL)."""
+        while go_on():
+            with self._lock:
+                if not self.to_scan:
+                    return
+                record, fp = self.to_scan.pop(next(iter(self.to_scan)))
+            location = str(record.location)
+            if self.current(location, fp) is None:
+                hint = TitleObservation(record.id, title=self.hint(location, root_real, None))
+                self.provisional(location, fp, hint)
+
     # --- the verification queue -------------------------------------------------------------------
 
     def hint_ranked(
@@ -244,12 +257,3 @@ class TitleBoard:
                 self.version += 1
                 for location in withdrawn:
                     del self.observed[location]
-
-    def next_scan(self) -> tuple[str, SessionRecord, Fingerprint] | None:
-        """The next hint a request left to scan, in the order it left them."""
-        with self._lock:
-            if not self.to_scan:
-                return None
-            location = next(iter(self.to_scan))
-            record, fp = self.to_scan.pop(location)
-            return location, record, fp
