@@ -378,12 +378,7 @@ class SessionCatalog:
             # a catalog dropped for another root is collected, and its finalizer stops the watcher.
             # Its first watch waits for the editor's first pause, as the walks do: setting it up
             # holds the interpreter, and the first answers must not wait for it.
-            scheduler = self.scheduler
-
-            def pause() -> None:
-                scheduler.idle(scheduler.clock() + scheduler.max_defer)
-
-            watcher = RootWatcher(self.root, weakly(self._watched), pause)
+            watcher = RootWatcher(self.root, weakly(self._watched), self.scheduler.idle)
             reason = watcher.start()
             if reason is None:
                 self._watcher = watcher

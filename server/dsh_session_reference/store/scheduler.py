@@ -99,9 +99,12 @@ class Scheduler:
         once ``deadline`` has passed)."""
         return max(0.0, min(self.active + self.idle_grace, deadline) - self.clock())
 
-    def idle(self, deadline: float) -> None:
-        """Wait until no request is being answered and the editor is idle (see :meth:`until_idle`).
-        The clock measures; the waiting is real time (a test moving its clock does not call this)."""
+    def idle(self, deadline: float | None = None) -> None:
+        """Wait until no request is being answered and the editor is idle (see :meth:`until_idle`;
+        ``deadline`` by default ``max_defer`` from now). The clock measures; the waiting is real
+        time (a test moving its clock does not call this)."""
+        if deadline is None:
+            deadline = self.clock() + self.max_defer
         while True:
             self._quiet.wait()
             wait = self.until_idle(deadline)
