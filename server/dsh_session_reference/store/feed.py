@@ -136,7 +136,7 @@ class WorkerFeed:
                 unproved.append(location)  # not scanned, or changed under the scan
             elif self.titles.prove(location, fp, found.value):
                 verify[location] = record
-        self.titles.enqueue(verify, {})
+        self.titles.enqueue(verify)
         self.titles.scanned((str(record.location) for record, _ in claims), unproved)
         try:
             self.feed()

@@ -196,15 +196,14 @@ class TitleBoard:
                 later[location] = (record, fp)
             hints.append((index, hint))
             verify[location] = record
-        self.enqueue(verify, later)
+        with self._lock:
+            self.to_scan.update(later)
+        self.enqueue(verify)
         return hints
 
-    def enqueue(
-        self, verify: dict[str, SessionRecord], scan: dict[str, tuple[SessionRecord, Fingerprint]]
-    ) -> None:
-        """Queue logs to verify (those not being verified already) and hints to scan."""
+    def enqueue(self, verify: dict[str, SessionRecord]) -> None:
+        """Queue logs to verify (those not being verified already)."""
         with self._lock:
-            self.to_scan.update(scan)
             for location, record in verify.items():
                 if location not in self.in_flight:
                     self.queued.setdefault(location, record)
