@@ -109,7 +109,6 @@ class SessionCatalog:
         """The latest listing."""
         self.feed = WorkerFeed(index, self.titles, self.scheduler)
         """What the worker process is given (hint scans, verifications, message text)."""
-        self._closed = False
         self._watcher: RootWatcher | None = None
         self.listeners = Listeners()
         self._round = weakly(self._work)
@@ -155,7 +154,7 @@ class SessionCatalog:
                 return version, {}
             listed = (snapshot.by_location.get(location) for location in changed)
             records = [record for record in listed if record is not None]
-            titles = self._titles(records, stop)
+            titles = self.read_titles(records, stop)
             return version, {str(r.location): seen for r, seen in zip(records, titles, strict=True)}
 
     @property
@@ -224,73 +223,67 @@ class SessionCatalog:
     def read_titles(
         self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
     ) -> list[TitleObservation]:
-        with self.scheduler.serving():
-            return self._titles(records, stop, target_cwd)
-
-    def _titles(
-        self,
-        records: Sequence[SessionRecord],
-        stop: AbortSignal | None,
-        target_cwd: str | None = None,
-    ) -> list[TitleObservation]:
         """Each record's title: as observed on the board, else from the index, by reading, or by a
         hint (hinted in rank order for ``target_cwd``, as far as the time allows)."""
-        snapshot = self.snapshot
-        walked = snapshot.walked if snapshot is not None else {}
-        by_location = snapshot.by_location if snapshot is not None else {}
-        found: list[TitleObservation | None] = [None] * len(records)
-        claims: dict[str, tuple[SessionRecord, Fingerprint, TitleObservation]] = {}
-        hintable: list[tuple[int, SessionRecord, Fingerprint]] = []
-        exact: list[int] = []
-        to_read = on_board = 0
-        for index, record in enumerate(records):
-            location = record.location
-            fp = walked.get(location) if location is not None else None
-            if location is None or fp is None:
-                exact.append(index)
-                continue
-            listed = by_location.get(location) is record
-            if listed and (seen := self.titles.current(location, fp)) is not None:
-                found[index] = seen
-                on_board += 1
-                continue
-            observation = self.index.cached_title(record, fp, None if listed else header_text(record.header))
-            if observation is not None:
-                found[index] = observation
-                row = self.index.row(location)
-                if self.background and not (row is not None and row.title_here):
-                    # From the file, which anyone who can write the cache folder can forge:
-                    # shown until the log is scanned (the CLI, with nothing behind it, trusts it).
-                    claims[location] = (record, fp, observation)
-                elif listed:
-                    self.titles.observe(location, fp, observation)
-                continue
-            if listed:
-                hintable.append((index, record, fp))
+        with self.scheduler.serving():
+            snapshot = self.snapshot
+            walked = snapshot.walked if snapshot is not None else {}
+            by_location = snapshot.by_location if snapshot is not None else {}
+            found: list[TitleObservation | None] = [None] * len(records)
+            claims: dict[str, tuple[SessionRecord, Fingerprint, TitleObservation]] = {}
+            hintable: list[tuple[int, SessionRecord, Fingerprint]] = []
+            exact: list[int] = []
+            to_read = on_board = 0
+            for index, record in enumerate(records):
+                location = record.location
+                fp = walked.get(location) if location is not None else None
+                if location is None or fp is None:
+                    exact.append(index)
+                    continue
+                listed = by_location.get(location) is record
+                if listed and (seen := self.titles.current(location, fp)) is not None:
+                    found[index] = seen
+                    on_board += 1
+                    continue
+                observation = self.index.cached_title(
+                    record, fp, None if listed else header_text(record.header)
+                )
+                if observation is not None:
+                    found[index] = observation
+                    row = self.index.row(location)
+                    if self.background and not (row is not None and row.title_here):
+                        # From the file, which anyone who can write the cache folder can forge:
+                        # shown until the log is scanned (the CLI, with nothing behind it, trusts it).
+                        claims[location] = (record, fp, observation)
+                    elif listed:
+                        self.titles.observe(location, fp, observation)
+                    continue
+                if listed:
+                    hintable.append((index, record, fp))
+                else:
+                    exact.append(index)
+                to_read += fp.size
+            if claims:
+                self.titles.claim(claims)
+                self._ask()
+            hinting = self.background and to_read > SYNC_VERIFY_BYTES
+            if hinting:  # too much to read now: hints for the listed logs, exact reads for the rest
+                for index, hint in self.titles.hint_ranked(
+                    hintable, os.path.realpath(self.root), target_cwd, stop
+                ):
+                    found[index] = hint
             else:
-                exact.append(index)
-            to_read += fp.size
-        if claims:
-            self.titles.claim(claims)
-            self._ask()
-        hinting = self.background and to_read > SYNC_VERIFY_BYTES
-        if hinting:  # too much to read now: hints for the listed logs, exact reads for the rest
-            for index, hint in self.titles.hint_ranked(
-                hintable, os.path.realpath(self.root), target_cwd, stop
-            ):
-                found[index] = hint
-        else:
-            exact = sorted([*exact, *(index for index, _, _ in hintable)])
-        if exact:
-            for index, observation in zip(
-                exact, self.index.read_titles([records[i] for i in exact], stop), strict=True
-            ):
-                found[index] = observation
-        if hinting:
-            self._ask()
-        if on_board < len(records):
-            self._write_behind()
-        return [observation for observation in found if observation is not None]
+                exact = sorted([*exact, *(index for index, _, _ in hintable)])
+            if exact:
+                for index, observation in zip(
+                    exact, self.index.read_titles([records[i] for i in exact], stop), strict=True
+                ):
+                    found[index] = observation
+            if hinting:
+                self._ask()
+            if on_board < len(records):
+                self._write_behind()
+            return [observation for observation in found if observation is not None]
 
     def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
         return self._kept(("surface", session_id), lambda: self.index.read_surface(session_id, stop))
@@ -322,7 +315,7 @@ class SessionCatalog:
         if titles:
             return VERIFYING_TITLES, titles
         bodies = self.feed.bodies
-        if bodies.busy and not bodies.stopped:
+        if bodies.left and not bodies.stopped:
             return INDEXING_BODIES, bodies.left
         return None
 
@@ -355,14 +348,12 @@ class SessionCatalog:
         A source that is simply dropped (the server switched roots) is closed
         when it is collected: its thread holds it only weakly.
         """
+        if not self.scheduler.close():
+            return
         with self._lock:
-            if self._closed:
-                return
-            self._closed = True
             watcher, self._watcher = self._watcher, None
         if watcher is not None:
             watcher.close()
-        self.scheduler.close()
         try:
             self._keep_listing(final=True)
         except Exception:  # the rows still answer the next server
@@ -378,7 +369,7 @@ class SessionCatalog:
         when sessions came or went, else at the editor's next pause. ``None`` once watching,
         else why not."""
         with self._lock:
-            if self._closed:
+            if self.scheduler.closed:
                 return "the catalog is closed"
             self.listeners.add(listener)
             if self._watcher is not None:
@@ -387,12 +378,7 @@ class SessionCatalog:
             # a catalog dropped for another root is collected, and its finalizer stops the watcher.
             # Its first watch waits for the editor's first pause, as the walks do: setting it up
             # holds the interpreter, and the first answers must not wait for it.
-            scheduler = self.scheduler
-
-            def pause() -> None:
-                scheduler.idle(scheduler.clock() + scheduler.max_defer)
-
-            watcher = RootWatcher(self.root, weakly(self._watched), pause)
+            watcher = RootWatcher(self.root, weakly(self._watched), self.scheduler.idle)
             reason = watcher.start()
             if reason is None:
                 self._watcher = watcher
@@ -412,20 +398,18 @@ class SessionCatalog:
     def _watched(self, paths: frozenset[str]) -> None:
         """The watcher's thread: which listed sessions the changed paths belong to."""
         snapshot = self.snapshot
-        sessions, listing = changed_sessions(
-            self.root, paths, None if snapshot is None else snapshot.by_directory
-        )
+        change = changed_sessions(self.root, paths, None if snapshot is None else snapshot.by_directory)
         if snapshot is not None and self._served(snapshot):
             # Logs that changed are read afresh by whoever asks (reads check each log's
             # fingerprint): say so now. Their titles, and sessions that came or went, wait for a
             # walk: at once when sessions came or went, else at the editor's next pause (a walk
             # of a big root per chunk dsh streams would take the interpreter from the keystrokes).
-            self.listeners.hold(sessions, listing)
-            self._ask(refresh=True, urgent=listing)
-            if not sessions:
+            self.listeners.hold(change)
+            self._ask(refresh=True, urgent=change.listing)
+            if not change.sessions:
                 return
-            listing = False  # said after the walk
-        self.listeners.tell(StoreChange(frozenset(sessions), listing))
+            change = StoreChange(change.sessions, False)  # the listing: said after the walk
+        self.listeners.tell(change)
 
     # --- listing ---------------------------------------------------------------------------------
 
@@ -505,14 +489,13 @@ class SessionCatalog:
         third to the typing p95.
         """
         scheduler = self.scheduler
-        scheduler.wait_quiet()
-        if scheduler.closed:
+        if not scheduler.wait_quiet():
             return None
         deadline = scheduler.refresh_deadline()
         try:
             self.index.flush(scheduler.wait_quiet)
             self.feed.feed()
-            self.feed.scan_hints()
+            self.titles.scan_hints(os.path.realpath(self.root), scheduler.wait_quiet)
             self._keep_listing()
             if deadline is not None:
                 wait = scheduler.until_idle(deadline)

@@ -21,7 +21,7 @@ LOG = logging.getLogger("dsh_session_reference.store.catalog")
 
 def changed_sessions(
     root: str, paths: frozenset[str], by_directory: Mapping[str, SessionRecord] | None
-) -> tuple[set[str], bool]:
+) -> StoreChange:
     """The listed sessions (``by_directory``: each listed session's directory, ``None`` before the
     first listing) that ``paths`` belong to, and whether the listing may have changed: a session
     directory came or went, or a log of a session not listed yet was written."""
@@ -36,7 +36,7 @@ def changed_sessions(
             listing = True
         if record is not None:
             sessions.add(record.id)
-    return sessions, listing
+    return StoreChange(frozenset(sessions), listing)
 
 
 class Listeners:
@@ -58,11 +58,11 @@ class Listeners:
             except Exception:  # one listener's failure must not keep the change from the others
                 LOG.exception("a listener for changes under the sessions root failed")
 
-    def hold(self, sessions: set[str], listing: bool) -> None:
+    def hold(self, change: StoreChange) -> None:
         """Keep a change to tell once the walk it asks for has listed the root."""
         with self._lock:
             held = self._held or StoreChange(frozenset(), False)
-            self._held = StoreChange(held.sessions | sessions, held.listing or listing)
+            self._held = StoreChange(held.sessions | change.sessions, held.listing or change.listing)
 
     def take(self) -> StoreChange | None:
         """What was held, taken before a walk: what the watcher sees during the walk stays for the

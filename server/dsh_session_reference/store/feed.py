@@ -9,12 +9,11 @@ only confirms what a scan or a hint already shows.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
 
-from ..model import SessionRecord, TitleObservation
+from ..model import SessionRecord
 from .index.records import Verified, batches
 from .index.rows import Fingerprint, ReadAt
 from .index.store import IndexedSessionStore
@@ -36,8 +35,8 @@ class BodyIndexing:
     """Body search has been asked for (indexing starts on the first search)."""
     stopped: bool = False
     """The user cancelled indexing: search answers from what is indexed."""
-    busy: bool = False
     left: int = 0
+    """Logs left to index while a batch of them is being read (0: none is)."""
     done_for: list[SessionRecord] | None = None
     """The listing every log of which is indexed."""
 
@@ -47,30 +46,12 @@ class WorkerFeed:
 
     def __init__(self, index: IndexedSessionStore, titles: TitleBoard, scheduler: Scheduler) -> None:
         self.index = index
-        self.root = index.root
         self.titles = titles
         self.scheduler = scheduler
         self.bodies = BodyIndexing()
         self.listing: list[SessionRecord] | None = None
         """The catalog's latest listing, whose logs' message text is indexed when body search is on."""
         self._lock = threading.Lock()
-
-    def scan_hints(self) -> None:
-        """Hints a request had no time for (the scan is mostly decompression, outside the GIL)."""
-        root_real = os.path.realpath(self.root)
-        titles = self.titles
-        while True:
-            self.scheduler.wait_quiet()
-            if self.scheduler.closed:
-                return
-            left = titles.next_scan()
-            if left is None:
-                return
-            location, record, fp = left
-            if titles.current(location, fp) is not None:
-                continue
-            hint = TitleObservation(record.id, title=titles.hint(location, fp, root_real, None))
-            titles.provisional(location, fp, hint)
 
     def feed(self) -> None:
         """Send scans of claimed titles (then queued title verifications, then body texts, when
@@ -88,22 +69,22 @@ class WorkerFeed:
                     return
                 claims = titles.to_scan_claims(SCAN_BATCH)
                 paths = [str(record.location) for record, _ in claims]
-                scan = worker.submit("scan_titles", self.root, paths)
+                scan = worker.submit("scan_titles", self.index.root, paths)
                 scan.add_done_callback(lambda done: self._scanned(claims, done))
                 return
-            queued = titles.waiting()
+            queued = titles.waiting(256)
             if queued:
-                batch = batches([record for record, _ in queued[:256]], VERIFY_BATCH_BYTES, 256)[0]
+                batch = batches(queued, VERIFY_BATCH_BYTES, 256)[0]
                 worker = self.scheduler.worker()
                 if worker is None:
                     return
                 titles.take(batch)
-                future = worker.submit("verify_titles", self.root, batch)
+                future = worker.submit("verify_titles", self.index.root, batch)
                 future.add_done_callback(lambda done: self._verified(batch, done))
                 return
             listing = self.listing
             bodies = self.bodies
-            if bodies.wanted and not bodies.stopped and not bodies.busy and listing is not None:
+            if bodies.wanted and not bodies.stopped and not bodies.left and listing is not None:
                 if bodies.done_for is listing:
                     return  # every log of this listing is indexed already
                 stale = self.index.bodies_to_index(listing)
@@ -113,9 +94,8 @@ class WorkerFeed:
                 worker = self.scheduler.worker()
                 if worker is None:
                     return
-                bodies.busy = True
                 bodies.left = len(stale)
-                body = worker.submit("message_texts", self.root, stale[:64])
+                body = worker.submit("message_texts", self.index.root, stale[:64])
                 body.add_done_callback(self._bodies_read)
 
     def _verified(
@@ -146,7 +126,7 @@ class WorkerFeed:
         except Exception as failure:  # withdrawn: the next request claims them anew, to be scanned
             LOG.info("scanning claimed titles stopped: %r", failure)
             results = []
-        verify: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        verify: dict[str, SessionRecord] = {}
         unproved: list[str] = []
         scanned = {found.path: found for found in results}
         for record, fp in claims:
@@ -155,8 +135,8 @@ class WorkerFeed:
             if found is None or found.fp != fp:
                 unproved.append(location)  # not scanned, or changed under the scan
             elif self.titles.prove(location, fp, found.value):
-                verify[location] = (record, fp)
-        self.titles.enqueue(verify, {})
+                verify[location] = record
+        self.titles.enqueue(verify)
         self.titles.scanned((str(record.location) for record, _ in claims), unproved)
         try:
             self.feed()
@@ -169,5 +149,5 @@ class WorkerFeed:
             self.index.put_bodies(future.result())
         except Exception as error:
             LOG.info("body indexing stopped: %r", error)
-        self.bodies.busy = False
+        self.bodies.left = 0
         self.scheduler.wake()

@@ -88,18 +88,23 @@ class Scheduler:
         """Whether no request is being answered."""
         return self._quiet.is_set()
 
-    def wait_quiet(self) -> None:
-        """Wait until no request is being answered (a pause the index writer and walks take)."""
+    def wait_quiet(self) -> bool:
+        """Wait until no request is being answered (a pause the index writer and walks take);
+        ``False`` once closed: the background work is to stop."""
         self._quiet.wait()
+        return not self.closed
 
     def until_idle(self, deadline: float) -> float:
         """Seconds until the editor will have been quiet for ``idle_grace`` (0 once it has, or
         once ``deadline`` has passed)."""
         return max(0.0, min(self.active + self.idle_grace, deadline) - self.clock())
 
-    def idle(self, deadline: float) -> None:
-        """Wait until no request is being answered and the editor is idle (see :meth:`until_idle`).
-        The clock measures; the waiting is real time (a test moving its clock does not call this)."""
+    def idle(self, deadline: float | None = None) -> None:
+        """Wait until no request is being answered and the editor is idle (see :meth:`until_idle`;
+        ``deadline`` by default ``max_defer`` from now). The clock measures; the waiting is real
+        time (a test moving its clock does not call this)."""
+        if deadline is None:
+            deadline = self.clock() + self.max_defer
         while True:
             self._quiet.wait()
             wait = self.until_idle(deadline)

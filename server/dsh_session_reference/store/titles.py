@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
-from collections.abc import Container, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import Final, NamedTuple
 
 from ..cancellation import AbortSignal
@@ -54,9 +54,8 @@ class TitleBoard:
         """Each log's title as last observed, with the :attr:`version` that observation made."""
         self.version = 0
         """Bumped on every change to :attr:`observed`."""
-        self._hints: dict[str, tuple[Fingerprint, str | None]] = {}
         self._hinted = False
-        self.queued: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        self.queued: dict[str, SessionRecord] = {}
         """Listed logs whose titles a worker process is to verify, in the order requests left them."""
         self.to_scan: dict[str, tuple[SessionRecord, Fingerprint]] = {}
         """Listed logs whose hints a request had no time to scan."""
@@ -137,7 +136,7 @@ class TitleBoard:
         """Forget the logs a new listing no longer lists (deleted, moved): what the board holds is
         bounded by the root, not by every log a long-running server ever saw."""
         with self._lock:
-            for kept in (self.observed, self._hints, self.queued, self.to_scan, self.to_prove):
+            for kept in (self.observed, self.queued, self.to_scan, self.to_prove):
                 for location in [location for location in kept if location not in listed]:
                     del kept[location]
 
@@ -149,16 +148,24 @@ class TitleBoard:
 
     # --- hints ------------------------------------------------------------------------------------
 
-    def hint(self, location: str, fp: Fingerprint, root_real: str, stop: AbortSignal | None) -> str | None:
-        """The title a byte scan finds in the log at ``location`` (kept per fingerprint)."""
-        entry = self._hints.get(location)
-        if entry is not None and entry[0] == fp:
-            return entry[1]
+    def hint(self, location: str, root_real: str, stop: AbortSignal | None) -> str | None:
+        """The title a byte scan finds in the log at ``location``, shortened as observations are
+        (then kept as one: :meth:`provisional`)."""
         found = scan_last_title(location, root_real, stop)
-        if found is not None:  # kept as an observation keeps it
-            found = shortened(found, MAX_TITLE_CHARS)
-        self._hints[location] = (fp, found)
-        return found
+        return None if found is None else shortened(found, MAX_TITLE_CHARS)
+
+    def scan_hints(self, root_real: str, go_on: Callable[[], bool]) -> None:
+        """Scan the hints requests had no time for, in the order they left them, while ``go_on()``
+        (the background's pause: the scan is mostly decompression, outside the GIL)."""
+        while go_on():
+            with self._lock:
+                if not self.to_scan:
+                    return
+                record, fp = self.to_scan.pop(next(iter(self.to_scan)))
+            location = str(record.location)
+            if self.current(location, fp) is None:
+                hint = TitleObservation(record.id, title=self.hint(location, root_real, None))
+                self.provisional(location, fp, hint)
 
     # --- the verification queue -------------------------------------------------------------------
 
@@ -176,34 +183,30 @@ class TitleBoard:
         verify for the next request."""
         hints: list[tuple[int, TitleObservation]] = []
         later: dict[str, tuple[SessionRecord, Fingerprint]] = {}
-        verify: dict[str, tuple[SessionRecord, Fingerprint]] = {}
+        verify: dict[str, SessionRecord] = {}
         deadline = time.monotonic() + (LATER_HINT_BUDGET if self._hinted else HINT_BUDGET)
         self._hinted = True
         for index, record, fp in sorted(listed, key=lambda item: candidate_rank(item[1].cwd, target_cwd)):
             location = str(record.location)
-            known = self._hints.get(location)
-            if (known is not None and known[0] == fp) or time.monotonic() < deadline:
-                hint = TitleObservation(record.id, title=self.hint(location, fp, root_real, stop))
+            if time.monotonic() < deadline:
+                hint = TitleObservation(record.id, title=self.hint(location, root_real, stop))
                 self.provisional(location, fp, hint)
             else:
                 hint = TitleObservation(record.id)  # labelled by its id until its hint is scanned
                 later[location] = (record, fp)
             hints.append((index, hint))
-            verify[location] = (record, fp)
-        self.enqueue(verify, later)
+            verify[location] = record
+        with self._lock:
+            self.to_scan.update(later)
+        self.enqueue(verify)
         return hints
 
-    def enqueue(
-        self,
-        verify: dict[str, tuple[SessionRecord, Fingerprint]],
-        scan: dict[str, tuple[SessionRecord, Fingerprint]],
-    ) -> None:
-        """Queue logs to verify (those not being verified already) and hints to scan."""
+    def enqueue(self, verify: dict[str, SessionRecord]) -> None:
+        """Queue logs to verify (those not being verified already)."""
         with self._lock:
-            self.to_scan.update(scan)
-            for location, entry in verify.items():
+            for location, record in verify.items():
                 if location not in self.in_flight:
-                    self.queued.setdefault(location, entry)
+                    self.queued.setdefault(location, record)
 
     def pending(self) -> int:
         """Titles queued or being verified."""
@@ -214,23 +217,21 @@ class TitleBoard:
         """``batch`` (from :attr:`queued`) goes to a worker process."""
         with self._lock:
             for record in batch:
-                assert record.location is not None
-                self.queued.pop(record.location, None)
-                self.in_flight.add(record.location)
+                self.queued.pop(str(record.location), None)
+                self.in_flight.add(str(record.location))
 
     def done(self, batch: list[SessionRecord]) -> None:
         with self._lock:
-            for record in batch:
-                assert record.location is not None
-                self.in_flight.discard(record.location)
+            self.in_flight.difference_update(str(record.location) for record in batch)
 
     def busy(self) -> bool:
         with self._lock:
             return bool(self.in_flight or self.proving)
 
-    def waiting(self) -> list[tuple[SessionRecord, Fingerprint]]:
+    def waiting(self, count: int) -> list[SessionRecord]:
+        """Up to ``count`` queued logs to verify next, in the order they were queued."""
         with self._lock:
-            return list(self.queued.values())
+            return list(itertools.islice(self.queued.values(), count))
 
     def to_scan_claims(self, count: int) -> list[tuple[SessionRecord, Fingerprint]]:
         """Up to ``count`` claimed logs to scan next (now in a worker process's hands), in the
@@ -255,12 +256,3 @@ class TitleBoard:
                 self.version += 1
                 for location in withdrawn:
                     del self.observed[location]
-
-    def next_scan(self) -> tuple[str, SessionRecord, Fingerprint] | None:
-        """The next hint a request left to scan, in the order it left them."""
-        with self._lock:
-            if not self.to_scan:
-                return None
-            location = next(iter(self.to_scan))
-            record, fp = self.to_scan.pop(location)
-            return location, record, fp

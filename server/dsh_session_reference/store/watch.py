@@ -184,19 +184,15 @@ class RootWatcher:
         if self.settle is not None:
             self.settle()
         real = os.path.realpath(self.root)
-        gone = False
         failures = 0  # attempts to watch that failed in a row (each waits twice as long as the last)
         missed = False  # changes may have gone unseen (the root was gone, or not watched)
         while not self._stop.aborted:
-            if not os.path.isdir(self.root):  # removed (a restore, a move): watched again once back
-                gone = True
+            if not os.path.isdir(self.root):  # removed (a restore, a move): watched again once back,
+                missed = True  # and all of it may be new then
                 self._stop.wait(RETRY_AFTER)
                 continue
             interest = self._interest
             directories, limited = watched_directories(self.root, self.limit, interest)
-            if gone:  # back: all of it may be new
-                gone = False
-                missed = True
             relist = False
             checked = False
             try:

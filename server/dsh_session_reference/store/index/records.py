@@ -33,12 +33,8 @@ def read_texts(root: str, paths: Sequence[str], read: Callable[[str, str], T]) -
     """``read(path, root_real)`` of each log that held still while it was read (:func:`kept_read`);
     a log that changed meanwhile, or cannot be looked at, is left out."""
     root_real = os.path.realpath(root)
-    found: list[ReadAt[T]] = []
-    for path in paths:
-        result = kept_read(path, partial(read, path, root_real))
-        if result is not None:
-            found.append(ReadAt(path, result[1], result[0]))
-    return found
+    found = [(path, kept_read(path, partial(read, path, root_real))) for path in paths]
+    return [ReadAt(path, kept[1], kept[0]) for path, kept in found if kept is not None]
 
 
 def batches(records: Sequence[SessionRecord], max_bytes: int, max_count: int) -> list[list[SessionRecord]]:

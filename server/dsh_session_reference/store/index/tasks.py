@@ -29,11 +29,7 @@ def verify_titles(root: str, records: Sequence[SessionRecord]) -> list[Verified]
     """Title observations of listed logs, read as the uncached store reads them (runs in a worker
     process)."""
     store = JsonlSessionStore(root)
-    found: list[Verified] = []
-    for record in records:
-        assert record.location is not None  # listed records only
-        found.append(kept_read(record.location, partial(store.read_title, record, None)))
-    return found
+    return [kept_read(str(record.location), partial(store.read_title, record, None)) for record in records]
 
 
 def read_conversation(
