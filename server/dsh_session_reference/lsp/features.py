@@ -172,11 +172,8 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
     if not done:
         ls.pending_listing = running
         return listing()
-    candidates = running.result()
-    if candidates is None:
-        return types.CompletionList(is_incomplete=True, items=[])
     items = completion_items(
-        candidates,
+        running.result() or [],  # none when it failed or was superseded
         edit_range,
         now_ms=_now_ms(),
         label_details=bool(ls.capability("text_document.completion.completion_item.label_details_support")),
