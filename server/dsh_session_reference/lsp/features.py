@@ -94,8 +94,7 @@ async def _initialized(ls: DshLanguageServer, params: types.InitializedParams) -
             ls.content_registered = True
         except (JsonRpcException, TimeoutError) as error:
             LOG.warning("could not register %s: %s", types.WORKSPACE_TEXT_DOCUMENT_CONTENT, error)
-    changed = await ls.pull_configuration()
-    if changed or ls.has_warnings:
+    if await ls.reconfigure():
         await ls.settings_changed()
     else:
         ls.report_root()
@@ -106,9 +105,7 @@ async def _initialized(ls: DshLanguageServer, params: types.InitializedParams) -
 async def _did_change_configuration(
     ls: DshLanguageServer, params: types.DidChangeConfigurationParams
 ) -> None:
-    changed = ls.apply(params.settings)
-    changed = await ls.pull_configuration() or changed
-    if changed or ls.has_warnings:
+    if await ls.reconfigure(params.settings):
         await ls.settings_changed()
 
 

@@ -210,10 +210,6 @@ class DshLanguageServer(LanguageServer):
         self.live.follow(self._new_engine().source)
         return True
 
-    @property
-    def has_warnings(self) -> bool:
-        return bool(self._warnings)
-
     def report_root(self) -> None:
         """Say once, plainly, that the sessions root is missing or no directory (upstream lists
         such a root as empty, which in the editor looks like a store without sessions): with the
@@ -237,20 +233,23 @@ class DshLanguageServer(LanguageServer):
         LOG.warning("%s", message)
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
 
-    async def pull_configuration(self) -> bool:
-        """``workspace/configuration`` for our section, only when the client declares it."""
-        if not self.capability("workspace.configuration", False):
-            return False
-        params = types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
-        try:
-            result = await asyncio.wait_for(
-                self.workspace_configuration_async(params), CLIENT_REQUEST_TIMEOUT
-            )
-        except (JsonRpcException, TimeoutError) as error:
-            LOG.warning("workspace/configuration failed: %s", error)
-            return False
-        # An answer that is no object holds no section: applying it changes nothing.
-        return bool(result) and self.apply({SECTION: result[0]})
+    async def reconfigure(self, raw: object = None) -> bool:
+        """Merge ``raw`` (pushed settings), then our section from ``workspace/configuration`` when
+        the client declares it; ``True`` when anything changed or a value was rejected (then
+        :meth:`settings_changed`)."""
+        changed = self.apply(raw)
+        if self.capability("workspace.configuration", False):
+            params = types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+            try:
+                result = await asyncio.wait_for(
+                    self.workspace_configuration_async(params), CLIENT_REQUEST_TIMEOUT
+                )
+            except (JsonRpcException, TimeoutError) as error:
+                LOG.warning("workspace/configuration failed: %s", error)
+            else:
+                # An answer that is no object holds no section: applying it changes nothing.
+                changed = (bool(result) and self.apply({SECTION: result[0]})) or changed
+        return changed or bool(self._warnings)
 
     async def warm_up(self) -> None:
         """List the root and find the target before the first ``@``: a big root over a cold index
