@@ -241,7 +241,7 @@ async def _code_action(
         version=result.version,
         literal_support=ls.capability("text_document.code_action.code_action_literal_support") is not None,
         document_changes=bool(ls.capability("workspace.workspace_edit.document_changes", False)),
-        suggest_command=ls.suggest_command,
+        suggest_command=ls.client_command("triggerSuggestCommand"),
     )
 
 
@@ -313,7 +313,9 @@ async def _code_lens(ls: DshLanguageServer, params: types.CodeLensParams) -> lis
     if result is None or not result.current:
         return []
     summary = await asyncio.to_thread(document_summary, result.analysis)
-    preview = types.Command("Preview", ls.preview_command or PREVIEW_COMMAND, arguments=[uri])
+    preview = types.Command(
+        "Preview", ls.client_command("previewCommand") or PREVIEW_COMMAND, arguments=[uri]
+    )
     return code_lenses(result.analysis, result.index, ls.encoding, summary, preview)
 
 

@@ -143,27 +143,11 @@ class DshLanguageServer(LanguageServer):
         """Esbonio's rule: push only to clients without ``textDocument/diagnostic``."""
         return self.capability("text_document.diagnostic") is not None
 
-    @property
-    def suggest_command(self) -> str | None:
-        """The client-side command that opens completion, if the client declared one in
-        ``experimental.dshSessionReference.triggerSuggestCommand`` (LSP has no request for it)."""
-        return self._client_command("triggerSuggestCommand")
-
-    @property
-    def preview_command(self) -> str | None:
-        """The client-side command that shows a document's preview (taking ``[documentUri]``), if
-        the client declared one in ``experimental.dshSessionReference.previewCommand``: a code
-        lens then runs it, rather than the server's command, which can only ask to show a document."""
-        return self._client_command("previewCommand")
-
-    @property
-    def takes_content_changes(self) -> bool:
-        """Whether the client asked for ``dshSessionReference/contentChanged`` (declaring
-        ``experimental.dshSessionReference.contentChanged: true``), or shows our virtual documents
-        through ``workspace/textDocumentContent``; other clients would only log an unknown method."""
-        return self.content_registered or self._ours().get("contentChanged") is True
-
-    def _client_command(self, key: str) -> str | None:
+    def client_command(self, key: str) -> str | None:
+        """A client-side command the client declared in ``experimental.dshSessionReference`` (LSP
+        has no request for either): ``triggerSuggestCommand`` opens completion; ``previewCommand``
+        shows a document's preview (taking ``[documentUri]``), so a code lens runs it rather than
+        the server's command, which can only ask to show a document."""
         command = self._ours().get(key)
         return command if isinstance(command, str) and command else None
 
@@ -281,7 +265,10 @@ class DshLanguageServer(LanguageServer):
         content = transcripts + [uri for uri in self.previews.uris if document_of_preview(uri) in documents]
         if documents:
             self.redraw(documents)
-        if content and self.takes_content_changes:
+        # Only to clients that asked (``experimental.dshSessionReference.contentChanged: true``) or
+        # show our virtual documents through ``workspace/textDocumentContent``: others would only
+        # log an unknown method.
+        if content and (self.content_registered or self._ours().get("contentChanged") is True):
             self.protocol.notify(CONTENT_CHANGED, {"uris": content})
         await asyncio.gather(*(self.analysis(uri) for uri in documents), return_exceptions=True)
 
