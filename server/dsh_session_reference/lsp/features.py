@@ -110,12 +110,14 @@ async def _did_change_configuration(
 
 
 def _did_open(ls: DshLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.documents.open(params.text_document)
     if not ls.pull_diagnostics:
         ls.schedule_publish(params.text_document.uri, 0)
 
 
 def _did_change(ls: DshLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
+    ls.documents.change(uri, params.text_document.version, params.content_changes, ls.encoding)
     ls.drop_analysis(uri)
     if not ls.pull_diagnostics:
         ls.schedule_publish(uri, DIAGNOSTIC_DELAY)

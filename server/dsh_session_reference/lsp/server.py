@@ -461,7 +461,9 @@ class DshLanguageServer(LanguageServer):
     # --- documents for commands ---------------------------------------------------------------------
 
     def closed(self, uri: str) -> None:
-        """A document closed: nothing kept for it stays (its analysis, a pending push, its preview)."""
+        """A document closed: nothing kept for it stays (its text, its analysis, a pending push, its
+        preview)."""
+        self.documents.close(uri)
         self.drop_analysis(uri)
         pending = self._pending.pop(uri, None)  # a diagnostics push waiting for its quiet moment
         if pending is not None:
