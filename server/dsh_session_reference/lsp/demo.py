@@ -36,6 +36,7 @@ T = TypeVar("T")
 STEP_TIMEOUT: Final = 15.0
 WIDTH: Final = 100
 PROMPT_URI: Final = "untitled:/prompt.md"
+PROMPT: Final = types.TextDocumentIdentifier(uri=PROMPT_URI)
 
 CAPABILITIES: Final = types.ClientCapabilities(
     general=types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf16]),
@@ -104,10 +105,6 @@ class _Editor:
 
     def position(self, offset: int) -> types.Position:
         return LineIndex(self.text).position_at(offset)
-
-    @property
-    def document(self) -> types.TextDocumentIdentifier:
-        return types.TextDocumentIdentifier(uri=PROMPT_URI)
 
 
 async def _within(work: Awaitable[T], what: str) -> T:
@@ -182,7 +179,7 @@ async def _complete(editor: _Editor) -> list[types.CompletionItem]:
     sessions…" (its listing took over 100 ms: a loaded machine), it asks again, as the VS Code
     extension does, for up to :data:`STEP_TIMEOUT`."""
     deadline = asyncio.get_running_loop().time() + STEP_TIMEOUT
-    params = types.CompletionParams(text_document=editor.document, position=editor.position(len(editor.text)))
+    params = types.CompletionParams(text_document=PROMPT, position=editor.position(len(editor.text)))
     while True:
         asked = editor.client.text_document_completion_async(params)
         result = await _within(asked, "textDocument/completion")
@@ -242,7 +239,7 @@ async def _play(editor: _Editor, sample: bool) -> None:
     actions = await _within(
         client.text_document_code_action_async(
             types.CodeActionParams(
-                text_document=editor.document,
+                text_document=PROMPT,
                 range=problem.range,
                 context=types.CodeActionContext(diagnostics=[problem]),
             )
@@ -269,7 +266,7 @@ async def _play(editor: _Editor, sample: bool) -> None:
     spans = scan_session_references(editor.text)
     hover = await _within(
         client.text_document_hover_async(
-            types.HoverParams(text_document=editor.document, position=editor.position(spans[0].start + 2))
+            types.HoverParams(text_document=PROMPT, position=editor.position(spans[0].start + 2))
         ),
         "textDocument/hover",
     )

@@ -94,8 +94,7 @@ async def _initialized(ls: DshLanguageServer, params: types.InitializedParams) -
             ls.content_registered = True
         except (JsonRpcException, TimeoutError) as error:
             LOG.warning("could not register %s: %s", types.WORKSPACE_TEXT_DOCUMENT_CONTENT, error)
-    changed = await ls.pull_configuration()
-    if changed or ls.has_warnings:
+    if await ls.reconfigure():
         await ls.settings_changed()
     else:
         ls.report_root()
@@ -106,19 +105,19 @@ async def _initialized(ls: DshLanguageServer, params: types.InitializedParams) -
 async def _did_change_configuration(
     ls: DshLanguageServer, params: types.DidChangeConfigurationParams
 ) -> None:
-    changed = ls.apply(params.settings)
-    changed = await ls.pull_configuration() or changed
-    if changed or ls.has_warnings:
+    if await ls.reconfigure(params.settings):
         await ls.settings_changed()
 
 
 def _did_open(ls: DshLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+    ls.documents.open(params.text_document)
     if not ls.pull_diagnostics:
         ls.schedule_publish(params.text_document.uri, 0)
 
 
 def _did_change(ls: DshLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
     uri = params.text_document.uri
+    ls.documents.change(uri, params.text_document.version, params.content_changes, ls.encoding)
     ls.drop_analysis(uri)
     if not ls.pull_diagnostics:
         ls.schedule_publish(uri, DIAGNOSTIC_DELAY)
@@ -172,11 +171,8 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
     if not done:
         ls.pending_listing = running
         return listing()
-    candidates = running.result()
-    if candidates is None:
-        return types.CompletionList(is_incomplete=True, items=[])
     items = completion_items(
-        candidates,
+        running.result() or [],  # none when it failed or was superseded
         edit_range,
         now_ms=_now_ms(),
         label_details=bool(ls.capability("text_document.completion.completion_item.label_details_support")),
@@ -247,7 +243,7 @@ async def _code_action(
         version=result.version,
         literal_support=ls.capability("text_document.code_action.code_action_literal_support") is not None,
         document_changes=bool(ls.capability("workspace.workspace_edit.document_changes", False)),
-        suggest_command=ls.suggest_command,
+        suggest_command=ls.client_command("triggerSuggestCommand"),
     )
 
 
@@ -319,7 +315,9 @@ async def _code_lens(ls: DshLanguageServer, params: types.CodeLensParams) -> lis
     if result is None or not result.current:
         return []
     summary = await asyncio.to_thread(document_summary, result.analysis)
-    preview = types.Command("Preview", ls.preview_command or PREVIEW_COMMAND, arguments=[uri])
+    preview = types.Command(
+        "Preview", ls.client_command("previewCommand") or PREVIEW_COMMAND, arguments=[uri]
+    )
     return code_lenses(result.analysis, result.index, ls.encoding, summary, preview)
 
 

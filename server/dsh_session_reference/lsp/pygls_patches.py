@@ -1,8 +1,8 @@
 """Every place this server reaches into pygls' internals, in one module.
 
 The server uses pygls through its public API (``LanguageServer``, ``feature``, ``command``)
-except for what is here: a protocol subclass that keeps the server's own documents, answers bad
-and late requests, stops commands on ``$/cancelRequest`` and frees finished notifications
+except for what is here: a protocol subclass that leaves documents to the server's own features,
+answers bad and late requests, stops commands on ``$/cancelRequest`` and frees finished notifications
 (pygls 2.1 keeps them forever); the two hooks the bounded stdio reader (:mod:`.transport`)
 needs; and the demo's look at the server process its client started. Each private name this
 relies on is listed in :data:`PYGLS_INTERNALS` and :data:`PYGLS_STATE`; :func:`missing_internals`
@@ -17,7 +17,7 @@ import functools
 import inspect
 import logging
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -29,9 +29,6 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 from pygls.server import JsonRPCServer
 
-from ..lines import Encoding
-from .documents import DocumentStore
-
 LOG = logging.getLogger(__name__)
 
 PYGLS_INTERNALS: Final[tuple[tuple[type, str, tuple[str, ...]], ...]] = (
@@ -41,11 +38,14 @@ PYGLS_INTERNALS: Final[tuple[tuple[type, str, tuple[str, ...]], ...]] = (
     (LanguageServerProtocol, "_send_response", ("self", "msg_id", "result", "error")),
     (LanguageServerProtocol, "_send_data", ("self", "data")),
     (LanguageServerProtocol, "lsp_shutdown", ("self", "args")),
-    (LanguageServerProtocol, "lsp_text_document__did_open", ("self", "params")),
-    (LanguageServerProtocol, "lsp_text_document__did_change", ("self", "params")),
-    (LanguageServerProtocol, "lsp_text_document__did_close", ("self", "params")),
 )
 """``(class, method, parameter names)`` of each pygls internal overridden or called here."""
+
+_DOCUMENT_NOTIFICATIONS: Final = (
+    types.TEXT_DOCUMENT_DID_OPEN,
+    types.TEXT_DOCUMENT_DID_CHANGE,
+    types.TEXT_DOCUMENT_DID_CLOSE,
+)
 
 PYGLS_STATE: Final = ("_request_futures", "_shutdown", "_server", "msg_id", "fm")
 """Attributes of a pygls protocol instance read or changed here."""
@@ -78,11 +78,6 @@ def missing_internals() -> list[str]:
 class ServerHooks(Protocol):
     """What the protocol asks of the server (:class:`.server.DshLanguageServer`)."""
 
-    documents: DocumentStore
-
-    @property
-    def encoding(self) -> Encoding: ...
-
     def touch(self) -> None: ...
 
     def cancel_command(self, msg_id: int | str) -> None: ...
@@ -102,6 +97,14 @@ class DshProtocol(LanguageServerProtocol):
 
     _server: Any  # a ServerHooks; pygls types it as its own server class
 
+    def __init__(self, server: LanguageServer, converter: Any) -> None:
+        super().__init__(server, converter)
+        # pygls calls its built-in handler of a method before the server's feature: without the
+        # document ones, the server's features keep the documents (:mod:`.documents`) and pygls'
+        # workspace (which splits lines where editors do not, the whole text per keystroke) has none.
+        for method in _DOCUMENT_NOTIFICATIONS:
+            self.fm.builtin_features.pop(method, None)
+
     @property
     def hooks(self) -> ServerHooks:
         hooks: ServerHooks = self._server
@@ -115,26 +118,6 @@ class DshProtocol(LanguageServerProtocol):
     def send_raw(self, data: dict[str, Any]) -> None:
         """Send a message that is no answer to a parsed request (a parse error's)."""
         self._send_data(data)
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
-    def lsp_text_document__did_open(self, params: types.DidOpenTextDocumentParams) -> Iterator[Any]:
-        self.hooks.documents.open(params.text_document)
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_OPEN)) is not None:
-            yield handler, (params,), None
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: types.DidChangeTextDocumentParams) -> Iterator[Any]:
-        document = params.text_document
-        hooks = self.hooks
-        hooks.documents.change(document.uri, document.version, params.content_changes, hooks.encoding)
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CHANGE)) is not None:
-            yield handler, (params,), None
-
-    @lsp_method(types.TEXT_DOCUMENT_DID_CLOSE)
-    def lsp_text_document__did_close(self, params: types.DidCloseTextDocumentParams) -> Iterator[Any]:
-        self.hooks.documents.close(params.text_document.uri)
-        if (handler := self.fm.features.get(types.TEXT_DOCUMENT_DID_CLOSE)) is not None:
-            yield handler, (params,), None
 
     @lsp_method(types.SHUTDOWN)
     def lsp_shutdown(self, *args: Any) -> Generator[Any, Any, None]:
@@ -159,9 +142,9 @@ class DshProtocol(LanguageServerProtocol):
         super()._execute_handler(msg_id, handler, callback, args, kwargs)
         if isinstance(callback, functools.partial) and callback.func == self._send_handler_result:
             return  # a client request: answering it removes its entry
-        # A notification, or a step of a built-in handler (didChange, executeCommand...): pygls 2.1
-        # files it under a fresh id in ``_request_futures`` and never removes it, so every keystroke
-        # and command would stay in memory for the whole session.
+        # A notification, or a step of a built-in handler (executeCommand...): pygls 2.1
+        # files it under a fresh id in ``_request_futures`` and never removes it, so every such
+        # notification and command would stay in memory for the whole session.
         future = self._request_futures.get(msg_id)
         if future is not None:
             future.add_done_callback(lambda _: self._request_futures.pop(msg_id, None))

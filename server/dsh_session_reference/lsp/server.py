@@ -143,27 +143,11 @@ class DshLanguageServer(LanguageServer):
         """Esbonio's rule: push only to clients without ``textDocument/diagnostic``."""
         return self.capability("text_document.diagnostic") is not None
 
-    @property
-    def suggest_command(self) -> str | None:
-        """The client-side command that opens completion, if the client declared one in
-        ``experimental.dshSessionReference.triggerSuggestCommand`` (LSP has no request for it)."""
-        return self._client_command("triggerSuggestCommand")
-
-    @property
-    def preview_command(self) -> str | None:
-        """The client-side command that shows a document's preview (taking ``[documentUri]``), if
-        the client declared one in ``experimental.dshSessionReference.previewCommand``: a code
-        lens then runs it, rather than the server's command, which can only ask to show a document."""
-        return self._client_command("previewCommand")
-
-    @property
-    def takes_content_changes(self) -> bool:
-        """Whether the client asked for ``dshSessionReference/contentChanged`` (declaring
-        ``experimental.dshSessionReference.contentChanged: true``), or shows our virtual documents
-        through ``workspace/textDocumentContent``; other clients would only log an unknown method."""
-        return self.content_registered or self._ours().get("contentChanged") is True
-
-    def _client_command(self, key: str) -> str | None:
+    def client_command(self, key: str) -> str | None:
+        """A client-side command the client declared in ``experimental.dshSessionReference`` (LSP
+        has no request for either): ``triggerSuggestCommand`` opens completion; ``previewCommand``
+        shows a document's preview (taking ``[documentUri]``), so a code lens runs it rather than
+        the server's command, which can only ask to show a document."""
         command = self._ours().get(key)
         return command if isinstance(command, str) and command else None
 
@@ -210,10 +194,6 @@ class DshLanguageServer(LanguageServer):
         self.live.follow(self._new_engine().source)
         return True
 
-    @property
-    def has_warnings(self) -> bool:
-        return bool(self._warnings)
-
     def report_root(self) -> None:
         """Say once, plainly, that the sessions root is missing or no directory (upstream lists
         such a root as empty, which in the editor looks like a store without sessions): with the
@@ -237,20 +217,23 @@ class DshLanguageServer(LanguageServer):
         LOG.warning("%s", message)
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
 
-    async def pull_configuration(self) -> bool:
-        """``workspace/configuration`` for our section, only when the client declares it."""
-        if not self.capability("workspace.configuration", False):
-            return False
-        params = types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
-        try:
-            result = await asyncio.wait_for(
-                self.workspace_configuration_async(params), CLIENT_REQUEST_TIMEOUT
-            )
-        except (JsonRpcException, TimeoutError) as error:
-            LOG.warning("workspace/configuration failed: %s", error)
-            return False
-        # An answer that is no object holds no section: applying it changes nothing.
-        return bool(result) and self.apply({SECTION: result[0]})
+    async def reconfigure(self, raw: object = None) -> bool:
+        """Merge ``raw`` (pushed settings), then our section from ``workspace/configuration`` when
+        the client declares it; ``True`` when anything changed or a value was rejected (then
+        :meth:`settings_changed`)."""
+        changed = self.apply(raw)
+        if self.capability("workspace.configuration", False):
+            params = types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+            try:
+                result = await asyncio.wait_for(
+                    self.workspace_configuration_async(params), CLIENT_REQUEST_TIMEOUT
+                )
+            except (JsonRpcException, TimeoutError) as error:
+                LOG.warning("workspace/configuration failed: %s", error)
+            else:
+                # An answer that is no object holds no section: applying it changes nothing.
+                changed = (bool(result) and self.apply({SECTION: result[0]})) or changed
+        return changed or bool(self._warnings)
 
     async def warm_up(self) -> None:
         """List the root and find the target before the first ``@``: a big root over a cold index
@@ -282,7 +265,10 @@ class DshLanguageServer(LanguageServer):
         content = transcripts + [uri for uri in self.previews.uris if document_of_preview(uri) in documents]
         if documents:
             self.redraw(documents)
-        if content and self.takes_content_changes:
+        # Only to clients that asked (``experimental.dshSessionReference.contentChanged: true``) or
+        # show our virtual documents through ``workspace/textDocumentContent``: others would only
+        # log an unknown method.
+        if content and (self.content_registered or self._ours().get("contentChanged") is True):
             self.protocol.notify(CONTENT_CHANGED, {"uris": content})
         await asyncio.gather(*(self.analysis(uri) for uri in documents), return_exceptions=True)
 
@@ -475,7 +461,9 @@ class DshLanguageServer(LanguageServer):
     # --- documents for commands ---------------------------------------------------------------------
 
     def closed(self, uri: str) -> None:
-        """A document closed: nothing kept for it stays (its analysis, a pending push, its preview)."""
+        """A document closed: nothing kept for it stays (its text, its analysis, a pending push, its
+        preview)."""
+        self.documents.close(uri)
         self.drop_analysis(uri)
         pending = self._pending.pop(uri, None)  # a diagnostics push waiting for its quiet moment
         if pending is not None:
