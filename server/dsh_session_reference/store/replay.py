@@ -96,7 +96,7 @@ class Replay:
         self._title_data: tuple[Any, int] | None = None
         self._first_failed = _EVENTS + 1
         try:
-            validate_header(session_id, header)
+            validate_header(header)
         except ReplayFailure as failure:
             self._fail(_HEADER, failure)
 
