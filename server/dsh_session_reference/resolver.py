@@ -27,7 +27,6 @@ from .cancellation import AbortSignal, Cancelled
 from .candidate_cache import CandidateCache
 from .candidates import CandidateTable, Row, label_for
 from .config import ResolverConfig, is_positive_safe_integer, resolver_config
-from .conversation import retain_conversation
 from .errors import (
     BUDGET_EXCEEDED,
     INVALID_REFERENCE,
@@ -315,11 +314,7 @@ class SessionReferenceResolver:
         budget = self.config.max_reference_bytes
         for reference, snapshot in zip(inputs, snapshots, strict=True):
             label = reference.session_id if reference.label is None else reference.label
-            retained = (
-                retain_conversation(snapshot, label, budget)
-                if isinstance(snapshot, ConversationSnapshot)
-                else retain_referenced_session(snapshot, label, budget)
-            )
+            retained = retain_referenced_session(snapshot, label, budget)
             if retained is None:
                 raise SessionReferenceError(
                     "referenced session snapshot cannot fit the configured byte budget", BUDGET_EXCEEDED
