@@ -157,14 +157,12 @@ def _assert_request_header(event: Mapping[str, Any], index: int) -> None:
 def assert_envelope(event: Mapping[str, Any], index: int, shape_checked: bool = False) -> None:
     """Upstream's ``assertSessionEventEnvelope`` (legacy request headers were refused earlier);
     ``shape_checked``: ``event`` is a message event whose shape already passed (migration checks
-    it), so it is not checked twice."""
-    seq, time = event.get("seq", UNDEFINED), event.get("time", UNDEFINED)
+    it), so it is not checked twice. Its ``seq`` is its index (the log reader checked that)."""
+    time = event.get("time", UNDEFINED)
     ignorable = event.get("ignorable", UNDEFINED)
     if (
         not event.keys() <= _ENVELOPE_KEYS
         or not isinstance(event.get("type"), str)
-        or not is_safe_integer(seq)
-        or seq < 0
         or not is_safe_integer(time)
         or "data" not in event
         or (ignorable is not UNDEFINED and ignorable is not True)
