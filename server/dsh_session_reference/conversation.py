@@ -24,9 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .model import ConversationSnapshot, SurfaceSnapshot
 from .projection import ConversationItem, LongText, project_conversation
-from .retention import RetainedSource, bounded_text, item_bytes, reachable, retain_items, text_bytes
+from .retention import bounded_text, item_bytes, reachable, text_bytes
 
 
 class ConversationKeeper:
@@ -136,20 +135,6 @@ def _evicted(item: ConversationItem, size: int) -> ConversationItem:
 
 def _is_evicted(item: ConversationItem) -> bool:
     return isinstance(item.original_text, LongText) and item.original_text.evicted
-
-
-def retain_conversation(snapshot: ConversationSnapshot, label: str, max_bytes: int) -> RetainedSource | None:
-    """``retainReferencedSession`` over a bounded conversation (``None``: BUDGET_EXCEEDED)."""
-    if max_bytes > snapshot.max_bytes:
-        raise ValueError("the conversation was read for a smaller byte budget")
-    return retain_items(snapshot.items, snapshot, label, max_bytes)
-
-
-def conversation_items(snapshot: SurfaceSnapshot | ConversationSnapshot) -> list[ConversationItem]:
-    """The projected conversation of either kind of snapshot."""
-    if isinstance(snapshot, ConversationSnapshot):
-        return list(snapshot.items)
-    return project_conversation(snapshot.events)
 
 
 def readable(text: str | LongText) -> str:

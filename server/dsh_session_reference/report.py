@@ -14,12 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .config import ResolverConfig
-from .conversation import conversation_items
 from .display import display_block_text, display_label, kilobytes, share, wrapped
 from .jsjson import js_byte_length
 from .model import ConversationSnapshot, SurfaceSnapshot
 from .resolver import PreparedMessage
-from .retention import RetainedSource
+from .retention import RetainedSource, conversation_items
 from .tokens import BYTES_PER_TOKEN, COUNTER, TokenCount, TokenCounter
 from .transcript import model_view
 

@@ -27,7 +27,6 @@ from .cancellation import AbortSignal, Cancelled
 from .candidate_cache import CandidateCache
 from .candidates import CandidateTable, Row, label_for
 from .config import ResolverConfig, is_positive_safe_integer, resolver_config
-from .conversation import retain_conversation
 from .errors import (
     BUDGET_EXCEEDED,
     INVALID_REFERENCE,
@@ -191,20 +190,16 @@ class SessionReferenceResolver:
         _assert_not_cancelled(signal)
         source = self.query
 
-        def warm(stop: AbortSignal) -> list[Row] | None:
+        def select(stop: AbortSignal) -> list[Row]:
             # A store that keeps its listing and titles warm answers from the one kept table.
             version = source.titles_version()
             if version is None:
-                return None
-            table = self.candidates.table(source, version, stop, agent.cwd)
+                table = self._listing_table(needle, self_id, agent.cwd, cap, stop)
+            else:
+                table = self.candidates.table(source, version, stop, agent.cwd)
             return table.select(needle, self_id, agent.cwd, cap, stop)
 
-        rows = await run_blocking(warm, signal)
-        if rows is None:
-            table = await self._listing_table(needle, self_id, agent.cwd, cap, signal)
-            rows = await run_blocking(
-                lambda stop: table.select(needle, self_id, agent.cwd, cap, stop), signal
-            )
+        rows = await run_blocking(select, signal)
         found = [Candidate(row.record.id, row.label, row.record.cwd, row.record.created_at) for row in rows]
         if self.body_search and query.strip() != "" and len(found) < cap:
             found += await self._body_matches(query, self_id, found, cap - len(found), signal)
@@ -237,17 +232,16 @@ class SessionReferenceResolver:
             for match, seen in zip(matches, titles, strict=True)
         ]
 
-    async def _listing_table(
-        self, needle: str, self_id: str | None, target_cwd: str | None, cap: int, signal: AbortSignal | None
+    def _listing_table(
+        self, needle: str, self_id: str | None, target_cwd: str | None, cap: int, stop: AbortSignal
     ) -> CandidateTable:
         """Upstream's path: list, then read titles of every other session for a query, or of
         only the ``cap`` best ranked ones for an empty query (labels do not affect that order)."""
-        records = await run_blocking(lambda stop: self.query.list_sessions(stop), signal)
-        chosen = [record for record in records if record.id != self_id]
+        chosen = [record for record in self.query.list_sessions(stop) if record.id != self_id]
         if needle == "":
             unlabelled = CandidateTable([Row(record, record.id) for record in chosen])
             chosen = [row.record for row in unlabelled.select("", None, target_cwd, cap)]
-        observations = await run_blocking(lambda stop: self.query.read_titles(chosen, stop), signal)
+        observations = self.query.read_titles(chosen, stop)
         return CandidateTable(
             [Row(record, label_for(record, seen)) for record, seen in zip(chosen, observations, strict=True)]
         )
@@ -315,11 +309,7 @@ class SessionReferenceResolver:
         budget = self.config.max_reference_bytes
         for reference, snapshot in zip(inputs, snapshots, strict=True):
             label = reference.session_id if reference.label is None else reference.label
-            retained = (
-                retain_conversation(snapshot, label, budget)
-                if isinstance(snapshot, ConversationSnapshot)
-                else retain_referenced_session(snapshot, label, budget)
-            )
+            retained = retain_referenced_session(snapshot, label, budget)
             if retained is None:
                 raise SessionReferenceError(
                     "referenced session snapshot cannot fit the configured byte budget", BUDGET_EXCEEDED

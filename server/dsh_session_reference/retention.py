@@ -278,7 +278,19 @@ def retain_items(
     return RetainedSource(data(), stats)
 
 
-def retain_referenced_session(snapshot: SurfaceSnapshot, label: str, max_bytes: int) -> RetainedSource | None:
-    """Upstream's ``retainReferencedSession``: project a folded surface and fit it
-    into ``max_bytes`` of tag-safe JSON; ``None`` means BUDGET_EXCEEDED."""
-    return retain_items(project_conversation(snapshot.events), snapshot, label, max_bytes)
+def conversation_items(snapshot: SurfaceSnapshot | ConversationSnapshot) -> list[ConversationItem]:
+    """The projected conversation of either kind of snapshot."""
+    if isinstance(snapshot, ConversationSnapshot):
+        return list(snapshot.items)
+    return project_conversation(snapshot.events)
+
+
+def retain_referenced_session(
+    snapshot: SurfaceSnapshot | ConversationSnapshot, label: str, max_bytes: int
+) -> RetainedSource | None:
+    """Upstream's ``retainReferencedSession``: project a folded surface (or take a bounded
+    conversation, read for at least ``max_bytes``) and fit it into ``max_bytes`` of tag-safe JSON;
+    ``None`` means BUDGET_EXCEEDED."""
+    if isinstance(snapshot, ConversationSnapshot) and max_bytes > snapshot.max_bytes:
+        raise ValueError("the conversation was read for a smaller byte budget")
+    return retain_items(conversation_items(snapshot), snapshot, label, max_bytes)

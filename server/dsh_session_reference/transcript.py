@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .conversation import message_counts, retain_conversation
+from .conversation import message_counts
 from .display import (
     display_block_text,
     display_inline_text,
@@ -29,7 +29,7 @@ from .jsjson import js_byte_length
 from .model import ConversationSnapshot
 from .projection import ConversationItem, LongText
 from .resolver import SessionReferenceResolver, find_titled
-from .retention import RetainedSource, drop_order, text_bytes
+from .retention import RetainedSource, drop_order, retain_referenced_session, text_bytes
 
 HEAD_BYTES: Final = 64 << 10
 """The first messages' bytes a transcript shows (how the session began)."""
@@ -96,7 +96,7 @@ async def read_transcript(
         raise TypeError("a transcript needs a source that reads bounded conversations")
     # The label a mention picked from the list would carry: the title (else the id), escaped as shown.
     shown = label if label is not None else display_label(title if title is not None else record.id)
-    retained = await asyncio.to_thread(retain_conversation, snapshot, shown, budget)
+    retained = await asyncio.to_thread(retain_referenced_session, snapshot, shown, budget)
     text = await asyncio.to_thread(render_transcript, snapshot, title, retained, budget, label)
     return Transcript(record.id, title, text)
 

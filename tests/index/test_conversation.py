@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from dsh_session_reference.assembly import open_live, open_source
-from dsh_session_reference.conversation import retain_conversation
 from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.model import ConversationSnapshot, StoreError
 from dsh_session_reference.projection import LongText
@@ -105,7 +104,7 @@ def assert_same(root: Path, session_id: str, max_bytes: int, label: str = "L") -
     assert conversation.session == surface.session
     assert conversation.captured_through_seq == surface.captured_through_seq
     expected = retain_referenced_session(surface, label, max_bytes)
-    got = retain_conversation(conversation, label, max_bytes)
+    got = retain_referenced_session(conversation, label, max_bytes)
     if expected is None:
         assert got is None
     else:
@@ -270,7 +269,7 @@ def test_a_head_kept_for_a_transcript_changes_no_retention(tmp_path: Path, seed:
             "h", max_bytes, head_bytes=2000
         )
         expected = retain_referenced_session(surface, "L", max_bytes)
-        got = retain_conversation(headed, "L", max_bytes)
+        got = retain_referenced_session(headed, "L", max_bytes)
         assert (got is None) == (expected is None)
         if got is not None and expected is not None:
             assert js_stringify(got.data) == js_stringify(expected.data)

@@ -3,11 +3,10 @@ they begin and end, checkpoints marked, what the read did not keep named with it
 
 from __future__ import annotations
 
-from dsh_session_reference.conversation import retain_conversation
 from dsh_session_reference.display import kilobytes
 from dsh_session_reference.model import ConversationSnapshot, SessionRecord
 from dsh_session_reference.projection import ConversationItem, LongText
-from dsh_session_reference.retention import bounded_text, item_json_bytes
+from dsh_session_reference.retention import bounded_text, item_json_bytes, retain_referenced_session
 from dsh_session_reference.transcript import (
     MAX_CHARS,
     cost_label,
@@ -23,7 +22,7 @@ def item(role: str, text: str, checkpoint: bool = False) -> ConversationItem:
 
 def render(items: list[ConversationItem], budget: int, max_bytes: int = 1 << 20) -> str:
     snapshot = ConversationSnapshot(RECORD, 12, items, max_bytes)
-    retained = retain_conversation(snapshot, "Shop", budget)
+    retained = retain_referenced_session(snapshot, "Shop", budget)
     return render_transcript(snapshot, "Shop\x1b[1m", retained, budget)
 
 
@@ -47,7 +46,7 @@ def test_kilobytes_and_the_hint_label() -> None:
     }
     assert {size: kilobytes(size) for size in table} == table
     snapshot = ConversationSnapshot(RECORD, 3, [item("user", "hi"), item("assistant", "hello")], 65_536)
-    retained = retain_conversation(snapshot, "Shop", 65_536)
+    retained = retain_referenced_session(snapshot, "Shop", 65_536)
     assert retained is not None
     assert cost_label(retained, 65_536) == f"2 msgs · {kilobytes(retained.serialized_bytes)} / 64 KB"
 
@@ -72,7 +71,7 @@ def test_the_header_fits_the_pane_beside_a_prompt() -> None:
     long = bounded_text("assistant", "x" * 90_000, 4096)
     items = [item("user", "q"), ConversationItem("assistant", long, False, long)]
     snapshot = ConversationSnapshot(RECORD, 12, items, 4096)
-    retained = retain_conversation(snapshot, "shop work", 4096)
+    retained = retain_referenced_session(snapshot, "shop work", 4096)
     assert retained is not None and retained.stats.truncated
     text = render_transcript(snapshot, "Shop", retained, 4096, "shop work")
     header = text.split("\n\n", 1)[0].splitlines()

@@ -15,10 +15,10 @@ from typing import Final
 from lsprotocol import types
 
 from ..analysis import Analysis, Intended, Reference, read_reference
-from ..conversation import conversation_items, message_counts, readable
+from ..conversation import message_counts, readable
 from ..display import display_block_text, display_label, readable_time, relative_time, share, shortened
 from ..resolver import SessionReferenceResolver, find_session
-from ..retention import RetainedSource
+from ..retention import RetainedSource, conversation_items
 from ..tokens import TokenCount
 from ..uri import MentionSpan, encode_session_reference_uri
 

@@ -291,21 +291,18 @@ class EventScanner:
                 self.event_count += len(times)
                 self.committed_bytes = end_byte
             return
-        if self._issue is not None:
-            if _type_of(value) == "turn/end":
-                raise LogError(self._issue)
-            return
-        if value is None:
-            raise LogError("Cannot read properties of null (reading 'seq')")
-        seq = value.get("seq", UNDEFINED) if isinstance(value, dict) else UNDEFINED
-        if not (is_number(seq) and seq == self.event_count):
+        if self._issue is None:
+            if value is None:
+                raise LogError("Cannot read properties of null (reading 'seq')")
+            seq = value.get("seq", UNDEFINED) if isinstance(value, dict) else UNDEFINED
+            if is_number(seq) and seq == self.event_count:
+                self._sink.push(value)
+                self.event_count += 1
+                self.committed_bytes = end_byte
+                return
             self._issue = self._gap(seq)
-            if _type_of(value) == "turn/end":
-                raise LogError(self._issue)
-            return
-        self._sink.push(value)
-        self.event_count += 1
-        self.committed_bytes = end_byte
+        if _type_of(value) == "turn/end":  # a crash cannot be followed by a completed turn
+            raise LogError(self._issue)
 
     def prefix(self, torn: bool) -> LogPrefix:
         """What the read produced, the log's end ``torn`` or not."""

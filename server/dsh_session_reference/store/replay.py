@@ -47,7 +47,6 @@ class TitleFold:
     (``UNDEFINED`` when it has none), or ``error`` when upstream's fold throws."""
 
     title: Any
-    event_seq: int
     error: str | None = None
 
 
@@ -93,10 +92,10 @@ class Replay:
         self._fold = SurfaceFold(keep_events=keep_surface)
         self._turn = OpenTurn()
         self._last: tuple[Any, Any] | None = None
-        self._title_data: tuple[Any, int] | None = None
+        self._title_event: Mapping[str, Any] | None = None
         self._first_failed = _EVENTS + 1
         try:
-            validate_header(session_id, header)
+            validate_header(header)
         except ReplayFailure as failure:
             self._fail(_HEADER, failure)
 
@@ -136,7 +135,7 @@ class Replay:
             kind = current["type"]
         self._last = (seq, current.get("time", UNDEFINED))
         if kind == "session/title":
-            self._title_data = (current.get("data", UNDEFINED), seq)
+            self._title_event = current
         if self._alive(_UNKNOWN) and not (
             kind in KNOWN_SESSION_EVENT_TYPES or current.get("ignorable") is True
         ):
@@ -218,10 +217,9 @@ class Replay:
         if self._errors:
             raise self._errors[min(self._errors)]
         title: TitleFold | None = None
-        if self._title_data is not None:
-            data, seq = self._title_data
+        if self._title_event is not None:
             try:
-                title = TitleFold(fold_title(data), seq)
+                title = TitleFold(fold_title(self._title_event.get("data", UNDEFINED)))
             except (JsTypeError, ReplayFailure) as error:
-                title = TitleFold(UNDEFINED, seq, str(error))
+                title = TitleFold(UNDEFINED, str(error))
         return ReplayResult(last_seq, self._fold.current_events(), title)

@@ -22,7 +22,7 @@ class SurfaceError(Exception):
 
 
 def _is_event_seq(value: object) -> bool:
-    return is_number(value) and is_safe_integer(value) and value >= 0  # type: ignore[operator]
+    return is_safe_integer(value) and value >= 0  # type: ignore[operator]
 
 
 def _is_replace_op(op: dict[str, Any]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .jsvalue import UNDEFINED, is_number, is_safe_integer, js_string, prop, strict_equal
+from .jsvalue import UNDEFINED, is_safe_integer, prop, strict_equal
 
 KNOWN_SESSION_EVENT_TYPES: Final = frozenset(
     {
@@ -157,14 +157,12 @@ def _assert_request_header(event: Mapping[str, Any], index: int) -> None:
 def assert_envelope(event: Mapping[str, Any], index: int, shape_checked: bool = False) -> None:
     """Upstream's ``assertSessionEventEnvelope`` (legacy request headers were refused earlier);
     ``shape_checked``: ``event`` is a message event whose shape already passed (migration checks
-    it), so it is not checked twice."""
-    seq, time = event.get("seq", UNDEFINED), event.get("time", UNDEFINED)
+    it), so it is not checked twice. Its ``seq`` is its index (the log reader checked that)."""
+    time = event.get("time", UNDEFINED)
     ignorable = event.get("ignorable", UNDEFINED)
     if (
         not event.keys() <= _ENVELOPE_KEYS
         or not isinstance(event.get("type"), str)
-        or not is_safe_integer(seq)
-        or seq < 0
         or not is_safe_integer(time)
         or "data" not in event
         or (ignorable is not UNDEFINED and ignorable is not True)
@@ -177,20 +175,11 @@ def assert_envelope(event: Mapping[str, Any], index: int, shape_checked: bool = 
         assert_message_shape(event, f"seed {kind} at index {index}")
 
 
-def validate_header(session_id: str, header: Mapping[str, Any]) -> None:
-    """Upstream's ``validateSessionHeader`` for a restored header (POSIX ``isAbsolute``)."""
-    if header.get("version") != 0 or not is_number(header.get("version")):
-        raise ReplayFailure(
-            f"session header version must be 0, got {js_string(header.get('version', UNDEFINED))}"
-        )
-    if header.get("id") != session_id:
-        raise ReplayFailure(
-            f'session header id "{js_string(header.get("id", UNDEFINED))}" '
-            f'does not match session id "{session_id}"'
-        )
-    created = header.get("createdAt", UNDEFINED)
-    if not is_safe_integer(created) or created < 0:
-        raise ReplayFailure("session header createdAt must be a non-negative safe integer")
+def validate_header(header: Mapping[str, Any]) -> None:
+    """Upstream's ``validateSessionHeader`` for a restored header (POSIX ``isAbsolute``), less what
+    is checked before a replay can report: the version, ``createdAt``, ``delegationDepth``,
+    ``origin`` and ``agentPreset`` (``parseHeaderRecord``'s ``isHeaderLine``) and the id (the
+    store's read fails first when it is not the one asked for)."""
     if "cwd" in header:
         cwd = header["cwd"]
         if not isinstance(cwd, str):
@@ -201,10 +190,3 @@ def validate_header(session_id: str, header: Mapping[str, Any]) -> None:
         raise ReplayFailure("session header parentSession must be a string")
     if "seedLength" in header and not (is_safe_integer(header["seedLength"]) and header["seedLength"] >= 0):
         raise ReplayFailure("session header seedLength must be a non-negative safe integer")
-    if "origin" in header and header["origin"] != "subagent":
-        raise ReplayFailure('session header origin must be "subagent"')
-    depth = header.get("delegationDepth", UNDEFINED)
-    if depth is not UNDEFINED and not (is_safe_integer(depth) and depth >= 0):
-        raise ReplayFailure("session header delegationDepth must be a non-negative safe integer")
-    if "agentPreset" in header and not isinstance(header["agentPreset"], str):
-        raise ReplayFailure("session header agentPreset must be a string")
