@@ -35,6 +35,8 @@ from dsh_session_reference.lsp.diagnostics import SOURCE, check_text
 from dsh_session_reference.lsp.hover import hover_text, read_session_facts, session_summary
 from dsh_session_reference.lsp.positions import LineIndex
 from dsh_session_reference.lsp.preview import (
+    KeptPreviews,
+    Preview,
     build_model_text,
     build_preview,
     document_of_preview,
@@ -615,6 +617,17 @@ def test_preview_uris_round_trip() -> None:
     assert preview.startswith("dsh-preview:/my%20notes.md%20%28context%29.txt?")
     assert document_of_preview(preview) == uri
     assert document_of_preview("file:///x") is None
+
+
+def test_a_closed_documents_previews_are_all_forgotten() -> None:
+    """Both the context preview and the model text go when their document closes; another
+    document's stay."""
+    kept = KeptPreviews()
+    for document in ("file:///w/a.md", "file:///w/b.md"):
+        for model_text in (False, True):
+            kept.keep(Preview(preview_uri(document, model_text=model_text), document, "", True))
+    kept.forget("file:///w/a.md")
+    assert sorted(map(document_of_preview, kept.uris)) == ["file:///w/b.md", "file:///w/b.md"]
 
 
 async def test_preview_shows_the_accounting_and_what_the_model_reads(

@@ -60,7 +60,9 @@ class KeptPreviews:
             self._texts.popitem(last=False)
 
     def forget(self, document_uri: str) -> None:
-        self._texts.pop(preview_uri(document_uri), None)
+        """Drop both previews of a closed document: the context and the model text."""
+        for model_text in (False, True):
+            self._texts.pop(preview_uri(document_uri, model_text=model_text), None)
 
     def text(self, uri: str) -> str | None:
         return self._texts.get(uri)
