@@ -2,7 +2,7 @@
 sessions as workspace symbols, the insert-mention command, inlay hints and code lenses, and the
 server following a root that dsh writes to while the editor is open.
 
-Expected values come from the library (``retain_items`` via the analysis, ``mention_for``), and
+Expected values come from the library (``retain_items`` via the analysis, ``format_session_reference_mention``), and
 every store is written in the real on-disk format.
 """
 
