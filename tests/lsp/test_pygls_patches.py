@@ -36,3 +36,10 @@ def test_the_overrides_keep_pygls_signatures() -> None:
         ours = tuple(inspect.signature(getattr(DshProtocol, name)).parameters)
         theirs = tuple(inspect.signature(getattr(LanguageServerProtocol, name)).parameters)
         assert ours == theirs, name
+
+
+def test_a_built_in_document_handler_pygls_moved_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server leaves out pygls' own didOpen/didChange/didClose so its features keep the
+    documents; a pygls that registers them elsewhere would keep a second copy unseen."""
+    monkeypatch.delattr(LanguageServerProtocol, "lsp_text_document__did_close")
+    assert missing_internals() == ["pygls has no built-in textDocument/didClose handler to leave out"]

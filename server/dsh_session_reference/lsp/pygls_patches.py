@@ -68,6 +68,12 @@ def missing_internals() -> list[str]:
     problems.extend(
         f"a LanguageServerProtocol has no {name}" for name in PYGLS_STATE if not hasattr(protocol, name)
     )
+    builtin = getattr(getattr(protocol, "fm", None), "builtin_features", {})
+    problems.extend(
+        f"pygls has no built-in {method} handler to leave out"
+        for method in _DOCUMENT_NOTIFICATIONS
+        if method not in builtin
+    )
     if not hasattr(server, "_stop_event"):
         problems.append("a JsonRPCServer has no _stop_event")
     if not hasattr(LanguageClient("pygls-check", "0"), "_server"):
