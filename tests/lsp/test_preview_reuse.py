@@ -8,6 +8,8 @@ twice with the model text). Counted on the real catalog over a real store, resul
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -83,3 +85,17 @@ async def test_a_preview_reads_no_log_its_current_analysis_read(
     on_disk.write_text(f"compare {alpha}\n")
     closed = await preview_of(server, on_disk.as_uri())
     assert closed is not None and closed.ok and reads["read_conversation"] == 1
+
+
+async def test_an_analysis_kept_for_a_document_does_not_keep_an_old_roots_catalog(
+    server: DshLanguageServer, workspace: Path, tmp_path: Path
+) -> None:
+    """A catalog dropped for another root stops its watcher, thread and worker when collected; an
+    open document's analysis (a background tab no one asks about again) must not hold it."""
+    uri = opened(server, workspace, "kept.md", f"compare {mention('s-alpha', 'Refactor the parser')}\n")
+    await server.analysis(uri)
+    old = weakref.ref(server.engine.source)
+    server.apply({"sessionsRoot": str(tmp_path / "another-root")})
+    assert server.engine.source is not old()
+    gc.collect()
+    assert old() is None

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -79,8 +80,9 @@ class _AnalysisRun:
     index: LineIndex
     """The text analysed (a document's edit makes a new one; this one stays as it was)."""
     version: int | None
-    engine: Engine
-    """The engine of the settings it ran under: new settings make a new one."""
+    engine: weakref.ref[Engine]
+    """The engine of the settings it ran under (new settings make a new one), held weakly: a kept
+    analysis must not keep an old root's catalog, whose collection stops its watcher and worker."""
     task: asyncio.Task[Analysis]
     stop: AbortSignal
 
@@ -331,14 +333,14 @@ class DshLanguageServer(LanguageServer):
             run is not None
             and not run.task.cancelled()
             and run.index is document.index
-            and run.engine is self.engine
+            and run.engine() is self.engine
         ):
             return run
         self.drop_analysis(document.uri)
         stop = AbortSignal()
         task = asyncio.ensure_future(self._analyze(document.uri, document.index, stop))
         task.add_done_callback(partial(self.live.analysed, document.uri))  # the sessions it read are watched
-        run = _AnalysisRun(document.index, document.version, self.engine, task, stop)
+        run = _AnalysisRun(document.index, document.version, weakref.ref(self.engine), task, stop)
         self._analyses[document.uri] = run
         return run
 
