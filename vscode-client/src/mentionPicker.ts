@@ -88,14 +88,16 @@ export async function insertSessionMention(controller: ServerController): Promis
 
 /**
  * Leaves the cursor after an inserted mention, as accepting a completion does, where the edit left
- * it before the mention. Only then: the reply comes after the edit, and a user who typed on in
- * between (their cursor already past the mention) must not be sent back into what they typed.
+ * it: before the mention, or at its end (a selection the command was run on grows over it; it
+ * collapses, as the cursor does). Only there: the reply comes after the edit, and a user who typed
+ * on in between (their cursor already past the mention) must not be sent back into what they typed.
  */
 function placeCursorAfter(document: vscode.TextDocument, position: vscode.Position, mention: string): void {
   const editor = vscode.window.activeTextEditor;
-  const inserted = document.getText(new vscode.Range(position, position.translate(0, mention.length)));
-  if (inserted === mention && editor?.document === document && editor.selection.isEmpty && editor.selection.active.isEqual(position)) {
-    const end = position.translate(0, mention.length);
+  const end = position.translate(0, mention.length);
+  const inserted = document.getText(new vscode.Range(position, end));
+  const active = editor?.selection.active;
+  if (inserted === mention && editor?.document === document && (active?.isEqual(position) || active?.isEqual(end))) {
     editor.selection = new vscode.Selection(end, end);
   }
 }

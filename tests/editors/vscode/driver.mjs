@@ -937,6 +937,10 @@ async function main() {
     await page.keyboard.press('Control+End');
     await page.keyboard.press('Enter');
     await page.keyboard.type('See ', { delay: 40 });
+    // Run on a selection ending where the mention goes: it is inserted there, and the selection
+    // collapses after it as the cursor does (typing on must not replace the selected 'See ').
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Shift+End');
     await runCommand(page, 'DSH: Insert session mention');
     // The picker, not the command palette it replaces: typing before it has focus would go to the prompt.
     const input = page.locator('.quick-input-widget input[placeholder^="Type a title, id or folder"]');
