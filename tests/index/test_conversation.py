@@ -147,6 +147,8 @@ def test_a_replacement_that_brings_old_messages_back_reads_them_again(tmp_path: 
     assert store.replays == 2
     assert [item.original_text for item in conversation.items][-2:] == ["message 4 " + "m" * 400, "short"]
     assert_same(tmp_path, "back", 1000)
+    store.read_surface("back")  # the whole surface: one more replay, counted at the same seam
+    assert store.replays == 3
 
 
 def test_errors_are_the_surface_reads_errors(tmp_path: Path) -> None:

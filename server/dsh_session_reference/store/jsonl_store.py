@@ -191,8 +191,9 @@ def record_named(walk: Walk, session_id: str) -> SessionRecord | None:
 class ReadsOnDemand:
     """What a store that reads on demand (the plain store, the index) answers alike: records are
     found one by one where their logs must be, and no title is kept warm (every title read reads).
-    Each store walks with the functions above itself; both read a title as :meth:`read_title`
-    does, every log read whole through :meth:`replay` (the one place a test counts replays)."""
+    Each store walks with the functions above itself; every log either reads (a title, a surface,
+    the index's bounded conversation) goes through :meth:`replay`, the one place a test counts
+    replays."""
 
     root: str
     skips: Skips
@@ -261,7 +262,7 @@ class ReadsOnDemand:
         log :meth:`locate` finds."""
         session_id = js_normalize(session_id)  # JS sees a surrogate pair as the one character it spells
         artifact = self.locate(session_id, stop)
-        header, result = replay(self.root, session_id, artifact, True, stop)
+        header, result = self.replay(session_id, artifact, True, stop)
         return SurfaceSnapshot(
             session=record_at(artifact.path, header),
             captured_through_seq=result.captured_through_seq,
