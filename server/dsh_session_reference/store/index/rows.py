@@ -156,7 +156,10 @@ class IndexRow:
     def listed_key(self, fp: Fingerprint, path: str) -> str | None:
         """:func:`header_text` of the one header this row's listing found, if any."""
         header = self.listed_header(fp, path)
-        return None if header is None else header_text(header_dict(header))
+        if header is None:
+            return None
+        # A comparison key: a nested header is serialised as kept, not copied first.
+        return header_text(header if isinstance(header, dict) else header_dict(header))
 
     def title_value(self, fp: Fingerprint) -> TitleEntry | None:
         if self.title is None or not self.fresh(fp, self.title_ns):
