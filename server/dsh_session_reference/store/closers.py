@@ -77,12 +77,15 @@ class OpenTurn:
         last_seq, time = last
         closers: list[dict[str, Any]] = []
 
+        def next_seq() -> int:
+            return last_seq + len(closers) + 1
+
         def close(kind: str, data: dict[str, Any], **marks: Any) -> None:
-            seq = last_seq + len(closers) + 1
-            closers.append({"type": kind, "seq": seq, "time": time, "data": _drop_undefined(data), **marks})
+            event = {"type": kind, "seq": next_seq(), "time": time, "data": _drop_undefined(data)}
+            closers.append({**event, **marks})
 
         for entry in self._pending.values():
-            seq = last_seq + len(closers) + 1
+            seq = next_seq()  # the seq close() gives this result: its message id names it
             started = entry.call_seq is not None
             result = {
                 "type": "tool-result",

@@ -209,7 +209,9 @@ class SurfaceFold:
 
 
 def fold_surface(events: Iterable[Mapping[str, Any]]) -> list[int]:
-    """Upstream's ``foldSurface`` over a whole (already envelope-valid) log: the current node seqs."""
+    """Upstream's ``foldSurface`` over a whole log already checked as :class:`~.replay.Replay` checks
+    it (envelopes and message shapes: a ``tool/result`` is kept without its content): the current
+    node seqs."""
     fold = SurfaceFold(keep_events=False)
     for index, event in enumerate(events):
         if event.get("seq") != index or not is_number(event.get("seq")):
