@@ -18,6 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+
+from dsh_session_reference.lsp.completion import only_listing
 from dsh_session_reference.uri import parse_session_reference_text
 
 TIMEOUT_S = 30.0
@@ -107,6 +111,9 @@ class Client:
             self._log.close()
 
 
+CONVERTER = get_converter()
+
+
 def mention_completion(
     argv: Sequence[str],
     env: dict[str, str],
@@ -148,14 +155,21 @@ def mention_completion(
             }
         )
         lines = text.split("\n")
+        position = {"line": len(lines) - 1, "character": len(lines[-1])}
+        params = {"textDocument": {"uri": uri}, "position": position}
         result = client.request(
-            "textDocument/completion",
-            {
-                "textDocument": {"uri": uri},
-                "position": {"line": len(lines) - 1, "character": len(lines[-1])},
-                "context": {"triggerKind": 2, "triggerCharacter": "@"},
-            },
+            "textDocument/completion", {**params, "context": {"triggerKind": 2, "triggerCharacter": "@"}}
         )
+        # Asked again, as editors ask for an incomplete list, while the server answers only
+        # "Listing dsh sessions…" (its listing took over 100 ms: a loaded machine).
+        deadline = time.monotonic() + TIMEOUT_S
+        while (
+            isinstance(result, dict)
+            and only_listing(CONVERTER.structure(result, types.CompletionList))
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.25)
+            result = client.request("textDocument/completion", {**params, "context": {"triggerKind": 3}})
         items = result["items"] if isinstance(result, dict) else result
         ordered = sorted(items, key=lambda item: item.get("sortText", item["label"]))
         ids = []
