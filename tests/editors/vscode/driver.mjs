@@ -375,10 +375,22 @@ async function cursorPosition(page) {
 }
 
 async function runCommand(page, title) {
-  await page.keyboard.press('F1');
   const input = page.locator('.quick-input-widget input');
-  await input.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
-  await input.fill(`>${title}`);
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press('F1');
+    await input.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+    try {
+      await input.fill(`>${title}`, { timeout: 5000 });
+      break;
+    } catch (error) {
+      // The palette closed before it took the text (focus moved away, as in a window still
+      // settling after a reload on a loaded machine): opened again, as a user would.
+      if (attempt === 3) {
+        throw error;
+      }
+      log(`the command palette closed before it took "${title}" (attempt ${attempt}); opening it again`);
+    }
+  }
   const row = page.locator('.quick-input-widget .monaco-list-row', { hasText: title }).first();
   await row.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
   await page.keyboard.press('Enter');
