@@ -8,15 +8,27 @@ one-shot CLI run or a long-lived server) and gets the rest.
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Mapping
+from typing import Final
 
 from .config import ResolverConfig
+from .dsh_profile import (
+    DEFAULT_PROFILE,
+    PATCH_FILENAME,
+    ProfileBudgets,
+    ProfileLayer,
+    budgets_from_layers,
+    profile_name_problem,
+)
 from .model import LiveSource, SessionSource
 from .resolver import SessionReferenceResolver
-from .store.layout import resolve_root, root_origin, root_problem
+from .store.layout import dsh_home, resolve_root, root_origin, root_problem
 
 __all__ = [
+    "dsh_profile_budgets",
     "make_resolver",
     "open_live",
     "open_source",
@@ -32,6 +44,52 @@ that is missing or no folder, given here so neither front end reaches into the s
 
 TARGET_ENV = "DSH_SESSION_ID"
 """dsh sets it in the sessions it runs: the session a message is written for, excluded as self."""
+
+
+PROFILE_FILE_BYTES: Final = 256 << 10
+"""The largest profile patch file read (dsh's own bundle layers are under 20 KB)."""
+
+
+def _profile_layer(path: str, label: str) -> ProfileLayer:
+    """One patch file, read as untrusted input: a regular file (a symlink to one is followed, as
+    dsh follows it), opened without blocking (a FIFO cannot hang the server), at most
+    :data:`PROFILE_FILE_BYTES`, strict UTF-8."""
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        return ProfileLayer(label, None)
+    except OSError as error:
+        return ProfileLayer(label, None, f"cannot be opened ({os.strerror(error.errno or errno.EIO)})")
+    with open(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return ProfileLayer(label, None, "is not a regular file")
+        try:
+            data = handle.read(PROFILE_FILE_BYTES + 1)
+        except OSError as error:
+            return ProfileLayer(label, None, f"cannot be read ({os.strerror(error.errno or errno.EIO)})")
+    if len(data) > PROFILE_FILE_BYTES:
+        return ProfileLayer(label, None, f"is larger than {PROFILE_FILE_BYTES >> 10} KiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return ProfileLayer(label, None, f"is not UTF-8 (byte {error.start})")
+    return ProfileLayer(label, text.removeprefix("\ufeff"))
+
+
+def dsh_profile_budgets(profile: str | None = None) -> ProfileBudgets:
+    """The budgets dsh's ``profile`` (``None`` or empty: ``web``) gives its session-reference plugin,
+    from the profile's own patch layer and the home layer, in dsh's order (see :mod:`.dsh_profile`).
+    Blocking (two small reads): a server calls it in a worker thread."""
+    name = profile or DEFAULT_PROFILE
+    problem = profile_name_problem(name)
+    if problem is not None:
+        return ProfileBudgets(warnings=(f"{problem}; dsh's defaults are used",))
+    home = dsh_home()
+    profile_file = os.path.join(home, "profiles", name, PATCH_FILENAME)
+    home_file = os.path.join(home, PATCH_FILENAME)
+    layers = [_profile_layer(profile_file, profile_file), _profile_layer(home_file, home_file)]
+    return budgets_from_layers(name, layers)
 
 
 def sessions_root(*choices: str | None) -> str:

@@ -25,8 +25,9 @@ from typing import Any
 
 from . import __version__, assembly
 from .cancellation import AbortSignal
-from .config import resolver_config
+from .config import ResolverConfig, resolver_config
 from .display import display_label, readable_time
+from .dsh_profile import combine_limits
 from .errors import SessionReferenceError
 from .jsjson import js_normalize, read_text
 from .logsetup import LOG_ENV, LOG_LEVELS, log_level, progress_after
@@ -95,9 +96,17 @@ def _limits(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="cwd used for ranking when the target is not in the store (default: the current directory)",
     )
-    parser.add_argument("--max-references", type=int, default=None, metavar="N", help="1..3 (default 3)")
-    parser.add_argument("--candidate-limit", type=int, default=None, metavar="N", help="default 50")
-    parser.add_argument("--max-reference-bytes", type=int, default=None, metavar="N", help="default 65536")
+    parser.add_argument(
+        "--profile",
+        metavar="NAME",
+        default=None,
+        help="the dsh profile whose budgets apply when no flag sets them "
+        "($DSH_HOME/profiles/NAME/cordis.patch.yml; default: web)",
+    )
+    budget = "default: the dsh profile's, else dsh's"
+    parser.add_argument("--max-references", type=int, default=None, metavar="N", help=f"1..3 ({budget} 3)")
+    parser.add_argument("--candidate-limit", type=int, default=None, metavar="N", help=f"{budget} 50")
+    parser.add_argument("--max-reference-bytes", type=int, default=None, metavar="N", help=f"{budget} 65536")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -213,6 +222,28 @@ def _terminal_progress(args: argparse.Namespace, store: SessionSource) -> Iterat
         drawer.join()
 
 
+_FLAGS = (
+    ("maxReferences", "max_references", "--max-references"),
+    ("candidateLimit", "candidate_limit", "--candidate-limit"),
+    ("maxReferenceBytes", "max_reference_bytes", "--max-reference-bytes"),
+)
+
+
+def _budgets(args: argparse.Namespace) -> ResolverConfig:
+    """A flag's budget, else dsh's profile's, else dsh's default, each with where it came from.
+
+    The flags keep upstream's range (any positive safe integer): they are the user's own, typed for
+    one run, unlike the language server's settings, which a repository may reach (those are
+    clamped, see ``config.BUDGET_BOUNDS``). A bad flag fails with upstream's message."""
+    resolver_config(args.max_references, args.candidate_limit, args.max_reference_bytes)
+    profile = assembly.dsh_profile_budgets(args.profile)
+    for warning in profile.warnings:
+        logging.getLogger(__name__).warning("%s", warning)
+    own = {key: (getattr(args, attribute), flag) for key, attribute, flag in _FLAGS}
+    given = {key: chosen for key, chosen in own.items() if chosen[0] is not None}
+    return combine_limits(given, profile, bounded=False)[0]
+
+
 @contextlib.asynccontextmanager
 async def _resolving(
     args: argparse.Namespace, *, every_title: bool = False
@@ -224,8 +255,7 @@ async def _resolving(
     store = assembly.open_source(
         args.root, index=not args.no_index, body_search=body_search, every_title=every_title
     )
-    config = resolver_config(args.max_references, args.candidate_limit, args.max_reference_bytes)
-    resolver = assembly.make_resolver(store, config, body_search=body_search)
+    resolver = assembly.make_resolver(store, _budgets(args), body_search=body_search)
     with _terminal_progress(args, store):
         # An explicit empty ``--target ""`` means no target, as before ``$DSH_SESSION_ID`` is looked at.
         target = args.target if args.target is not None else assembly.target_session(None)

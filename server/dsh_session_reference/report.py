@@ -75,6 +75,20 @@ def _totals(prepared: PreparedMessage, readable_text: str, counter: TokenCounter
     ]
 
 
+def budget_lines(config: ResolverConfig) -> list[str]:
+    """The budgets this accounting is made at, each with where it came from (dsh's profile, a
+    setting or flag, or dsh's default), so a person can tell it is dsh's own."""
+    values = (config.max_references, config.candidate_limit, config.max_reference_bytes)
+    names = ("maxReferences", "candidateLimit", "maxReferenceBytes")
+    return [
+        "Budgets",
+        *(
+            f"    {name:<18}{value:,} from {display_label(origin)}"
+            for name, value, origin in zip(names, values, config.origins, strict=True)
+        ),
+    ]
+
+
 def render_accounting(
     prepared: PreparedMessage, config: ResolverConfig, readable_text: str, counter: TokenCounter = COUNTER
 ) -> list[str]:
@@ -85,7 +99,7 @@ def render_accounting(
         for index, source in enumerate(context.sources):
             lines += ["", *_source_table(index, source, config.max_reference_bytes)]
         lines.append("")
-    return lines + _totals(prepared, readable_text, counter)
+    return lines + _totals(prepared, readable_text, counter) + ["", *budget_lines(config)]
 
 
 def render_prepared_report(
@@ -125,6 +139,7 @@ def render_readable_report(
     COUNTER.wait(TOKENIZER_WAIT)
     context = prepared.additional_context
     parts = ["Byte accounting", "===============", *_totals(prepared, readable_text, COUNTER)]
+    parts += ["", *budget_lines(config)]
     parts += ["", wrapped(exact_text)]
     if context is not None:
         budget = config.max_reference_bytes

@@ -88,22 +88,33 @@ def test_settings_accept_the_section_or_a_wrapper_and_reset_on_null() -> None:
     settings, warnings = apply_settings(settings, {"candidateLimit": 7, "sessionsRoot": "/s"})
     assert (settings.candidate_limit, settings.sessions_root, settings.max_references) == (7, "/s", 2)
     settings, _ = apply_settings(settings, {"dshSessionReference": {"maxReferences": None}})
-    assert settings.max_references == 3
+    assert settings.max_references is None  # not set: dsh's profile or default decides
     assert apply_settings(settings, None) == (settings, [])
     assert apply_settings(settings, {"unrelated": 1}) == (settings, [])
 
 
 def test_invalid_settings_keep_the_old_value_with_upstreams_message() -> None:
     settings, warnings = apply_settings(
-        Settings(), {"maxReferences": 4, "maxReferenceBytes": 1.5, "targetSessionId": 3, "bodySearch": 1}
+        Settings(), {"maxReferences": 0, "maxReferenceBytes": 1.5, "targetSessionId": 3, "bodySearch": 1}
     )
     assert settings == Settings()
     assert warnings == [
         "dshSessionReference.targetSessionId must be a string; keeping ''",
         "dshSessionReference.bodySearch must be true or false; keeping False",
-        "dshSessionReference.maxReferences: session-reference: maxReferences must not exceed 3; keeping 3",
+        "dshSessionReference.maxReferences: session-reference: maxReferences must be a positive safe "
+        "integer; keeping dsh's profile or default",
         "dshSessionReference.maxReferenceBytes: session-reference: maxReferenceBytes must be a positive "
-        "safe integer; keeping 65536",
+        "safe integer; keeping dsh's profile or default",
+    ]
+
+
+def test_budgets_above_the_bound_are_clamped_with_upstreams_message_where_it_has_one() -> None:
+    settings, warnings = apply_settings(Settings(), {"maxReferences": 4, "candidateLimit": 1e308})
+    assert (settings.max_references, settings.candidate_limit) == (3, 1_000)
+    assert warnings == [
+        "dshSessionReference.maxReferences: session-reference: maxReferences must not exceed 3; using 3",
+        "dshSessionReference.candidateLimit: candidateLimit 1e+308 is above this server's bound of 1,000; "
+        "using 1,000",
     ]
 
 

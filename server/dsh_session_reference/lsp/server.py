@@ -29,8 +29,11 @@ from pygls.uris import to_fs_path
 
 from .. import __version__
 from ..analysis import Analysis, analyze
+from ..assembly import dsh_profile_budgets as profile_budgets
 from ..assembly import make_resolver, open_live, root_origin, root_problem, sessions_root, target_session
 from ..cancellation import AbortSignal, Cancelled
+from ..config import ResolverConfig
+from ..dsh_profile import ProfileBudgets
 from ..lines import Encoding
 from ..model import LiveSource
 from ..resolver import AgentRef, SessionReferenceResolver, find_session
@@ -42,7 +45,7 @@ from .positions import LineIndex
 from .preview import KeptPreviews, document_of_preview
 from .progress import CLIENT_REQUEST_TIMEOUT, list_with_progress
 from .pygls_patches import DshProtocol
-from .settings import SECTION, Settings, apply_settings
+from .settings import SECTION, OnceWarnings, Settings, apply_settings, resolve_limits
 
 LOG = logging.getLogger(__name__)
 
@@ -65,14 +68,16 @@ class Engine:
     source: LiveSource
     resolver: SessionReferenceResolver
 
-    def __init__(self, root: str, settings: Settings, previous: Engine | None = None) -> None:
+    def __init__(
+        self, root: str, settings: Settings, limits: ResolverConfig, previous: Engine | None = None
+    ) -> None:
         kept = previous if previous is not None and previous.root == root else None
         self.root = root
         self.source = open_live(root) if kept is None else kept.source
         self.targets: dict[str, AgentRef] = {} if kept is None else kept.targets
         if settings.body_search and (previous is None or not previous.resolver.body_search):
             self.source.resume_bodies()  # turned on (again): indexing a user cancelled resumes
-        self.resolver = make_resolver(self.source, settings.limits, body_search=settings.body_search)
+        self.resolver = make_resolver(self.source, limits, body_search=settings.body_search)
 
 
 @dataclass
@@ -124,7 +129,9 @@ class DshLanguageServer(LanguageServer):
         self.previews = KeptPreviews()
         self.live = Live(self)
         self._background: set[asyncio.Task[Any]] = set()
-        self._warnings: list[str] = []
+        self._warnings = OnceWarnings()
+        self.profile = ProfileBudgets()  # dsh's own budgets, read with the settings (reconfigure)
+        self.limits, _ = resolve_limits(self.settings, self.profile)
         self._root_reported: tuple[str, str] | None = None
         self.idle_gc = IdleCollector()
 
@@ -182,17 +189,24 @@ class DshLanguageServer(LanguageServer):
 
     def _new_engine(self) -> Engine:
         """An engine for the current settings (the same root's keeps its warm cache)."""
-        engine = self._engine = Engine(self._root(), self.settings, self._engine)
+        engine = self._engine = Engine(self._root(), self.settings, self.limits, self._engine)
         self.pending_listing = None  # listed under the old settings (maybe a stalled old root)
         return engine
 
     def apply(self, raw: object) -> bool:
         """Merge a settings object; ``True`` when anything changed."""
         updated, warnings = apply_settings(self.settings, raw)
-        self._warnings.extend(warnings)
-        if updated == self.settings:
+        self._warnings.add(warnings)
+        return self._adopt(updated, self.profile)
+
+    def _adopt(self, settings: Settings, profile: ProfileBudgets) -> bool:
+        """Take ``settings`` and ``profile`` and the limits they make; ``True`` when any changed."""
+        limits, warnings = resolve_limits(settings, profile)
+        self._warnings.add(warnings)
+        self.profile = profile
+        if settings == self.settings and (limits, limits.origins) == (self.limits, self.limits.origins):
             return False
-        self.settings = updated
+        self.settings, self.limits = settings, limits
         self.live.follow(self._new_engine().source)
         return True
 
@@ -235,6 +249,9 @@ class DshLanguageServer(LanguageServer):
             else:
                 # An answer that is no object holds no section: applying it changes nothing.
                 changed = (bool(result) and self.apply({SECTION: result[0]})) or changed
+        profile = await asyncio.to_thread(profile_budgets, self.settings.profile)
+        self._warnings.add(list(profile.warnings))
+        changed = self._adopt(self.settings, profile) or changed
         return changed or bool(self._warnings)
 
     async def warm_up(self) -> None:
@@ -252,9 +269,8 @@ class DshLanguageServer(LanguageServer):
         """Re-check every open document under the new settings (a new root is listed ahead); hints
         and lenses show figures for the budget and root, or are turned on or off."""
         self.spawn(self.warm_up())
-        for warning in self._warnings:
+        for warning in self._warnings.take():
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
-        self._warnings.clear()
         self.report_root()
         self.redraw(document.uri for document in self.documents)
 

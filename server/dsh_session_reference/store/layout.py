@@ -123,11 +123,16 @@ def expand_home(path: str) -> str:
     return path
 
 
-def default_root(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
-    """``$DSH_HOME/sessions``, or ``~/.dsh/sessions`` when ``DSH_HOME`` is unset or blank."""
+def dsh_home(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
+    """``$DSH_HOME``, or ``~/.dsh`` when ``DSH_HOME`` is unset or blank (dsh's ``resolveDshHome``)."""
     home = (os.environ if environ is None else environ).get("DSH_HOME", "")
     base = expand_home(home) if home.strip() else os.path.join(os.path.expanduser("~"), ".dsh")
-    return os.path.join(os.path.abspath(base), "sessions")
+    return os.path.abspath(base)
+
+
+def default_root(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
+    """``$DSH_HOME/sessions``, or ``~/.dsh/sessions`` when ``DSH_HOME`` is unset or blank."""
+    return os.path.join(dsh_home(environ), "sessions")
 
 
 def resolve_root(root: str | os.PathLike[str] | None) -> str:

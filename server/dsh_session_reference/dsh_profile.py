@@ -1,0 +1,165 @@
+"""The budgets dsh itself uses: ``maxReferences``, ``candidateLimit`` and ``maxReferenceBytes`` as a
+dsh profile configures its session-reference plugin, read from the profile's patch files.
+
+dsh 0.1.0-rc.8 composes a profile's plugin tree from patch layers: the bundles' own (the ``web``
+profile's ``@deepseek-ai/dsh-web-app`` inserts the row ``id: session-reference`` with no config, so
+upstream's defaults), then the profile's ``$DSH_HOME/profiles/<profile>/cordis.patch.yml``, then the
+home layer ``$DSH_HOME/cordis.patch.yml`` (``--patch`` overlays last, which only the command line
+that started dsh knows). A patch ``{id: session-reference, config: {...}}`` replaces the row's whole
+``config``, so the last layer that sets it decides every budget. This module reads those two user
+layers the same way, with :mod:`.yaml_subset`: a value written as a ``!!js`` expression, or anything
+but a plain number, is ignored with a warning, never evaluated. The files are untrusted input to
+this process (the caller reads them bounded, see ``assembly.dsh_profile_budgets``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from .config import (
+    DEFAULT_CANDIDATE_LIMIT,
+    DEFAULT_MAX_REFERENCE_BYTES,
+    DSH_DEFAULT,
+    MAX_REFERENCES,
+    ResolverConfig,
+    clamp_budget,
+    is_positive_safe_integer,
+)
+from .yaml_subset import JsExpression, OtherNumber, YamlSubsetError, parse_yaml
+
+DEFAULT_PROFILE: Final = "web"
+"""The profile ``dsh web`` boots, and the one that hosts session references out of the box."""
+PATCH_FILENAME: Final = "cordis.patch.yml"
+ROW_ID: Final = "session-reference"
+PLUGIN: Final = "@deepseek-ai/dsh-session-reference"
+BUDGET_KEYS: Final = ("maxReferences", "candidateLimit", "maxReferenceBytes")
+
+
+def profile_name_problem(name: str) -> str | None:
+    """Why dsh would refuse ``name`` as a profile (its ``resolveProfileDir`` rule), else ``None``:
+    a name is one folder under ``$DSH_HOME/profiles``, never a path."""
+    if name in ("", ".", "..", "node_modules") or "/" in name or "\\" in name or "\0" in name:
+        return f"dsh: invalid profile name {name!r}"
+    return None
+
+
+@dataclass(frozen=True)
+class ProfileLayer:
+    """One patch file: where it is, as a person reads it, and its text (``None``: absent)."""
+
+    label: str
+    text: str | None
+    problem: str | None = None
+    """Why it could not be read (too big, not UTF-8, not a regular file...)."""
+
+
+@dataclass(frozen=True)
+class ProfileBudgets:
+    """What dsh's profile sets: each budget it sets as a plain number, where, and what was ignored."""
+
+    values: Mapping[str, int] = field(default_factory=dict)
+    origins: Mapping[str, str] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+
+
+def _value_problem(key: str, value: object) -> str | None:
+    if isinstance(value, JsExpression):
+        return "is a !!js expression, which is never evaluated here"
+    if isinstance(value, OtherNumber):
+        return f"is written as {str(value)!r}, a number form this reader does not read"
+    if not is_positive_safe_integer(value):
+        return "is not a plain positive integer (dsh refuses it too)"
+    if key == "maxReferences" and value > MAX_REFERENCES:
+        return f"is above {MAX_REFERENCES} (dsh refuses it too)"
+    return None
+
+
+def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> ProfileBudgets:
+    """The session-reference row's config after ``layers`` (in dsh's order), as budgets."""
+    warnings: list[str] = []
+    config: object = None
+    decided_by: str | None = None
+    for layer in layers:
+        if layer.problem is not None:
+            warnings.append(f"dsh profile {profile!r}: {layer.label}: {layer.problem}; not read")
+            continue
+        if layer.text is None:
+            continue
+        try:
+            patches = parse_yaml(layer.text)
+        except YamlSubsetError as error:
+            warnings.append(f"dsh profile {profile!r}: {layer.label}: {error}; budgets from it are ignored")
+            continue
+        if patches is None:
+            continue
+        if not isinstance(patches, list):
+            warnings.append(
+                f"dsh profile {profile!r}: {layer.label} is not a YAML list of patches (dsh refuses it too)"
+            )
+            continue
+        for patch in patches:
+            if not isinstance(patch, dict):
+                continue
+            inserted = patch.get("insert")
+            if isinstance(inserted, list):
+                for row in inserted:
+                    if isinstance(row, dict) and row.get("id") == ROW_ID:
+                        config, decided_by = row.get("config"), layer.label
+                continue
+            if patch.get("id") != ROW_ID or patch.get("name", PLUGIN) != PLUGIN:
+                continue  # dsh skips a patch whose name differs from the row's
+            if "config" in patch:
+                config, decided_by = patch["config"], layer.label
+    values: dict[str, int] = {}
+    origins: dict[str, str] = {}
+    if isinstance(config, JsExpression):
+        warnings.append(
+            f"dsh profile {profile!r}: {decided_by}: the {ROW_ID} config is a !!js expression, "
+            "which is never evaluated here; its budgets are not known"
+        )
+    elif isinstance(config, dict):
+        for key in BUDGET_KEYS:
+            if key not in config:
+                continue
+            problem = _value_problem(key, config[key])
+            if problem is not None:
+                warnings.append(f"dsh profile {profile!r}: {decided_by}: {key} {problem}; ignored")
+                continue
+            values[key] = int(config[key])
+            origins[key] = f"dsh profile {profile!r} ({decided_by})"
+    elif config is not None:
+        warnings.append(
+            f"dsh profile {profile!r}: {decided_by}: the {ROW_ID} config is not a mapping; ignored"
+        )
+    return ProfileBudgets(values, origins, tuple(warnings))
+
+
+_DEFAULTS: Final = (MAX_REFERENCES, DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES)
+
+
+def combine_limits(
+    own: Mapping[str, tuple[int, str]], profile: ProfileBudgets, *, bounded: bool
+) -> tuple[ResolverConfig, list[str]]:
+    """Each budget from ``own`` (a flag or the editor's setting: value and where it came from),
+    else dsh's ``profile``, else dsh's default, with its origin. ``bounded`` (the language server):
+    a profile value above :data:`.config.BUDGET_BOUNDS` is clamped, with a warning; ``own`` values
+    were checked by their front end already."""
+    values: list[int] = []
+    origins: list[str] = []
+    warnings: list[str] = []
+    for key, default in zip(BUDGET_KEYS, _DEFAULTS, strict=True):
+        if key in own:
+            value, origin = own[key]
+        elif key in profile.values:
+            value, origin = profile.values[key], profile.origins[key]
+            clamped, why = clamp_budget(key, value) if bounded else (value, None)
+            if why is not None and clamped is not None:
+                warnings.append(f"{origin}: {why}; using {clamped:,}, so the preview may omit what dsh keeps")
+                value = clamped
+        else:
+            value, origin = default, DSH_DEFAULT
+        values.append(value)
+        origins.append(origin)
+    return ResolverConfig(values[0], values[1], values[2], (origins[0], origins[1], origins[2])), warnings
