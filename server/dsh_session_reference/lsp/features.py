@@ -18,6 +18,7 @@ from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
+from ..assembly import dsh_profile_budgets as profile_budgets
 from ..cancellation import AbortSignal
 from ..errors import CANCELLED, SessionReferenceError
 from ..model import MAX_TITLE_CHARS
@@ -75,6 +76,8 @@ def _initialize(ls: DshLanguageServer, params: types.InitializeParams) -> None:
     ls.idle_gc.start(asyncio.get_running_loop())
     ls.encoding = encoding_of(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
     ls.apply(params.initialization_options)
+    # Before any request is served (two small bounded reads): the first preview is at dsh's budgets.
+    ls.adopt_profile(profile_budgets(ls.settings.profile))
 
 
 async def _initialized(ls: DshLanguageServer, params: types.InitializedParams) -> None:

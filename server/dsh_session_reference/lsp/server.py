@@ -199,6 +199,11 @@ class DshLanguageServer(LanguageServer):
         self._warnings.add(warnings)
         return self._adopt(updated, self.profile)
 
+    def adopt_profile(self, profile: ProfileBudgets) -> bool:
+        """Take dsh's budgets as just read from its profile; ``True`` when the limits changed."""
+        self._warnings.add(profile.warnings)
+        return self._adopt(self.settings, profile)
+
     def _adopt(self, settings: Settings, profile: ProfileBudgets) -> bool:
         """Take ``settings`` and ``profile`` and the limits they make; ``True`` when any changed."""
         limits, warnings = resolve_limits(settings, profile)
@@ -250,8 +255,7 @@ class DshLanguageServer(LanguageServer):
                 # An answer that is no object holds no section: applying it changes nothing.
                 changed = (bool(result) and self.apply({SECTION: result[0]})) or changed
         profile = await asyncio.to_thread(profile_budgets, self.settings.profile)
-        self._warnings.add(list(profile.warnings))
-        changed = self._adopt(self.settings, profile) or changed
+        changed = self.adopt_profile(profile) or changed
         return changed or bool(self._warnings)
 
     async def warm_up(self) -> None:
