@@ -11,7 +11,9 @@ never evaluated, and a FIFO, a symlink to ``/dev/zero``, a huge or non-UTF-8 fil
 from __future__ import annotations
 
 import asyncio
+import json
 import os
+import re
 import time
 from pathlib import Path
 
@@ -27,6 +29,27 @@ from .audit import audited_env, audited_server_command
 from .lsp_harness import lsp_session
 
 HUGE = 2**53 - 1
+MANIFEST = Path(__file__).parents[2] / "vscode-client" / "package.json"
+WHAT_IS_READ_OR_SENT = {
+    "maxReferences",
+    "candidateLimit",
+    "maxReferenceBytes",
+    "profile",
+    "bodySearch",
+    "documentSelector",
+    "sessionsRoot",
+    "interpreter",
+}
+"""Every VS Code setting that changes what is read, how much, or what is sent (or what runs)."""
+WORKSPACE_MAY_SET = {
+    "targetSessionId",
+    "inlayHints",
+    "codeLens",
+    "collapseMentions",
+    "trace.server",
+    "server.logLevel",
+}
+"""The rest, each harmless at its worst: which session is the prompt's own, and how things show."""
 SESSIONS = 1_100
 BIG_MESSAGE = 3 << 20
 
@@ -162,3 +185,50 @@ def test_a_symlinked_profile_file_is_read_as_dsh_reads_it(
     (home / "profiles" / "web" / "cordis.patch.yml").symlink_to(real)
     monkeypatch.setenv("DSH_HOME", str(home))
     assert assembly.dsh_profile_budgets().values == {"maxReferenceBytes": 300}
+
+
+def test_no_workspace_can_set_what_is_read_or_sent_in_vs_code() -> None:
+    """Before: the budgets, bodySearch and documentSelector had no scope (a repository's
+    ``.vscode/settings.json`` set them) and were not restricted in untrusted workspaces."""
+    manifest = json.loads(MANIFEST.read_text(encoding="utf-8"))
+    properties = manifest["contributes"]["configuration"]["properties"]
+    restricted = set(manifest["capabilities"]["untrustedWorkspaces"]["restrictedConfigurations"])
+    section = "dshSessionReference."
+    named = {key.removeprefix(section) for key in properties}
+    assert named - WHAT_IS_READ_OR_SENT <= WORKSPACE_MAY_SET, "a new setting must be judged here"
+    for key in WHAT_IS_READ_OR_SENT:
+        assert properties[section + key]["scope"] in ("machine", "application"), key
+        assert section + key in restricted, key
+    for key, bound in (("candidateLimit", "candidateLimit"), ("maxReferenceBytes", "maxReferenceBytes")):
+        assert properties[section + key]["maximum"] == BUDGET_BOUNDS[bound], key
+
+
+def test_zed_runs_no_command_env_or_root_a_projects_settings_name() -> None:
+    """Before: the extension ran ``binary.arguments`` with ``binary.env`` (``PYTHONPATH=.`` runs the
+    project's code in the server) and passed ``sessionsRoot`` on, all from settings Zed merges with
+    the project's own ``.zed/settings.json``. Zed's API cannot run here (docs/editors.md says why),
+    so this reads the glue: no use of the binary settings, and both settings objects filtered."""
+    source = (Path(__file__).parents[2] / "editors" / "zed" / "src" / "lib.rs").read_text(encoding="utf-8")
+    code = "\n".join(line.split("//")[0] for line in source.splitlines())
+    unquoted = re.sub(r'"(?:[^"\\]|\\[\s\S])*"', '""', code)
+    assert not re.search(r"\.(binary|arguments|env)\b", unquoted), (
+        "the command must take nothing from settings"
+    )
+    assert 'const USER_ONLY: [&str; 2] = ["sessionsRoot", "profile"];' in code
+    for field in ("initialization_options", "settings"):
+        assert f"without_user_only(lsp_settings(language_server_id, worktree).{field})" in code, field
+    assert 'args: vec!["lsp".to_string()],' in code and "env: worktree.shell_env()," in code
+
+
+def test_the_jetbrains_template_and_the_documented_settings_leave_the_budgets_to_dsh() -> None:
+    """A budget written into a template or a documented config overrides dsh's profile for everyone
+    who copies it (the preview would then not be dsh's accounting)."""
+    repo = Path(__file__).parents[2]
+    template = repo / "editors" / "jetbrains" / "dsh-session-reference"
+    for name in ("settings.json", "initializationOptions.json"):
+        section = json.loads((template / name).read_text(encoding="utf-8"))["dshSessionReference"]
+        assert not set(section) & {"maxReferences", "candidateLimit", "maxReferenceBytes", "sessionsRoot"} - {
+            "sessionsRoot" if name == "initializationOptions.json" else ""
+        }, (name, section)
+    editors = (repo / "docs" / "editors.md").read_text(encoding="utf-8")
+    assert not re.search(r"maxReferenceBytes[\"']?\s*[:=]|:maxReferenceBytes \d", editors)

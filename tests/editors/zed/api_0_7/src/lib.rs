@@ -7,11 +7,48 @@
 
 use std::collections::HashMap;
 
-/// `pub use serde_json;` in the real crate; only the type the extension names.
+/// `pub use serde_json;` in the real crate; the type the extension names and the methods of
+/// serde_json 1.x it calls (`Value::as_object_mut`, `Map::remove`, `Map::get_mut`), same signatures.
 pub mod serde_json {
     #[derive(Debug, Clone, PartialEq)]
     pub enum Value {
         Null,
+        Object(Map<String, Value>),
+    }
+
+    impl Value {
+        pub fn as_object_mut(&mut self) -> Option<&mut Map<String, Value>> {
+            match self {
+                Value::Object(map) => Some(map),
+                _ => None,
+            }
+        }
+    }
+
+    #[derive(Debug, Clone, PartialEq, Default)]
+    pub struct Map<K, V> {
+        entries: Vec<(K, V)>,
+    }
+
+    impl Map<String, Value> {
+        pub fn remove<Q>(&mut self, key: &Q) -> Option<Value>
+        where
+            String: std::borrow::Borrow<Q>,
+            Q: ?Sized + Ord + Eq + std::hash::Hash,
+        {
+            use std::borrow::Borrow;
+            let index = self.entries.iter().position(|(k, _)| k.borrow() == key)?;
+            Some(self.entries.remove(index).1)
+        }
+
+        pub fn get_mut<Q>(&mut self, key: &Q) -> Option<&mut Value>
+        where
+            String: std::borrow::Borrow<Q>,
+            Q: ?Sized + Ord + Eq + std::hash::Hash,
+        {
+            use std::borrow::Borrow;
+            self.entries.iter_mut().find(|(k, _)| k.borrow() == key).map(|(_, v)| v)
+        }
     }
 }
 
