@@ -347,7 +347,11 @@ def test_a_workspace_cannot_move_the_sessions_root() -> None:
     turns the store attacks above into attacks that need only a clone)."""
     manifest = json.loads((Path(__file__).parents[2] / "vscode-client" / "package.json").read_text())
     settings = manifest["contributes"]["configuration"]["properties"]
-    paths = {"dshSessionReference.sessionsRoot", "dshSessionReference.interpreter"}
+    paths = {
+        "dshSessionReference.sessionsRoot",
+        "dshSessionReference.interpreter",
+        "dshSessionReference.profile",
+    }
     # Free text that is not an id names a path (a new such setting must be added here, and scoped so).
     free_text = {
         key for key, value in settings.items() if value.get("type") == "string" and "enum" not in value

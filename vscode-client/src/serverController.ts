@@ -90,7 +90,12 @@ export function pathContext(folder?: vscode.WorkspaceFolder): PathContext {
 export function currentServerSettings(scope?: vscode.Uri): ServerSettings {
   const config = vscode.workspace.getConfiguration(SECTION, scope);
   const folder = scope === undefined ? undefined : vscode.workspace.getWorkspaceFolder(scope);
-  return toServerSettings((key) => config.get(key), pathContext(folder));
+  return toServerSettings((key) => config.get(key), pathContext(folder), (key) => userValue(config, key));
+}
+
+/** A setting's user-level value (user or remote settings), never a workspace's or folder's. */
+export function userValue(config: vscode.WorkspaceConfiguration, key: string): unknown {
+  return config.inspect(key)?.globalValue;
 }
 
 /** Resolves when `child` has exited (at once if it already has), or after `timeoutMs`. */
@@ -472,7 +477,7 @@ export class ServerController implements vscode.Disposable {
       return;
     }
     this.setState('starting');
-    this.selector = toDocumentSelector(vscode.workspace.getConfiguration(SECTION).get('documentSelector'));
+    this.selector = toDocumentSelector(userValue(vscode.workspace.getConfiguration(SECTION), 'documentSelector'));
     const resolved = await this.resolveInterpreter();
     if (resolved === undefined) {
       this.setState('stopped');

@@ -1,7 +1,12 @@
 // The mapping from VS Code settings to the server's `dshSessionReference` settings object (the
 // language-server contract in docs/architecture.md). Kept free of `vscode` so it is unit tested.
-// Only the eight server settings are sent; the rest (interpreter, documentSelector, trace) are the
+// Only the nine server settings are sent; the rest (interpreter, documentSelector, trace) are the
 // client's own business.
+//
+// What a repository's own settings (.vscode/settings.json) can reach must be harmless: the budgets,
+// bodySearch, the dsh profile, sessionsRoot, interpreter and documentSelector are machine settings
+// (package.json), which VS Code ignores in workspace and folder settings, and they are read from
+// the user level only (`inspect().globalValue`, user and remote settings), never `get()`'s merge.
 
 import { PathContext, resolveUserPath } from './paths';
 
@@ -12,9 +17,12 @@ export interface ServerSettings {
   readonly sessionsRoot: string;
   /** '' lets the server use `$DSH_SESSION_ID`. */
   readonly targetSessionId: string;
-  readonly maxReferences: number;
-  readonly candidateLimit: number;
-  readonly maxReferenceBytes: number;
+  /** The budgets as the user set them; null: dsh's profile decides (else dsh's default), on the server. */
+  readonly maxReferences: number | null;
+  readonly candidateLimit: number | null;
+  readonly maxReferenceBytes: number | null;
+  /** The dsh profile whose budgets apply; '' is `web`. */
+  readonly profile: string;
   /** Opt-in: `@` queries also match message text (rows marked "matched in messages"). */
   readonly bodySearch: boolean;
   /** Each mention's cost as an inlay hint after it ("12 msgs · 5.8 / 64 KB"). */
@@ -26,9 +34,10 @@ export interface ServerSettings {
 export const SERVER_DEFAULTS: ServerSettings = {
   sessionsRoot: '',
   targetSessionId: '',
-  maxReferences: 3,
-  candidateLimit: 50,
-  maxReferenceBytes: 65536,
+  maxReferences: null,
+  candidateLimit: null,
+  maxReferenceBytes: null,
+  profile: '',
   bodySearch: false,
   inlayHints: true,
   codeLens: true,
@@ -40,10 +49,17 @@ export const SERVER_KEYS: readonly (keyof ServerSettings)[] = [
   'maxReferences',
   'candidateLimit',
   'maxReferenceBytes',
+  'profile',
   'bodySearch',
   'inlayHints',
   'codeLens',
 ];
+
+/** dsh's own defaults, which package.json shows (the server applies them when nothing else decides). */
+export const DSH_BUDGET_DEFAULTS = { maxReferences: 3, candidateLimit: 50, maxReferenceBytes: 65536 } as const;
+
+/** Settings read from the user level only (see the top of this file). */
+export const USER_LEVEL_KEYS: readonly string[] = ['maxReferences', 'candidateLimit', 'maxReferenceBytes', 'profile', 'bodySearch', 'documentSelector'];
 
 /** Reads one setting below the section, as `WorkspaceConfiguration.get` does. */
 export type SettingReader = (key: string) => unknown;
@@ -53,12 +69,12 @@ function stringSetting(read: SettingReader, key: keyof ServerSettings): string {
   return typeof value === 'string' ? value : (SERVER_DEFAULTS[key] as string);
 }
 
-// Out-of-range integers are passed on unchanged: the server rejects them with upstream's own
-// configuration message, which is more useful than a silent clamp. Only values that are not
-// numbers at all (a hand-edited settings.json) fall back to the default.
-function integerSetting(read: SettingReader, key: keyof ServerSettings): number {
+// Out-of-range integers are passed on unchanged: the server clamps or rejects them with upstream's
+// own configuration message, which is more useful than a silent change here. A value that is not a
+// number at all (a hand-edited settings.json), or none, is null: the server's choice.
+function budgetSetting(read: SettingReader, key: keyof ServerSettings): number | null {
   const value = read(key);
-  return typeof value === 'number' && Number.isFinite(value) ? value : (SERVER_DEFAULTS[key] as number);
+  return typeof value === 'number' && Number.isFinite(value) ? value : null;
 }
 
 function booleanSetting(read: SettingReader, key: keyof ServerSettings): boolean {
@@ -66,14 +82,19 @@ function booleanSetting(read: SettingReader, key: keyof ServerSettings): boolean
   return typeof value === 'boolean' ? value : (SERVER_DEFAULTS[key] as boolean);
 }
 
-export function toServerSettings(read: SettingReader, paths: PathContext): ServerSettings {
+/**
+ * `read` gives a setting as `get` does; `readUser` its user-level value only (undefined when the
+ * user did not set it), for the {@link USER_LEVEL_KEYS}.
+ */
+export function toServerSettings(read: SettingReader, paths: PathContext, readUser: SettingReader = read): ServerSettings {
   return {
     sessionsRoot: resolveUserPath(stringSetting(read, 'sessionsRoot'), paths),
     targetSessionId: stringSetting(read, 'targetSessionId'),
-    maxReferences: integerSetting(read, 'maxReferences'),
-    candidateLimit: integerSetting(read, 'candidateLimit'),
-    maxReferenceBytes: integerSetting(read, 'maxReferenceBytes'),
-    bodySearch: booleanSetting(read, 'bodySearch'),
+    maxReferences: budgetSetting(readUser, 'maxReferences'),
+    candidateLimit: budgetSetting(readUser, 'candidateLimit'),
+    maxReferenceBytes: budgetSetting(readUser, 'maxReferenceBytes'),
+    profile: stringSetting(readUser, 'profile'),
+    bodySearch: booleanSetting(readUser, 'bodySearch'),
     inlayHints: booleanSetting(read, 'inlayHints'),
     codeLens: booleanSetting(read, 'codeLens'),
   };

@@ -7,7 +7,16 @@ import * as path from 'node:path';
 import { describe, test } from 'node:test';
 
 import { expandVariables } from '../src/paths';
-import { didChangeConfigurationParams, SERVER_DEFAULTS, SERVER_KEYS, serverLogLevel, toDocumentSelector, toServerSettings } from '../src/settings';
+import {
+  didChangeConfigurationParams,
+  DSH_BUDGET_DEFAULTS,
+  SERVER_DEFAULTS,
+  SERVER_KEYS,
+  serverLogLevel,
+  toDocumentSelector,
+  toServerSettings,
+  USER_LEVEL_KEYS,
+} from '../src/settings';
 
 const paths = { home: '/home/ada', workspaceFolder: '/work/project', env: { DSH_HOME: '/opt/dsh' } };
 
@@ -16,7 +25,8 @@ function reader(values: Record<string, unknown>): (key: string) => unknown {
 }
 
 const manifest = JSON.parse(readFileSync(path.resolve(__dirname, '..', '..', 'package.json'), 'utf8')) as {
-  contributes: { configuration: { properties: Record<string, { default: unknown; markdownDescription?: string; description?: string }> } };
+  contributes: { configuration: { properties: Record<string, { default: unknown; markdownDescription?: string; description?: string; scope?: string; maximum?: number }> } };
+  capabilities: { untrustedWorkspaces: { restrictedConfigurations: string[] } };
 };
 
 describe('toServerSettings', () => {
@@ -24,7 +34,7 @@ describe('toServerSettings', () => {
     assert.deepEqual(toServerSettings(reader({}), paths), SERVER_DEFAULTS);
   });
 
-  test('sends exactly the eight server settings', () => {
+  test('sends exactly the nine server settings', () => {
     const settings = toServerSettings(reader({ interpreter: '/usr/bin/python3', documentSelector: ['markdown'] }), paths);
     assert.deepEqual(Object.keys(settings).sort(), [...SERVER_KEYS].sort());
   });
@@ -48,7 +58,7 @@ describe('toServerSettings', () => {
     assert.equal(toServerSettings(reader({ sessionsRoot: 'store' }), noFolder).sessionsRoot, '/home/ada/store');
   });
 
-  test('passes numbers through unchanged so the server can report out-of-range values', () => {
+  test('passes numbers through unchanged so the server can clamp or report out-of-range values', () => {
     const settings = toServerSettings(reader({ maxReferences: 7, candidateLimit: 0, maxReferenceBytes: 1024 }), paths);
     assert.equal(settings.maxReferences, 7);
     assert.equal(settings.candidateLimit, 0);
@@ -100,12 +110,37 @@ describe('toServerSettings', () => {
     for (const key of SERVER_KEYS) {
       const property = properties[`dshSessionReference.${key}`];
       assert.ok(property, `missing contribution for ${key}`);
-      assert.deepEqual(property.default, SERVER_DEFAULTS[key], key);
+      const shown = key in DSH_BUDGET_DEFAULTS ? DSH_BUDGET_DEFAULTS[key as keyof typeof DSH_BUDGET_DEFAULTS] : SERVER_DEFAULTS[key];
+      assert.deepEqual(property.default, shown, key);
       assert.ok((property.markdownDescription ?? property.description ?? '').length > 20, `${key} needs a description`);
     }
     for (const key of ['interpreter', 'documentSelector', 'trace.server']) {
       assert.ok(properties[`dshSessionReference.${key}`], `missing contribution for ${key}`);
     }
+  });
+});
+
+describe('what a workspace may set', () => {
+  test('a budget, the profile, bodySearch and documentSelector are read from the user level only', () => {
+    // `get` merges workspace settings; these come from `readUser` (inspect().globalValue) alone.
+    const workspace = reader({ maxReferences: 3, candidateLimit: 9007199254740991, maxReferenceBytes: 9007199254740991, profile: 'evil', bodySearch: true });
+    const settings = toServerSettings(workspace, paths, reader({ maxReferenceBytes: 131072 }));
+    assert.equal(settings.maxReferenceBytes, 131072);
+    assert.equal(settings.candidateLimit, null); // the server's choice: dsh's profile, else 50
+    assert.equal(settings.maxReferences, null);
+    assert.equal(settings.profile, '');
+    assert.equal(settings.bodySearch, false);
+  });
+
+  test('every user-level setting is a machine setting and restricted in untrusted workspaces', () => {
+    const properties = manifest.contributes.configuration.properties;
+    const restricted = manifest.capabilities.untrustedWorkspaces.restrictedConfigurations;
+    for (const key of [...USER_LEVEL_KEYS, 'sessionsRoot', 'interpreter']) {
+      assert.equal(properties[`dshSessionReference.${key}`].scope, 'machine', key);
+      assert.ok(restricted.includes(`dshSessionReference.${key}`), key);
+    }
+    assert.equal(properties['dshSessionReference.candidateLimit'].maximum, 1000);
+    assert.equal(properties['dshSessionReference.maxReferenceBytes'].maximum, 1048576);
   });
 });
 

@@ -575,8 +575,9 @@ async function main() {
 
   await step('settings-change', page, async () => {
     // A setting edited while the server runs reaches it without a restart: with at most one
-    // referenced session, the prompt's second mention becomes an error.
-    const settingsFile = path.join(path.dirname(spec.prompt), '.vscode', 'settings.json');
+    // referenced session, the prompt's second mention becomes an error. The budgets are machine
+    // settings (a workspace's own are ignored): the remote (machine) settings of code-server.
+    const settingsFile = spec.machineSettings;
     const original = readFileSync(settingsFile, 'utf8');
     writeFileSync(settingsFile, JSON.stringify({ ...JSON.parse(original), 'dshSessionReference.maxReferences': 1 }, null, 2));
     await promptEditor.locator('.view-lines').click();

@@ -500,7 +500,7 @@ def profile(tools: Tools, vsix: Path, tmp_path: Path) -> Profile:
     return Profile(env, user_data, extensions)
 
 
-def _workspace_settings(workspace: Path, settings: dict[str, str]) -> None:
+def _workspace_settings(workspace: Path, settings: dict[str, object]) -> None:
     (workspace / ".vscode").mkdir(exist_ok=True)
     (workspace / ".vscode" / "settings.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
 
@@ -547,12 +547,19 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     # store (an empty folder it ships), which VS Code must ignore: sessionsRoot is machine-scoped, a
     # workspace cannot point the server at a store (were it honoured, no session would be listed).
     # And an empty .venv (no pip, no packages) that the extension must pick as the interpreter.
+    # The workspace's settings also try the budgets (huge ones, and one reference a message): they
+    # are machine settings too, so the preview's accounting below must be at dsh's defaults, each
+    # said to come from dsh's default (were they honoured, the prompt's two mentions would be an
+    # error, and the preview would say the budget came from the editor's setting).
     workspace = scenario.workspace
     profile.machine_settings({"dshSessionReference.sessionsRoot": str(scenario.sessions_root)})
     (workspace / "decoy-sessions").mkdir()
     _workspace_settings(
         workspace,
         {
+            "dshSessionReference.maxReferenceBytes": 2**53 - 1,
+            "dshSessionReference.candidateLimit": 2**53 - 1,
+            "dshSessionReference.maxReferences": 1,
             "dshSessionReference.sessionsRoot": "${workspaceFolder}/decoy-sessions",
             "dshSessionReference.targetSessionId": scenario.target_id,
             "dshSessionReference.trace.server": "messages",
@@ -613,6 +620,7 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         artifacts,
         tmp_path / "result.json",
         mode="user-path",
+        machineSettings=str(profile.user_data / "Machine" / "settings.json"),
         pick=scenario.pick,
         quickFixPattern="^Use session",
         rankingQueries=list(RANKING_QUERIES),
@@ -695,8 +703,9 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     assert "2 mentions" in preview["status"], preview  # looking at the preview keeps the prompt's figures
     totals = report_lines[report_lines.index("Totals") :]
     shown = _unwrapped(preview["bottom"])
-    for line in totals:
+    for line in filter(None, totals):  # the totals, then the budgets (blank lines between)
         assert _unwrapped([line]) in shown, (line, shown)
+    assert " maxReferenceBytes 65,536 from dsh's default " in shown, shown
     assert " serialized " in shown, shown
 
     # 6. A setting changed while the server runs applies at once (no restart): one reference
