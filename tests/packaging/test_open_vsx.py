@@ -41,11 +41,11 @@ def _vsix_files(packages: Path) -> dict[str, Path]:
 
 
 def _publish_steps() -> dict[str, dict[str, object]]:
-    """The publish job's ``run:`` lines that publish, by the tool they run (``npx --yes TOOL@VERSION``),
-    each with its ``env:`` (read as text: the workflow is plain enough, and no YAML parser is a
-    dependency of this project)."""
+    """The registries job's ``run:`` lines that publish, by the tool they run (vscode-client's own
+    ``node_modules/.bin/TOOL``), each with its ``env:`` (read as text: the workflow is plain enough,
+    and no YAML parser is a dependency of this project)."""
     workflow = (REPO / ".github" / "workflows" / "release.yml").read_text()
-    job = workflow[workflow.index("\n  publish:\n") :]
+    job = workflow[workflow.index("\n  registries:\n") : workflow.index("\n  github-release:\n")]
     steps = {}
     for step in re.split(r"\n      - ", job)[1:]:
         run = re.search(r"^        run: (.+)$", step, re.MULTILINE)
@@ -239,21 +239,27 @@ def registry() -> Iterator[_Registry]:
         thread.join(timeout=10)
 
 
+VSCE = "vscode-client/node_modules/.bin/vsce"
+OVSX = "vscode-client/node_modules/.bin/ovsx"
+
+
 def test_the_release_names_both_registries_with_the_tested_ovsx() -> None:
     steps = _publish_steps()
-    assert set(steps) == {"npx --yes @vscode/vsce@3.9.2", f"npx --yes ovsx@{_pinned_ovsx()}"}, steps
+    assert set(steps) == {VSCE, OVSX}, steps
     for step in steps.values():
         assert str(step["run"]).endswith(" publish --packagePath dist/*.vsix"), step
-    ovsx = steps[f"npx --yes ovsx@{_pinned_ovsx()}"]
-    assert ovsx["env"] == {"OVSX_PAT": "${{ secrets.OVSX_PAT }}"}
+    assert steps[OVSX]["env"] == {"OVSX_PAT": "${{ secrets.OVSX_PAT }}"}
+    # The ovsx that publishes is the one tested here: vscode-client's devDependency, as its lock has it.
+    lock = json.loads((CLIENT / "package-lock.json").read_text())
+    assert lock["packages"]["node_modules/ovsx"]["version"] == _pinned_ovsx()
 
 
 def test_the_release_command_publishes_every_package(
     packages: Path, registry: _Registry, tmp_path: Path
 ) -> None:
-    """The workflow's own ``run:`` line, with the ovsx it pins (vscode-client's devDependency,
-    installed by npm ci) in place of ``npx --yes``, which would fetch the same version."""
-    prefix = f"npx --yes ovsx@{_pinned_ovsx()}"
+    """The workflow's own ``run:`` line, with the ovsx it runs (vscode-client's devDependency,
+    installed by npm ci) named by its absolute path."""
+    prefix = OVSX
     command = str(_publish_steps()[prefix]["run"])
     ovsx = CLIENT / "node_modules" / ".bin" / "ovsx"
     if not ovsx.exists():

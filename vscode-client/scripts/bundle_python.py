@@ -14,6 +14,10 @@ Python-tools extension template, so the server and its dependencies travel insid
   the root checked instead of watched) and the extension says so.
 - bundled/manifest.json: what was bundled, for the extension's messages and for people.
 
+Every wheel is downloaded first and checked against requirements/dev.lock's hashes (the versions
+and the files CI tested), then installed from that folder alone: a wheel the lock does not name,
+or whose SHA-256 the lock does not list, stops the build (:func:`verify_wheels`).
+
 Run from vscode-client/ by `npm run package` (this machine) or scripts/package (every target);
 the Python running this script needs pip.
 """
@@ -21,6 +25,7 @@ the Python running this script needs pip.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import platform
 import re
@@ -34,8 +39,13 @@ from pathlib import Path
 
 try:
     from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name, parse_wheel_filename
 except ImportError:  # pip always vendors packaging
     from pip._vendor.packaging.requirements import Requirement  # type: ignore[assignment, unused-ignore]
+    from pip._vendor.packaging.utils import (  # type: ignore[assignment, unused-ignore]
+        canonicalize_name,
+        parse_wheel_filename,
+    )
 
 CLIENT = Path(__file__).resolve().parent.parent
 REPO = CLIENT.parent
@@ -136,6 +146,46 @@ def write_constraints(folder: Path) -> Path:
     return path
 
 
+def locked_hashes(lock_text: str) -> dict[str, tuple[str, frozenset[str]]]:
+    """``{name: (version, sha256 hashes)}`` from a pip-compile lock written with hashes."""
+    locked: dict[str, tuple[str, frozenset[str]]] = {}
+    for block in re.split(r"\n(?=[A-Za-z0-9])", lock_text):
+        pin = re.match(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)", block)
+        if pin is not None:
+            hashes = frozenset(re.findall(r"--hash=sha256:([0-9a-f]{64})", block))
+            locked[canonicalize_name(pin.group(1))] = (pin.group(2), hashes)
+    return locked
+
+
+def verify_wheels(folder: Path, lock_text: str) -> list[str]:
+    """Each file in ``folder`` must be a wheel of a distribution the lock pins, at its version, with
+    a SHA-256 the lock lists; returns the wheels' names, or stops the build naming the first that
+    is not (pip's ``--require-hashes`` would need the whole closure as hashed requirements; the lock
+    already is that list)."""
+    locked = locked_hashes(lock_text)
+    checked = []
+    for path in sorted(folder.iterdir()):
+        if path.suffix != ".whl":
+            raise SystemExit(f"bundle_python: {path.name} is not a wheel")
+        name, version, _build, _tags = parse_wheel_filename(path.name)
+        pinned = locked.get(canonicalize_name(name))
+        if pinned is None:
+            raise SystemExit(f"bundle_python: {path.name}: {name} is not in {LOCK.name}")
+        if str(version) != pinned[0]:
+            raise SystemExit(f"bundle_python: {path.name}: {LOCK.name} pins {name}=={pinned[0]}")
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest not in pinned[1]:
+            raise SystemExit(f"bundle_python: {path.name}: sha256 {digest} is not one {LOCK.name} lists")
+        checked.append(path.name)
+    return checked
+
+
+def fetch_verified(folder: Path, args: list[str]) -> None:
+    """``pip download`` of ``args`` into ``folder``, then :func:`verify_wheels` against the lock."""
+    checked_pip("download", "--dest", str(folder), "--only-binary=:all:", *args)
+    verify_wheels(folder, LOCK.read_text(encoding="utf-8"))
+
+
 def copy_server(libs: Path) -> None:
     source = REPO / "server" / PACKAGE
     shutil.copytree(source, libs / PACKAGE, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
@@ -144,21 +194,22 @@ def copy_server(libs: Path) -> None:
 def install_pure(libs: Path, requirements: list[Requirement], constraints: Path) -> None:
     # --implementation py accepts only pure wheels: a compiled dependency sneaking into
     # the pure list fails here instead of shipping a build for one Python only.
-    checked_pip(
-        "install",
-        "--target",
-        str(libs),
-        "--only-binary=:all:",
-        "--implementation",
-        "py",
-        "--python-version",
-        CPYTHON_MINORS[0],
-        "--no-compile",
-        "--upgrade",
-        "--constraint",
-        str(constraints),
-        *[str(req) for req in requirements],
-    )
+    selection = ["--implementation", "py", "--python-version", CPYTHON_MINORS[0]]
+    selection += ["--constraint", str(constraints), *[str(req) for req in requirements]]
+    with tempfile.TemporaryDirectory() as wheels:
+        fetch_verified(Path(wheels), selection)
+        checked_pip(
+            "install",
+            "--target",
+            str(libs),
+            "--no-index",
+            "--find-links",
+            wheels,
+            "--only-binary=:all:",
+            "--no-compile",
+            "--upgrade",
+            *selection,
+        )
 
 
 def merge_tree(source: Path, destination: Path) -> None:
@@ -179,26 +230,25 @@ def install_binary(binary: Path, requirement: Requirement, target: Target, const
     for minor in CPYTHON_MINORS:
         if requirement.marker is not None and not requirement.marker.evaluate(target.environment(minor)):
             continue
-        with tempfile.TemporaryDirectory() as scratch:
-            result = pip(
-                "install",
-                "--target",
-                scratch,
-                "--only-binary=:all:",
-                "--no-deps",
-                "--no-compile",
-                "--implementation",
-                "cp",
-                "--python-version",
-                minor,
-                *platform_args,
-                "--constraint",
-                str(constraints),
-                str(requirement),
-            )
+        selection = ["--no-deps", "--implementation", "cp", "--python-version", minor, *platform_args]
+        selection += ["--constraint", str(constraints), str(requirement)]
+        with tempfile.TemporaryDirectory() as scratch, tempfile.TemporaryDirectory() as wheels:
+            result = pip("download", "--dest", wheels, "--only-binary=:all:", *selection)
             if result.returncode != 0:
                 print(f"bundle_python: no {requirement.name} wheel for CPython {minor} on {target.name}")
                 continue
+            verify_wheels(Path(wheels), LOCK.read_text(encoding="utf-8"))
+            checked_pip(
+                "install",
+                "--target",
+                scratch,
+                "--no-index",
+                "--find-links",
+                wheels,
+                "--only-binary=:all:",
+                "--no-compile",
+                *selection,
+            )
             merge_tree(Path(scratch), binary)
             bundled.append(minor)
     return bundled
