@@ -108,6 +108,14 @@ def test_invalid_settings_keep_the_old_value_with_upstreams_message() -> None:
     ]
 
 
+def test_a_profile_setting_is_one_folder_name() -> None:
+    settings, warnings = apply_settings(Settings(), {"profile": "../../etc"})
+    assert settings.profile == "" and warnings == [
+        "dshSessionReference.profile: dsh: invalid profile name '../../etc'; keeping ''"
+    ]
+    assert apply_settings(Settings(), {"profile": "review"}) == (Settings(profile="review"), [])
+
+
 def test_budgets_above_the_bound_are_clamped_with_upstreams_message_where_it_has_one() -> None:
     settings, warnings = apply_settings(Settings(), {"maxReferences": 4, "candidateLimit": 1e308})
     assert (settings.max_references, settings.candidate_limit) == (3, 1_000)
