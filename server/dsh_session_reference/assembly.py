@@ -46,8 +46,9 @@ TARGET_ENV = "DSH_SESSION_ID"
 """dsh sets it in the sessions it runs: the session a message is written for, excluded as self."""
 
 
-PROFILE_FILE_BYTES: Final = 256 << 10
-"""The largest profile patch file read (dsh's own bundle layers are under 20 KB)."""
+PROFILE_FILE_BYTES: Final = 64 << 10
+"""The largest profile patch file read (dsh's own bundle layers are under 20 KB; at this size the
+strict reader's worst input takes well under a second)."""
 
 
 def _profile_layer(path: str, label: str) -> ProfileLayer:

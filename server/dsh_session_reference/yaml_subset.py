@@ -286,23 +286,49 @@ class _Parser:
         return stripped + "\n" if stripped else ""
 
     def _flow(self, text: str, line: _Line, depth: int) -> object:
-        """A flow collection, which may span lines until its brackets close."""
-        source = _strip_comment(text)
-        parser = _Flow(source, line.number)
-        while True:
-            try:
-                value = parser.value(depth)
-                parser.skip_space()
-                if parser.at != len(parser.text):
-                    raise YamlSubsetError(line.number, "text after a flow collection")
-                return value
-            except _NeedMore:
-                nxt = self._skip_blank()
-                if nxt is None:
-                    raise YamlSubsetError(line.number, "a flow collection that is never closed") from None
-                self.at += 1
-                source += " " + _strip_comment(nxt.text)
-                parser = _Flow(source, line.number)
+        """A flow collection, which may span lines until its brackets close: the lines are gathered
+        first (one pass, counting brackets outside quotes), then parsed once."""
+        pieces = [_strip_comment(text)]
+        open_brackets = _bracket_balance(pieces[0], 0)
+        while open_brackets > 0:
+            nxt = self._skip_blank()
+            if nxt is None:
+                raise YamlSubsetError(line.number, "a flow collection that is never closed")
+            self.at += 1
+            pieces.append(_strip_comment(nxt.text))
+            open_brackets = _bracket_balance(pieces[-1], open_brackets)
+        parser = _Flow(" ".join(pieces), line.number)
+        try:
+            value = parser.value(depth)
+            parser.skip_space()
+        except _NeedMore:
+            raise YamlSubsetError(line.number, "a flow collection that is never closed") from None
+        if parser.at != len(parser.text):
+            raise YamlSubsetError(line.number, "text after a flow collection")
+        return value
+
+
+def _bracket_balance(text: str, depth: int) -> int:
+    """``depth`` after the brackets of ``text`` (outside quoted scalars, which end on their line)."""
+    quote = ""
+    index = 0
+    while index < len(text):
+        char = text[index]
+        if quote:
+            if char == "\\" and quote == '"':
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "[{":
+            depth += 1
+        elif char in "]}":
+            depth -= 1
+            if depth == 0:
+                return 0
+        index += 1
+    return depth
 
 
 class _NeedMore(Exception):

@@ -167,7 +167,7 @@ def test_a_hostile_profile_file_costs_nothing(
     expected = {
         "fifo": "is not a regular file",
         "dev-zero": "is not a regular file",
-        "huge": "is larger than 256 KiB",
+        "huge": "is larger than 64 KiB",
         "not-utf8": "is not UTF-8",
         "loop": "cannot be opened",
     }[kind]
