@@ -12,6 +12,7 @@ import itertools
 import json
 import os
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,10 @@ REFERENCE = Path(__file__).parent / "data" / "vscode-1.139-initialize-params.jso
 TARGET_ID = "target-session"
 NOW_MS = int(time.time() * 1000)
 
+NO_DSH_HOME = Path(tempfile.gettempdir()) / "dsh-session-reference-tests" / "no-dsh-home"
+"""A dsh home that does not exist: the server under test reads no profile of the developer's own ``~/.dsh``
+(whose budgets would change what the tests see); each test names its sessions root itself."""
+
 CLIENTS = ["visual-studio-code@1.139", "neovim@v0.7", "emacs"]
 
 
@@ -45,8 +50,7 @@ def capabilities_for(client: str) -> types.ClientCapabilities:
 
 def server_config(extra_env: dict[str, str] | None = None) -> ClientServerConfig:
     """The real server over stdio, as editors start it (``--stdio`` included)."""
-    env = {**os.environ, "DSH_SESSION_ID": TARGET_ID, **(extra_env or {})}
-    env.pop("DSH_HOME", None)
+    env = {**os.environ, "DSH_SESSION_ID": TARGET_ID, "DSH_HOME": str(NO_DSH_HOME), **(extra_env or {})}
     return ClientServerConfig(
         server_command=[sys.executable, "-m", "dsh_session_reference", "lsp", "--stdio"],
         server_env=env,
