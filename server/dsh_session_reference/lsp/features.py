@@ -22,7 +22,7 @@ from ..cancellation import AbortSignal
 from ..errors import CANCELLED, SessionReferenceError
 from ..model import MAX_TITLE_CHARS
 from ..resolver import Candidate
-from . import commands
+from . import commands, send
 from .actions import PREVIEW_COMMAND, code_actions
 from .commands import preview_of, transcript_of
 from .completion import completion_items, find_trigger, item_data, listing_item
@@ -75,6 +75,7 @@ def _initialize(ls: DshLanguageServer, params: types.InitializeParams) -> None:
     ls.idle_gc.start(asyncio.get_running_loop())
     ls.encoding = encoding_of(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
     ls.apply(params.initialization_options)
+    ls.dsh_web_url = send.initial_web_url(params.initialization_options)
 
 
 async def _initialized(ls: DshLanguageServer, params: types.InitializedParams) -> None:
@@ -363,4 +364,5 @@ def create_server(sessions: str | None = None) -> DshLanguageServer:
     feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))(_code_lens)
     feature(types.SHUTDOWN)(_shutdown)
     commands.register(server)
+    send.register(server)
     return server
