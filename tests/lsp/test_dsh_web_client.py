@@ -11,8 +11,8 @@ import time
 
 import pytest
 from lsp_support import wait_until
-from web_double import refused_url, web_double
 
+from dsh.web_double import refused_url, web_double
 from dsh_session_reference.dsh_web import WebError, prompt_payload, web_host
 from dsh_session_reference.lsp import dsh_web_client
 from dsh_session_reference.lsp.dsh_web_client import NoAnswer, Unreachable, call, parse_http_reply

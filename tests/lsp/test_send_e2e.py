@@ -27,8 +27,8 @@ from lsp_support import (
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
 from pytest_lsp import LanguageClient
-from web_double import refused_url, web_double
 
+from dsh.web_double import refused_url, web_double
 from dsh_session_reference.dsh_web import DEFAULT_URL
 from dsh_session_reference.lsp.send import initial_web_url, web_url
 from dsh_session_reference.uri import format_session_reference_mention

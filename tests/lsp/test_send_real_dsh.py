@@ -22,11 +22,11 @@ from lsp_support import Session, initialize_params, server_config, serving
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
-from web_double import refused_url
 
-from dsh.model import ModelFixture, Recorded, is_human, message_text
+from dsh.model import ModelFixture, Recorded
 from dsh.realdsh import DshHome, DshWeb, install_dsh
-from dsh_session_reference.report import RULE
+from dsh.sent import sent_messages, shown_messages
+from dsh.web_double import refused_url
 from dsh_session_reference.uri import format_session_reference_mention
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -74,30 +74,6 @@ def configure(s: Session, **settings: Any) -> None:
     s.client.workspace_did_change_configuration(
         types.DidChangeConfigurationParams(settings={SECTION: settings})
     )
-
-
-def shown_messages(model_text: str) -> list[str]:
-    """The user-role messages the model-facing text shows, byte for byte (``render_prepared_report``)."""
-    one = f"Message (user)\n{RULE}\n"
-    if one in model_text:
-        return [model_text[model_text.index(one) + len(one) : model_text.rindex(f"\n{RULE}\n")]]
-    first = f"Message 1 of 2 (user): your message, with @labels\n{RULE}\n"
-    second = f"\n{RULE}\n\nMessage 2 of 2 (user): referenced-session snapshot\n{RULE}\n"
-    end = f"\n{RULE}\n\ndsh appends the snapshot right after your message."
-    start = model_text.index(first) + len(first)
-    middle = model_text.index(second, start)
-    return [model_text[start:middle], model_text[middle + len(second) : model_text.rindex(end)]]
-
-
-def sent_messages(request: Recorded) -> list[str]:
-    """The user messages of the turn dsh sent: the newest human message and the snapshot after it
-    (dsh's own runtime-context message, which the product does not make, left out)."""
-    users = [m for m in request.messages if m.get("role") == "user"]
-    newest = max(i for i, m in enumerate(users) if is_human(m))
-    turn = [message_text(users[newest])]
-    if newest + 1 < len(users) and message_text(users[newest + 1]).startswith("## Referenced sessions"):
-        turn.append(message_text(users[newest + 1]))
-    return turn
 
 
 def mentions(real_dsh: RealDsh, *labels: str) -> list[str]:

@@ -28,9 +28,12 @@ export function asSendResult(value: unknown): SendResult {
   return v as SendResult;
 }
 
-/** What the user reads after a send: the session it went to, the host, and what was sent. */
+/**
+ * What the user reads after a send: that it was sent and what (the accounting) first, where a
+ * collapsed notification shows it; then the session it went to and the host.
+ */
 export function sentMessage(result: SendResult): string {
-  return `Sent to ${result.where} in dsh web at ${result.dshWebUrl}: ${result.summary}`;
+  return `Sent to dsh: ${result.summary}. Session: ${result.where}, at ${result.dshWebUrl}.`;
 }
 
 /** Why the server did not send (`data.reason` of its RequestFailed answer). */

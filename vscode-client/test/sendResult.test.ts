@@ -44,7 +44,7 @@ describe('the answer', () => {
   test('says where the prompt went and what was sent', () => {
     assert.equal(
       sentMessage(asSendResult(answer)),
-      'Sent to Refactor the parser (s-alpha) in dsh web at http://127.0.0.1:3080: 1 session referenced; 1.2 KB in all, ~300 tokens (estimate); snapshot 1.1 KB',
+      'Sent to dsh: 1 session referenced; 1.2 KB in all, ~300 tokens (estimate); snapshot 1.1 KB. Session: Refactor the parser (s-alpha), at http://127.0.0.1:3080.',
     );
   });
 

@@ -1,7 +1,7 @@
 """A test double of a dsh web host, for the failures real dsh cannot be made to show on demand:
 an answer that is an HTTP error, one that never comes, a host that is a trap (a request reaching
 it is the failure). It speaks only the transport (``POST /api/<method>``); a test that claims dsh
-received a prompt runs against real dsh instead (``tests/dsh/``).
+received a prompt runs against real dsh instead.
 """
 
 from __future__ import annotations
