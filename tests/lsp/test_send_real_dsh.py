@@ -102,6 +102,9 @@ async def test_without_a_target_the_prompt_starts_a_dsh_session_and_the_model_ge
     shown, result, request = await preview_then_send(s, real_dsh, uri)
     assert result["created"] is True and result["sessionId"] not in before
     assert result["summary"].startswith("2 sessions referenced; ")
+    where = f"a new session ({result['sessionId']}) in {workspace}"
+    assert result["where"] == where
+    assert result["message"] == f"Sent to dsh: {result['summary']}. Session: {where}, at {real_dsh.web.url}."
     new = next(item for item in real_dsh.web.sessions() if item["sessionId"] == result["sessionId"])
     assert new["cwd"] == str(workspace)
     assert len(shown) == 2 and shown[0] == "Compare @the parser with @deploy: which is done?"

@@ -7,7 +7,7 @@ import * as vscode from 'vscode';
 
 import { errorText } from './format';
 import { CLIENT_COMMANDS, PREVIEW_SCHEME, SERVER_COMMANDS } from './protocol';
-import { asSendResult, clientTimeZone, NEXT_STEP, notSentReason, sentMessage, userWebUrl } from './sendResult';
+import { asSendResult, clientTimeZone, NEXT_STEP, notSentReason, userWebUrl } from './sendResult';
 import { ServerController } from './serverController';
 import { SECTION } from './settings';
 
@@ -50,7 +50,7 @@ export class Sender {
       this.sending.delete(key);
     }
     try {
-      void vscode.window.showInformationMessage(sentMessage(asSendResult(answer)));
+      void vscode.window.showInformationMessage(asSendResult(answer).message);
     } catch (error) {
       void vscode.window.showErrorMessage(errorText(error));
     }

@@ -15,25 +15,20 @@ export interface SendResult {
   readonly summary: string;
   /** UTF-8 bytes of the text sent (the prompt as dsh's composer sends it: trimmed). */
   readonly bytes: number;
+  /** What to tell the user: what was sent (the accounting) first, then the session and the host. */
+  readonly message: string;
 }
 
 export function asSendResult(value: unknown): SendResult {
   const v = value as Partial<Record<keyof SendResult, unknown>> | null;
   if (
     typeof v !== 'object' || v === null || v.sent !== true || typeof v.dshWebUrl !== 'string' || typeof v.sessionId !== 'string' ||
-    typeof v.created !== 'boolean' || typeof v.where !== 'string' || typeof v.summary !== 'string' || typeof v.bytes !== 'number'
+    typeof v.created !== 'boolean' || typeof v.where !== 'string' || typeof v.summary !== 'string' || typeof v.bytes !== 'number' ||
+    typeof v.message !== 'string'
   ) {
     throw new Error(`unexpected answer to dshSessionReference.send: ${JSON.stringify(value)?.slice(0, 200)}`);
   }
   return v as SendResult;
-}
-
-/**
- * What the user reads after a send: that it was sent and what (the accounting) first, where a
- * collapsed notification shows it; then the session it went to and the host.
- */
-export function sentMessage(result: SendResult): string {
-  return `Sent to dsh: ${result.summary}. Session: ${result.where}, at ${result.dshWebUrl}.`;
 }
 
 /** Why the server did not send (`data.reason` of its RequestFailed answer). */

@@ -141,10 +141,11 @@ async def _send_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
             await call(host, PROMPT, prompt_payload(session_id, sent, options.get("clientTimeZone")))
         except (Unreachable, NoAnswer, WebError) as error:
             raise _not_sent(host.url, error, agent.id, None if agent.id else session_id) from None
-    message = f"sent to {where} in dsh web at {host.url}: {preview.summary}"
+    # What was sent first (a collapsed notification shows the start), then where it went.
+    message = f"Sent to dsh: {preview.summary}. Session: {where}, at {host.url}."
     LOG.info("%s", message)
     if options.get("notify", True):
-        shown = types.ShowMessageParams(type=types.MessageType.Info, message=f"dsh: {message}")
+        shown = types.ShowMessageParams(type=types.MessageType.Info, message=message)
         ls.window_show_message(shown)
     return {
         "sent": True,
