@@ -62,9 +62,14 @@ def web_double(**behaviour: Any) -> Iterator[Double]:
         server.server_close()
 
 
+_HELD: list[socket.socket] = []
+
+
 def refused_url() -> str:
-    """A loopback URL nothing listens on (a port just bound and released)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    """A loopback URL nothing listens on, nor will while the tests run: its port stays bound by
+    this process without listening, so a connection is refused and no other server (a dsh web
+    another test starts on port 0) can take it."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    _HELD.append(probe)
+    return f"http://127.0.0.1:{probe.getsockname()[1]}"

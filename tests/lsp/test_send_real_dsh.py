@@ -97,7 +97,7 @@ async def test_without_a_target_the_prompt_starts_a_dsh_session_and_the_model_ge
     s: Session, workspace: Path, real_dsh: RealDsh
 ) -> None:
     parser, deploy = mentions(real_dsh, "the parser", "deploy")
-    uri = s.open(workspace, f"Compare {parser} with {deploy}: which is done?")
+    uri = s.open(workspace, f"\nCompare {parser} with {deploy}: which is done?\n")
     before = {item["sessionId"] for item in real_dsh.web.sessions()}
     shown, result, request = await preview_then_send(s, real_dsh, uri)
     assert result["created"] is True and result["sessionId"] not in before
