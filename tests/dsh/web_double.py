@@ -24,6 +24,8 @@ class Double:
     status: int = 500
     body: bytes = b"handler failure: boom"
     hang: bool = False
+    error: dict[str, Any] | None = None
+    """Answer 200 with this ``ok: false`` result, to the request's own rpcId, instead."""
     requests: list[tuple[str, dict[str, str], Any]] = field(default_factory=list)
     url: str = ""
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -37,14 +39,20 @@ def web_double(**behaviour: Any) -> Iterator[Double]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length", "0"))
             raw = self.rfile.read(length)
-            double.requests.append((self.path, dict(self.headers.items()), json.loads(raw)))
+            request = json.loads(raw)
+            double.requests.append((self.path, dict(self.headers.items()), request))
             if double.hang:
                 double._stop.wait(60)
                 return
-            self.send_response(double.status)
-            self.send_header("Content-Length", str(len(double.body)))
+            status, body = double.status, double.body
+            if double.error is not None:
+                result = {"ok": False, "error": double.error}
+                reply = {"type": "server-response", "rpcId": request["rpcId"], "result": result}
+                status, body = 200, json.dumps(reply).encode()
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(double.body)
+            self.wfile.write(body)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

@@ -135,6 +135,22 @@ async def test_with_a_target_the_composers_text_goes_to_it(s: Session, workspace
     }
 
 
+async def test_dshs_own_refusal_is_shown_escaped(s: Session, workspace: Path) -> None:
+    """dsh's error code and message, as any text from outside is shown: controls escaped."""
+    uri = s.open(workspace, "hello\n")
+    error = {"code": "agent-busy", "message": "prompt rejected \x1b[2J\x07 now", "details": {"reason": "x"}}
+    configure(s, targetSessionId="s-alpha")
+    try:
+        with web_double(error=error) as double:
+            refused = await refusal(s, uri, {"dshWebUrl": double.url})
+    finally:
+        configure(s, targetSessionId="")
+    assert refused.data == {"reason": "dsh", "dshWebUrl": double.url, "code": "agent-busy"}
+    assert refused.message == (
+        f"Not sent: dsh web at {double.url} answered agent-busy: prompt rejected \\x1b[2J\\x07 now"
+    )
+
+
 async def test_a_silent_host_holds_up_nothing_and_the_send_can_be_cancelled(
     s: Session, workspace: Path
 ) -> None:

@@ -168,7 +168,9 @@ def _not_sent(url: str, error: Exception, target: str | None, created: str | Non
     if isinstance(error, NoAnswer):
         return NotSent("no-answer", f"{error}{after}; look in dsh before sending again", dshWebUrl=url)
     assert isinstance(error, WebError)
-    said = f"dsh web at {url} answered {error.code}: {error.message}{after}"
+    # dsh's words, shown as any text from outside is: controls escaped, bounded.
+    code, words = display_label(error.code), display_label(error.message, 1000)
+    said = f"dsh web at {url} answered {code}: {words}{after}"
     if error.code == "session-not-found" and target is not None:
         said += (
             f". It does not know the target session {display_label(target)!r}: is it another dsh's, "
