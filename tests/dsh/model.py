@@ -17,6 +17,8 @@ What it answers is decided from the request, so a test scripts a session by what
 - ``#overflow``: the first request for that message is refused as DeepSeek refuses a prompt over
   the context window (HTTP 400, "maximum context length"), so dsh compacts the conversation (its
   context-overflow trigger) and asks again, which gets the answer the rest of the text calls for;
+- ``#hold`` (with any of the above): the answer waits until the test calls ``release()``, so a
+  test can act while the session is mid-turn;
 - anything else: ``answer: `` and the start of the newest user text.
 
 Run it alone (``python tests/dsh/model.py --port 8765``) to point a hand-started dsh at it.
@@ -42,6 +44,8 @@ RUNTIME_CONTEXT_START = "Current runtime context."
 SNAPSHOT_START = "## Referenced sessions"
 """How the snapshot of mentioned sessions begins (upstream's model-facing framing)."""
 TITLE_PREFIX = "Fixture title: "
+HOLD_TIMEOUT = 120.0
+"""The longest a ``#hold`` answer waits for ``release()``."""
 OVERFLOW_ERROR = {
     "error": {
         "message": "This model's maximum context length is 1000000 tokens. However, you requested "
@@ -62,6 +66,7 @@ class Answer:
     tool_call: tuple[str, dict[str, Any]] | None = None
     prompt_tokens: int = 1_000
     kind: str = "text"
+    hold: bool = False
 
 
 @dataclass
@@ -123,6 +128,15 @@ def _directive(text: str, name: str) -> str | None:
 
 def scripted_answer(body: dict[str, Any]) -> Answer:
     """What the fixture answers to a request body (see the module docstring)."""
+    answer = _answer(body)
+    if answer.kind not in ("title", "compaction", "after-tool"):
+        messages = body.get("messages", [])
+        humans = [message_text(m) for m in messages if m.get("role") == "user" and is_human(m)]
+        answer.hold = bool(humans) and _directive(humans[-1], "hold") is not None
+    return answer
+
+
+def _answer(body: dict[str, Any]) -> Answer:
     messages = body.get("messages", [])
     system = next((message_text(m) for m in messages if m.get("role") == "system"), "")
     last = messages[-1] if messages else {}
@@ -233,6 +247,7 @@ class ModelFixture:
     def __init__(self, port: int = 0) -> None:
         self.requests: list[Recorded] = []
         self._overflowed: set[str] = set()
+        self._released = threading.Event()
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         fixture = self
@@ -262,6 +277,8 @@ class ModelFixture:
                     return
                 answer = scripted_answer(body)
                 fixture._record(Recorded(raw, body, answer.kind))
+                if answer.hold:
+                    fixture._released.wait(HOLD_TIMEOUT)
                 model = str(body.get("model", "deepseek-v4-flash"))
                 ident = f"fixture-{len(fixture.requests)}"
                 if not body.get("stream"):
@@ -314,6 +331,10 @@ class ModelFixture:
         with self._changed:
             self.requests.append(recorded)
             self._changed.notify_all()
+
+    def release(self) -> None:
+        """Let every ``#hold`` answer go, now and from now on."""
+        self._released.set()
 
     def mark(self) -> int:
         """The number of requests so far, to look at only the ones after it."""
