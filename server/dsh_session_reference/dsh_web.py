@@ -4,9 +4,10 @@ its replies mean.
 Read from dsh web 0.1.0-rc.8's own client (``@deepseek-ai/dsh-host-apiproxy``'s fetch client,
 ``dsh-client-runtime``'s session and ``dsh-client-ui-conversation``'s composer): every call is
 ``POST /api/<method>`` with a JSON ``client-request`` envelope; the composer sends
-``draft.trim()`` as one text block with ``mode: "queue"`` and the browser's time zone, into a
-session ``session.create`` made in a workspace folder. The exchange itself is the language
-server's edge (``lsp/dsh_web_client.py``); this module only builds and reads the data.
+``draft.trim()`` (:func:`.uri.composer_text`) as one text block with ``mode: "queue"`` and the
+browser's time zone, into a session ``session.create`` made in a workspace folder. The exchange
+itself is the language server's edge (``lsp/dsh_web_client.py``); this module only builds and
+reads the data.
 """
 
 from __future__ import annotations
@@ -24,20 +25,6 @@ URL_ENV: Final = "DSH_WEB_URL"
 """dsh web sets it in the sessions it runs (as it sets ``$DSH_SESSION_ID``): its own address."""
 
 START_HINT: Final = "start it with `dsh web` (or `dsh --profile web --port PORT`)"
-
-_JS_WHITESPACE: Final = (
-    "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a"
-    "\u2028\u2029\u202f\u205f\u3000\ufeff"
-)
-"""What ``String.prototype.trim`` removes: ECMAScript's WhiteSpace (the Zs category, tab,
-vertical tab, form feed, U+FEFF) and LineTerminator. Python's ``str.strip()`` differs (it strips
-U+001C-U+001F and U+0085, and keeps U+FEFF)."""
-
-
-def composer_text(text: str) -> str:
-    """What dsh web's composer sends for ``text`` typed into it: ``draft.trim()``, so a prompt
-    file's final newline (and any leading blank line) is not part of the message."""
-    return text.strip(_JS_WHITESPACE)
 
 
 class NotAHost(ValueError):

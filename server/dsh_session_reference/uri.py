@@ -207,17 +207,23 @@ def parse_session_reference_text(text: str) -> ParsedText:
     return ParsedText("".join(parts), references)
 
 
-def parse_prompt_text(text: str) -> ParsedText:
-    """A prompt's text (a file, an editor's document) parsed as the message dsh's composer sends.
+def composer_text(text: str) -> str:
+    """What dsh web's composer sends for a prompt's text (a file, an editor's document):
+    ``draft.trim()`` (JS ``String.prototype.trim``: whitespace and line breaks off both ends,
+    after its mention chips are written out as ``@[label](uri)``). A chat box never sends a final
+    newline; a file nearly always ends with one. This is the one place that step is taken: for
+    :func:`parse_prompt_text`, and for the text the language server sends to dsh
+    (``dshSessionReference.send``)."""
+    return js_normalize(text).strip(JS_TRIMMED)
 
-    dsh web's composer sends ``draft.trim()`` (JS ``String.prototype.trim``: whitespace and line
-    breaks off both ends, after its mention chips are written out as ``@[label](uri)``), and the
-    host parses what it gets. A chat box never sends a final newline; a file nearly always ends
-    with one. This is the one place that step is taken, for the CLI (``prepare``, ``parse``) and
-    the language server (preview, model-facing text, the summary's bytes); what upstream's
+
+def parse_prompt_text(text: str) -> ParsedText:
+    """A prompt's text parsed as the message dsh's composer sends (:func:`composer_text`), which
+    the host parses as it gets it: for the CLI (``prepare``, ``parse``) and the language server
+    (preview, model-facing text, the summary's bytes); what upstream's
     ``parseSessionReferenceText`` does with a string, :func:`parse_session_reference_text` does.
     """
-    return parse_session_reference_text(js_normalize(text).strip(JS_TRIMMED))
+    return parse_session_reference_text(composer_text(text))
 
 
 # --- lenient scanner --------------------------------------------------------------------------

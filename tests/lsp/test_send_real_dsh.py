@@ -29,7 +29,7 @@ from dsh.sent import sent_messages, shown_messages
 from dsh.web_double import refused_url
 from dsh_session_reference.uri import format_session_reference_mention
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.dsh]
 
 SECTION = "dshSessionReference"
 CLIENT = "visual-studio-code@1.139"

@@ -29,13 +29,13 @@ from ..dsh_web import (
     URL_ENV,
     NotAHost,
     WebError,
-    composer_text,
     create_payload,
     created_session,
     prompt_payload,
     web_host,
 )
 from ..jsjson import js_byte_length
+from ..uri import composer_text
 from .commands import target_json
 from .documents import text_of
 from .dsh_web_client import NoAnswer, Unreachable, call

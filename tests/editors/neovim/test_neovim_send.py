@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
     from conftest import EditorRun, Scenario
 
-pytestmark = pytest.mark.editor
+pytestmark = [pytest.mark.editor, pytest.mark.dsh]
 
 DRIVER = Path(__file__).resolve().parent / "driver_send.lua"
 

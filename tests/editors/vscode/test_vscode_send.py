@@ -36,7 +36,7 @@ from dsh.sent import sent_messages, shown_messages
 from dsh.web_double import web_double
 from dsh_session_reference.uri import format_session_reference_mention
 
-pytestmark = pytest.mark.editor
+pytestmark = [pytest.mark.editor, pytest.mark.dsh]
 
 
 @pytest.mark.timeout(900)
