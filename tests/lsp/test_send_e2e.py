@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -30,7 +29,7 @@ from pytest_lsp import LanguageClient
 
 from dsh.web_double import refused_url, web_double
 from dsh_session_reference.dsh_web import DEFAULT_URL
-from dsh_session_reference.lsp.send import initial_web_url, web_url
+from dsh_session_reference.lsp.send import web_url
 from dsh_session_reference.uri import format_session_reference_mention
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -39,12 +38,15 @@ SECTION = "dshSessionReference"
 CLIENT = "visual-studio-code@1.139"
 SEND = "dshSessionReference.send"
 NOWHERE = refused_url()
+IGNORED = refused_url()
+"""What the server's ``initializationOptions`` name as ``dshWebUrl``: never to be used."""
 
 
 @pytest_lsp.fixture(config=server_config({"DSH_SESSION_ID": "", "DSH_WEB_URL": NOWHERE}), scope="module")
 async def lsp(lsp_client: LanguageClient, workspace: Path, tmp_path_factory: pytest.TempPathFactory):
     store = write_store(tmp_path_factory.mktemp("send-store"), default_specs(str(workspace)), "none")
-    async with serving(lsp_client, CLIENT, initialize_params(CLIENT, workspace, store), store):
+    params = initialize_params(CLIENT, workspace, store, dshWebUrl=IGNORED)
+    async with serving(lsp_client, CLIENT, params, store):
         yield
 
 
@@ -94,8 +96,10 @@ async def test_no_dsh_listening_says_how_to_start_it(s: Session, workspace: Path
     assert f"no dsh web answers at {NOWHERE}" in error.message and "start it with `dsh web`" in error.message
 
 
-async def test_a_workspaces_settings_cannot_choose_the_host(s: Session, workspace: Path) -> None:
-    """Pushed settings (which editors fill from a project's files) carry ``dshWebUrl`` in vain."""
+async def test_no_settings_path_can_choose_the_host(s: Session, workspace: Path) -> None:
+    """Pushed settings and ``initializationOptions`` (which editors fill from a project's files:
+    Zed and Helix the latter too) carry ``dshWebUrl`` in vain: the send goes to
+    ``$DSH_WEB_URL``."""
     uri = s.open(workspace, "my private prompt\n")
     with web_double(status=500) as trap:
         configure(s, dshWebUrl=trap.url)
@@ -177,16 +181,11 @@ async def test_bad_arguments_are_invalid_params(s: Session, workspace: Path) -> 
         assert error.code == types.ErrorCodes.InvalidParams and "expects [documentUri" in error.message
 
 
-async def test_the_address_comes_from_the_argument_then_initialization_then_the_environment(
+async def test_the_address_is_the_argument_else_the_environment_else_the_default(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.delenv("DSH_WEB_URL", raising=False)
-    ls: Any = SimpleNamespace(dsh_web_url=None)
-    assert web_url(ls, None) == DEFAULT_URL
+    assert web_url(None) == web_url("") == DEFAULT_URL
     monkeypatch.setenv("DSH_WEB_URL", "http://127.0.0.1:4001")
-    assert web_url(ls, None) == "http://127.0.0.1:4001"
-    ls.dsh_web_url = initial_web_url({SECTION: {"dshWebUrl": "http://127.0.0.1:4002"}})
-    assert web_url(ls, "") == "http://127.0.0.1:4002"
-    assert web_url(ls, "http://127.0.0.1:4003") == "http://127.0.0.1:4003"
-    assert initial_web_url({"dshWebUrl": "http://127.0.0.1:4004"}) == "http://127.0.0.1:4004"
-    assert initial_web_url({"sessionsRoot": "/x"}) is None and initial_web_url(None) is None
+    assert web_url(None) == "http://127.0.0.1:4001"
+    assert web_url("http://127.0.0.1:4003") == "http://127.0.0.1:4003"

@@ -2,9 +2,8 @@
 scripted loopback model: the prompt reaches the session it was sent to, and the request dsh then
 sends the model holds exactly the messages the preview's model-facing text showed just before.
 
-The language server is started as an editor starts it, with the host's address in its
-``initializationOptions`` (the one configuration path that may carry it); it reads the sessions
-root the real dsh writes.
+The language server reads the sessions root the real dsh writes; the host's address is the
+command's argument, as the editors pass it.
 """
 
 from __future__ import annotations
@@ -65,7 +64,7 @@ def real_dsh(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
 )
 async def lsp(lsp_client: LanguageClient, workspace: Path, real_dsh: RealDsh):
     store = real_dsh.home.sessions
-    params = initialize_params(CLIENT, workspace, store, dshWebUrl=real_dsh.web.url)
+    params = initialize_params(CLIENT, workspace, store)
     async with serving(lsp_client, CLIENT, params, store):
         yield
 
@@ -88,7 +87,7 @@ async def preview_then_send(
 ) -> tuple[list[str], dict[str, Any], Recorded]:
     model_text = (await s.command("dshSessionReference.modelText", uri))["text"]
     mark = real_dsh.model.mark()
-    result = await s.command(SEND, uri)
+    result = await s.command(SEND, uri, {"dshWebUrl": real_dsh.web.url})
     request = real_dsh.model.wait_for(mark, kind="text")
     return shown_messages(model_text), result, request
 
@@ -134,7 +133,7 @@ async def test_a_prompt_dsh_would_refuse_is_not_sent(s: Session, workspace: Path
     mark = real_dsh.model.mark()
     sessions = len(real_dsh.web.sessions())
     with pytest.raises(JsonRpcException) as raised:
-        await s.command(SEND, uri)
+        await s.command(SEND, uri, {"dshWebUrl": real_dsh.web.url})
     assert raised.value.data["reason"] == "errors"
     await asyncio.sleep(0.5)
     assert real_dsh.model.since(mark) == [] and len(real_dsh.web.sessions()) == sessions
@@ -147,7 +146,7 @@ async def test_a_target_dsh_does_not_know_is_its_refusal(
     configure(s, targetSessionId="session-not-in-this-dsh")
     try:
         with pytest.raises(JsonRpcException) as raised:
-            await s.command(SEND, uri)
+            await s.command(SEND, uri, {"dshWebUrl": real_dsh.web.url})
     finally:
         configure(s, targetSessionId="")
     assert raised.value.data["reason"] == "dsh", raised.value.message

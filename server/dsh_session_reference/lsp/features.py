@@ -75,7 +75,6 @@ def _initialize(ls: DshLanguageServer, params: types.InitializeParams) -> None:
     ls.idle_gc.start(asyncio.get_running_loop())
     ls.encoding = encoding_of(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
     ls.apply(params.initialization_options)
-    ls.dsh_web_url = send.initial_web_url(params.initialization_options)
 
 
 async def _initialized(ls: DshLanguageServer, params: types.InitializedParams) -> None:

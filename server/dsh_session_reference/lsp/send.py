@@ -1,19 +1,21 @@
 """``dshSessionReference.send``: the prompt sent to a running dsh web, as its composer would send
 it, after the same check the diagnostics make.
 
-The address is the user's, never the workspace's: the command's own ``dshWebUrl`` argument (the
-VS Code extension passes its user-level setting), else ``dshWebUrl`` in ``initializationOptions``
-(the editor's own configuration), else ``$DSH_WEB_URL`` (dsh web sets it in the sessions it runs),
-else ``http://127.0.0.1:3080``. ``workspace/configuration`` and ``didChangeConfiguration`` never
-set it: editors fill those from a project's own settings files, and a project that chose the
-address would receive the user's prompt. Only loopback is accepted (:func:`..dsh_web.web_host`).
+The address is the user's, never a project's: the command's own ``dshWebUrl`` argument (the VS
+Code extension passes its user-level setting; the Neovim and Emacs snippets, the user's own
+configuration, may name one), else ``$DSH_WEB_URL`` (dsh web sets it in the sessions it runs), else
+``http://127.0.0.1:3080``. No settings path carries it: ``workspace/configuration`` and
+``didChangeConfiguration`` are filled from a project's files by most editors, and some (Zed's
+``.zed/settings.json``, Helix's ``.helix/languages.toml``) fill ``initializationOptions`` from them
+too; a project that chose the address would receive the user's prompt. Only loopback is accepted
+(:func:`..dsh_web.web_host`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
 from lsprotocol import types
@@ -41,21 +43,11 @@ from .documents import text_of
 from .dsh_web_client import NoAnswer, Unreachable, call
 from .preview import build_preview
 from .server import DshLanguageServer
-from .settings import section_of
 
 LOG = logging.getLogger(__name__)
 
 SEND_COMMAND: Final = "dshSessionReference.send"
 URL_KEY: Final = "dshWebUrl"
-
-
-def initial_web_url(options: object) -> str | None:
-    """``dshWebUrl`` from ``initializationOptions`` (the section itself or wrapped), if given."""
-    section = section_of(options)
-    if section is None and isinstance(options, Mapping):
-        section = options  # the key alone: section_of knows only the shared settings' keys
-    value = None if section is None else section.get(URL_KEY)
-    return value if isinstance(value, str) and value else None
 
 
 class NotSent(JsonRpcException):
@@ -80,10 +72,10 @@ def _arguments(args: Sequence[Any]) -> tuple[str, dict[str, Any]]:
     return args[0], options
 
 
-def web_url(ls: DshLanguageServer, given: str | None) -> str:
-    """The address to send to: the command's argument, the initialization options, the
-    environment dsh web sets, the default; an empty string counts as not given."""
-    return given or ls.dsh_web_url or os.environ.get(URL_ENV) or DEFAULT_URL
+def web_url(given: str | None) -> str:
+    """The address to send to: the command's argument, else the environment dsh web sets, else
+    the default; an empty string counts as not given."""
+    return given or os.environ.get(URL_ENV) or DEFAULT_URL
 
 
 def _new_session_folder(ls: DshLanguageServer, uri: str) -> str | None:
@@ -99,7 +91,7 @@ async def _send_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
     uri, options = _arguments(args)
     with ls.tracked_command():
         try:
-            host = web_host(web_url(ls, options.get(URL_KEY)))
+            host = web_host(web_url(options.get(URL_KEY)))
         except NotAHost as error:
             raise NotSent("address", str(error)) from None
         text = await text_of(ls.documents, uri)

@@ -112,8 +112,6 @@ class DshLanguageServer(LanguageServer):
         self.sessions_fallback = sessions
         self.documents = DocumentStore()
         self.settings = Settings()
-        self.dsh_web_url: str | None = None
-        """``dshWebUrl`` from ``initializationOptions`` only (:mod:`.send` says why)."""
         self.encoding: Encoding = "utf-16"
         self.content_registered = False
         self._engine: Engine | None = None

@@ -1,6 +1,6 @@
 """The documented Emacs + eglot setup sends a prompt to the real dsh web (docs/editors.md, "Sending a
-prompt to dsh"): batch Emacs with the eglot block and the send snippet, the host's address in
-eglot's ``:initializationOptions`` as the docs say, ``C-c d s`` typed. The prompt starts a dsh
+prompt to dsh"): batch Emacs with the eglot block and the send snippet, the host's address in the
+snippet's arguments as the docs say, ``C-c d s`` typed. The prompt starts a dsh
 session in the workspace folder, the echo area says where it went, and the request dsh sends the
 scripted model holds the messages of the prompt's model-facing text.
 """
@@ -55,9 +55,10 @@ def test_emacs_sends_the_prompt_to_real_dsh(
                 f"# Next step\n\nCompare {parser} with {deploy}: which is done?\n", encoding="utf-8"
             )
             root, url = _elisp_string(str(home.sessions)), _elisp_string(web.url)
-            config = documented_config(
-                "eglot", {':sessionsRoot ""': f":sessionsRoot {root} :dshWebUrl {url}"}
-            ) + documented_config("eglot-send", {})
+            config = documented_config("eglot", {':sessionsRoot ""': f":sessionsRoot {root}"})
+            config += documented_config(
+                "eglot-send", {"(:notify :json-false)": f"(:notify :json-false :dshWebUrl {url})"}
+            )
             config_path = tmp_path / "init.el"
             config_path.write_text(config, encoding="utf-8")
             mark = model.mark()

@@ -1,6 +1,6 @@
 """The documented Neovim setup sends a prompt to the real dsh web (docs/editors.md, "Sending a prompt
 to dsh"): headless Neovim 0.7 with the configuration block and the send snippet, the host's
-address in ``dsh_settings`` as the docs say (``initializationOptions``), ``<Leader>dS`` typed. The
+address in the snippet's arguments as the docs say, ``<Leader>dS`` typed. The
 prompt starts a dsh session in the workspace folder, the snippet shows where it went, and the
 request dsh sends the scripted model holds the messages of the prompt's model-facing text.
 """
@@ -57,8 +57,11 @@ def test_neovim_sends_the_prompt_to_real_dsh(
             root = _lua_string(str(home.sessions))
             config = documented_config(
                 "neovim-0.7",
-                {'sessionsRoot = "",': f"sessionsRoot = {root}, dshWebUrl = {_lua_string(web.url)},"},
-            ) + documented_config("neovim-send", {})
+                {'sessionsRoot = "",': f"sessionsRoot = {root},"},
+            ) + documented_config(
+                "neovim-send",
+                {"{ notify = false }": f"{{ notify = false, dshWebUrl = {_lua_string(web.url)} }}"},
+            )
             config_path = tmp_path / "init.lua"
             config_path.write_text(config, encoding="utf-8")
             mark = model.mark()
