@@ -27,6 +27,7 @@ from .uri import (
     decode_session_reference_uri,
     encode_session_reference_uri,
     format_session_reference_mention,
+    parse_prompt_text,
     parse_session_reference_text,
     scan_session_references,
 )
@@ -66,6 +67,7 @@ __all__ = [
     "decode_session_reference_uri",
     "encode_session_reference_uri",
     "format_session_reference_mention",
+    "parse_prompt_text",
     "parse_session_reference_text",
     "scan_session_references",
 ]

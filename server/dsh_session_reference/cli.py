@@ -38,7 +38,7 @@ from .uri import (
     decode_session_reference_uri,
     encode_session_reference_uri,
     format_session_reference_mention,
-    parse_session_reference_text,
+    parse_prompt_text,
 )
 
 EXIT_ERROR = 1
@@ -330,8 +330,7 @@ async def _candidates(args: argparse.Namespace) -> int:
 async def _prepare(args: argparse.Namespace) -> int:
     from .report import render_prepared_report
 
-    text = _read(args.file)
-    parsed = parse_session_reference_text(text)
+    parsed = parse_prompt_text(_read(args.file))
     async with _resolving(args) as (resolver, agent):
         prepared = await resolver.prepare(agent, [{"type": "text", "text": parsed.text}], parsed.references)
     if args.json:
@@ -348,7 +347,7 @@ async def _prepare(args: argparse.Namespace) -> int:
 
 
 def _parse(args: argparse.Namespace) -> int:
-    parsed = parse_session_reference_text(_read(args.file))
+    parsed = parse_prompt_text(_read(args.file))
     if args.json:
         _emit({"text": parsed.text, "references": [r.to_json() for r in parsed.references]})
         return 0

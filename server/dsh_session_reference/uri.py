@@ -26,6 +26,12 @@ SESSION_REFERENCE_SCHEME = "dsh-session:"
 
 # V8 `\s` with the `u` flag (ECMAScript WhiteSpace + LineTerminator).
 JS_SPACE = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
+# The same characters one by one: what ``String.prototype.trim`` removes from either end.
+JS_TRIMMED: Final = (
+    "\t\n\x0b\x0c\r \xa0\u1680"
+    + "".join(map(chr, range(0x2000, 0x200B)))
+    + "\u2028\u2029\u202f\u205f\u3000\ufeff"
+)
 # V8 `.` without the `s` flag: anything but a line terminator.
 _JS_DOT = "[^\n\r\u2028\u2029]"
 
@@ -199,6 +205,25 @@ def parse_session_reference_text(text: str) -> ParsedText:
         done = match.end
     parts.append(text[done:])
     return ParsedText("".join(parts), references)
+
+
+def composer_text(text: str) -> str:
+    """What dsh web's composer sends for a prompt's text (a file, an editor's document):
+    ``draft.trim()`` (JS ``String.prototype.trim``: whitespace and line breaks off both ends,
+    after its mention chips are written out as ``@[label](uri)``). A chat box never sends a final
+    newline; a file nearly always ends with one. This is the one place that step is taken: for
+    :func:`parse_prompt_text`, and for the text the language server sends to dsh
+    (``dshSessionReference.send``)."""
+    return js_normalize(text).strip(JS_TRIMMED)
+
+
+def parse_prompt_text(text: str) -> ParsedText:
+    """A prompt's text parsed as the message dsh's composer sends (:func:`composer_text`), which
+    the host parses as it gets it: for the CLI (``prepare``, ``parse``) and the language server
+    (preview, model-facing text, the summary's bytes); what upstream's
+    ``parseSessionReferenceText`` does with a string, :func:`parse_session_reference_text` does.
+    """
+    return parse_session_reference_text(composer_text(text))
 
 
 # --- lenient scanner --------------------------------------------------------------------------

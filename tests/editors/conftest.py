@@ -34,7 +34,7 @@ from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 from dsh_session_reference.tokens import COUNTER, TokenCounter
 from dsh_session_reference.uri import (
     SESSION_REFERENCE_SCHEME,
-    parse_session_reference_text,
+    parse_prompt_text,
     scan_session_references,
 )
 from editors.environment import isolated_env
@@ -107,7 +107,7 @@ class Scenario:
         async def prepare() -> list[str]:
             agent = await agent_for_target(store, self.target_id, str(self.workspace))
             resolver = SessionReferenceResolver(store)
-            parsed = parse_session_reference_text(document_text)
+            parsed = parse_prompt_text(document_text)
             prepared = await resolver.prepare(
                 agent, [{"type": "text", "text": parsed.text}], parsed.references
             )
@@ -123,7 +123,7 @@ class Scenario:
         async def prepare() -> str:
             agent = await agent_for_target(store, self.target_id, str(self.workspace))
             resolver = SessionReferenceResolver(store)
-            parsed = parse_session_reference_text(document_text)
+            parsed = parse_prompt_text(document_text)
             prepared = await resolver.prepare(
                 agent, [{"type": "text", "text": parsed.text}], parsed.references
             )

@@ -11,11 +11,13 @@ from hypothesis import strategies as st
 
 from dsh_session_reference.errors import SessionReferenceError
 from dsh_session_reference.uri import (
+    JS_TRIMMED,
     MENTION_PATTERN,
     decode_session_reference_uri,
     encode_session_reference_uri,
     find_mentions,
     format_session_reference_mention,
+    parse_prompt_text,
     parse_session_reference_text,
     scan_session_references,
 )
@@ -237,3 +239,35 @@ def test_the_scan_is_linear_on_shapes_that_make_the_regex_quadratic(text: str) -
         parse_session_reference_text(text)
     assert time.monotonic() - started < 5
     assert all(not span.valid for span in spans) or spans == []
+
+
+# --- a prompt's text as dsh's composer sends it ---------------------------------------------------
+
+
+def test_a_prompt_is_parsed_as_the_composer_sends_it() -> None:
+    """dsh web's composer sends ``draft.trim()``: a file's final newline (and any whitespace around
+    the message) never reaches the model; whitespace inside stays."""
+    mention = format_session_reference_mention("s1", "Alpha")
+    parsed = parse_prompt_text(f"\n\n  Look at {mention}\n\tplease \u3000\n\n")
+    assert parsed.text == "Look at @Alpha\n\tplease"
+    assert [r.session_id for r in parsed.references] == ["s1"]
+    assert parse_session_reference_text(f"{mention}\n").text == "@Alpha\n"  # upstream's parse keeps it
+    assert parse_prompt_text("\n \n").text == ""
+
+
+def test_the_composer_trims_before_the_host_parses() -> None:
+    """A label ending in a space, last in the message: the composer trims the written-out mention
+    (its ``)`` ends the text), so the readable text keeps the label's space."""
+    mention = format_session_reference_mention("s1", "Alpha ")
+    assert parse_prompt_text(f"see {mention}\n").text == "see @Alpha "
+
+
+def test_the_trimmed_set_is_javascripts_whitespace_and_line_terminators() -> None:
+    """ECMAScript's WhiteSpace (TAB VT FF SP NBSP ZWNBSP and Zs) and LineTerminator (LF CR LS PS);
+    not Python's ``str.isspace`` (U+001C..U+001F and U+0085 are not trimmed by JS). The set is
+    checked against Node's own ``String.prototype.trim`` in ``tests/dsh/test_composer_trim.py``."""
+    assert set(JS_TRIMMED) == {
+        "\t", "\n", "\x0b", "\x0c", "\r", " ", "\xa0", "\u1680", *map(chr, range(0x2000, 0x200B)),
+        "\u2028", "\u2029", "\u202f", "\u205f", "\u3000", "\ufeff",
+    }  # fmt: skip
+    assert parse_prompt_text("\x1c\x85x\x85\x1f").text == "\x1c\x85x\x85\x1f"

@@ -10,6 +10,7 @@ import { MentionLinks } from './mentionLinks';
 import { insertSessionMention } from './mentionPicker';
 import { asPreviewResult, asTranscriptResult, changedContent, CLIENT_COMMANDS, isRequestCancelled, PREVIEW_SCHEME, SERVER_COMMANDS, TRANSCRIPT_SCHEME } from './protocol';
 import { PreviewDocuments } from './preview';
+import { Sender } from './send';
 import { CLIENT_NAME, ServerController } from './serverController';
 import { SECTION } from './settings';
 import { MentionStatus } from './statusBar';
@@ -37,6 +38,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   controller = server;
   const targets = new TargetStore(context.workspaceState);
   const status = new MentionStatus(server, targets);
+  const sender = new Sender(server);
 
   const updateContext = (): void => {
     const document = vscode.window.activeTextEditor?.document;
@@ -234,6 +236,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       await server.restart();
     }),
     vscode.commands.registerCommand(CLIENT_COMMANDS.showOutput, () => output.show(true)),
+    vscode.commands.registerCommand(CLIENT_COMMANDS.sendToDsh, (resource?: vscode.Uri | string) => sender.send(resource)),
   );
   updateContext();
   await server.start();

@@ -9,6 +9,7 @@ export const SERVER_COMMANDS = {
   documentSummary: 'dshSessionReference.documentSummary',
   transcript: 'dshSessionReference.transcript',
   insertMention: 'dshSessionReference.insertMention',
+  send: 'dshSessionReference.send',
 } as const;
 
 export const PREVIEW_SCHEME = 'dsh-preview';
@@ -38,6 +39,7 @@ export const CLIENT_COMMANDS = {
   goToSession: 'dshSessionReference.goToSession',
   restartServer: 'dshSessionReference.restartServer',
   showOutput: 'dshSessionReference.showOutput',
+  sendToDsh: 'dshSessionReference.sendToDsh',
 } as const;
 
 export interface PreviewResult {

@@ -110,13 +110,13 @@ async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
         summary = await asyncio.to_thread(document_summary, result.analysis)
         return {
             **summary,
-            "target": await _target_json(ls),
+            "target": await target_json(ls),
             "maxReferences": result.analysis.max_references,
             "references": referenced_sessions(result.analysis),
         }
 
 
-async def _target_json(ls: DshLanguageServer) -> dict[str, Any] | None:
+async def target_json(ls: DshLanguageServer) -> dict[str, Any] | None:
     """``documentSummary``'s ``target``: ``{sessionId, label, found}``, ``None`` without a target.
 
     The label is what ``list_candidates`` shows for a session
@@ -274,7 +274,7 @@ async def preview_of(ls: DshLanguageServer, uri: str, *, model_text: bool = Fals
     if model_text:
         preview = await build_model_text(uri, analysis, ls.engine.resolver, agent)
     else:
-        target = await _target_json(ls)
+        target = await target_json(ls)
         label = None if target is None else target["label"]
         preview = await build_preview(uri, analysis, ls.engine.resolver, agent, label)
     ls.previews.keep(preview)

@@ -23,7 +23,7 @@ from ..cancellation import AbortSignal
 from ..errors import CANCELLED, SessionReferenceError
 from ..model import MAX_TITLE_CHARS
 from ..resolver import Candidate
-from . import commands
+from . import commands, send
 from .actions import PREVIEW_COMMAND, code_actions
 from .commands import preview_of, transcript_of
 from .completion import completion_items, find_trigger, item_data, listing_item
@@ -366,4 +366,5 @@ def create_server(sessions: str | None = None) -> DshLanguageServer:
     feature(types.TEXT_DOCUMENT_CODE_LENS, types.CodeLensOptions(resolve_provider=False))(_code_lens)
     feature(types.SHUTDOWN)(_shutdown)
     commands.register(server)
+    send.register(server)
     return server

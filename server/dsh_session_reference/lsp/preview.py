@@ -26,7 +26,7 @@ from ..report import render_prepared_report, render_readable_report
 from ..resolver import AgentRef, PreparedMessage, SessionReferenceResolver, normalize_references
 from ..snapshot import build_additional_context
 from ..tokens import COUNTER, TokenCount
-from ..uri import parse_session_reference_text
+from ..uri import parse_prompt_text
 
 PREVIEW_SCHEME: Final = "dsh-preview"
 
@@ -109,7 +109,7 @@ def _prepared(analysis: Analysis) -> tuple[str, PreparedMessage]:
     """The readable text and ``prepare``'s result, from the analysis that already holds every
     source's read and retention (the tested invariant: no error findings iff ``prepare``
     succeeds, with the same retention, :meth:`~..resolver.SessionReferenceResolver.render_sources`)."""
-    readable = parse_session_reference_text(analysis.text).text
+    readable = parse_prompt_text(analysis.text).text
     retained = [r.retained for r in _sources(analysis) if r.retained is not None]
     context = build_additional_context(retained) if retained else None
     return readable, PreparedMessage([{"type": "text", "text": readable}], context)
@@ -136,7 +136,7 @@ def _failure(analysis: Analysis, agent: AgentRef) -> SessionReferenceError | Non
     if not analysis.has_errors:
         return None
     try:
-        parsed = parse_session_reference_text(analysis.text)
+        parsed = parse_prompt_text(analysis.text)
         normalize_references(agent.id, parsed.references, analysis.max_references)
     except SessionReferenceError as error:
         return error

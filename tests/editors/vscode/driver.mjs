@@ -11,7 +11,8 @@
 //          wrapColumn?}
 //   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives;
 //   "first-at": the first `@` typed as soon as the prompt shows (the server still starting), timed
-//   with no other key until real rows show (spec: placeholderPattern, waitMs).
+//   with no other key until real rows show (spec: placeholderPattern, waitMs); "send": the
+//   model-facing text copied, then "DSH: Send to dsh" (spec: statusPattern).
 
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -469,6 +470,11 @@ async function main() {
         status: status.map((text) => text.replace(/\s+/g, ' ').trim()).filter((text) => text.includes('DSH:')),
       };
     });
+    return;
+  }
+
+  if (spec.mode === 'send') {
+    await sendToDsh(page, promptEditor, promptName);
     return;
   }
 
@@ -1102,6 +1108,43 @@ async function main() {
     await screenshot(page, 'model-text');
     const language = await languageShown(page, 'DSH Preview');
     return { tabTitle: (await tab.innerText()).replace(/\s+/g, ' ').trim(), lines, language };
+  });
+}
+
+/**
+ * "DSH: Send to dsh" as a person uses it (spec: statusPattern): once the status bar shows the
+ * prompt checked, its model-facing text is opened and its whole text copied as the editor holds it
+ * (VS Code renders only part of a long line, such as the snapshot's), then the prompt is sent from
+ * its own editor and the notification that answers is read.
+ */
+async function sendToDsh(page, promptEditor, promptName) {
+  await page.context().grantPermissions(['clipboard-read', 'clipboard-write']);
+  await step('send-checked', page, async () => ({ status: await waitForStatus(page, new RegExp(spec.statusPattern), 'the prompt was not checked') }));
+  await step('send-model-text', page, async () => {
+    await promptEditor.locator('.view-lines').click();
+    await runCommand(page, 'DSH: Show model-facing text');
+    const tab = page.locator('.tab.active', { hasText: '(model text)' }).first();
+    await tab.waitFor({ timeout: STEP_TIMEOUT });
+    const editor = page.locator('.editor-group-container', { has: tab }).locator('.monaco-editor').first();
+    await waitForLines(editor, (l) => l.length > 5, 'the model-facing text stayed empty');
+    await editor.locator('.view-lines').click();
+    await page.keyboard.press('Control+a');
+    await page.keyboard.press('Control+c');
+    const text = await waitFor(
+      () => page.evaluate(() => navigator.clipboard.readText()),
+      (copied) => copied.includes('What the model receives'),
+      'the model-facing text was not copied',
+    );
+    return { text };
+  });
+  await step('send', page, async () => {
+    await page.locator('.tab', { hasText: promptName }).first().click();
+    await promptEditor.locator('.view-lines').click();
+    await runCommand(page, 'DSH: Send to dsh');
+    const toast = page.locator('.notifications-toasts .notification-toast', { hasText: /Sent to|Not sent|send to dsh/ }).first();
+    await toast.waitFor({ timeout: 40_000 });
+    const message = (await toast.locator('.notification-list-item-message').innerText()).replace(/\s+/g, ' ').trim();
+    return { message, toasts: await page.locator('.notifications-toasts .notification-toast').count() };
   });
 }
 
