@@ -39,8 +39,10 @@ WHAT_IS_READ_OR_SENT = {
     "documentSelector",
     "sessionsRoot",
     "interpreter",
+    "dshWebUrl",
 }
-"""Every VS Code setting that changes what is read, how much, or what is sent (or what runs)."""
+"""Every VS Code setting that changes what is read, how much, or what is sent (or what runs, or where a
+prompt goes)."""
 WORKSPACE_MAY_SET = {
     "targetSessionId",
     "inlayHints",
