@@ -11,6 +11,8 @@ end, with a newline.
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 import json
 import logging
 import os
@@ -45,19 +47,21 @@ def _count(kind: str, n: int = 1) -> None:
     COMPARED[kind] = COMPARED.get(kind, 0) + n
 
 
-def cli(store: RealStore, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """``dsh-session-reference --sessions ROOT ARGS`` as a user runs it (no index: the cache
-    folder is the user's, and a one-shot read of every log is what is compared)."""
-    command = [
-        sys.executable,
-        "-P",
-        "-m",
-        "dsh_session_reference",
-        "--sessions",
-        str(store.root),
-        "--no-index",
-    ]
-    done = subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
+def cli(
+    store: RealStore, *args: str, check: bool = True, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``dsh-session-reference --sessions ROOT --no-index ARGS`` (no index: the cache folder is the
+    user's, and a one-shot read of every log is what is compared); in this process (``main``, a
+    second a run saved), or as a user runs it with ``process``."""
+    argv = ["--sessions", str(store.root), "--no-index", *args]
+    if process:
+        command = [sys.executable, "-P", "-m", "dsh_session_reference", *argv]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    else:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+        done = subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
     if check:
         assert done.returncode == 0, done.stderr
     return done
@@ -144,7 +148,7 @@ async def test_the_product_reads_every_log_real_dsh_wrote(
     for long in ("long", "headless-long"):
         assert snapshots[long][1].stats.truncated, snapshots[long][1].stats
     # The CLI lists the same sessions, and skips none.
-    done = cli(real_store, "candidates", "--json", "--candidate-limit", "1000", "--target", "")
+    done = cli(real_store, "candidates", "--json", "--candidate-limit", "1000", "--target", "", process=True)
     assert {c["sessionId"] for c in json.loads(done.stdout)} == on_disk
     assert "skipping" not in done.stderr
 
