@@ -289,6 +289,15 @@ def test_the_request_dsh_sends_equals_prepare_and_the_model_text(
         server.close()
 
 
+def test_the_host_sends_the_text_as_it_gets_it(real_store: RealStore) -> None:
+    """The trim is the composer's: ``session.prompt`` of a text ending in newlines reaches the
+    model with them (so the product trims where the composer does, not the host)."""
+    (request,) = sent_to_model(real_store, real_store.ids["target"], "  ends in two newlines\n\n")
+    assert "  ends in two newlines\n\n" in [
+        message_text(m) for m in request.messages if m.get("role") == "user"
+    ]
+
+
 # --- bad mentions ---------------------------------------------------------------------------------
 
 
