@@ -30,7 +30,6 @@ from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 from dsh_session_reference.uri import (
     encode_session_reference_uri,
     format_session_reference_mention,
-    parse_session_reference_text,
 )
 from editors.lsp_stdio import Client
 
@@ -93,13 +92,14 @@ def sent_to_model(store: RealStore, session_id: str, text: str) -> list[Recorded
     return [r for r in store.model.since(mark) if r.kind not in ("title", "compaction")]
 
 
-def user_messages_of_turn(request: Recorded, readable: str) -> list[str]:
-    """The user messages dsh sent for the newest turn: the readable message and what follows it
-    up to dsh's runtime context (the snapshot, when there is one)."""
-    texts = [message_text(m) for m in request.messages if m.get("role") == "user"]
-    start = max(i for i, t in enumerate(texts) if t == readable) if readable in texts else len(texts) - 2
+def user_messages_of_turn(request: Recorded) -> list[str]:
+    """The user messages dsh sent for the newest turn: those after the last message of another
+    role, up to dsh's runtime context (the readable message, then the snapshot when there is one)."""
+    messages = request.messages
+    start = max((i + 1 for i, m in enumerate(messages) if m.get("role") != "user"), default=0)
     turn = []
-    for text in texts[start:]:
+    for message in messages[start:]:
+        text = message_text(message)
         if text.startswith(RUNTIME_CONTEXT_START):
             break
         turn.append(text)
@@ -272,8 +272,7 @@ def test_the_request_dsh_sends_equals_prepare_and_the_model_text(
                 ours.append(prepared["additionalContext"]["content"][0]["text"])
             requests = sent_to_model(real_store, real_store.ids["target"], composed)
             assert requests, f"{name}: dsh sent nothing to the model"
-            readable = parse_session_reference_text(composed).text
-            theirs = user_messages_of_turn(requests[0], readable)
+            theirs = user_messages_of_turn(requests[0])
             assert [t.encode() for t in ours] == [t.encode() for t in theirs], name
             _count("messages: prepare == model request")
             # The human report and the server's model text show the same two messages.
@@ -436,7 +435,7 @@ def test_a_source_mid_turn_is_read_by_dsh_from_memory_and_by_the_product_from_it
         model.release()
     web.wait_idle(live)
     web.wait_idle(target)
-    (theirs,) = _snapshot_sources(user_messages_of_turn(request, "what is @live doing?")[1])
+    (theirs,) = _snapshot_sources(user_messages_of_turn(request)[1])
     (mine,) = _snapshot_sources(ours["additionalContext"]["content"][0]["text"])
     assert mine["capturedThroughSeq"] == theirs["capturedThroughSeq"] + 2
     assert {**mine, "capturedThroughSeq": 0} == {**theirs, "capturedThroughSeq": 0}
@@ -444,7 +443,7 @@ def test_a_source_mid_turn_is_read_by_dsh_from_memory_and_by_the_product_from_it
     # Idle again: the same snapshot, byte for byte.
     ours = json.loads(cli(real_store, "prepare", "--json", "--target", target, str(prompt)).stdout)
     requests = sent_to_model(real_store, target, f"what is {mention} doing?")
-    assert user_messages_of_turn(requests[0], "what is @live doing?") == [
+    assert user_messages_of_turn(requests[0]) == [
         ours["content"][0]["text"],
         ours["additionalContext"]["content"][0]["text"],
     ]
