@@ -11,6 +11,8 @@ end, with a newline.
 from __future__ import annotations
 
 import base64
+import contextlib
+import io
 import json
 import logging
 import os
@@ -28,7 +30,6 @@ from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 from dsh_session_reference.uri import (
     encode_session_reference_uri,
     format_session_reference_mention,
-    parse_session_reference_text,
 )
 from editors.lsp_stdio import Client
 
@@ -45,19 +46,21 @@ def _count(kind: str, n: int = 1) -> None:
     COMPARED[kind] = COMPARED.get(kind, 0) + n
 
 
-def cli(store: RealStore, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """``dsh-session-reference --sessions ROOT ARGS`` as a user runs it (no index: the cache
-    folder is the user's, and a one-shot read of every log is what is compared)."""
-    command = [
-        sys.executable,
-        "-P",
-        "-m",
-        "dsh_session_reference",
-        "--sessions",
-        str(store.root),
-        "--no-index",
-    ]
-    done = subprocess.run([*command, *args], capture_output=True, text=True, timeout=120)
+def cli(
+    store: RealStore, *args: str, check: bool = True, process: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``dsh-session-reference --sessions ROOT --no-index ARGS`` (no index: the cache folder is the
+    user's, and a one-shot read of every log is what is compared); in this process (``main``, a
+    second a run saved), or as a user runs it with ``process``."""
+    argv = ["--sessions", str(store.root), "--no-index", *args]
+    if process:
+        command = [sys.executable, "-P", "-m", "dsh_session_reference", *argv]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    else:
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(argv)
+        done = subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
     if check:
         assert done.returncode == 0, done.stderr
     return done
@@ -89,13 +92,14 @@ def sent_to_model(store: RealStore, session_id: str, text: str) -> list[Recorded
     return [r for r in store.model.since(mark) if r.kind not in ("title", "compaction")]
 
 
-def user_messages_of_turn(request: Recorded, readable: str) -> list[str]:
-    """The user messages dsh sent for the newest turn: the readable message and what follows it
-    up to dsh's runtime context (the snapshot, when there is one)."""
-    texts = [message_text(m) for m in request.messages if m.get("role") == "user"]
-    start = max(i for i, t in enumerate(texts) if t == readable) if readable in texts else len(texts) - 2
+def user_messages_of_turn(request: Recorded) -> list[str]:
+    """The user messages dsh sent for the newest turn: those after the last message of another
+    role, up to dsh's runtime context (the readable message, then the snapshot when there is one)."""
+    messages = request.messages
+    start = max((i + 1 for i, m in enumerate(messages) if m.get("role") != "user"), default=0)
     turn = []
-    for text in texts[start:]:
+    for message in messages[start:]:
+        text = message_text(message)
         if text.startswith(RUNTIME_CONTEXT_START):
             break
         turn.append(text)
@@ -144,7 +148,7 @@ async def test_the_product_reads_every_log_real_dsh_wrote(
     for long in ("long", "headless-long"):
         assert snapshots[long][1].stats.truncated, snapshots[long][1].stats
     # The CLI lists the same sessions, and skips none.
-    done = cli(real_store, "candidates", "--json", "--candidate-limit", "1000", "--target", "")
+    done = cli(real_store, "candidates", "--json", "--candidate-limit", "1000", "--target", "", process=True)
     assert {c["sessionId"] for c in json.loads(done.stdout)} == on_disk
     assert "skipping" not in done.stderr
 
@@ -268,8 +272,7 @@ def test_the_request_dsh_sends_equals_prepare_and_the_model_text(
                 ours.append(prepared["additionalContext"]["content"][0]["text"])
             requests = sent_to_model(real_store, real_store.ids["target"], composed)
             assert requests, f"{name}: dsh sent nothing to the model"
-            readable = parse_session_reference_text(composed).text
-            theirs = user_messages_of_turn(requests[0], readable)
+            theirs = user_messages_of_turn(requests[0])
             assert [t.encode() for t in ours] == [t.encode() for t in theirs], name
             _count("messages: prepare == model request")
             # The human report and the server's model text show the same two messages.
@@ -283,6 +286,15 @@ def test_the_request_dsh_sends_equals_prepare_and_the_model_text(
                 assert theirs[1].startswith(SNAPSHOT_START)
     finally:
         server.close()
+
+
+def test_the_host_sends_the_text_as_it_gets_it(real_store: RealStore) -> None:
+    """The trim is the composer's: ``session.prompt`` of a text ending in newlines reaches the
+    model with them (so the product trims where the composer does, not the host)."""
+    (request,) = sent_to_model(real_store, real_store.ids["target"], "  ends in two newlines\n\n")
+    assert "  ends in two newlines\n\n" in [
+        message_text(m) for m in request.messages if m.get("role") == "user"
+    ]
 
 
 # --- bad mentions ---------------------------------------------------------------------------------
@@ -423,7 +435,7 @@ def test_a_source_mid_turn_is_read_by_dsh_from_memory_and_by_the_product_from_it
         model.release()
     web.wait_idle(live)
     web.wait_idle(target)
-    (theirs,) = _snapshot_sources(user_messages_of_turn(request, "what is @live doing?")[1])
+    (theirs,) = _snapshot_sources(user_messages_of_turn(request)[1])
     (mine,) = _snapshot_sources(ours["additionalContext"]["content"][0]["text"])
     assert mine["capturedThroughSeq"] == theirs["capturedThroughSeq"] + 2
     assert {**mine, "capturedThroughSeq": 0} == {**theirs, "capturedThroughSeq": 0}
@@ -431,7 +443,7 @@ def test_a_source_mid_turn_is_read_by_dsh_from_memory_and_by_the_product_from_it
     # Idle again: the same snapshot, byte for byte.
     ours = json.loads(cli(real_store, "prepare", "--json", "--target", target, str(prompt)).stdout)
     requests = sent_to_model(real_store, target, f"what is {mention} doing?")
-    assert user_messages_of_turn(requests[0], "what is @live doing?") == [
+    assert user_messages_of_turn(requests[0]) == [
         ours["content"][0]["text"],
         ours["additionalContext"]["content"][0]["text"],
     ]

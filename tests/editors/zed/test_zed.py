@@ -121,11 +121,34 @@ def test_the_rust_glue_starts_the_server_the_manifest_registers() -> None:
         assert f"fn {method}(" in source, method
 
 
+DEBIAN_CARGO = "/usr/bin/cargo"
+
+
+def _runs(program: str) -> bool:
+    try:
+        return subprocess.run([program, "--version"], capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def working_cargo() -> str | None:
+    """The first cargo that runs with the rustc beside it, in ``scripts/install-system-deps``'
+    order: each on PATH, then Debian's. rustup's proxies are on PATH with no toolchain for a fresh
+    HOME, and fail; Debian's cargo would call them too, were it not given its own rustc."""
+    found = [shutil.which("cargo", path=directory) for directory in os.get_exec_path()]
+    for cargo in dict.fromkeys([*filter(None, found), DEBIAN_CARGO]):
+        rustc = str(Path(cargo).with_name("rustc"))
+        if os.access(cargo, os.X_OK) and _runs(cargo) and _runs(rustc):
+            return cargo
+    return None
+
+
 def test_the_rust_glue_type_checks_against_the_api(tmp_path: Path) -> None:
     """``cargo check`` of a copy of the extension whose ``zed_extension_api`` is the stand-in for
     0.7.0 (its items and signatures, placeholder bodies), offline, warnings as errors."""
-    cargo = shutil.which("cargo")
-    assert cargo, "cargo is missing: scripts/install-system-deps installs it"
+    cargo = working_cargo()
+    assert cargo, "no cargo that runs: scripts/install-system-deps installs Debian's"
+    rustc = str(Path(cargo).with_name("rustc"))
     copy = tmp_path / "zed"
     shutil.copytree(EXTENSION, copy, ignore=shutil.ignore_patterns("target", "Cargo.lock", "extension.wasm"))
     with (copy / "Cargo.toml").open("a", encoding="utf-8") as manifest:
@@ -137,6 +160,7 @@ def test_the_rust_glue_type_checks_against_the_api(tmp_path: Path) -> None:
         "CARGO_HOME": str(tmp_path / "cargo-home"),
         "CARGO_TARGET_DIR": str(tmp_path / "target"),
         "RUSTFLAGS": "-D warnings",
+        "RUSTC": rustc,
     }
     run = subprocess.run(
         [cargo, "check", "--offline", "--quiet"],
