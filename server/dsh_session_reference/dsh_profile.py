@@ -14,6 +14,7 @@ this process (the caller reads them bounded, see ``assembly.dsh_profile_budgets`
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -42,6 +43,12 @@ def profile_name_problem(name: str) -> str | None:
     a name is one folder under ``$DSH_HOME/profiles``, never a path."""
     if name in ("", ".", "..", "node_modules") or "/" in name or "\\" in name or "\0" in name:
         return f"dsh: invalid profile name {name!r}"
+    if os.path.splitdrive(name)[0]:  # Windows: "C:x" joined to the home drops the home
+        return f"dsh: invalid profile name {name!r} (a drive, not a folder under the home)"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800"): no file name holds it
+        return f"profile name {name!r} is not text a file name can hold"
     return None
 
 
@@ -76,6 +83,16 @@ def _value_problem(key: str, value: object) -> str | None:
     return None
 
 
+def _truthy(value: object) -> bool:
+    """JavaScript's truthiness of a YAML value, as dsh's patch code tests ``insert`` and ``name``:
+    ``null``, ``false``, ``0``, ``NaN`` and ``""`` are false; every list and mapping (even empty) true."""
+    if isinstance(value, list | dict):
+        return True
+    if isinstance(value, float) and value != value:
+        return False
+    return bool(value)
+
+
 def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> ProfileBudgets:
     """The session-reference row's config after ``layers`` (in dsh's order), as budgets."""
     warnings: list[str] = []
@@ -92,24 +109,35 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
         except YamlSubsetError as error:
             warnings.append(f"dsh profile {profile!r}: {layer.label}: {error}; budgets from it are ignored")
             continue
-        if patches is None:
-            continue
-        if not isinstance(patches, list):
+        if not isinstance(patches, list) or not all(isinstance(patch, dict) for patch in patches):
+            # dsh refuses an empty file too (js-yaml reads it as undefined), and a list with any
+            # entry that is not a mapping: it does not start, so no budget of this file is its.
             warnings.append(
-                f"dsh profile {profile!r}: {layer.label} is not a YAML list of patches (dsh refuses it too)"
+                f"dsh profile {profile!r}: {layer.label} is not a YAML list of patch mappings "
+                "(dsh refuses it too)"
             )
             continue
         for patch in patches:
-            if not isinstance(patch, dict):
-                continue
             inserted = patch.get("insert")
-            if isinstance(inserted, list):
-                for row in inserted:
-                    if isinstance(row, dict) and row.get("id") == ROW_ID:
-                        config, decided_by = row.get("config"), layer.label
+            if _truthy(inserted):  # dsh's test: any truthy insert makes an insert patch
+                rows = (
+                    [row for row in inserted if isinstance(row, dict)] if isinstance(inserted, list) else []
+                )
+                ours = [row for row in rows if row.get("id") == ROW_ID]
+                if ours and _truthy(patch.get("id")):
+                    warnings.append(
+                        f"dsh profile {profile!r}: {layer.label}: a {ROW_ID} row inserted into group "
+                        f"{patch.get('id')!r}, which this reader does not follow; its budgets are ignored"
+                    )
+                    config, decided_by = None, layer.label
+                elif ours:
+                    config, decided_by = ours[-1].get("config"), layer.label
                 continue
-            if patch.get("id") != ROW_ID or patch.get("name", PLUGIN) != PLUGIN:
-                continue  # dsh skips a patch whose name differs from the row's
+            if patch.get("id") != ROW_ID:
+                continue
+            name = patch.get("name")
+            if _truthy(name) and name != PLUGIN:
+                continue  # dsh skips a patch whose (non-empty) name differs from the row's
             if "config" in patch:
                 config, decided_by = patch["config"], layer.label
     values: dict[str, int] = {}
@@ -157,6 +185,8 @@ def combine_limits(
             clamped, why = clamp_budget(key, value) if bounded else (value, None)
             if why is not None and clamped is not None:
                 warnings.append(f"{origin}: {why}; using {clamped:,}, so the preview may omit what dsh keeps")
+                # The Budgets block must not say dsh's profile set the bound: it set more.
+                origin = f"this server's bound, below the {value:,} of {origin}"
                 value = clamped
         else:
             value, origin = default, DSH_DEFAULT

@@ -20,6 +20,9 @@ MAX_DEPTH: Final = 64
 """Nesting (block or flow) deeper than this is refused; profile files nest four or five levels."""
 
 _INT = re.compile(r"[-+]?[0-9]+\Z")
+_EXACT_DIGITS: Final = 24
+"""An integer longer than this is read as JavaScript reads it, a double: past every safe integer
+anyway, and Python's ``int()`` refuses strings of more than 4,300 digits (a ``ValueError``)."""
 _FLOAT = re.compile(r"(?:[-+]?[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?)\Z")
 _OTHER_NUMBER = re.compile(r"[-+]?(?:0[box][0-9a-fA-F_]+|\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))\Z")
 _ESCAPES: Final = {
@@ -86,7 +89,7 @@ def plain_value(text: str) -> object:
     if text in ("false", "False", "FALSE"):
         return False
     if _INT.match(text):
-        return int(text)
+        return int(text) if len(text) <= _EXACT_DIGITS else float(text)
     if _FLOAT.match(text):
         return float(text)
     if _OTHER_NUMBER.match(text) or ("_" in text and _INT.match(text.replace("_", ""))):
@@ -97,7 +100,9 @@ def plain_value(text: str) -> object:
 class _Parser:
     def __init__(self, text: str) -> None:
         self.lines: list[_Line] = []
-        for number, raw in enumerate(text.replace("\r\n", "\n").split("\n"), start=1):
+        # A lone CR ends a line too (YAML's line breaks; js-yaml reads a CR-only file as lines).
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        for number, raw in enumerate(lines, start=1):
             body = raw.lstrip(" ")
             if body.startswith("\t") and not _is_blank(body.lstrip(" \t")):
                 raise YamlSubsetError(number, "a tab in indentation")
@@ -392,6 +397,8 @@ class _Flow:
 
     def scalar(self, *, key: bool) -> object:
         char = self.peek()
+        if key and char == "?" and self.text[self.at + 1 : self.at + 2] in (" ", ""):
+            raise YamlSubsetError(self.number, "complex mapping keys are not read")
         if char in "'\"":
             value, self.at = _quoted(self.text, self.at, self.number)
             return value
