@@ -151,3 +151,31 @@ async def test_a_hostile_profile_and_profile_setting_never_stop_the_server(
         )
         await wait_until(lambda: any("file name can hold" in m.message for m in s.client.messages))
         assert (await s.command("dshSessionReference.preview", uri))["text"]
+
+
+SPACES = {
+    # YAML's whitespace is a space or a tab: js-yaml reads "2\u3000" as text (dsh refuses it).
+    "ideographic space after": (f"{ROW}  config:\n    maxReferences: 2\u3000\n", {}, True),
+    "no-break space after": (f"{ROW}  config: {{maxReferences: 2\xa0}}\n", {}, True),
+    "NEL after": (f"{ROW}  config:\n    maxReferences: 2\x85\n", {}, True),
+    # ...and a tab after the colon separates, in block and flow mappings alike.
+    "tab after colon": (f"{ROW}  config:\n    maxReferences:\t2\n", {"maxReferences": 2}, False),
+    "tab in flow": (
+        f"{ROW}  config: {{maxReferences:\t2,\tcandidateLimit: 9}}\n",
+        {"maxReferences": 2, "candidateLimit": 9},
+        False,
+    ),
+    "tab before colon": (f"{ROW}  config:\n    maxReferences\t: 2\n", {"maxReferences": 2}, False),
+    # A control character js-yaml refuses in any stream: dsh does not start.
+    "form feed": (f"{ROW}  config:\n    maxReferences: 2\x0c\n", {}, True),
+}
+
+
+@pytest.mark.parametrize("case", SPACES)
+def test_only_yamls_whitespace_separates(case: str) -> None:
+    """Before: ``str.rstrip()`` took Unicode spaces and controls for YAML's (a budget dsh refuses
+    read as 2), and a tab after a flow key's colon made the key ``"maxReferences:\\t2"``."""
+    text, expected, said = SPACES[case]
+    read = budgets_from_layers("web", [ProfileLayer("p", text)])
+    assert dict(read.values) == expected, read.warnings
+    assert bool(read.warnings) == said, read.warnings
