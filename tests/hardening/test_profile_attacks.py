@@ -137,8 +137,9 @@ def test_a_clamped_profile_budget_is_not_said_to_be_the_profiles() -> None:
 async def test_a_hostile_profile_and_profile_setting_never_stop_the_server(
     tmp_path: Path, workspace: Path
 ) -> None:
-    """Before: ``initialize`` failed (the digit string), and a pushed ``profile: "\\ud800"``
-    raised in the settings task, so its warning never came."""
+    """Before: ``initialize`` failed (the digit string); a pushed ``profile: "\\ud800"`` raised
+    in the settings task, so its warning never came, and ``sessionsRoot: "\\ud800"`` showed
+    "Error in server: UnicodeEncodeError" (valid JSON, as any client may send)."""
     root = write_store(tmp_path / "root", [Spec("s-1", "/work/p", "one", [("user", "hi")])], "none")
     home = home_with(tmp_path, f"{ROW}  config: {{maxReferences: {DIGITS}}}\n")
     env = audited_env(tmp_path / "server.log") | {"DSH_HOME": str(home)}
@@ -146,11 +147,19 @@ async def test_a_hostile_profile_and_profile_setting_never_stop_the_server(
         uri = s.open(workspace, f"see {format_session_reference_mention('s-1', 'one')}")
         preview = await s.command("dshSessionReference.preview", uri)
         assert "    maxReferences     3 from dsh's default" in preview["text"].split("\n")
+        pushed = {"profile": "\ud800", "sessionsRoot": str(tmp_path / "\ud800")}
         s.client.workspace_did_change_configuration(
-            types.DidChangeConfigurationParams(settings={"dshSessionReference": {"profile": "\ud800"}})
+            types.DidChangeConfigurationParams(settings={"dshSessionReference": pushed})
         )
-        await wait_until(lambda: any("file name can hold" in m.message for m in s.client.messages))
+        said = [f"dshSessionReference.{key}" for key in pushed]
+        await wait_until(
+            lambda: all(
+                any(f"{k} " in m.message and "is not Unicode text" in m.message for m in s.client.messages)
+                for k in said
+            )
+        )
         assert (await s.command("dshSessionReference.preview", uri))["text"]
+        assert not [m.message for m in s.client.messages if "Error in server" in m.message]
 
 
 SPACES = {
