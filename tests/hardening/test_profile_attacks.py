@@ -30,6 +30,8 @@ from dsh_session_reference.yaml_subset import parse_yaml
 
 from .audit import audited_env, audited_server_command
 from .lsp_harness import lsp_session
+from .test_framing import frame
+from .test_framing import server as framing_server
 
 DIGITS = "7" * 5_000
 """Past Python's 4,300-digit limit for ``int()`` (a ``ValueError``, which no caller caught)."""
@@ -188,3 +190,20 @@ def test_only_yamls_whitespace_separates(case: str) -> None:
     read = budgets_from_layers("web", [ProfileLayer("p", text)])
     assert dict(read.values) == expected, read.warnings
     assert bool(read.warnings) == said, read.warnings
+
+
+def test_a_setting_of_5000_digits_in_json_is_answered(tmp_path: Path) -> None:
+    """Before: ``json.loads`` raised ValueError past Python's int-string limit, the message was
+    dropped, and the client waited for its ``initialize`` answer for ever."""
+    options = f'{{"dshSessionReference": {{"candidateLimit": {DIGITS}}}}}'
+    initialize = f'{{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {{"capabilities": {{}}, "processId": null, "initializationOptions": {options}}}}}'
+    messages = [
+        initialize.encode(),
+        b'{"jsonrpc": "2.0", "id": 2, "method": "shutdown"}',
+        b'{"jsonrpc": "2.0", "method": "exit"}',
+    ]
+    process = framing_server(tmp_path)
+    out, err = process.communicate(b"".join(frame(body) for body in messages), timeout=60)
+    assert process.returncode == 0, err.decode()
+    assert b'"id": 1, "jsonrpc": "2.0", "result": {"capabilities"' in out, out[:400]
+    assert b"Exceeds the limit" not in err
