@@ -69,6 +69,9 @@ class ProfileBudgets:
     values: Mapping[str, int] = field(default_factory=dict)
     origins: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    unknown: Mapping[str, str] = field(default_factory=dict)
+    """Budgets whose dsh value this reader cannot know, and why (a ``!!js`` value, a file not
+    read after the one that set it...): the Budgets block says so beside the value it shows."""
 
 
 def _value_problem(key: str, value: object) -> str | None:
@@ -98,9 +101,12 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
     warnings: list[str] = []
     config: object = None
     decided_by: str | None = None
+    unread: list[str] = []
+    """Layers not read since the last one that set the row's config: any of them may set it."""
     for layer in layers:
         if layer.problem is not None:
             warnings.append(f"dsh profile {profile!r}: {layer.label}: {layer.problem}; not read")
+            unread.append(layer.label)
             continue
         if layer.text is None:
             continue
@@ -108,6 +114,7 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
             patches = parse_yaml(layer.text)
         except YamlSubsetError as error:
             warnings.append(f"dsh profile {profile!r}: {layer.label}: {error}; budgets from it are ignored")
+            unread.append(layer.label)
             continue
         if not isinstance(patches, list) or not all(isinstance(patch, dict) for patch in patches):
             # dsh refuses an empty file too (js-yaml reads it as undefined), and a list with any
@@ -129,9 +136,9 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
                         f"dsh profile {profile!r}: {layer.label}: a {ROW_ID} row inserted into group "
                         f"{patch.get('id')!r}, which this reader does not follow; its budgets are ignored"
                     )
-                    config, decided_by = None, layer.label
+                    config, decided_by, unread = None, layer.label, [f"{layer.label} (a group insert)"]
                 elif ours:
-                    config, decided_by = ours[-1].get("config"), layer.label
+                    config, decided_by, unread = ours[-1].get("config"), layer.label, []
                 continue
             if patch.get("id") != ROW_ID:
                 continue
@@ -139,14 +146,18 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
             if _truthy(name) and name != PLUGIN:
                 continue  # dsh skips a patch whose (non-empty) name differs from the row's
             if "config" in patch:
-                config, decided_by = patch["config"], layer.label
+                config, decided_by, unread = patch["config"], layer.label, []
     values: dict[str, int] = {}
     origins: dict[str, str] = {}
+    unknown: dict[str, str] = {}
+    if unread:
+        unknown = dict.fromkeys(BUDGET_KEYS, f"{', '.join(unread)} not read")
     if isinstance(config, JsExpression):
         warnings.append(
             f"dsh profile {profile!r}: {decided_by}: the {ROW_ID} config is a !!js expression, "
             "which is never evaluated here; its budgets are not known"
         )
+        unknown = dict.fromkeys(BUDGET_KEYS, f"the {ROW_ID} config in {decided_by} is a !!js expression")
     elif isinstance(config, dict):
         for key in BUDGET_KEYS:
             if key not in config:
@@ -154,6 +165,8 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
             problem = _value_problem(key, config[key])
             if problem is not None:
                 warnings.append(f"dsh profile {profile!r}: {decided_by}: {key} {problem}; ignored")
+                if isinstance(config[key], JsExpression | OtherNumber):  # dsh reads a number here
+                    unknown.setdefault(key, f"it is {_form(config[key])} in {decided_by}")
                 continue
             values[key] = int(config[key])
             origins[key] = f"dsh profile {profile!r} ({decided_by})"
@@ -161,7 +174,13 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
         warnings.append(
             f"dsh profile {profile!r}: {decided_by}: the {ROW_ID} config is not a mapping; ignored"
         )
-    return ProfileBudgets(values, origins, tuple(warnings))
+    return ProfileBudgets(values, origins, tuple(warnings), unknown)
+
+
+def _form(value: JsExpression | OtherNumber) -> str:
+    """How a value this reader does not read is written, shortened for one line."""
+    text = f"!!js {value.source}" if isinstance(value, JsExpression) else str(value)
+    return repr(text if len(text) <= 40 else text[:39] + "…")
 
 
 _DEFAULTS: Final = (MAX_REFERENCES, DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES)
@@ -190,6 +209,8 @@ def combine_limits(
                 value = clamped
         else:
             value, origin = default, DSH_DEFAULT
+        if key not in own and key in profile.unknown:  # never a number dsh may not use, unqualified
+            origin = f"{origin}, but dsh's may differ: {profile.unknown[key]}"
         values.append(value)
         origins.append(origin)
     return ResolverConfig(values[0], values[1], values[2], (origins[0], origins[1], origins[2])), warnings

@@ -207,3 +207,35 @@ def test_a_setting_of_5000_digits_in_json_is_answered(tmp_path: Path) -> None:
     assert process.returncode == 0, err.decode()
     assert b'"id": 1, "jsonrpc": "2.0", "result": {"capabilities"' in out, out[:400]
     assert b"Exceeds the limit" not in err
+
+
+UNKNOWN = {
+    # dsh evaluates the !!js (300) and reads 0x10 as 16: the block must not present 65,536 as dsh's.
+    "js value": (
+        [f"{ROW}  config: {{maxReferenceBytes: !!js '300'}}\n", None],
+        "maxReferenceBytes 65,536 from dsh's default, but dsh's may differ: it is '!!js 300' in p",
+    ),
+    "hex value": (
+        [f"{ROW}  config: {{maxReferenceBytes: 0x10}}\n", None],
+        "maxReferenceBytes 65,536 from dsh's default, but dsh's may differ: it is '0x10' in p",
+    ),
+    # The home layer is read after the profile's: one this reader refuses may set the row.
+    "later layer not read": (
+        [f"{ROW}  config: {{maxReferenceBytes: 300}}\n", "- id: x\n  config: &a {}\n"],
+        "maxReferenceBytes 300 from dsh profile 'web' (p), but dsh's may differ: h not read",
+    ),
+    "earlier layer not read": (
+        ["- id: x\n  config: &a {}\n", f"{ROW}  config: {{maxReferenceBytes: 300}}\n"],
+        "maxReferenceBytes 300 from dsh profile 'web' (h)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", UNKNOWN)
+def test_the_budgets_block_never_shows_a_number_dsh_may_not_use_as_dshs(case: str) -> None:
+    """Before: "65,536 from dsh's default" for a ``!!js`` or ``0x10`` value dsh reads as a number,
+    and "300 from dsh profile" while a later layer that may replace it was not read."""
+    (profile_text, home_text), expected = UNKNOWN[case]
+    read = budgets_from_layers("web", [ProfileLayer("p", profile_text), ProfileLayer("h", home_text)])
+    config, _ = combine_limits({}, read, bounded=True)
+    assert budget_lines(config)[3].strip() == expected
