@@ -40,15 +40,19 @@ BUDGET_KEYS: Final = ("maxReferences", "candidateLimit", "maxReferenceBytes")
 
 def profile_name_problem(name: str) -> str | None:
     """Why dsh would refuse ``name`` as a profile (its ``resolveProfileDir`` rule), else ``None``:
-    a name is one folder under ``$DSH_HOME/profiles``, never a path."""
+    a name is one folder under ``$DSH_HOME/profiles``, never a path. A message quotes at most 80
+    characters of it (a client may send megabytes, and each message is kept to be said once)."""
+    shown = repr(name if len(name) <= 80 else name[:80] + "…")
     if name in ("", ".", "..", "node_modules") or "/" in name or "\\" in name or "\0" in name:
-        return f"dsh: invalid profile name {name!r}"
+        return f"dsh: invalid profile name {shown}"
     if os.path.splitdrive(name)[0]:  # Windows: "C:x" joined to the home drops the home
-        return f"dsh: invalid profile name {name!r} (a drive, not a folder under the home)"
+        return f"dsh: invalid profile name {shown} (a drive, not a folder under the home)"
     try:
-        name.encode("utf-8")
+        encoded = name.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800"): no file name holds it
-        return f"profile name {name!r} is not text a file name can hold"
+        return f"profile name {shown} is not text a file name can hold"
+    if len(encoded) > 255:  # no file system's folder name is longer
+        return f"profile name {shown} is longer than a folder name can be"
     return None
 
 

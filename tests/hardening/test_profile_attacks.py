@@ -239,3 +239,15 @@ def test_the_budgets_block_never_shows_a_number_dsh_may_not_use_as_dshs(case: st
     read = budgets_from_layers("web", [ProfileLayer("p", profile_text), ProfileLayer("h", home_text)])
     config, _ = combine_limits({}, read, bounded=True)
     assert budget_lines(config)[3].strip() == expected
+
+
+@pytest.mark.parametrize("name", ["/" * 1_000_000, "a" * 1_000_000])
+def test_a_megabyte_profile_name_is_not_quoted_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """Before: the warning quoted all of it (and the path it made), once per distinct value, and
+    the server keeps up to 256 warnings to say each once: 256 such values held 256 MB."""
+    monkeypatch.setenv("DSH_HOME", str(home_with(tmp_path, "[]\n")))
+    read = assembly.dsh_profile_budgets(name)
+    assert read.values == {} and len(read.warnings) == 1
+    assert len(read.warnings[0]) < 300, len(read.warnings[0])
