@@ -136,10 +136,9 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
                 )
                 ours = [row for row in rows if row.get("id") == ROW_ID]
                 if ours and _truthy(patch.get("id")):
-                    warnings.append(
-                        f"dsh profile {profile!r}: {layer.label}: a {ROW_ID} row inserted into group "
-                        f"{patch.get('id')!r}, which this reader does not follow; its budgets are ignored"
-                    )
+                    said = f"dsh profile {profile!r}: {layer.label}: a {ROW_ID} row inserted into a group"
+                    if not any(warning.startswith(said) for warning in warnings):  # once a file
+                        warnings.append(f"{said}, which this reader does not follow; its budgets are ignored")
                     config, decided_by, unread = None, layer.label, [f"{layer.label} (a group insert)"]
                 elif ours:
                     config, decided_by, unread = ours[-1].get("config"), layer.label, []

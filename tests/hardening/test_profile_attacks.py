@@ -251,3 +251,12 @@ def test_a_megabyte_profile_name_is_not_quoted_whole(
     read = assembly.dsh_profile_budgets(name)
     assert read.values == {} and len(read.warnings) == 1
     assert len(read.warnings[0]) < 300, len(read.warnings[0])
+
+
+def test_a_profile_file_makes_a_bounded_number_of_warnings() -> None:
+    """Each warning is a message a person must dismiss: a 64 KiB file of group inserts made one
+    per patch (1,300 here)."""
+    patch = "- {id: g, insert: [{id: session-reference, config: {maxReferences: 1}}]}\n"
+    text = patch * ((64 << 10) // len(patch))
+    read = budgets_from_layers("web", [ProfileLayer("p", text), ProfileLayer("h", text)])
+    assert len(read.warnings) == 2, len(read.warnings)
