@@ -208,6 +208,13 @@ def _workers_ended(within: float) -> bool:
     return not any(thread.name.startswith(WORKER_PREFIX) for thread in threading.enumerate())
 
 
+def _json_int(text: str) -> int | float:
+    """A JSON integer; past Python's int-string limit (4,300 digits, else ``ValueError`` and the
+    request went unanswered: an ``initialize`` left the client waiting) a double, as JavaScript's
+    ``JSON.parse`` reads every number. No setting takes a value that large anyway."""
+    return int(text) if len(text) <= 4_000 else float(text)
+
+
 async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.Event) -> None:
     loop = asyncio.get_running_loop()
     with ThreadPoolExecutor(1, thread_name_prefix="dsh-lsp-reader") as reading:
@@ -216,7 +223,7 @@ async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.
             if body is None:
                 return
             try:
-                message = json.loads(body, object_hook=server.protocol.structure_message)
+                message = json.loads(body, object_hook=server.protocol.structure_message, parse_int=_json_int)
             except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the length did not fit
                 parse_error = {"code": -32700, "message": f"Parse error: {error}"}
                 server.protocol.send_raw({"jsonrpc": "2.0", "id": None, "error": parse_error})
