@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sqlite3
 import subprocess
@@ -26,6 +27,8 @@ from dsh_session_reference.sample import write_sample_store
 from dsh_session_reference.store.index.database import default_index_dir, index_file
 from dsh_session_reference.store.index.kept import kept_listing
 from dsh_session_reference.store.index.rows import fingerprint_at, key_path, row_crc
+from dsh_session_reference.store.jsvalue import js_parse_line
+from dsh_session_reference.store.log_header import parse_header_meta
 
 TARGET = "0198c2a4-7b1e-7c3d-9f00-123456789abc"
 MENTION = "see @[x](dsh-session:IjAxOThjMmE0LTdiMWUtN2MzZC05ZjAwLTEyMzQ1Njc4OWFiYyI)\n"
@@ -161,3 +164,20 @@ def test_a_forged_line_of_the_kept_listing_refuses_the_listing(tmp_path: Path, f
 )
 def test_a_forged_first_line_of_the_kept_listing_refuses_the_listing(tmp_path: Path, first: bytes) -> None:
     assert kept_listing([first + b"\n"], str(tmp_path)) is None
+
+
+def test_numbers_of_5000_digits_in_a_log_read_as_javascript_reads_them() -> None:
+    """The same class of input in a log (audited with the cache, issue 35): ``JSON.parse`` reads
+    5,000 digits as Infinity, which no check upstream makes accepts, and so do we (no
+    ``ValueError`` from ``int()``); nesting past the stack is an unparsable line."""
+    big = "9" * 5000
+    assert js_parse_line(f'{{"seq":{big},"x":-{big}.5,"y":1e{big}}}'.encode()) == {
+        "seq": math.inf,
+        "x": -math.inf,
+        "y": math.inf,
+    }
+    header = '{"type":"session","version":0,"id":"a","createdAt":%s,"delegationDepth":0}'
+    assert parse_header_meta(header % "1") is not None
+    assert parse_header_meta(header % big) is None  # not a safe integer: the session is hidden, as upstream
+    with pytest.raises(ValueError, match="nesting"):
+        js_parse_line(b"[" * 100_000)

@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
-from ...model import SessionRecord, TitleObservation
+from ...model import SessionRecord, TitleObservation, kept_header
 from ..layout import is_walk_relative
 from ..listing import record_at
 from .rows import Fingerprint, Untrusted, non_negative_safe, regular_fingerprint, too_many_missing
@@ -178,7 +178,7 @@ def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
                 return None
             continue
         walked[path] = Fingerprint(*fp)
-        record = record_at(path, header)  # a header of its own, fresh from this parse
+        record = record_at(path, kept_header(header))  # a header of its own, fresh from this parse
         records.append(record)
         if title is not None:
             titles[path] = TitleObservation(record.id, title=title[0], error=title[1])

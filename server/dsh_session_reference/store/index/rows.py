@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
+from ...model import kept_header
 from ..jsvalue import MAX_SAFE_INTEGER
 from ..layout import LOG_NAMES, Compression
 
@@ -248,7 +249,11 @@ def parse_listing(text: str | None, path: str) -> ListingEntry | None:
             return None
         listed, compression, header = artifact
         artifacts.append(
-            (None if listed == path else listed, _COMPRESSIONS[compression], _compact_header(header))
+            (
+                None if listed == path else listed,
+                _COMPRESSIONS[compression],
+                _compact_header(kept_header(header)),
+            )
         )
     blocks: list[tuple[str, str, str]] = []
     for block in value["b"]:
