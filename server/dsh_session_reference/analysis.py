@@ -11,7 +11,10 @@ error finding exactly when ``parse`` + ``prepare`` of its text would fail.
 - self reference: every mention of the target session (checked before dedupe);
 - too many: mentions of each distinct session beyond ``maxReferences``;
 - read failure / unknown session and byte budget: ``read_surface`` and retention of the
-  sessions ``prepare`` would read, using the first mention's label as ``prepare`` does.
+  sessions ``prepare`` would read, using the first mention's label as ``prepare`` does;
+- labels (warnings: the mention is sound, but a person would misread it): a label that is not
+  the session's own (its title, else its id, as upstream labels a candidate), and one holding
+  what a chip would not show as itself. An editor draws neither as a chip.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from .cancellation import AbortSignal, Cancelled
-from .display import display_inline_text, display_label, shortened
+from .display import display_inline_text, display_label, legible, shortened, unseen
 from .errors import BUDGET_EXCEEDED, SessionReferenceError
 from .jsjson import js_normalize, js_stringify
 from .model import ConversationSnapshot, SessionRecord, SurfaceSnapshot
@@ -43,6 +46,7 @@ READ_FAILED: Final = "read-failed"
 BUDGET_EXCEEDED_CODE: Final = "budget-exceeded"
 DUPLICATE_REFERENCE: Final = "duplicate-reference"
 STALE_LABEL: Final = "stale-label"
+UNREADABLE_LABEL: Final = "unreadable-label"
 MORE_PROBLEMS: Final = "more-problems"
 
 MAX_KEPT_SPANS: Final = 10_000
@@ -303,14 +307,38 @@ async def read_reference(
 
 def quoted(text: str) -> str:
     """A title, label or id as a message names it: quoted as JS would, at most
-    :data:`~.display.SHOWN_CHARS` characters of it."""
-    return js_stringify(display_label(text))
+    :data:`~.display.SHOWN_CHARS` characters of it, with nothing in it a person would misread
+    (:func:`~.display.legible`)."""
+    return js_stringify(legible(text))
 
 
-def is_current_label(label: str | None, title: str) -> bool:
-    """Whether a mention's label is the session's title: as dsh wrote it, or as a mention of it
-    is inserted (escaped, and shortened when it is long)."""
-    return label in (title, display_inline_text(title), display_label(title))
+def own_label(title: str | None, session_id: str) -> str:
+    """The label a session's mention is made with: upstream's candidate label, its title, else
+    its id."""
+    return session_id if title is None else title
+
+
+def current_labels(own: str) -> frozenset[str]:
+    """Every label that is :func:`own_label` as a mention carries it: as dsh wrote it, or as a
+    mention is inserted (escaped, and shortened when it is long). Made once per session."""
+    return frozenset((own, display_inline_text(own), display_label(own)))
+
+
+def is_current_label(label: str | None, own: str) -> bool:
+    """Whether a mention's label is the session's own (:func:`own_label`)."""
+    return label in current_labels(own)
+
+
+def unreadable_part(label: str) -> str | None:
+    """What a chip of this label would show as other than it is, if anything: a character a person
+    does not see as itself (a line break, a bidi override, a zero-width space), or a session URI,
+    which would read as a second mention."""
+    hidden = unseen(label)
+    if hidden is not None:
+        return f"the character {hidden}, which does not show as itself"
+    if SESSION_REFERENCE_SCHEME in label.casefold():
+        return f"the text {SESSION_REFERENCE_SCHEME!r}, which reads as another mention"
+    return None
 
 
 def _invalid_message(span: MentionSpan, intended: Intended | None, missing: frozenset[str]) -> str:
@@ -444,16 +472,38 @@ def _reference_findings(
         else:
             out.append(Finding(*first, "error", READ_FAILED, shortened(error.message, MAX_DETAIL), sid))
         return out
-    title = reference.title
-    if title is not None:
-        differs = f" differs from the session's current title {quoted(title)}"
-        out.extend(
-            Finding(
-                span.start, span.end, "hint", STALE_LABEL, f"the label {quoted(span.label)}{differs}", sid
+    out.extend(_label_findings(reference))
+    return out
+
+
+def _label_findings(reference: Reference) -> list[Finding]:
+    """A warning on each Markdown mention whose label would make it read as other than the session
+    it sends: a label that is not the session's own (a chip would read as another session), or one
+    :func:`unreadable_part` finds something in. Editors show neither as a chip."""
+    own = own_label(reference.title, reference.session_id)
+    current = current_labels(own)
+    whose = f"session {quoted(own)}" if reference.title is not None else f"the untitled session {quoted(own)}"
+    unreadable: dict[str, str | None] = {}
+    out: list[Finding] = []
+    for span in reference.spans:
+        label = span.label
+        if span.kind != "markdown" or label is None:
+            continue
+        if label not in current:
+            message = (
+                f"this mention sends {whose}, but its label reads {quoted(label)}: "
+                "the model gets that session under this label"
             )
-            for span in spans
-            if span.kind == "markdown" and span.label is not None and not is_current_label(span.label, title)
-        )
+            out.append(Finding(span.start, span.end, "warning", STALE_LABEL, message, reference.session_id))
+            continue
+        if label not in unreadable:
+            unreadable[label] = unreadable_part(label)
+        part = unreadable[label]
+        if part is not None:
+            message = f"the label of {whose} holds {part}; it is shown as written"
+            out.append(
+                Finding(span.start, span.end, "warning", UNREADABLE_LABEL, message, reference.session_id)
+            )
     return out
 
 

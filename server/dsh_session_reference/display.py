@@ -47,6 +47,35 @@ def display_label(text: str, limit: int = SHOWN_CHARS) -> str:
     return shortened(display_inline_text(text[: limit + 1]), limit)
 
 
+UNSEEN: Final = re.compile(
+    "[\x00-\x1f\x7f-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0"
+    "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e0fff]"
+)
+"""Characters a person does not see as themselves: controls (line breaks included), Unicode's
+format characters (zero-width spaces and joiners, bidi embeddings, overrides and isolates, the
+byte-order mark, tags), line and paragraph separators, variation selectors and the blank fillers.
+A label holding one can read as other text than it is (``\u202e`` reverses what follows it)."""
+
+
+def unseen(text: str) -> str | None:
+    """The first character of ``text`` a person would not see as itself, as ``U+202E``."""
+    found = UNSEEN.search(text)
+    return None if found is None else f"U+{ord(found.group()):04X}"
+
+
+def _code_point(match: re.Match[str]) -> str:
+    return f"\\u{{{ord(match.group()):x}}}"
+
+
+def legible(text: str, limit: int = SHOWN_CHARS) -> str:
+    """:func:`display_label`, and every other character :data:`UNSEEN` holds as ``\\u{202e}``: how a
+    message or hint meant only for a person names a title or label (never what is inserted or
+    sent, which keeps upstream's :func:`display_inline_text`)."""
+    return UNSEEN.sub(_code_point, display_label(text, limit))
+
+
 _CONTROL_BUT_LINE_BREAKS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 

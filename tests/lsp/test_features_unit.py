@@ -309,7 +309,7 @@ async def test_every_problem_is_found_where_it_is(
         (codes.NONCANONICAL_URI, "error", 1),
         (codes.SELF_REFERENCE, "error", 2),
         (codes.UNKNOWN_SESSION, "error", 3),
-        (codes.STALE_LABEL, "hint", 4),
+        (codes.STALE_LABEL, "warning", 4),
         (codes.DUPLICATE_REFERENCE, "hint", 5),
         (codes.MALFORMED_URI, "error", 6),
     }

@@ -3,14 +3,15 @@
 // The text itself never changes, so copy, search, undo and the cursor's columns are the
 // document's; a mention a cursor or selection touches is shown as written, so it is edited as
 // text. Which mentions are sound is the server's word (see chips.ts): its transcript links and
-// its error diagnostics.
+// its error and warning diagnostics (a label that is not the title of the session it sends is a
+// warning: such a mention is never drawn as a chip, so it cannot read as another session).
 //
 // VS Code gives extensions no way to take characters out of a line's layout: the characters are
 // hidden by the decoration's CSS (`display: none`), and soft wrapping still counts them.
 
 import * as vscode from 'vscode';
 
-import { Change, Chip, chipOf, collapsed, shiftChips, soundMentions, Span } from './chips';
+import { Change, Chip, chipOf, collapsed, flagged, shiftChips, soundMentions, Span } from './chips';
 import { errorText } from './format';
 import { transcriptLinkRanges } from './protocol';
 import { ServerController } from './serverController';
@@ -149,7 +150,7 @@ export class MentionChips implements vscode.Disposable {
     );
     const errors = vscode.languages
       .getDiagnostics(document.uri)
-      .filter((diagnostic) => diagnostic.source === SOURCE && diagnostic.severity === vscode.DiagnosticSeverity.Error)
+      .filter((diagnostic) => diagnostic.source === SOURCE && flagged(diagnostic.severity))
       .map((diagnostic) => offsets(diagnostic.range));
     const chips = soundMentions(linked, errors)
       .slice(0, MAX_CHIPS)
