@@ -484,16 +484,19 @@ def _label_findings(reference: Reference) -> list[Finding]:
     current = current_labels(own)
     whose = f"session {quoted(own)}" if reference.title is not None else f"the untitled session {quoted(own)}"
     unreadable: dict[str, str | None] = {}
+    relabelled: dict[str, str] = {}  # one message per label, shared by its mentions
     out: list[Finding] = []
     for span in reference.spans:
         label = span.label
         if span.kind != "markdown" or label is None:
             continue
         if label not in current:
-            message = (
-                f"this mention sends {whose}, but its label reads {quoted(label)}: "
-                "the model gets that session under this label"
-            )
+            if label not in relabelled:
+                relabelled[label] = (
+                    f"this mention sends {whose}, but its label reads {quoted(label)}: "
+                    "the model gets that session under this label"
+                )
+            message = relabelled[label]
             out.append(Finding(span.start, span.end, "warning", STALE_LABEL, message, reference.session_id))
             continue
         if label not in unreadable:

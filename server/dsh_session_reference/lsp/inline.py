@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from lsprotocol import types
 
-from ..analysis import STALE_LABEL, Analysis, own_label
+from ..analysis import Analysis, current_labels, own_label
 from ..display import kilobytes, legible
 from ..lines import Encoding
 from ..tokens import TokenCount
@@ -30,7 +30,6 @@ def inlay_hints(
     session costs (``12 msgs · 5.8 / 64 KB``, ``· truncated`` when retention cut it); after a
     repeated mention, that it is counted once. A mention whose label is not its session's own
     (a ``stale-label`` warning) says first which session it sends: ``sends “Title” · …``."""
-    relabelled = {finding.start for finding in analysis.findings if finding.code == STALE_LABEL}
     hints: list[tuple[int, types.InlayHint]] = []
     for reference in analysis.references:
         retained = reference.retained
@@ -40,7 +39,9 @@ def inlay_hints(
         # title by 2,000 mentions into a 572 MB answer).
         title = legible(reference.title if reference.title is not None else reference.label)
         once = f"{title} is mentioned above: prepare includes it once"
-        sends = f"sends “{legible(own_label(reference.title, reference.session_id), HINT_TITLE_CHARS)}” · "
+        own = own_label(reference.title, reference.session_id)
+        current = current_labels(own)
+        sends = f"sends “{legible(own, HINT_TITLE_CHARS)}” · "
         for number, span in enumerate(reference.spans):
             if not start <= span.end <= end:
                 continue
@@ -49,7 +50,7 @@ def inlay_hints(
                 tooltip = f"{title}: {cost_line(retained, analysis.max_reference_bytes, reference.tokens)}"
             else:
                 label, tooltip = "counted once", once
-            if span.start in relabelled:
+            if span.kind == "markdown" and span.label not in current:
                 label = sends + label
             hint = types.InlayHint(
                 position=index.position_at(span.end, encoding),
