@@ -476,37 +476,51 @@ def _reference_findings(
     return out
 
 
-def _label_findings(reference: Reference) -> list[Finding]:
-    """A warning on each Markdown mention whose label would make it read as other than the session
-    it sends: a label that is not the session's own (a chip would read as another session), or one
-    :func:`unreadable_part` finds something in. Editors show neither as a chip."""
-    own = own_label(reference.title, reference.session_id)
-    current = current_labels(own)
-    whose = f"session {quoted(own)}" if reference.title is not None else f"the untitled session {quoted(own)}"
+def misleading_labels(reference: Reference) -> dict[int, tuple[str, str | None]]:
+    """Each Markdown mention of ``reference`` (by its start) whose label would make a chip read as
+    other than the session it sends: ``(STALE_LABEL, None)`` for a label that is not the session's
+    own, ``(UNREADABLE_LABEL, what)`` for one :func:`unreadable_part` finds ``what`` in. The one
+    decision behind the warnings, the hints' ``sends “…”`` and which links may become chips."""
+    current = current_labels(own_label(reference.title, reference.session_id))
     unreadable: dict[str, str | None] = {}
-    relabelled: dict[str, str] = {}  # one message per label, shared by its mentions
-    out: list[Finding] = []
+    found: dict[int, tuple[str, str | None]] = {}
     for span in reference.spans:
         label = span.label
         if span.kind != "markdown" or label is None:
             continue
         if label not in current:
-            if label not in relabelled:
-                relabelled[label] = (
-                    f"this mention sends {whose}, but its label reads {quoted(label)}: "
-                    "the model gets that session under this label"
-                )
-            message = relabelled[label]
-            out.append(Finding(span.start, span.end, "warning", STALE_LABEL, message, reference.session_id))
+            found[span.start] = (STALE_LABEL, None)
             continue
         if label not in unreadable:
             unreadable[label] = unreadable_part(label)
         part = unreadable[label]
         if part is not None:
-            message = f"the label of {whose} holds {part}; it is shown as written"
-            out.append(
-                Finding(span.start, span.end, "warning", UNREADABLE_LABEL, message, reference.session_id)
+            found[span.start] = (UNREADABLE_LABEL, part)
+    return found
+
+
+def _label_findings(reference: Reference) -> list[Finding]:
+    """A warning on each mention :func:`misleading_labels` finds. Editors show neither as a chip."""
+    misleading = misleading_labels(reference)
+    if not misleading:
+        return []
+    own = own_label(reference.title, reference.session_id)
+    whose = f"session {quoted(own)}" if reference.title is not None else f"the untitled session {quoted(own)}"
+    messages: dict[tuple[str, str | None], str] = {}  # one message per label, shared by its mentions
+    out: list[Finding] = []
+    for span in reference.spans:
+        if span.start not in misleading or span.label is None:
+            continue
+        code, part = misleading[span.start]
+        key = (span.label, part)
+        if key not in messages:
+            messages[key] = (
+                f"this mention sends {whose}, but its label reads {quoted(span.label)}: "
+                "the model gets that session under this label"
+                if code == STALE_LABEL
+                else f"the label of {whose} holds {part}; it is shown as written"
             )
+        out.append(Finding(span.start, span.end, "warning", code, messages[key], reference.session_id))
     return out
 
 

@@ -65,6 +65,14 @@ async def test_a_label_of_another_session_is_a_warning_that_names_the_session_se
         # The cost hint after it says which session it sends.
         [hint] = await s.inlay_hints(uri)
         assert isinstance(hint.label, str) and hint.label.startswith(f"sends “{SECRETS}” · "), hint.label
+        # Its link has no target until followed, so no editor draws it as a chip, even before the
+        # warning arrives (chips are drawn over links with a transcript target only).
+        [link] = await s.client.text_document_document_link_async(
+            types.DocumentLinkParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        assert link.target is None
+        resolved = await s.client.document_link_resolve_async(link)
+        assert resolved.target is not None and resolved.target.startswith("dsh-transcript:")
         # The quick fix labels it with the session's title; then no warning, and no "sends".
         start = s.texts[uri].index(forged)
         actions = await s.actions(uri, start + 3, [warning])
@@ -76,6 +84,10 @@ async def test_a_label_of_another_session_is_a_warning_that_names_the_session_se
         await s.diagnostics(uri, lambda d: not _warnings(d))
         [hint] = await s.inlay_hints(uri)
         assert isinstance(hint.label, str) and not hint.label.startswith("sends"), hint.label
+        [link] = await s.client.text_document_document_link_async(
+            types.DocumentLinkParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        assert link.target is not None and link.target.startswith("dsh-transcript:")  # a chip again
 
         # An untitled session is labelled by its id: any other label is a warning too.
         untitled = s.open(workspace, format_session_reference_mention("s-untitled", HARMLESS))

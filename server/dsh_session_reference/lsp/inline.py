@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from lsprotocol import types
 
-from ..analysis import Analysis, current_labels, own_label
+from ..analysis import STALE_LABEL, Analysis, misleading_labels, own_label
 from ..display import kilobytes, legible
 from ..lines import Encoding
 from ..tokens import TokenCount
@@ -39,9 +39,9 @@ def inlay_hints(
         # title by 2,000 mentions into a 572 MB answer).
         title = legible(reference.title if reference.title is not None else reference.label)
         once = f"{title} is mentioned above: prepare includes it once"
-        own = own_label(reference.title, reference.session_id)
-        current = current_labels(own)
-        sends = f"sends “{legible(own, HINT_TITLE_CHARS)}” · "
+        misleading = misleading_labels(reference)
+        relabelled = {start for start, (code, _) in misleading.items() if code == STALE_LABEL}
+        sends = f"sends “{legible(own_label(reference.title, reference.session_id), HINT_TITLE_CHARS)}” · "
         for number, span in enumerate(reference.spans):
             if not start <= span.end <= end:
                 continue
@@ -50,7 +50,7 @@ def inlay_hints(
                 tooltip = f"{title}: {cost_line(retained, analysis.max_reference_bytes, reference.tokens)}"
             else:
                 label, tooltip = "counted once", once
-            if span.kind == "markdown" and span.label not in current:
+            if span.start in relabelled:
                 label = sends + label
             hint = types.InlayHint(
                 position=index.position_at(span.end, encoding),
