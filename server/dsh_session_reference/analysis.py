@@ -25,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from .cancellation import AbortSignal, Cancelled
-from .display import display_inline_text, display_label, legible, shortened, unseen
+from .display import display_label, legible, shortened
 from .errors import BUDGET_EXCEEDED, SessionReferenceError
 from .jsjson import js_normalize, js_stringify
+from .labels import STALE_LABEL, misleading_labels, own_label
 from .model import ConversationSnapshot, SessionRecord, SurfaceSnapshot
 from .resolver import AgentRef, SessionReferenceResolver
 from .retention import RetainedSource
@@ -45,8 +46,6 @@ UNKNOWN_SESSION: Final = "unknown-session"
 READ_FAILED: Final = "read-failed"
 BUDGET_EXCEEDED_CODE: Final = "budget-exceeded"
 DUPLICATE_REFERENCE: Final = "duplicate-reference"
-STALE_LABEL: Final = "stale-label"
-UNREADABLE_LABEL: Final = "unreadable-label"
 MORE_PROBLEMS: Final = "more-problems"
 
 MAX_KEPT_SPANS: Final = 10_000
@@ -312,35 +311,6 @@ def quoted(text: str) -> str:
     return js_stringify(legible(text))
 
 
-def own_label(title: str | None, session_id: str) -> str:
-    """The label a session's mention is made with: upstream's candidate label, its title, else
-    its id."""
-    return session_id if title is None else title
-
-
-def current_labels(own: str) -> frozenset[str]:
-    """Every label that is :func:`own_label` as a mention carries it: as dsh wrote it, or as a
-    mention is inserted (escaped, and shortened when it is long). Made once per session."""
-    return frozenset((own, display_inline_text(own), display_label(own)))
-
-
-def is_current_label(label: str | None, own: str) -> bool:
-    """Whether a mention's label is the session's own (:func:`own_label`)."""
-    return label in current_labels(own)
-
-
-def unreadable_part(label: str) -> str | None:
-    """What a chip of this label would show as other than it is, if anything: a character a person
-    does not see as itself (a line break, a bidi override, a zero-width space), or a session URI,
-    which would read as a second mention."""
-    hidden = unseen(label)
-    if hidden is not None:
-        return f"the character {hidden}, which does not show as itself"
-    if SESSION_REFERENCE_SCHEME in label.casefold():
-        return f"the text {SESSION_REFERENCE_SCHEME!r}, which reads as another mention"
-    return None
-
-
 def _invalid_message(span: MentionSpan, intended: Intended | None, missing: frozenset[str]) -> str:
     """What is wrong, useful half first: the session it meant (by title) and whether a fix
     exists. The URI itself is what the squiggle underlines; repeating it hid the rest."""
@@ -476,32 +446,9 @@ def _reference_findings(
     return out
 
 
-def misleading_labels(reference: Reference) -> dict[int, tuple[str, str | None]]:
-    """Each Markdown mention of ``reference`` (by its start) whose label would make a chip read as
-    other than the session it sends: ``(STALE_LABEL, None)`` for a label that is not the session's
-    own, ``(UNREADABLE_LABEL, what)`` for one :func:`unreadable_part` finds ``what`` in. The one
-    decision behind the warnings, the hints' ``sends “…”`` and which links may become chips."""
-    current = current_labels(own_label(reference.title, reference.session_id))
-    unreadable: dict[str, str | None] = {}
-    found: dict[int, tuple[str, str | None]] = {}
-    for span in reference.spans:
-        label = span.label
-        if span.kind != "markdown" or label is None:
-            continue
-        if label not in current:
-            found[span.start] = (STALE_LABEL, None)
-            continue
-        if label not in unreadable:
-            unreadable[label] = unreadable_part(label)
-        part = unreadable[label]
-        if part is not None:
-            found[span.start] = (UNREADABLE_LABEL, part)
-    return found
-
-
 def _label_findings(reference: Reference) -> list[Finding]:
     """A warning on each mention :func:`misleading_labels` finds. Editors show neither as a chip."""
-    misleading = misleading_labels(reference)
+    misleading = misleading_labels(reference.title, reference.session_id, reference.spans)
     if not misleading:
         return []
     own = own_label(reference.title, reference.session_id)

@@ -9,8 +9,9 @@ import unicodedata
 
 import pytest
 
-from dsh_session_reference.analysis import is_current_label, own_label, quoted, unreadable_part
+from dsh_session_reference.analysis import quoted
 from dsh_session_reference.display import UNSEEN, display_label, legible, unseen
+from dsh_session_reference.labels import is_current_label, own_label, unreadable_part
 
 
 def test_a_sessions_own_label_is_upstreams_candidate_label() -> None:

@@ -19,15 +19,13 @@ from ..analysis import (
     MALFORMED_URI,
     NONCANONICAL_URI,
     SELF_REFERENCE,
-    STALE_LABEL,
     TOO_MANY_REFERENCES,
     UNKNOWN_SESSION,
     Analysis,
-    is_current_label,
-    own_label,
     quoted,
 )
 from ..display import display_label
+from ..labels import STALE_LABEL, is_current_label, own_label
 from ..lines import Encoding
 from ..uri import MentionSpan, encode_session_reference_uri, format_session_reference_mention
 from .diagnostics import SOURCE

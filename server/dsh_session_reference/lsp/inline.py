@@ -11,8 +11,9 @@ from typing import Any, Final
 
 from lsprotocol import types
 
-from ..analysis import STALE_LABEL, Analysis, misleading_labels, own_label
+from ..analysis import Analysis
 from ..display import kilobytes, legible
+from ..labels import STALE_LABEL, misleading_labels, own_label
 from ..lines import Encoding
 from ..tokens import TokenCount
 from ..transcript import cost_label
@@ -39,7 +40,7 @@ def inlay_hints(
         # title by 2,000 mentions into a 572 MB answer).
         title = legible(reference.title if reference.title is not None else reference.label)
         once = f"{title} is mentioned above: prepare includes it once"
-        misleading = misleading_labels(reference)
+        misleading = misleading_labels(reference.title, reference.session_id, reference.spans)
         relabelled = {start for start, (code, _) in misleading.items() if code == STALE_LABEL}
         sends = f"sends “{legible(own_label(reference.title, reference.session_id), HINT_TITLE_CHARS)}” · "
         for number, span in enumerate(reference.spans):

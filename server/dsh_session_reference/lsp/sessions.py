@@ -14,9 +14,10 @@ from urllib.parse import quote, unquote, urlsplit
 
 from lsprotocol import types
 
-from ..analysis import Analysis, Reference, misleading_labels
+from ..analysis import Analysis, Reference
 from ..candidates import label_for
 from ..display import display_inline_text, display_label, relative_time
+from ..labels import misleading_labels
 from ..lines import Encoding
 from ..model import SessionSource
 from ..resolver import Candidate, find_titled
@@ -100,7 +101,7 @@ def document_links(
     # draw a chip only over a link that has its target, so none draws such a mention as a chip, in
     # the same answer and with no wait for the warning that says why.
     misleading = {
-        reference.session_id: misleading_labels(reference)
+        reference.session_id: misleading_labels(reference.title, reference.session_id, reference.spans)
         for reference in analysis.references
         if reference.record is not None
     }
