@@ -14,6 +14,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from .cancellation import AbortSignal
 from .candidates import CandidateTable, Row, label_for
@@ -48,8 +49,9 @@ class CandidateCache:
         the right ones); the same listing is relabelled only where a title changed.
         """
         records = source.list_sessions(stop)
+        stop.check()
         kept = self._kept
-        if kept is None or not _same_list(kept.records, records):
+        if kept is None or not _same_list(kept.records, records, stop):
             observations = source.read_titles(records, stop, target_cwd)
             rows = [
                 Row(record, label_for(record, seen))
@@ -57,6 +59,7 @@ class CandidateCache:
             ]
             kept = _Kept(records, version, CandidateTable(rows))
         if source.titles_version() != kept.version:
+            stop.check()
             kept = _relabelled(kept, *source.titles_since(kept.version, stop))
         self._kept = kept
         return kept.table
@@ -81,7 +84,20 @@ def _relabelled(kept: _Kept, version: int, changed: Mapping[str, TitleObservatio
     return _Kept(kept.records, version, table, positions)
 
 
-def _same_list(kept: list[SessionRecord], records: list[SessionRecord]) -> bool:
+SAME_LIST_STEP: Final = 8192
+"""Records compared between two looks at the stop signal (about 1 ms)."""
+
+
+def _same_list(kept: list[SessionRecord], records: list[SessionRecord], stop: AbortSignal) -> bool:
     """Whether two listings hold the same record objects (a re-walk of an unchanged small root
-    builds a new list of the same records)."""
-    return kept is records or (len(kept) == len(records) and all(map(operator.is_, kept, records)))
+    builds a new list of the same records; a big root's served listing is the same list)."""
+    if kept is records:
+        return True
+    if len(kept) != len(records):
+        return False
+    for start in range(0, len(kept), SAME_LIST_STEP):
+        stop.check()
+        end = start + SAME_LIST_STEP
+        if not all(map(operator.is_, kept[start:end], records[start:end])):
+            return False
+    return True

@@ -127,8 +127,12 @@ class SessionCatalog:
     # --- SessionSource ---------------------------------------------------------------------------
 
     def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
+        """The latest listing's own list, shared (callers must not mutate it): the candidate
+        table knows an unchanged listing by this very object, where a copy compared record by
+        record cost 30-40 ms a request at 200,000 sessions, before the request could look at
+        its cancellation."""
         with self.scheduler.serving():
-            return list(self._listing(stop).records)
+            return self._listing(stop).records
 
     def find_records(
         self, session_ids: Iterable[str], stop: AbortSignal | None = None
