@@ -175,6 +175,7 @@ class RowTable:
         with self._lock:
             kept = self._row_at(path, fp)
             row = IndexRow(fp, text, started, kept.title, kept.title_ns, parsed_title=kept.parsed_title)
+            row.parse(path)
             row.title_here = kept.title_here
             self._set(path, row)
 
@@ -183,15 +184,16 @@ class RowTable:
         current = self.row(path)
         return current if current is not None and current.fp == fp else IndexRow(fp)
 
-    def walk_done(self, walked: dict[str, Fingerprint], looked: set[str], directories: int) -> None:
-        """A full walk finished: rows of logs it did not look at go (the log is gone, or moved).
+    def walk_done(self, walked: dict[str, Fingerprint], directories: int) -> None:
+        """A full walk finished: rows of logs it did not see as the one log of their directory go
+        (the log is gone or moved, or its directory holds two: no row answers for those).
         ``directories``: how many it listed or looked in (:attr:`..listing.Walk.directories`)."""
         with self._lock:
             table = self.table()
             if not self._whole:  # the rows never loaded, of logs not looked at, go when next written
                 table.update((path, row) for path, row in self._some.items() if row is not None)
                 self._whole, self._some, self._prune = True, {}, True
-            for path in [path for path in table if path not in looked]:
+            for path in [path for path in table if path not in walked]:
                 del table[path]
                 self._dirty[path] = None  # removed from the file when next written
             self.walked = walked
