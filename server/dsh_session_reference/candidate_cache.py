@@ -12,6 +12,7 @@ a title verified in the background relabels one row rather than rebuilding the t
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final
@@ -37,6 +38,11 @@ class CandidateCache:
 
     def __init__(self) -> None:
         self._kept: _Kept | None = None
+        self._lock = threading.Lock()
+        """One request builds or relabels the table at a time; the others then take its work
+        (a storm of requests while titles are verified relabelled the table once each, side by
+        side, and each copy of a 20,000-row table held the interpreter before the request could
+        see its cancellation)."""
 
     def table(
         self, source: SessionSource, version: int, stop: AbortSignal, target_cwd: str | None
@@ -48,6 +54,17 @@ class CandidateCache:
         ``target_cwd`` (a cold store hints them in that order, so the first popup's top rows are
         the right ones); the same listing is relabelled only where a title changed.
         """
+        while not self._lock.acquire(timeout=LOCK_POLL):
+            stop.check()
+        try:
+            stop.check()
+            return self._table(source, version, stop, target_cwd)
+        finally:
+            self._lock.release()
+
+    def _table(
+        self, source: SessionSource, version: int, stop: AbortSignal, target_cwd: str | None
+    ) -> CandidateTable:
         records = source.list_sessions(stop)
         stop.check()
         kept = self._kept
@@ -84,6 +101,8 @@ def _relabelled(kept: _Kept, version: int, changed: Mapping[str, TitleObservatio
     return _Kept(kept.records, version, table, positions)
 
 
+LOCK_POLL: Final = 0.05
+"""Seconds between two looks at the stop signal while another request builds the table."""
 SAME_LIST_STEP: Final = 8192
 """Records compared between two looks at the stop signal (about 1 ms)."""
 
