@@ -68,7 +68,7 @@ class ConversationSnapshot:
     max_bytes: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TitleObservation:
     """``readTitleSnapshots`` for one id: ``title`` is the last
     ``session/title`` value (``None`` when the log has none); ``error`` is set

@@ -459,7 +459,7 @@ class SessionCatalog:
                 self.snapshot = snapshot
                 return snapshot
             records = self.index.list_sessions(stop)
-            walked = dict(self.index.walked)
+            walked = self.index.walked  # a new dict per walk, never changed after: shared
             if previous is not None:
                 # A stored listing's records are the index's word until this walk: kept only where
                 # the walk read the very same header.

@@ -110,7 +110,7 @@ def _checked_row(
         raise Untrusted("a row of the wrong types")
     if row_crc(path, fp, listing, listing_ns, title, title_ns) != crc:
         raise Untrusted(f"checksum mismatch for {path!r}")
-    return IndexRow(fp_parse(fp), listing, listing_ns, title, title_ns).parse(path)
+    return IndexRow(fp_parse(fp), listing, listing_ns, title, title_ns).parse(path).parse_title()
 
 
 # --- the SQLite file ------------------------------------------------------------------------------
@@ -368,8 +368,9 @@ class IndexDatabase:
                 continue
             fp = fp_text(row.fp)
             listing = row.listing_text(path)
-            crc = row_crc(path, fp, listing, row.listing_ns, row.title, row.title_ns)
-            upserts.append((path_key(path), fp, listing, row.listing_ns, row.title, row.title_ns, crc))
+            title = row.title_text()
+            crc = row_crc(path, fp, listing, row.listing_ns, title, row.title_ns)
+            upserts.append((path_key(path), fp, listing, row.listing_ns, title, row.title_ns, crc))
         with self._transaction("write") as conn:
             conn.executemany("DELETE FROM logs WHERE path = ?", deletes)
             conn.executemany(

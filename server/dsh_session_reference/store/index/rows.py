@@ -116,9 +116,9 @@ class TitleEntry:
 
 _UNPARSED: Final[Any] = object()
 PARSED: Final = ""
-""":attr:`IndexRow.listing` once its entry is parsed: the text is made again from the entry when the
-row is written (:meth:`IndexRow.listing_text`). Keeping both, every listed header twice, was a
-quarter of a 200,000-session server's memory."""
+""":attr:`IndexRow.listing` (or :attr:`~IndexRow.title`) once its entry is parsed: the text is made
+again from the entry when the row is written (:meth:`IndexRow.listing_text`). Keeping both, every
+listed header twice, was a quarter of a 200,000-session server's memory."""
 
 
 @dataclass(slots=True)
@@ -185,9 +185,23 @@ class IndexRow:
     def title_value(self, fp: Fingerprint) -> TitleEntry | None:
         if self.title is None or not self.fresh(fp, self.title_ns):
             return None
-        if self.parsed_title is _UNPARSED:
-            self.parsed_title = _parse_title(self.title)
+        self.parse_title()
         return self.parsed_title
+
+    def parse_title(self) -> IndexRow:
+        """This row, its title entry parsed and its text let go (as :meth:`parse` does)."""
+        if self.parsed_title is _UNPARSED and self.title:
+            self.parsed_title = _parse_title(self.title)
+            if self.parsed_title is not None:
+                self.title = PARSED
+        return self
+
+    def title_text(self) -> str | None:
+        """The title entry as stored in the file (made again from the parsed entry)."""
+        entry = self.parsed_title
+        if self.title == PARSED and isinstance(entry, TitleEntry):
+            return title_entry_text(entry)
+        return self.title
 
 
 def fp_text(fp: Fingerprint) -> str:
@@ -319,6 +333,12 @@ def _json_object(text: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def title_entry_text(entry: TitleEntry) -> str:
+    """The stored text of a title entry: what :func:`_parse_title` reads back as ``entry``."""
+    value = {"i": entry.id, "h": entry.key, "t": entry.title, "e": entry.error}
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
 def _parse_title(text: str) -> TitleEntry | None:

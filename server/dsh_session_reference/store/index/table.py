@@ -8,7 +8,6 @@ The walk (:mod:`.walk`) and the store (:mod:`.store`) both use it; it calls neit
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import threading
@@ -21,7 +20,7 @@ from ...model import SessionRecord, TitleObservation
 from ..layout import is_within
 from .database import IndexDatabase, default_index_dir, index_file, tidy_once
 from .records import Verified
-from .rows import LISTED, Fingerprint, IndexRow, TitleEntry, header_text
+from .rows import LISTED, PARSED, Fingerprint, IndexRow, TitleEntry, header_text
 
 LOG = logging.getLogger("dsh_session_reference.index")
 
@@ -246,8 +245,6 @@ class RowTable:
             # A title read for the very header this row's listing holds (the usual case) says so,
             # so a lookup for a listed record needs no header serialised.
             stored = LISTED if listed == key else key
-            value = {"i": record.id, "h": stored, "t": observation.title, "e": observation.error}
-            text = json.dumps(value, ensure_ascii=True, separators=(",", ":"))
             entry = TitleEntry(record.id, stored, observation.title, observation.error)
-            row = replace(kept, title=text, title_ns=started_ns, parsed_title=entry, title_here=True)
+            row = replace(kept, title=PARSED, title_ns=started_ns, parsed_title=entry, title_here=True)
             self._set(path, row)

@@ -235,8 +235,8 @@ def start_header_readers(rows: RowTable, workers: int) -> HeaderReaders | None:
     look = Walk(Skips(report=False))  # what it finds on the way, the walk itself reports
     try:
         unseen = [
-            (segment, directory)
-            for directory, segment in session_directories(rows.root, look, None, None)
+            directory  # its name is the segment: one string a directory, not two and a tuple
+            for directory, _ in session_directories(rows.root, look, None, None)
             if directory + ZSTD_NAME not in table and directory + PLAIN_NAME not in table
         ]
     except StoreError:
@@ -261,11 +261,11 @@ class HeaderReaders:
     read. Whatever a worker has not delivered when the walk gets there, the walk reads itself.
     """
 
-    def __init__(self, rows: RowTable, unseen: list[tuple[str, str]], count: int) -> None:
+    def __init__(self, rows: RowTable, unseen: list[str], count: int) -> None:
         self._rows = rows
         self._batches = [unseen[at : at + HEADER_BATCH] for at in range(0, len(unseen), HEADER_BATCH)]
         self._batch_of = {
-            directory: number for number, batch in enumerate(self._batches) for _, directory in batch
+            directory: number for number, batch in enumerate(self._batches) for directory in batch
         }
         self._next = len(self._batches) - 1
         """The next batch to hand out; batches are handed out from the last one backwards."""
@@ -287,7 +287,11 @@ class HeaderReaders:
         for worker in self._workers:
             while worker.busy < 2 and self._next > self._reached:
                 self._pending.append(
-                    worker.submit("read_headers", self._rows.root, self._batches[self._next])
+                    worker.submit(
+                        "read_headers",
+                        self._rows.root,
+                        [(os.path.basename(directory), directory) for directory in self._batches[self._next]],
+                    )
                 )
                 self._next -= 1
 
