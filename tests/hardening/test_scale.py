@@ -32,8 +32,8 @@ from .lsp_harness import lsp_session
 
 SKIPPED_LOGS = 20_000
 BYTES_PER_SKIPPED_LOG = 1_500
-"""Before: 1,966 bytes a skipped log (its row, the listing entry's text and a formatted message
-naming three paths); now about 1,150, most of it the row every log has (path, fingerprint)."""
+"""Before: 1,966-2,178 bytes a skipped log (its row, the listing entry's text and a formatted
+message naming three paths); now about 1,040, most of it the row every log has (path, fingerprint)."""
 
 BASE_MS = 1_735_000_000_000
 
