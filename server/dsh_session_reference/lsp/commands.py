@@ -28,7 +28,7 @@ from .completion import shown
 from .documents import text_of
 from .preview import Preview, build_model_text, build_preview, document_summary, referenced_sessions
 from .progress import CLIENT_REQUEST_TIMEOUT
-from .server import DshLanguageServer
+from .server import DshLanguageServer, cancel_grace
 from .sessions import (
     TRANSCRIPT_SCHEME,
     candidate_row,
@@ -133,6 +133,7 @@ async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[st
     if (uri is not None and not isinstance(uri, str)) or not isinstance(query, str):
         raise JsonRpcInvalidParams(f"{CANDIDATES_COMMAND}: documentUri and query must be strings")
     with ls.tracked_command():
+        await cancel_grace()
         agent = await ls.agent_for(uri)
         candidates = await ls.engine.resolver.list_candidates(agent, query)
         return [candidate_row(candidate) for candidate in candidates]

@@ -38,7 +38,7 @@ from .preview import (
     is_model_text,
 )
 from .progress import CLIENT_REQUEST_TIMEOUT, follow_background
-from .server import NAME, DshLanguageServer
+from .server import NAME, DshLanguageServer, cancel_grace
 from .sessions import (
     TOP,
     TRANSCRIPT_SCHEME,
@@ -295,6 +295,7 @@ async def _workspace_symbol(
 ) -> list[types.SymbolInformation]:
     if len(params.query) > MAX_SYMBOL_QUERY:
         return []
+    await cancel_grace()
     agent = await ls.agent_for(None)
     candidates = await ls.engine.resolver.list_candidates(agent, params.query)
     return workspace_symbols(candidates, _now_ms())

@@ -503,6 +503,17 @@ class DshLanguageServer(LanguageServer):
         return run.task.result()
 
 
+CANCEL_GRACE: Final = 0.002
+"""Seconds a listing request (a symbol search, the session picker's candidates) waits before its
+work: a client that types on sends ``$/cancelRequest`` right behind it, and a request cancelled
+meanwhile never starts (300 cancelled ``workspace/symbol`` requests had each built its answer)."""
+
+
+async def cancel_grace() -> None:
+    """Let a ``$/cancelRequest`` already on its way reach this request before it works."""
+    await asyncio.sleep(CANCEL_GRACE)
+
+
 async def ask_client(request: Callable[[None], Awaitable[object]]) -> None:
     """A refresh request to the client, whose answer (or silence) changes nothing here."""
     with contextlib.suppress(JsonRpcException, TimeoutError):
