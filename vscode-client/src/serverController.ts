@@ -45,6 +45,7 @@ import {
   SERVER_COMMANDS,
 } from './protocol';
 import { RestartPolicy } from './restartPolicy';
+import { serverStdio } from './serverLog';
 import { TraceChannel } from './traceChannel';
 import {
   didChangeConfigurationParams,
@@ -218,7 +219,7 @@ export class ServerController implements vscode.Disposable {
     if (client === undefined || !client.isRunning()) {
       throw new Error('The DSH Session Reference server is not running. Run "DSH: Restart server" or see "DSH: Show output".');
     }
-    const isPreview = command === 'dshSessionReference.preview';
+    const isPreview = command === SERVER_COMMANDS.preview || command === SERVER_COMMANDS.modelText;
     if (isPreview) {
       this.previewCommandsInFlight += 1;
     }
@@ -551,6 +552,7 @@ export class ServerController implements vscode.Disposable {
     return {
       documentSelector: this.selector,
       outputChannel: this.output,
+      stdioOptions: serverStdio(),
       traceOutputChannel: this.traceChannel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: { [SECTION]: currentServerSettings() },
