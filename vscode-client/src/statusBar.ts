@@ -6,10 +6,25 @@ import * as vscode from 'vscode';
 
 import { errorText, formatStatus, interpreterLine, statusTarget } from './format';
 import { asDocumentSummary, DocumentSummary, PREVIEW_SCHEME, SERVER_COMMANDS } from './protocol';
+import { promptUriOf } from './preview';
 import { ServerController } from './serverController';
 import { TargetStore } from './targetPicker';
 
 const REFRESH_DELAY_MS = 300;
+
+/**
+ * The prompt whose figures the item shows: the active editor's document, or, with a preview in
+ * front, the prompt it previews (kept current like any other: a setting changed while the preview
+ * has the focus changes the figures beside it too).
+ */
+function shownPrompt(): vscode.TextDocument | undefined {
+  const document = vscode.window.activeTextEditor?.document;
+  if (document?.uri.scheme !== PREVIEW_SCHEME) {
+    return document;
+  }
+  const prompt = promptUriOf(document.uri)?.toString();
+  return vscode.workspace.textDocuments.find((candidate) => candidate.uri.toString() === prompt);
+}
 
 export class MentionStatus implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('dshSessionReference.status', vscode.StatusBarAlignment.Right, 100);
@@ -25,12 +40,12 @@ export class MentionStatus implements vscode.Disposable {
     this.disposables.push(
       vscode.window.onDidChangeActiveTextEditor(() => this.schedule(0)),
       vscode.workspace.onDidChangeTextDocument((event) => {
-        if (event.document === vscode.window.activeTextEditor?.document) {
+        if (event.document === shownPrompt()) {
           this.schedule(REFRESH_DELAY_MS);
         }
       }),
       vscode.languages.onDidChangeDiagnostics((event) => {
-        const active = vscode.window.activeTextEditor?.document.uri.toString();
+        const active = shownPrompt()?.uri.toString();
         if (event.uris.some((uri) => uri.toString() === active)) {
           this.schedule(REFRESH_DELAY_MS);
         }
@@ -57,10 +72,7 @@ export class MentionStatus implements vscode.Disposable {
 
   private async refresh(): Promise<void> {
     const generation = ++this.generation;
-    const document = vscode.window.activeTextEditor?.document;
-    if (document?.uri.scheme === PREVIEW_SCHEME) {
-      return; // looking at a prompt's preview: keep showing that prompt's figures
-    }
+    const document = shownPrompt();
     if (document === undefined || !this.controller.selects(document)) {
       this.item.hide();
       return;
