@@ -70,6 +70,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
 
   // Run by the menus and the status bar with no argument (the active editor), by the explorer
   // with a Uri, and by the server's "Preview" code lens with [documentUri] as a string.
+  // The summary a preview leaves in the status bar for a few seconds goes as soon as a prompt or a
+  // setting changes: it would read beside figures that no longer agree with it.
+  let summaryMessage: vscode.Disposable | undefined;
+  const dropSummary = (): void => {
+    summaryMessage?.dispose();
+    summaryMessage = undefined;
+  };
   // With a preview in front (the status bar item still shows its prompt's figures), its prompt.
   const previewContext = async (resource?: vscode.Uri | string): Promise<void> => {
     const given = typeof resource === 'string' ? vscode.Uri.parse(resource) : resource;
@@ -89,7 +96,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       server.previewShown(uri);
       await previews.show(uri);
       if (result.summary !== '') {
-        vscode.window.setStatusBarMessage(`DSH: ${result.summary}`, 6000);
+        summaryMessage?.dispose();
+        summaryMessage = vscode.window.setStatusBarMessage(`DSH: ${result.summary}`, 6000);
       }
     } catch (error) {
       void vscode.window.showErrorMessage(`Could not preview the referenced-session context: ${errorText(error)}`);
@@ -130,6 +138,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     server,
     server.onDidChangeContent(contentChanged),
     new PreviewFollower(server, previews),
+    vscode.workspace.onDidChangeTextDocument((event) => {
+      if (event.document.uri.scheme !== PREVIEW_SCHEME && event.contentChanges.length > 0 && server.selects(event.document)) {
+        dropSummary();
+      }
+    }),
+    vscode.workspace.onDidChangeConfiguration(dropSummary),
+    { dispose: dropSummary },
     vscode.workspace.onDidCloseTextDocument((document) => {
       if (document.uri.scheme === TRANSCRIPT_SCHEME) {
         transcripts.forget(document.uri);

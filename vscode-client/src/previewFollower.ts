@@ -25,6 +25,22 @@ function nameOf(uri: vscode.Uri): string {
   return uri.path.split('/').pop() || uri.toString();
 }
 
+/**
+ * Whether the prompt is open as the user sees it: in a tab, or with unsaved edits. VS Code keeps
+ * a document open for a while after its last tab closed; until then the server still has it, and
+ * it reads as the file does.
+ */
+function isOpen(key: string): boolean {
+  const document = vscode.workspace.textDocuments.find((candidate) => candidate.uri.toString() === key);
+  if (document === undefined) {
+    return false;
+  }
+  return (
+    document.isDirty ||
+    vscode.window.tabGroups.all.some((group) => group.tabs.some((tab) => tab.input instanceof vscode.TabInputText && tab.input.uri.toString() === key))
+  );
+}
+
 export class PreviewFollower implements vscode.Disposable {
   /** Prompts (URI strings) whose previews are to be prepared again; `all` for every one. */
   private readonly wanted = new Set<string>();
@@ -62,6 +78,14 @@ export class PreviewFollower implements vscode.Disposable {
           previews.forget(document.uri);
         } else {
           promptEvent(document);
+        }
+      }),
+      // A closed tab's document may stay open for a while: the tab is what the user closed.
+      vscode.window.tabGroups.onDidChangeTabs((event) => {
+        for (const tab of [...event.opened, ...event.closed]) {
+          if (tab.input instanceof vscode.TabInputText && tab.input.uri.scheme !== PREVIEW_SCHEME) {
+            this.schedule(tab.input.uri.toString());
+          }
         }
       }),
       vscode.workspace.onDidDeleteFiles(() => this.schedule()),
@@ -138,7 +162,7 @@ export class PreviewFollower implements vscode.Disposable {
       return; // prepared again when it runs; meanwhile the preview says it is out of date
     }
     const key = prompt.toString();
-    const open = vscode.workspace.textDocuments.some((document) => document.uri.toString() === key);
+    const open = isOpen(key);
     if (!open && !(await this.exists(prompt))) {
       this.previews.markGone(preview, nameOf(prompt));
       return;
