@@ -1200,7 +1200,7 @@ async function reloadedPreview(page, promptEditor) {
     await page.locator('.tab', { hasText: path.basename(spec.prompt) }).filter({ hasNotText: '(' }).first().click();
     await page.keyboard.press('End');
     await page.keyboard.press('Shift+Home');
-    await page.keyboard.press('Shift+Left');
+    await page.keyboard.press('Shift+ArrowLeft');
     await page.keyboard.press('Backspace');
     const restored = await waitFor(
       () => linesFound(page, previewEditor, 'Referenced-session context preview'),
