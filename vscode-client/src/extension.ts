@@ -6,7 +6,7 @@ import * as vscode from 'vscode';
 import { errorText } from './format';
 import { goToSession } from './goToSession';
 import { MentionChips } from './mentionChips';
-import { BrokenMentionLinks, MentionLinks } from './mentionLinks';
+import { MentionLinks } from './mentionLinks';
 import { insertSessionMention } from './mentionPicker';
 import { asPreviewResult, asTranscriptResult, changedContent, CLIENT_COMMANDS, PREVIEW_SCHEME, SERVER_COMMANDS, TRANSCRIPT_SCHEME } from './protocol';
 import { PreviewDocuments, promptUriOf } from './preview';
@@ -133,7 +133,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     previews.register(),
     transcripts,
     transcripts.register(),
-    BrokenMentionLinks.register(server),
     new MentionLinks(async (sessionUri) => asTranscriptResult(await server.executeCommand(SERVER_COMMANDS.transcript, [sessionUri])).uri).register(),
     server,
     server.onDidChangeContent(contentChanged),
