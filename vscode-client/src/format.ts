@@ -196,7 +196,10 @@ export function interpreterLine(choice: InterpreterChoice, version: string): str
   return `Server: Python ${version}, ${choice.executable}, from ${choice.origin}.`;
 }
 
-/** `3,086 tokens` when DeepSeek's tokenizer counted them, `~3,086 tokens, estimated` otherwise. */
+/**
+ * `3,086 tokens` when DeepSeek's tokenizer counted them, `~3,086 tokens, estimated` otherwise: the
+ * server's `display.token_count`, which the code lens, hovers and the preview write (a test compares them).
+ */
 export function formatTokens(tokens: number, exact: boolean): string {
   const shown = tokens.toLocaleString('en-US');
   return exact ? `${shown} tokens` : `~${shown} tokens, estimated`;
