@@ -45,7 +45,7 @@ import {
   SERVER_COMMANDS,
 } from './protocol';
 import { RestartPolicy } from './restartPolicy';
-import { serverStdio } from './serverLog';
+import { quietRaces, serverStdio } from './serverLog';
 import { TraceChannel } from './traceChannel';
 import {
   didChangeConfigurationParams,
@@ -551,7 +551,7 @@ export class ServerController implements vscode.Disposable {
   private clientOptions(isCurrent: () => boolean): LanguageClientOptions {
     return {
       documentSelector: this.selector,
-      outputChannel: this.output,
+      outputChannel: quietRaces(this.output),
       stdioOptions: serverStdio(),
       traceOutputChannel: this.traceChannel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,

@@ -44,3 +44,43 @@ export function serverStdio(): {
     },
   };
 }
+
+/**
+ * The client's own stop/start races: a request VS Code made while the server was stopping or
+ * starting (a restart, a settings change) fails with one of these, which is no fault of anyone's.
+ */
+const RACES = ['Starting server failed', 'Client is not running', 'Pending response rejected since connection got disposed', 'Connection is disposed'];
+
+/**
+ * vscode-languageclient logs each failed request at error, with the error's stack: for a request
+ * lost to a restart that is one line at info instead (`Request textDocument/codeLens failed:
+ * Starting server failed`); undefined for anything else, which stays an error.
+ */
+export function raceLine(message: string): string | undefined {
+  const [first, ...rest] = message.split('\n');
+  if (!/^Request \S+ failed\.$/u.test(first)) {
+    return undefined;
+  }
+  const reason = rest.map((line) => line.trim()).find((line) => RACES.some((race) => line.includes(race)));
+  return reason === undefined ? undefined : `${first.slice(0, -1)}: ${reason.replace(/^Error: /u, '')}`;
+}
+
+/** The output channel handed to vscode-languageclient, with its request races at info (raceLine). */
+export function quietRaces(channel: vscode.LogOutputChannel): vscode.LogOutputChannel {
+  return new Proxy(channel, {
+    get(target, property, receiver) {
+      if (property === 'error') {
+        return (message: string | Error, ...args: unknown[]): void => {
+          const line = typeof message === 'string' ? raceLine(message) : undefined;
+          if (line === undefined) {
+            target.error(message, ...args);
+          } else {
+            target.info(line);
+          }
+        };
+      }
+      const value: unknown = Reflect.get(target, property, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
