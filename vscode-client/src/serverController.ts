@@ -256,6 +256,15 @@ export class ServerController implements vscode.Disposable {
     return client.sendRequest('textDocument/documentLink', { textDocument: { uri: uri.toString() } }, token);
   }
 
+  /**
+   * Has VS Code ask for `document`'s code lenses again. After an edit it sometimes asks no more
+   * (seen in the e2e: a lens kept "dsh would not send this" for 20 s after the fix, no request
+   * sent); the status bar calls this when the prompt's figures it reads have changed.
+   */
+  refreshCodeLenses(document: vscode.TextDocument): void {
+    this.client?.getFeature('textDocument/codeLens').getProvider(document)?.onDidChangeCodeLensEmitter.fire();
+  }
+
   /** Asks the server for a virtual document's text (LSP 3.18 `workspace/textDocumentContent`). */
   async textDocumentContent(uri: vscode.Uri, token?: vscode.CancellationToken): Promise<string | undefined> {
     const client = this.client;

@@ -31,6 +31,8 @@ export class MentionStatus implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [this.item];
   private timer: NodeJS.Timeout | undefined;
   private generation = 0;
+  /** The figures last read for each prompt (see refresh). */
+  private readonly figures = new Map<string, string>();
 
   constructor(
     private readonly controller: ServerController,
@@ -94,6 +96,15 @@ export class MentionStatus implements vscode.Disposable {
     }
     if (generation !== this.generation) {
       return;
+    }
+    // The code lens shows the same figures: when they changed, VS Code is asked for it again.
+    const figures = summary === undefined ? undefined : JSON.stringify([summary.mentions, summary.sessions, summary.errors, summary.bytes, summary.tokens]);
+    if (figures !== undefined && this.figures.get(document.uri.toString()) !== figures) {
+      const known = this.figures.has(document.uri.toString());
+      this.figures.set(document.uri.toString(), figures);
+      if (known) {
+        this.controller.refreshCodeLenses(document);
+      }
     }
     // The server knows the target best (it also reads $DSH_SESSION_ID) and its title.
     const target = summary?.target;
