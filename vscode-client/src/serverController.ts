@@ -45,6 +45,7 @@ import {
   SERVER_COMMANDS,
 } from './protocol';
 import { RestartPolicy } from './restartPolicy';
+import { quietRaces, serverStdio } from './serverLog';
 import { TraceChannel } from './traceChannel';
 import {
   didChangeConfigurationParams,
@@ -223,7 +224,7 @@ export class ServerController implements vscode.Disposable {
     if (client === undefined || !client.isRunning()) {
       throw new Error('The DSH Session Reference server is not running. Run "DSH: Restart server" or see "DSH: Show output".');
     }
-    const isPreview = command === 'dshSessionReference.preview';
+    const isPreview = command === SERVER_COMMANDS.preview || command === SERVER_COMMANDS.modelText;
     if (isPreview) {
       this.previewCommandsInFlight += 1;
     }
@@ -273,6 +274,15 @@ export class ServerController implements vscode.Disposable {
       return [];
     }
     return client.sendRequest('textDocument/documentLink', { textDocument: { uri: uri.toString() } }, token);
+  }
+
+  /**
+   * Has VS Code ask for `document`'s code lenses again. After an edit it sometimes asks no more
+   * (seen in the e2e: a lens kept "dsh would not send this" for 20 s after the fix, no request
+   * sent); the status bar calls this when the prompt's figures it reads have changed.
+   */
+  refreshCodeLenses(document: vscode.TextDocument): void {
+    this.client?.getFeature('textDocument/codeLens').getProvider(document)?.onDidChangeCodeLensEmitter.fire();
   }
 
   /** Asks the server for a virtual document's text (LSP 3.18 `workspace/textDocumentContent`). */
@@ -570,7 +580,8 @@ export class ServerController implements vscode.Disposable {
   private clientOptions(isCurrent: () => boolean): LanguageClientOptions {
     return {
       documentSelector: this.selector,
-      outputChannel: this.output,
+      outputChannel: quietRaces(this.output),
+      stdioOptions: serverStdio(),
       traceOutputChannel: this.traceChannel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: { [SECTION]: currentServerSettings() },

@@ -280,6 +280,7 @@ class DshLanguageServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
         self.report_root()
         self.redraw(document.uri for document in self.documents)
+        self.content_changed(self.previews.uris)  # a new budget, target or root: previews read differently
 
     async def refresh(self, documents: list[str], transcripts: list[str]) -> None:
         """The store changed under ``documents`` and served ``transcripts`` (:class:`.live.Live`
@@ -290,12 +291,17 @@ class DshLanguageServer(LanguageServer):
         content = transcripts + [uri for uri in self.previews.uris if document_of_preview(uri) in documents]
         if documents:
             self.redraw(documents)
-        # Only to clients that asked (``experimental.dshSessionReference.contentChanged: true``) or
-        # show our virtual documents through ``workspace/textDocumentContent``: others would only
-        # log an unknown method.
-        if content and (self.content_registered or self._ours().get("contentChanged") is True):
-            self.protocol.notify(CONTENT_CHANGED, {"uris": content})
+        self.content_changed(content)
         await asyncio.gather(*(self.analysis(uri) for uri in documents), return_exceptions=True)
+
+    def content_changed(self, uris: list[str]) -> None:
+        """Tell the client that the virtual documents ``uris`` may read differently.
+
+        Only to clients that asked (``experimental.dshSessionReference.contentChanged: true``) or
+        show our virtual documents through ``workspace/textDocumentContent``: others would only
+        log an unknown method."""
+        if uris and (self.content_registered or self._ours().get("contentChanged") is True):
+            self.protocol.notify(CONTENT_CHANGED, {"uris": uris})
 
     def redraw(self, uris: Iterable[str]) -> None:
         """Have the client show new diagnostics for ``uris`` (pushed again, or asked for again by a
