@@ -3,6 +3,7 @@
 
 import * as vscode from 'vscode';
 
+import { atToken } from './atToken';
 import { errorText } from './format';
 import { goToSession } from './goToSession';
 import { MentionChips } from './mentionChips';
@@ -22,6 +23,8 @@ let controller: ServerController | undefined;
 const PREVIEW_REFRESH_MS = 400;
 /** How long after a start the editor may not yet know the completion provider (see reopenCompletion). */
 const STARTUP_RETRIGGER_MS = 2000;
+/** How long after a keystroke in that time reopenCompletion looks whether its completion got rows. */
+const REOPEN_CHECK_MS = 300;
 
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -87,11 +90,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   };
 
-  // An `@` typed while the server was starting found no one to ask, and VS Code would not ask
-  // again by itself: once the client has started, ask if the cursor sits on an `@` token. The
-  // editor learns of the new completion provider a moment later still (its registration crosses
-  // from the extension host; a clean-clone run typed `@` in that moment and got no popup), so for
-  // STARTUP_RETRIGGER_MS a cursor that comes to sit on an `@` token asks again too.
+  // An `@` typed before the extension's own provider was registered (StartupCompletions), or in
+  // the moment between the client running and the editor learning of its completion provider (its
+  // registration crosses from the extension host; a clean-clone run typed `@` then and got no
+  // popup), found no one to answer, and VS Code would not ask again by itself. So once the client
+  // has started, and for STARTUP_RETRIGGER_MS after, a cursor on an `@` token whose completion got
+  // no rows asks again. One that got rows has its popup open: VS Code asks again by itself when a
+  // provider registers, and triggerSuggest would close and reopen it.
   let startedAt = Number.NEGATIVE_INFINITY;
   const reopenCompletion = (): void => {
     const editor = vscode.window.activeTextEditor;
@@ -100,7 +105,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
     const position = editor.selection.active;
     const before = editor.document.lineAt(position.line).text.slice(0, position.character);
-    if (/(^|\s)@[^\s"[]*$/u.test(before)) {
+    if (atToken(before) !== undefined && !server.completions.answeredAt(editor.document, position)) {
       void vscode.commands.executeCommand('editor.action.triggerSuggest');
     }
   };
@@ -216,11 +221,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     server.onDidStart(() => {
       startedAt = Date.now();
-      reopenCompletion();
+      setTimeout(reopenCompletion, REOPEN_CHECK_MS);
     }),
     vscode.window.onDidChangeTextEditorSelection((event) => {
       if (Date.now() - startedAt < STARTUP_RETRIGGER_MS && event.textEditor === vscode.window.activeTextEditor) {
-        reopenCompletion();
+        // After the completion that this keystroke asks for has had time to answer.
+        setTimeout(reopenCompletion, REOPEN_CHECK_MS);
       }
     }),
     { dispose: () => clearTimeout(refreshTimer) },
@@ -236,6 +242,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(CLIENT_COMMANDS.showOutput, () => output.show(true)),
   );
   updateContext();
+  reopenCompletion(); // an `@` typed before the extension was active gets "Starting dsh…"
   await server.start();
   updateContext();
 }

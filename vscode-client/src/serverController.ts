@@ -45,6 +45,7 @@ import {
   SERVER_COMMANDS,
 } from './protocol';
 import { RestartPolicy } from './restartPolicy';
+import { StartupCompletions } from './startupCompletion';
 import { TraceChannel } from './traceChannel';
 import {
   didChangeConfigurationParams,
@@ -143,8 +144,15 @@ export class ServerController implements vscode.Disposable {
   private readonly startedEmitter = new vscode.EventEmitter<void>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly traceChannel = new TraceChannel();
+  /** The `@` popup before the server answers, and asking again with the popup kept open. */
+  readonly completions = new StartupCompletions(
+    (document) => this.selects(document),
+    () => this.client?.isRunning() === true,
+  );
   private selector: LanguageFilter[] = toDocumentSelector(undefined);
   private previewCommandsInFlight = 0;
+  /** When the extension activated (this controller was made), until the first rows of sessions. */
+  private activatedAt: number | undefined = Date.now();
   /** Completions answered only "Listing dsh sessions…" in a row (see MAX_LISTING_RETRIES). */
   private listingRetries = 0;
   private readonly previewsShownAt = new Map<string, number>();
@@ -173,12 +181,15 @@ export class ServerController implements vscode.Disposable {
       this.contentChangedEmitter,
       this.startedEmitter,
       this.traceChannel,
+      this.completions,
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
         this.output.info('workspace trusted; restarting the server to use its interpreter');
         void this.restart();
       }),
     );
+    this.selector = toDocumentSelector(vscode.workspace.getConfiguration(SECTION).get('documentSelector'));
+    this.completions.register(this.selector);
   }
 
   get state(): ServerState {
@@ -295,17 +306,17 @@ export class ServerController implements vscode.Disposable {
   }
 
   /**
-   * Opens the suggestions again at `position` in a little while, if the user is still there (same
-   * document version, same cursor): the server answered before it had listed the sessions.
+   * Asks for the completion at `position` again in a little while, if the user is still there
+   * (same document version, same cursor), keeping the popup open: the server answered before it
+   * had listed the sessions.
    */
   private askAgainSoon(document: vscode.TextDocument, position: vscode.Position): void {
     const version = document.version;
     setTimeout(() => {
       const editor = vscode.window.activeTextEditor;
       if (editor?.document === document && document.version === version && editor.selection.active.isEqual(position)) {
-        this.output.trace("completion: asking again (the sessions are still being listed)");
-        // Triggered while its popup shows, VS Code keeps the answer it has: closed first.
-        void vscode.commands.executeCommand('hideSuggestWidget').then(() => vscode.commands.executeCommand('editor.action.triggerSuggest'));
+        this.output.trace('completion: asking again (the sessions are still being listed)');
+        this.completions.askAgain();
       }
     }, LISTING_RETRY_MS);
   }
@@ -472,7 +483,11 @@ export class ServerController implements vscode.Disposable {
       return;
     }
     this.setState('starting');
-    this.selector = toDocumentSelector(vscode.workspace.getConfiguration(SECTION).get('documentSelector'));
+    const selector = toDocumentSelector(vscode.workspace.getConfiguration(SECTION).get('documentSelector'));
+    if (JSON.stringify(selector) !== JSON.stringify(this.selector)) {
+      this.selector = selector;
+      this.completions.register(selector);
+    }
     const resolved = await this.resolveInterpreter();
     if (resolved === undefined) {
       this.setState('stopped');
@@ -593,11 +608,20 @@ export class ServerController implements vscode.Disposable {
         },
         // While the server is still listing the sessions (a fresh server over a big root), its
         // answer is one "Listing dsh sessions…" row: ask again shortly, so the sessions replace
-        // it without another key pressed.
+        // it without another key pressed and without the popup closing in between.
         provideCompletionItem: async (document, position, context, token, next) => {
           const result = await next(document, position, context, token);
+          const items = Array.isArray(result) ? result : result?.items;
+          if (items !== undefined && items.length > 0) {
+            this.completions.answered(document, position);
+          }
           if (!isListingOnly(result)) {
             this.listingRetries = 0;
+            if (this.activatedAt !== undefined && items !== undefined && items.length > 0) {
+              // What a user waits for after opening a window (docs/benchmarks.md quotes it).
+              this.output.info(`first completion with sessions: ${Date.now() - this.activatedAt} ms after activation`);
+              this.activatedAt = undefined;
+            }
           } else if (this.listingRetries < MAX_LISTING_RETRIES) {
             this.listingRetries += 1;
             this.askAgainSoon(document, position);
