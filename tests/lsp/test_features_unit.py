@@ -26,6 +26,10 @@ from dsh_session_reference.display import (
 )
 from dsh_session_reference.lsp.actions import PREVIEW_COMMAND, PREVIEW_KIND, code_actions, fixes_for
 from dsh_session_reference.lsp.completion import (
+    DESCRIPTION_GAP,
+    DESCRIPTION_SCALE,
+    ROW_COLUMNS,
+    columns,
     completion_items,
     find_trigger,
     item_data,
@@ -744,3 +748,32 @@ def test_cache_sees_new_sessions_and_titles(tmp_path: Path) -> None:
     assert source.read_surface("one") is first  # unchanged log: served from memory
     append_title(root, "one", "Again")
     assert source.read_surface("one") is not first
+
+
+def test_rows_fit_vscodes_default_popup_with_age_and_project_whole() -> None:
+    """VS Code cuts a row's description (age, project) before its label when both do not fit its
+    default popup: for a client that filters on filterText the label is shortened instead, to
+    :data:`ROW_COLUMNS` with the description at its smaller size; a client filtering on the label
+    gets it whole, and what a pick inserts and resolve reads keep the whole title."""
+    title = "Investigate editor extension packaging follow-up, then the release notes"
+    candidates = [
+        Candidate("s-1", title, "/home/dev/editor-extension", NOW_MS - 330 * 86_400_000),
+        Candidate("s-2", "翻译文档的术语表" * 4, "/home/dev/web-client", NOW_MS - 86_400_000),
+        Candidate("s-3", "Short title", "/home/dev/" + "x" * 80, NOW_MS),
+    ]
+    edit_range = types.Range(start=types.Position(0, 0), end=types.Position(0, 1))
+    items = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=True)
+    for item in items:
+        description = item.label_details.description if item.label_details else None
+        assert description is not None
+        used = columns(item.label) + DESCRIPTION_GAP + DESCRIPTION_SCALE * columns(description)
+        assert used <= ROW_COLUMNS, (item.label, description)
+    assert items[0].label.endswith("…") and title.startswith(items[0].label[:-1])
+    assert items[0].label_details == types.CompletionItemLabelDetails(description="11 mo · editor-extension")
+    assert items[1].label_details == types.CompletionItemLabelDetails(description="1 d · web-client")
+    assert items[2].label == "Short title" and "…" in (items[2].label_details.description or "")  # type: ignore[union-attr]
+    assert item_data(items[0]) == ("s-1", title)
+    assert items[0].text_edit.new_text == mention("s-1", title)  # type: ignore[union-attr]
+    assert items[0].filter_text is not None and title in items[0].filter_text
+    whole = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=True, filter_text=False)
+    assert [item.label for item in whole] == [title, "翻译文档的术语表" * 4, "Short title"]
