@@ -156,6 +156,7 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
     typed = document.index[trigger.at : trigger.cursor]
 
     def listing() -> types.CompletionList:
+        ls.listing_awaited.set()
         row = listing_item(edit_range, typed, ls.catalog.walked_sessions)
         return types.CompletionList(is_incomplete=True, items=[row])
 

@@ -120,6 +120,8 @@ class DshLanguageServer(LanguageServer):
         self._completions: dict[str, AbortSignal] = {}
         self.pending_listing: asyncio.Future[Any] | None = None
         """A completion's listing still running after its answer went out (see features.py)."""
+        self.listing_awaited = asyncio.Event()
+        """Set when a completion answered "Listing dsh sessions…": the listing's progress shows at once."""
         self._commands: dict[int | str, asyncio.Task[Any]] = {}
         self.previews = KeptPreviews()
         self.live = Live(self)
@@ -243,7 +245,8 @@ class DshLanguageServer(LanguageServer):
         (a request that arrives meanwhile shares this listing rather than starting its own)."""
         source = self.engine.source
         try:
-            await list_with_progress(self, source)
+            await list_with_progress(self, source, self.listing_awaited)
+            self.listing_awaited.clear()
             await self.agent_for(None)
         except Exception as error:  # the first request meets the same problem and reports it
             LOG.info("listing the sessions root ahead of requests failed: %s", error)
