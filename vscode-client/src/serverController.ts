@@ -32,6 +32,7 @@ import {
   InterpreterChoice,
   InterpreterNotFound,
   probeInterpreter,
+  probeKey,
   probeProblems,
   ProbeResult,
 } from './interpreter';
@@ -69,6 +70,20 @@ const LISTING_RETRY_MS = 250;
  */
 const MAX_LISTING_RETRIES = 100;
 const RESTART_WINDOW_MS = 3 * 60_000;
+/**
+ * Where the last probe that found no problem is kept (globalState): a start with the same
+ * interpreter file, launcher and extension version skips the probe, a whole Python start (0.2-0.5 s
+ * of every window's first `@`), and probes again a while after the server runs.
+ */
+const PROBE_CACHE = 'dshSessionReference.probe';
+
+/** How long after a start on a kept probe the interpreter is probed again. */
+const PROBE_RECHECK_MS = 20_000;
+
+interface KeptProbe {
+  readonly key: string;
+  readonly probe: ProbeResult;
+}
 
 export type ServerState = 'starting' | 'running' | 'stopped';
 
@@ -158,6 +173,8 @@ export class ServerController implements vscode.Disposable {
   private readonly previewsShownAt = new Map<string, number>();
   private _state: ServerState = 'stopped';
   private watchingPythonExtension = false;
+  /** Set when the server is started on a kept probe (see PROBE_CACHE): probed again once it runs. */
+  private recheckProbe: { choice: InterpreterChoice; key: string } | undefined;
   /** The interpreter the running (or last started) server uses, and why: for the tooltip. */
   interpreter: { choice: InterpreterChoice; version: string } | undefined;
 
@@ -440,21 +457,26 @@ export class ServerController implements vscode.Disposable {
       this.output.info(`not using the Python extension's environment: ${choice.passedOver}`);
     }
     this.output.info(`interpreter: ${choice.executable} (from ${choice.origin})`);
+    const key = await probeKey(choice.executable, this.launcher, String(this.context.extension.packageJSON.version));
+    const kept = this.context.globalState.get<KeptProbe>(PROBE_CACHE);
     let probe: ProbeResult;
-    try {
-      probe = await probeInterpreter(choice.executable, {
-        launcher: this.launcher,
-        cwd: this.context.extensionPath,
-        env: process.env,
-      });
-    } catch (error) {
-      void this.notifyOnce(
-        'interpreter',
-        'error',
-        `DSH Session Reference could not use ${choice.origin}: ${errorText(error)}`,
-        ['Open Settings', 'Show Output'],
-      );
-      return undefined;
+    if (key !== undefined && kept?.key === key) {
+      probe = kept.probe;
+      this.recheckProbe = { choice, key };
+    } else {
+      try {
+        probe = await this.probe(choice);
+      } catch (error) {
+        void this.notifyOnce(
+          'interpreter',
+          'error',
+          `DSH Session Reference could not use ${choice.origin}: ${errorText(error)}`,
+          ['Open Settings', 'Show Output'],
+        );
+        return undefined;
+      }
+      const clean = probeProblems(choice, probe).every((problem) => problem.severity === 'info');
+      await this.context.globalState.update(PROBE_CACHE, clean && key !== undefined ? { key, probe } : undefined);
     }
     this.output.info(`Python ${formatVersion(probe.version)} on ${probe.platform}`);
     this.interpreter = { choice, version: formatVersion(probe.version) };
@@ -472,6 +494,33 @@ export class ServerController implements vscode.Disposable {
       return undefined;
     }
     return { choice, probe };
+  }
+
+  private probe(choice: InterpreterChoice): Promise<ProbeResult> {
+    return probeInterpreter(choice.executable, { launcher: this.launcher, cwd: this.context.extensionPath, env: process.env });
+  }
+
+  /**
+   * The server started on a kept probe: probe again now it runs. A different result replaces the
+   * kept one; one with problems restarts the server, which then probes and says what is wrong.
+   */
+  private async recheck(check: { choice: InterpreterChoice; key: string }): Promise<void> {
+    let fresh: ProbeResult | undefined;
+    try {
+      fresh = await this.probe(check.choice);
+    } catch {
+      fresh = undefined;
+    }
+    const kept = this.context.globalState.get<KeptProbe>(PROBE_CACHE);
+    if (fresh !== undefined && JSON.stringify(kept?.probe) === JSON.stringify(fresh)) {
+      return;
+    }
+    const clean = fresh !== undefined && probeProblems(check.choice, fresh).every((problem) => problem.severity === 'info');
+    await this.context.globalState.update(PROBE_CACHE, clean ? { key: check.key, probe: fresh } : undefined);
+    if (!clean) {
+      this.output.info('the interpreter no longer probes as it did; restarting the server to check it');
+      void this.restart();
+    }
   }
 
   private get launcher(): string {
@@ -526,13 +575,21 @@ export class ServerController implements vscode.Disposable {
         this.setState('starting');
       }
     });
+    const recheck = this.recheckProbe;
+    this.recheckProbe = undefined;
     try {
       await client.start();
       this.output.info('server started');
       if (isCurrent()) {
         this.startedEmitter.fire();
       }
+      if (recheck !== undefined) {
+        // Not beside the server's own start (its first listing): both would share two cores.
+        setTimeout(() => void this.recheck(recheck), PROBE_RECHECK_MS);
+      }
     } catch (error) {
+      // Whatever the kept probe said, the next start probes again.
+      await this.context.globalState.update(PROBE_CACHE, undefined);
       this.output.error(`server failed to start: ${String(error)}`);
       this.client = undefined;
       this.setState('stopped');
