@@ -752,9 +752,10 @@ def test_cache_sees_new_sessions_and_titles(tmp_path: Path) -> None:
 
 def test_rows_fit_vscodes_default_popup_with_age_and_project_whole() -> None:
     """VS Code cuts a row's description (age, project) before its label when both do not fit its
-    default popup: for a client that filters on filterText the label is shortened instead, to
-    :data:`ROW_COLUMNS` with the description at its smaller size; a client filtering on the label
-    gets it whole, and what a pick inserts and resolve reads keep the whole title."""
+    default popup: for a client that declares its row width and filters on filterText the label is
+    shortened instead, to that width with the description at its smaller size; a client filtering on
+    the label, or declaring no width, gets it whole, and what a pick inserts and resolve reads keep
+    the whole title."""
     title = "Investigate editor extension packaging follow-up, then the release notes"
     candidates = [
         Candidate("s-1", title, "/home/dev/editor-extension", NOW_MS - 330 * 86_400_000),
@@ -762,7 +763,9 @@ def test_rows_fit_vscodes_default_popup_with_age_and_project_whole() -> None:
         Candidate("s-3", "Short title", "/home/dev/" + "x" * 80, NOW_MS),
     ]
     edit_range = types.Range(start=types.Position(0, 0), end=types.Position(0, 1))
-    items = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=True)
+    items = completion_items(
+        candidates, edit_range, now_ms=NOW_MS, label_details=True, row_columns=ROW_COLUMNS
+    )
     for item in items:
         description = item.label_details.description if item.label_details else None
         assert description is not None
@@ -775,5 +778,9 @@ def test_rows_fit_vscodes_default_popup_with_age_and_project_whole() -> None:
     assert item_data(items[0]) == ("s-1", title)
     assert items[0].text_edit.new_text == mention("s-1", title)  # type: ignore[union-attr]
     assert items[0].filter_text is not None and title in items[0].filter_text
-    whole = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=True, filter_text=False)
-    assert [item.label for item in whole] == [title, "翻译文档的术语表" * 4, "Short title"]
+    whole = completion_items(
+        candidates, edit_range, now_ms=NOW_MS, label_details=True, filter_text=False, row_columns=ROW_COLUMNS
+    )
+    undeclared = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=True)
+    for rows in (whole, undeclared):
+        assert [item.label for item in rows] == [title, "翻译文档的术语表" * 4, "Short title"]

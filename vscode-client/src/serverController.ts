@@ -70,6 +70,8 @@ const LISTING_RETRY_MS = 250;
  */
 const MAX_LISTING_RETRIES = 100;
 const RESTART_WINDOW_MS = 3 * 60_000;
+/** Columns of the editor font one suggest row has room for at the popup's default 430 px. */
+const COMPLETION_ROW_COLUMNS = 46;
 /**
  * Where the last probe that found no problem is kept (globalState): a start with the same
  * interpreter file, launcher and extension version skips the probe, a whole Python start (0.2-0.5 s
@@ -127,7 +129,8 @@ function exited(child: ChildProcess | undefined, timeoutMs: number): Promise<voi
  * Tells the server which client commands it may name where LSP has no request: the one that
  * opens the completion popup (a quick fix for a mention no session answers leaves an `@` and
  * opens the list to pick from), and the extension's own preview (the code lens "Preview" runs
- * it with [documentUri], so the preview opens beside the prompt and follows it).
+ * it with [documentUri], so the preview opens beside the prompt and follows it). And how wide a
+ * completion row is (COMPLETION_ROW_COLUMNS).
  */
 export class SuggestCommandFeature implements StaticFeature {
   fillClientCapabilities(capabilities: ClientCapabilities): void {
@@ -136,6 +139,9 @@ export class SuggestCommandFeature implements StaticFeature {
       dshSessionReference: {
         triggerSuggestCommand: 'editor.action.triggerSuggest',
         previewCommand: CLIENT_COMMANDS.previewContext,
+        // What a row of the suggest popup has room for at its default width: the server shortens
+        // long titles so that each row's age and project stay whole (lsp/completion.py).
+        completionRowColumns: COMPLETION_ROW_COLUMNS,
       },
     };
   }

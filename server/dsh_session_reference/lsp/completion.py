@@ -43,10 +43,15 @@ again while it shows)."""
 ROW_COLUMNS: Final = 46.0
 """What one row of VS Code's suggestion popup has room for, in columns of the editor's monospace
 font, at its default width (430 px) and font (14 px: 8.4 px a column; the icon and padding take
-the rest). ``labelDetails.description`` is drawn at 85% of that size, after a gap of 1.1 of its
-ems, and VS Code cuts it before the label (it shrinks four times as fast), so a row whose label
-and description do not fit loses its age and project first: the label is shortened instead
-(:func:`fitted_label`). The whole title is in the row's documentation and its filter text."""
+the rest): what the VS Code extension declares as ``completionRowColumns``. VS Code draws
+``labelDetails.description`` at 85% of the font size, after a gap of 1.1 of its ems, and cuts it
+before the label (it shrinks four times as fast), so a row whose label and description do not
+fit loses its age and project first: for a client that declares its row width, the label is
+shortened instead (:func:`fitted_row`). The whole title is in the row's documentation and its
+filter text. Other clients (Neovim's and Emacs' menus grow to fit) get whole titles."""
+MIN_ROW_COLUMNS: Final = 24
+MAX_ROW_COLUMNS: Final = 1000
+"""The row widths a client may declare; any other value is ignored (rows keep whole titles)."""
 DESCRIPTION_SCALE: Final = 0.85
 DESCRIPTION_GAP: Final = 1.6
 """The gap before the description, in columns (1.1 em at 85%, and a little to spare)."""
@@ -175,6 +180,7 @@ def completion_items(
     label_details: bool,
     typed: str = "@",
     filter_text: bool = True,
+    row_columns: float | None = None,
 ) -> list[types.CompletionItem]:
     """One item per candidate, in ``list_candidates`` order.
 
@@ -185,6 +191,7 @@ def completion_items(
     survive a keystroke typed before the next answer arrives. Neovim 0.7 inserts
     at the cursor instead of the edit's start whenever ``filterText`` is present:
     clients with ``insertReplaceSupport`` get it; the others filter on the label.
+    ``row_columns``: what the client declared one row has room for (:data:`ROW_COLUMNS`).
     """
     width = max(4, len(str(len(candidates))))
     items: list[types.CompletionItem] = []
@@ -201,10 +208,10 @@ def completion_items(
         if label_details:
             # The id is the last line of the documentation: a detail would show it again, and
             # wrapped, above the title there.
-            if filter_text:
+            if filter_text and row_columns is not None:
                 # A client that filters on filterText reads the label only: it may be shortened
                 # so that age and project stay whole (a client filtering on the label gets it all).
-                label, parts = fitted_row(row.label, parts)
+                label, parts = fitted_row(row.label, parts, row_columns)
             details = types.CompletionItemLabelDetails(description=" · ".join(parts))
             detail = None
         else:
@@ -250,18 +257,18 @@ def clipped(text: str, room: int) -> str:
     return "".join(kept) + "…"
 
 
-def fitted_row(label: str, parts: list[str]) -> tuple[str, list[str]]:
+def fitted_row(label: str, parts: list[str], row_columns: float = ROW_COLUMNS) -> tuple[str, list[str]]:
     """A row's label and description parts (``[age, project]``, a body row's mark first) that fit
-    :data:`ROW_COLUMNS` together: the label is shortened first, down to :data:`MIN_LABEL_COLUMNS`;
+    ``row_columns`` together: the label is shortened first, down to :data:`MIN_LABEL_COLUMNS`;
     only then the project (the last part), so the age is never cut."""
 
     def room_for_label(shown: list[str]) -> int:
-        return int(ROW_COLUMNS - DESCRIPTION_GAP - DESCRIPTION_SCALE * columns(" · ".join(shown)))
+        return int(row_columns - DESCRIPTION_GAP - DESCRIPTION_SCALE * columns(" · ".join(shown)))
 
     room = room_for_label(parts)
     if room < MIN_LABEL_COLUMNS and len(parts) > 1:
         fixed = columns(" · ".join(parts[:-1])) + 3
-        project_room = int((ROW_COLUMNS - DESCRIPTION_GAP - MIN_LABEL_COLUMNS) / DESCRIPTION_SCALE) - fixed
+        project_room = int((row_columns - DESCRIPTION_GAP - MIN_LABEL_COLUMNS) / DESCRIPTION_SCALE) - fixed
         parts = [*parts[:-1], clipped(parts[-1], max(4, project_room))]
         room = room_for_label(parts)
     return clipped(label, max(MIN_LABEL_COLUMNS, room)), parts

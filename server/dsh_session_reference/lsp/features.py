@@ -179,6 +179,7 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
         label_details=bool(ls.capability("text_document.completion.completion_item.label_details_support")),
         typed=typed,
         filter_text=bool(ls.capability("text_document.completion.completion_item.insert_replace_support")),
+        row_columns=ls.completion_columns(),
     )
     return types.CompletionList(is_incomplete=True, items=items)
 

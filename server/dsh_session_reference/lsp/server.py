@@ -34,6 +34,7 @@ from ..cancellation import AbortSignal, Cancelled
 from ..lines import Encoding
 from ..model import LiveSource
 from ..resolver import AgentRef, SessionReferenceResolver, find_session
+from .completion import MAX_ROW_COLUMNS, MIN_ROW_COLUMNS
 from .diagnostics import to_diagnostics
 from .documents import Document, DocumentStore
 from .idle_gc import IdleCollector
@@ -154,6 +155,16 @@ class DshLanguageServer(LanguageServer):
         the server's command, which can only ask to show a document."""
         command = self._ours().get(key)
         return command if isinstance(command, str) and command else None
+
+    def completion_columns(self) -> float | None:
+        """The columns one completion row has room for, as the client declares them in
+        ``experimental.dshSessionReference.completionRowColumns`` (the VS Code extension: its
+        popup's default width, see :data:`.completion.ROW_COLUMNS`); ``None`` when it does not, or
+        declares a number no popup has (rows then carry whole titles)."""
+        columns = self._ours().get("completionRowColumns")
+        if isinstance(columns, bool) or not isinstance(columns, int | float):
+            return None
+        return float(columns) if MIN_ROW_COLUMNS <= columns <= MAX_ROW_COLUMNS else None
 
     def _ours(self) -> dict[str, Any]:
         """The client's ``experimental.dshSessionReference`` capabilities (empty when none)."""
