@@ -1271,7 +1271,8 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
     # The listing row reads whole.
     for entry in start["timeline"]:
         for row in entry["rows"]:
-            assert "…" not in row.replace(LISTING_LABEL, "").replace(STARTING_LABEL, ""), (row, timeline)
+            label, _, detail = row.partition(" | ")
+            assert label not in (STARTING_LABEL, LISTING_LABEL) or "…" not in detail, (row, timeline)
 
     # Item 4: rows that fit, in dsh's order.
     rows = steps["rows"]["rows"]
