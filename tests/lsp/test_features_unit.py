@@ -784,3 +784,20 @@ def test_rows_fit_vscodes_default_popup_with_age_and_project_whole() -> None:
     undeclared = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=True)
     for rows in (whole, undeclared):
         assert [item.label for item in rows] == [title, "翻译文档的术语表" * 4, "Short title"]
+
+
+def test_a_row_width_is_taken_only_as_a_client_declares_a_plausible_one() -> None:
+    """``completionRowColumns`` comes from the client (the VS Code extension declares its popup's
+    width); a value no popup has, or of another type, leaves the titles whole."""
+    from dsh_session_reference.lsp.features import create_server
+
+    ls = create_server(None)
+    declared: list[object] = [46, 80.5, True, 5, "46", 1e9, None]
+    seen = []
+    for width in declared:
+        ours = {} if width is None else {"completionRowColumns": width}
+        ls.protocol.client_capabilities = types.ClientCapabilities(experimental={"dshSessionReference": ours})
+        seen.append(ls.completion_columns())
+    assert seen == [46.0, 80.5, None, None, None, None, None]
+    ls.protocol.client_capabilities = types.ClientCapabilities()
+    assert ls.completion_columns() is None
