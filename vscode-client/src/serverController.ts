@@ -211,7 +211,7 @@ export class ServerController implements vscode.Disposable {
         void this.restart();
       }),
     );
-    this.selector = toDocumentSelector(vscode.workspace.getConfiguration(SECTION).get('documentSelector'));
+    // The default languages until the first start reads the documentSelector setting.
     this.completions.register(this.selector);
   }
 
@@ -538,12 +538,9 @@ export class ServerController implements vscode.Disposable {
       return;
     }
     this.setState('starting');
-    const selector = toDocumentSelector(vscode.workspace.getConfiguration(SECTION).get('documentSelector'));
-    if (JSON.stringify(selector) !== JSON.stringify(this.selector)) {
-      this.selector = selector;
-      this.completions.register(selector);
-    }
+    this.selector = toDocumentSelector(vscode.workspace.getConfiguration(SECTION).get('documentSelector'));
     const resolved = await this.resolveInterpreter();
+    this.completions.register(this.selector); // the setting's languages, if not the default ones
     if (resolved === undefined) {
       this.setState('stopped');
       return;

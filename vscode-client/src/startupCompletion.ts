@@ -24,6 +24,7 @@ const NO_ANSWER: vscode.CompletionItemProvider = { provideCompletionItems: () =>
 
 export class StartupCompletions implements vscode.CompletionItemProvider, vscode.Disposable {
   private registration: vscode.Disposable | undefined;
+  private registeredFor: string | undefined;
   private nudge: vscode.Disposable | undefined;
   /** Where a completion was last answered with rows (ours or the server's), see `answeredAt`. */
   private lastAnswer: string | undefined;
@@ -33,10 +34,17 @@ export class StartupCompletions implements vscode.CompletionItemProvider, vscode
     private readonly serverRunning: () => boolean,
   ) {}
 
-  /** (Re)registers for `selector` (the documentSelector setting), with `@` as trigger character. */
+  /**
+   * Registers for `selector` (the documentSelector setting), with `@` as trigger character; again
+   * only when it changed (each registration makes VS Code ask an open popup's providers again).
+   */
   register(selector: vscode.DocumentSelector): void {
-    this.registration?.dispose();
-    this.registration = vscode.languages.registerCompletionItemProvider(selector, this, '@');
+    const key = JSON.stringify(selector);
+    if (this.registration === undefined || key !== this.registeredFor) {
+      this.registration?.dispose();
+      this.registration = vscode.languages.registerCompletionItemProvider(selector, this, '@');
+      this.registeredFor = key;
+    }
   }
 
   provideCompletionItems(document: vscode.TextDocument, position: vscode.Position): vscode.CompletionList | undefined {
