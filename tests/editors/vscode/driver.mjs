@@ -1267,6 +1267,7 @@ async function watchFirstAt(page, promptEditor, name) {
   let first = null;
   let rows = null;
   let closedAfterFirst = 0;
+  let progressShot = false;
   while (Date.now() - typed < spec.waitMs) {
     const shown = await popupRowParts(page);
     const ours = shown.filter((row) => row.reference || placeholder.test(row.label));
@@ -1284,6 +1285,10 @@ async function watchFirstAt(page, promptEditor, name) {
       first = { ms, labels: ours.slice(0, 3).map((row) => row.label) };
       log(`${name}: first popup after ${ms} ms: ${JSON.stringify(first.labels)}`);
       await screenshot(page, `${name}-popup`);
+    }
+    if (!progressShot && shown.length > 0 && status.some((text) => text.startsWith('Listing dsh sessions'))) {
+      progressShot = true; // the listing row and the listing's progress in the status bar
+      await screenshot(page, `${name}-listing`);
     }
     if (ours.some((row) => row.reference)) {
       rows = { ms, labels: ours.slice(0, 5).map((row) => row.label) };
