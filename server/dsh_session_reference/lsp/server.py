@@ -256,7 +256,7 @@ class DshLanguageServer(LanguageServer):
         (a request that arrives meanwhile shares this listing rather than starting its own)."""
         source = self.engine.source
         try:
-            await list_with_progress(self, source, self.listing_awaited)
+            await list_with_progress(self, source, self.listing_awaited, lambda: self.pending_listing)
             self.listing_awaited.clear()
             await self.agent_for(None)
         except Exception as error:  # the first request meets the same problem and reports it
