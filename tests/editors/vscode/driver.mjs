@@ -12,9 +12,6 @@
 //   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives;
 //   "first-at": the first `@` typed as soon as the prompt shows (the server still starting), timed
 //   with no other key until real rows show (spec: placeholderPattern, waitMs).
-//   "start-and-rows": `@` typed the moment the prompt shows, watched until the sessions replace
-//   the placeholder rows; then each row measured for `@` and spec.rowQueries; then the window
-//   reloaded (the index kept) and `@` timed again (spec: placeholderPattern, waitMs, rowQueries).
 
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -447,6 +444,12 @@ async function main() {
     return { lines };
   });
 
+  // Mode "start-and-rows": see startAndRows.
+  if (spec.mode === 'start-and-rows') {
+    await startAndRows(page, promptEditor);
+    return;
+  }
+
   if (spec.mode === 'first-at') {
     await step('first-at', page, async () => firstAt(page, promptEditor));
     await step('broken-link', page, async () => {
@@ -472,11 +475,6 @@ async function main() {
         status: status.map((text) => text.replace(/\s+/g, ' ').trim()).filter((text) => text.includes('DSH:')),
       };
     });
-    return;
-  }
-
-  if (spec.mode === 'start-and-rows') {
-    await startAndRows(page, promptEditor);
     return;
   }
 
@@ -1300,7 +1298,11 @@ async function watchFirstAt(page, promptEditor, name) {
   return { first, rows, closedAfterFirst, timeline };
 }
 
-/** Mode "start-and-rows" (see the head of this file). */
+/**
+ * Mode "start-and-rows": `@` typed the moment the prompt shows, watched until the sessions replace
+ * the placeholder rows; then every row measured for `@` and spec.rowQueries; then the window
+ * reloaded (the index kept) and `@` timed again (spec: placeholderPattern, waitMs, rowQueries).
+ */
 async function startAndRows(page, promptEditor) {
   await step('start-at', page, async () => watchFirstAt(page, promptEditor, 'start-at'));
   const rows = {};
