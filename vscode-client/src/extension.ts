@@ -90,13 +90,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   };
 
-  // An `@` typed before the extension's own provider was registered (StartupCompletions), or in
-  // the moment between the client running and the editor learning of its completion provider (its
-  // registration crosses from the extension host; a clean-clone run typed `@` then and got no
-  // popup), found no one to answer, and VS Code would not ask again by itself. So once the client
-  // has started, and for STARTUP_RETRIGGER_MS after, a cursor on an `@` token whose completion got
-  // no rows asks again. One that got rows has its popup open: VS Code asks again by itself when a
-  // provider registers, and triggerSuggest would close and reopen it.
+  // An `@` typed while the server was starting found no one to ask, and VS Code would not ask
+  // again by itself: once the client has started, ask if the cursor sits on an `@` token. The
+  // editor learns of the new completion provider a moment later still (its registration crosses
+  // from the extension host; a clean-clone run typed `@` in that moment and got no popup), so for
+  // STARTUP_RETRIGGER_MS a cursor that comes to sit on an `@` token asks again too.
   let startedAt = Number.NEGATIVE_INFINITY;
   const reopenCompletion = (): void => {
     const editor = vscode.window.activeTextEditor;
@@ -105,6 +103,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
     const position = editor.selection.active;
     const before = editor.document.lineAt(position.line).text.slice(0, position.character);
+    // The extension answers an `@` itself while the server starts (StartupCompletions): what is
+    // left is one typed before it was active, or in that moment. One whose completion got rows has
+    // its popup open, which VS Code asks again by itself when a provider registers (triggerSuggest
+    // would close and reopen it).
     if (atToken(before) !== undefined && !server.completions.answeredAt(editor.document, position)) {
       void vscode.commands.executeCommand('editor.action.triggerSuggest');
     }

@@ -46,7 +46,6 @@ import {
   SERVER_COMMANDS,
 } from './protocol';
 import { RestartPolicy } from './restartPolicy';
-import { StartupCompletions } from './startupCompletion';
 import { TraceChannel } from './traceChannel';
 import {
   didChangeConfigurationParams,
@@ -58,6 +57,7 @@ import {
   serverLogLevel,
   toServerSettings,
 } from './settings';
+import { StartupCompletions } from './startupCompletion';
 
 export const CLIENT_ID = 'dshSessionReference';
 export const CLIENT_NAME = 'DSH Session Reference';

@@ -1171,6 +1171,16 @@ async function firstAt(page, promptEditor) {
   return { serverMs, first, rows, timeline, line };
 }
 
+/** Each editor group's tab titles, left to right. */
+async function editorGroups(page) {
+  const groups = page.locator('.editor-group-container');
+  const out = [];
+  for (let i = 0; i < (await groups.count()); i++) {
+    out.push((await groups.nth(i).locator('.tab').allInnerTexts()).map((text) => text.replace(/\s*\n\s*/g, '').trim()));
+  }
+  return out;
+}
+
 /**
  * The suggest popup's rendered rows, in list order: each row's label and description as shown,
  * and whether VS Code cut either (its text wider than its box: drawn with an ellipsis).
@@ -1328,16 +1338,6 @@ async function startAndRows(page, promptEditor) {
     // The line may still end in the ` @` typed before the reload: ` @` after it is a new token.
     return watchFirstAt(page, promptEditor, 'reload-at');
   });
-}
-
-/** Each editor group's tab titles, left to right. */
-async function editorGroups(page) {
-  const groups = page.locator('.editor-group-container');
-  const out = [];
-  for (let i = 0; i < (await groups.count()); i++) {
-    out.push((await groups.nth(i).locator('.tab').allInnerTexts()).map((text) => text.replace(/\s*\n\s*/g, '').trim()));
-  }
-  return out;
 }
 
 try {
