@@ -3,6 +3,7 @@
 
 import * as vscode from 'vscode';
 
+import { atToken } from './atToken';
 import { errorText } from './format';
 import { goToSession } from './goToSession';
 import { MentionChips } from './mentionChips';
@@ -21,6 +22,8 @@ let controller: ServerController | undefined;
 
 /** How long after a start the editor may not yet know the completion provider (see reopenCompletion). */
 const STARTUP_RETRIGGER_MS = 2000;
+/** How long after a keystroke in that time reopenCompletion looks whether its completion got rows. */
+const REOPEN_CHECK_MS = 300;
 
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -59,7 +62,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
     const position = editor.selection.active;
     const before = editor.document.lineAt(position.line).text.slice(0, position.character);
-    if (/(^|\s)@[^\s"[]*$/u.test(before)) {
+    // The extension answers an `@` itself while the server starts (StartupCompletions): what is
+    // left is one typed before it was active, or in that moment. One whose completion got rows has
+    // its popup open, which VS Code asks again by itself when a provider registers (triggerSuggest
+    // would close and reopen it).
+    if (atToken(before) !== undefined && !server.completions.answeredAt(editor.document, position)) {
       void vscode.commands.executeCommand('editor.action.triggerSuggest');
     }
   };
@@ -162,11 +169,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }),
     server.onDidStart(() => {
       startedAt = Date.now();
-      reopenCompletion();
+      setTimeout(reopenCompletion, REOPEN_CHECK_MS);
     }),
     vscode.window.onDidChangeTextEditorSelection((event) => {
       if (Date.now() - startedAt < STARTUP_RETRIGGER_MS && event.textEditor === vscode.window.activeTextEditor) {
-        reopenCompletion();
+        // After the completion that this keystroke asks for has had time to answer.
+        setTimeout(reopenCompletion, REOPEN_CHECK_MS);
       }
     }),
     vscode.commands.registerCommand(CLIENT_COMMANDS.previewContext, previewContext),
@@ -182,6 +190,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(CLIENT_COMMANDS.sendToDsh, (resource?: vscode.Uri | string) => sender.send(resource)),
   );
   updateContext();
+  reopenCompletion(); // an `@` typed before the extension was active gets "Starting dsh…"
   await server.start();
   updateContext();
 }

@@ -37,6 +37,7 @@ from ..dsh_profile import ProfileBudgets
 from ..lines import Encoding
 from ..model import LiveSource
 from ..resolver import AgentRef, SessionReferenceResolver, find_session
+from .completion import MAX_ROW_COLUMNS, MIN_ROW_COLUMNS
 from .diagnostics import to_diagnostics
 from .documents import Document, DocumentStore
 from .idle_gc import IdleCollector
@@ -125,6 +126,8 @@ class DshLanguageServer(LanguageServer):
         self._completions: dict[str, AbortSignal] = {}
         self.pending_listing: asyncio.Future[Any] | None = None
         """A completion's listing still running after its answer went out (see features.py)."""
+        self.listing_awaited = asyncio.Event()
+        """Set when a completion answered "Listing dsh sessions…": the listing's progress shows at once."""
         self._commands: dict[int | str, asyncio.Task[Any]] = {}
         self.previews = KeptPreviews()
         self.live = Live(self)
@@ -159,6 +162,16 @@ class DshLanguageServer(LanguageServer):
         the server's command, which can only ask to show a document."""
         command = self._ours().get(key)
         return command if isinstance(command, str) and command else None
+
+    def completion_columns(self) -> float | None:
+        """The columns one completion row has room for, as the client declares them in
+        ``experimental.dshSessionReference.completionRowColumns`` (the VS Code extension: its
+        popup's default width, see :data:`.completion.ROW_COLUMNS`); ``None`` when it does not, or
+        declares a number no popup has (rows then carry whole titles)."""
+        columns = self._ours().get("completionRowColumns")
+        if isinstance(columns, bool) or not isinstance(columns, int | float):
+            return None
+        return float(columns) if MIN_ROW_COLUMNS <= columns <= MAX_ROW_COLUMNS else None
 
     def _ours(self) -> dict[str, Any]:
         """The client's ``experimental.dshSessionReference`` capabilities (empty when none)."""
@@ -267,7 +280,8 @@ class DshLanguageServer(LanguageServer):
         (a request that arrives meanwhile shares this listing rather than starting its own)."""
         source = self.engine.source
         try:
-            await list_with_progress(self, source)
+            await list_with_progress(self, source, self.listing_awaited, lambda: self.pending_listing)
+            self.listing_awaited.clear()
             await self.agent_for(None)
         except Exception as error:  # the first request meets the same problem and reports it
             LOG.info("listing the sessions root ahead of requests failed: %s", error)

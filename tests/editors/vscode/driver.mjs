@@ -447,6 +447,12 @@ async function main() {
     return { lines };
   });
 
+  // Mode "start-and-rows": see startAndRows.
+  if (spec.mode === 'start-and-rows') {
+    await startAndRows(page, promptEditor);
+    return;
+  }
+
   if (spec.mode === 'first-at') {
     await step('first-at', page, async () => firstAt(page, promptEditor));
     await step('broken-link', page, async () => brokenLink(page, promptEditor));
@@ -1567,6 +1573,165 @@ async function editorGroups(page) {
     out.push((await groups.nth(i).locator('.tab').allInnerTexts()).map((text) => text.replace(/\s*\n\s*/g, '').trim()));
   }
   return out;
+}
+
+/**
+ * The suggest popup's rendered rows, in list order: each row's label and description as shown,
+ * and whether VS Code cut either (its text wider than its box: drawn with an ellipsis).
+ */
+async function popupRowParts(page) {
+  return page.locator('.editor-widget.suggest-widget.visible .monaco-list-row').evaluateAll((elements) =>
+    elements
+      .map((row) => {
+        const label = row.querySelector('.monaco-icon-label .label-name') ?? row.querySelector('.label-name');
+        const description = row.querySelector('.details-label');
+        const left = row.querySelector('.contents > .main > .left');
+        const shown = (element) => element !== null && element.getClientRects().length > 0;
+        const cut = (element) => shown(element) && element.scrollWidth > element.clientWidth + 1;
+        return {
+          index: Number(row.getAttribute('data-index')),
+          label: label?.textContent ?? '',
+          description: shown(description) ? (description?.textContent ?? '') : '',
+          reference: row.querySelector('.codicon-symbol-reference') !== null,
+          labelCut: cut(label) || cut(left),
+          descriptionCut: cut(description),
+          widths: {
+            row: row.clientWidth,
+            label: label?.scrollWidth ?? 0,
+            labelBox: left?.clientWidth ?? 0,
+            description: description?.scrollWidth ?? 0,
+            descriptionBox: description?.clientWidth ?? 0,
+          },
+        };
+      })
+      .sort((a, b) => a.index - b.index),
+  );
+}
+
+/**
+ * Every row of the open popup (VS Code renders only those in view): read a page at a time,
+ * PageDown between, until the last row has been read; then back to the first row.
+ */
+async function allPopupRows(page) {
+  const rows = new Map();
+  let pages = 0;
+  // The first PageDown only moves the focus to the last row in view: stop after two that add none.
+  for (let idle = 0; idle < 2 && pages < 30; pages++) {
+    const before = rows.size;
+    for (const row of await popupRowParts(page)) {
+      rows.set(row.index, row);
+    }
+    idle = rows.size === before ? idle + 1 : 0;
+    await page.keyboard.press('PageDown');
+    await page.waitForTimeout(150);
+  }
+  for (; pages > 0; pages--) {
+    await page.keyboard.press('PageUp');
+  }
+  return [...rows.values()].sort((a, b) => a.index - b.index);
+}
+
+/** The popup's rows once they stop changing for 800 ms, all of them read. */
+async function settledPopupRows(page, what) {
+  let seen = '';
+  let stableSince = Date.now();
+  const started = Date.now();
+  for (;;) {
+    const now = JSON.stringify((await popupRowParts(page)).map((row) => [row.label, row.reference]));
+    if (now !== seen) {
+      seen = now;
+      stableSince = Date.now();
+    } else if (Date.now() - stableSince > 800 && now.includes('true')) {
+      break;
+    }
+    if (Date.now() - started > STEP_TIMEOUT) {
+      throw new Error(`${what}: the popup never settled on session rows; last seen ${seen}`);
+    }
+    await page.waitForTimeout(100);
+  }
+  await screenshot(page, `rows-${what.replace(/[^a-z0-9]+/gi, '-')}`);
+  return allPopupRows(page);
+}
+
+/**
+ * Types ` @` at the end of the prompt the moment it shows, then only watches every 20 ms: the
+ * popup's first rows (ours: the placeholders and session rows), whether it is open at all, and
+ * the status bar, until session rows show. `closedAfterFirst` counts the samples in which the
+ * popup was shut after it had first opened.
+ */
+async function watchFirstAt(page, promptEditor, name) {
+  await toLastTextLine(page, promptEditor);
+  await page.keyboard.type(' @');
+  const typed = Date.now();
+  const placeholder = new RegExp(spec.placeholderPattern);
+  const timeline = [];
+  let seen = '';
+  let first = null;
+  let rows = null;
+  let closedAfterFirst = 0;
+  let progressShot = false;
+  while (Date.now() - typed < spec.waitMs) {
+    const shown = await popupRowParts(page);
+    const ours = shown.filter((row) => row.reference || placeholder.test(row.label));
+    const status = (await page.locator('.statusbar-item').allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim()).filter((text) => text !== '');
+    const ms = Date.now() - typed;
+    if (first !== null && shown.length === 0) {
+      closedAfterFirst += 1;
+    }
+    const now = JSON.stringify([shown.slice(0, 2).map((row) => [row.label, row.description]), status]);
+    if (now !== seen) {
+      seen = now;
+      timeline.push({ ms, rows: shown.slice(0, 2).map((row) => `${row.label} | ${row.description}`), count: shown.length, status });
+    }
+    if (first === null && ours.length > 0) {
+      first = { ms, labels: ours.slice(0, 3).map((row) => row.label) };
+      log(`${name}: first popup after ${ms} ms: ${JSON.stringify(first.labels)}`);
+      await screenshot(page, `${name}-popup`);
+    }
+    if (!progressShot && shown.length > 0 && status.some((text) => text.startsWith('Listing dsh sessions'))) {
+      progressShot = true; // the listing row and the listing's progress in the status bar
+      await screenshot(page, `${name}-listing`);
+    }
+    if (ours.some((row) => row.reference)) {
+      rows = { ms, labels: ours.slice(0, 5).map((row) => row.label) };
+      log(`${name}: rows after ${ms} ms`);
+      break;
+    }
+    await page.waitForTimeout(20);
+  }
+  return { first, rows, closedAfterFirst, timeline };
+}
+
+/**
+ * Mode "start-and-rows": `@` typed the moment the prompt shows, watched until the sessions replace
+ * the placeholder rows; then every row measured for `@` and spec.rowQueries; then the window
+ * reloaded (the index kept) and `@` timed again (spec: placeholderPattern, waitMs, rowQueries).
+ */
+async function startAndRows(page, promptEditor) {
+  await step('start-at', page, async () => watchFirstAt(page, promptEditor, 'start-at'));
+  const rows = {};
+  await step('rows', page, async () => {
+    rows[''] = await settledPopupRows(page, 'at');
+    for (const query of spec.rowQueries) {
+      // From a fresh `@` (a popup closed by deleting back to it would not reopen as one types).
+      await page.keyboard.press('Backspace');
+      await page.keyboard.type(`@${query}`, { delay: 60 });
+      rows[query] = await settledPopupRows(page, `at-${query}`);
+      for (let i = 0; i < query.length; i++) {
+        await page.keyboard.press('Backspace');
+      }
+    }
+    return { rows };
+  });
+  await step('reload-at', page, async () => {
+    await page.keyboard.press('Escape');
+    await page.reload();
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    await promptEditor.waitFor({ timeout: STEP_TIMEOUT });
+    await waitForLines(promptEditor, (l) => l.length > 2, 'the prompt did not render after the reload');
+    // The line may still end in the ` @` typed before the reload: ` @` after it is a new token.
+    return watchFirstAt(page, promptEditor, 'reload-at');
+  });
 }
 
 try {
