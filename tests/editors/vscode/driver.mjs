@@ -259,8 +259,10 @@ async function hoverMarker(page, squiggle) {
   const hover = page.locator('.monaco-hover:not(.hidden) .marker.hover-contents').first();
   const started = Date.now();
   for (let attempt = 1; ; attempt += 1) {
-    await page.mouse.move(...(await centre(squiggle)));
     try {
+      // A squiggle can be drawn a moment before its text is (a chip being written out as its
+      // error arrives): no box yet is a reason to aim again, not a failure.
+      await page.mouse.move(...(await centre(squiggle)));
       await hover.waitFor({ state: 'visible', timeout: 4000 });
       return hover;
     } catch (error) {
