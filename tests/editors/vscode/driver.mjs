@@ -1460,7 +1460,8 @@ async function reloadedPreview(page, promptEditor) {
   });
 
   await step('budget-with-preview', page, async () => {
-    const settingsFile = path.join(path.dirname(spec.prompt), '.vscode', 'settings.json');
+    // The budgets are machine settings, read from the user level only (see settings-change).
+    const settingsFile = spec.machineSettings;
     const original = readFileSync(settingsFile, 'utf8');
     const lensBefore = await waitFor(() => lensText(promptEditor), (text) => text.includes('KB in all'), 'no code lens total');
     await previewEditorOf(page);
