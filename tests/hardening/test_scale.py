@@ -11,6 +11,7 @@ import asyncio
 import gc
 import logging
 import math
+import pickle
 import time
 import tracemalloc
 from pathlib import Path
@@ -19,12 +20,13 @@ import pytest
 from lsprotocol import types
 
 from dsh_session_reference.assembly import open_live
-from dsh_session_reference.model import SessionRecord, StoreError
+from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
 from dsh_session_reference.store.catalog import SessionCatalog
 from dsh_session_reference.store.index.rows import Fingerprint, entry_text, parse_listing
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
 from dsh_session_reference.store.listed import Listed
+from dsh_session_reference.store.titles import TitleBoard
 from dsh_session_reference.store.writer import SessionLog, encode_log
 
 from .audit import audited_env, audited_server_command
@@ -260,3 +262,16 @@ def test_keeping_a_big_listing_holds_its_document_once(tmp_path: Path) -> None:
         assert again.stored_listing().records == []  # whole (no log is there: every entry refused)
     finally:
         again.close()
+
+
+def test_a_verified_title_keeps_the_fingerprint_its_log_is_listed_at() -> None:
+    """A worker's verification sends back the log's fingerprint and the session's id, equal to the
+    listed ones but copies; kept for every title, they were about 250 bytes a session (50 MB at
+    200,000). The board keeps the fingerprint it already holds, the feed the listed record's id."""
+    board = TitleBoard()
+    location, fp = "/r/p/s/session.jsonl.zstd", Fingerprint(1, 2, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    board.provisional(location, fp, TitleObservation("s"))  # the hint, at the listed fingerprint
+    sent_back = pickle.loads(pickle.dumps(fp))
+    board.observe(location, sent_back, TitleObservation("s", title="Verified"))
+    kept = board.observed[location]
+    assert kept.observation.title == "Verified" and kept.fp is fp
