@@ -11,6 +11,7 @@ import asyncio
 import gc
 import logging
 import math
+import pickle
 import time
 import tracemalloc
 from pathlib import Path
@@ -19,12 +20,13 @@ import pytest
 from lsprotocol import types
 
 from dsh_session_reference.assembly import open_live
-from dsh_session_reference.model import SessionRecord, StoreError
+from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
 from dsh_session_reference.store.catalog import SessionCatalog
 from dsh_session_reference.store.index.rows import Fingerprint, entry_text, parse_listing
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
 from dsh_session_reference.store.listed import Listed
+from dsh_session_reference.store.titles import TitleBoard
 from dsh_session_reference.store.writer import SessionLog, encode_log
 
 from .audit import audited_env, audited_server_command
@@ -220,3 +222,58 @@ async def test_a_storm_of_cancelled_requests_does_not_hold_up_the_next_at(
             assert any(item.label == "Session 1999" for item in answer.items)
             assert took < STORM_BOUND, f"the @ after {count} cancelled {method}: {took:.2f} s"
             await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
+
+
+KEPT_LISTING_SESSIONS = 20_000
+
+
+def test_keeping_a_big_listing_holds_its_document_once(tmp_path: Path) -> None:
+    """The listing a server leaves for the next one (one JSON line a session) was made as its lines,
+    their join, a copy of the join with the last line break and an encoded copy, all at once: a
+    peak of 3.3 times the document here (at 200,000 sessions, a jump of a cold root's server once
+    its titles were verified). Now it is encoded in pieces and written to the index as a blob
+    piece by piece: the document is held about once (1.1 times)."""
+    root = tmp_path / "sessions"
+    root.mkdir()
+    index = IndexedSessionStore(str(root), index_dir=tmp_path / "index", autoflush=False)
+    records, walked = [], {}
+    for number in range(KEPT_LISTING_SESSIONS):
+        session_id = _session_id(number)
+        location = log_path(str(root), f"/home/dev/project-{number % 40}", session_id, "zstd")
+        header = {"id": session_id, "createdAt": BASE_MS - number, "cwd": f"/home/dev/project-{number % 40}"}
+        records.append(SessionRecord(session_id, BASE_MS - number, header["cwd"], header, location))
+        walked[location] = Fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    try:
+        index.keep_whole_listing(records, walked, KEPT_LISTING_SESSIONS)  # the index file made
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            index.keep_whole_listing(records, walked, KEPT_LISTING_SESSIONS)
+            peak = tracemalloc.get_traced_memory()[1] - before
+        finally:
+            tracemalloc.stop()
+        with index._database().kept_listing() as pieces:
+            assert pieces is not None
+            document = sum(len(piece) for piece in pieces)
+    finally:
+        index.close()
+    assert peak < 1.6 * document, f"peak {peak / document:.2f} times the {document:,}-byte document"
+    again = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
+    try:
+        assert again.stored_listing().records == []  # whole (no log is there: every entry refused)
+    finally:
+        again.close()
+
+
+def test_a_verified_title_keeps_the_fingerprint_its_log_is_listed_at() -> None:
+    """A worker's verification sends back the log's fingerprint and the session's id, equal to the
+    listed ones but copies; kept for every title, they were about 250 bytes a session (50 MB at
+    200,000). The board keeps the fingerprint it already holds, the feed the listed record's id."""
+    board = TitleBoard()
+    location, fp = "/r/p/s/session.jsonl.zstd", Fingerprint(1, 2, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    board.provisional(location, fp, TitleObservation("s"))  # the hint, at the listed fingerprint
+    sent_back = pickle.loads(pickle.dumps(fp))
+    board.observe(location, sent_back, TitleObservation("s", title="Verified"))
+    kept = board.observed[location]
+    assert kept.observation.title == "Verified" and kept.fp is fp

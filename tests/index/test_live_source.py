@@ -851,7 +851,7 @@ def test_a_server_leaves_its_listing_whole_with_its_titles_for_the_next(
 
 
 def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_it(tmp_path: Path) -> None:
-    from dsh_session_reference.store.index.kept import MAX_ENTRY_BYTES, kept_listing, listing_text
+    from dsh_session_reference.store.index.kept import MAX_ENTRY_BYTES, kept_listing, listing_pieces
     from dsh_session_reference.store.index.rows import MAX_MISSING
 
     root = tmp_path / "sessions"
@@ -860,7 +860,7 @@ def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_
     records = exact.list_sessions()
     walked = {str(r.location): fingerprint_at(str(r.location)) for r in records}
     titles = [TitleObservation(r.id, title=f"T {r.id}") for r in records[:2]] + [None]
-    text = listing_text(str(root), records, walked, titles, 7)
+    text = b"".join(listing_pieces(str(root), records, walked, titles, 7)).decode()
 
     def read(document: str, pieces: int = 1) -> Any:
         data = document.encode()
@@ -967,7 +967,7 @@ def test_the_first_walk_replaces_what_a_forged_stored_listing_said(
 ) -> None:
     """A stored listing is the index's word only until the first walk: a record whose header the
     walk read differently is the walk's, even where the log itself did not change."""
-    from dsh_session_reference.store.index.kept import kept_listing, listing_text
+    from dsh_session_reference.store.index.kept import kept_listing, listing_pieces
 
     root, expected, titles = left_by_a_server(tmp_path, monkeypatch)
     index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
@@ -978,7 +978,7 @@ def test_the_first_walk_replaces_what_a_forged_stored_listing_said(
         else r
         for r in stored.records
     ]
-    index._database().write_listing(listing_text(str(root), forged, stored.walked, list(titles), 3))
+    index._database().write_listing(listing_pieces(str(root), forged, stored.walked, list(titles), 3))
     with index._database().kept_listing() as pieces:
         assert pieces is not None and kept_listing(pieces, str(root)) is not None
     index.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model import SessionRecord
 from .index.records import Verified, batches
@@ -109,6 +109,10 @@ class WorkerFeed:
             LOG.info("title verification stopped: %r", failure)
             results = []
         for record, found in zip(batch, results, strict=False):
+            if found is not None and found[0].session_id == record.id:
+                # The listed record's id, not the copy a worker sent back (kept for every title).
+                observation, fp, started_ns = found
+                found = (replace(observation, session_id=record.id), fp, started_ns)
             self.index.remember_verified(record, found)
             if found is not None and record.location is not None:
                 self.titles.observe(record.location, found[1], found[0])

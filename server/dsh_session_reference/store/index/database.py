@@ -331,12 +331,21 @@ class IndexDatabase:
             with blob:
                 yield _checked_pieces(blob, found[0])
 
-    def write_listing(self, body: str) -> None:
+    def write_listing(self, pieces: list[bytes]) -> None:
+        """Keep the document ``pieces`` spell (:func:`.kept.listing_pieces`), each piece let go as
+        it is written: never joined, so the document is never held twice."""
+        size = crc = 0
+        for piece in pieces:
+            size += len(piece)
+            crc = zlib.crc32(piece, crc)
         with self._transaction("write the listing") as conn:
-            data = body.encode("utf-8")  # ASCII JSON (ensure_ascii)
             conn.execute(
-                "INSERT OR REPLACE INTO listing(id, body, crc) VALUES (0, ?, ?)", (data, zlib.crc32(data))
+                "INSERT OR REPLACE INTO listing(id, body, crc) VALUES (0, zeroblob(?), ?)", (size, crc)
             )
+            with conn.blobopen("listing", "body", 0) as blob:
+                for at, piece in enumerate(pieces):
+                    blob.write(piece)
+                    pieces[at] = b""
 
     @contextlib.contextmanager
     def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:

@@ -41,6 +41,8 @@ _FIVE_INTS: Final = [int] * 5
 _FP_BOUND: Final = 1 << 64
 """A fingerprint's numbers are ``st_*`` fields: 64-bit."""
 
+PIECE_LINES: Final = 1024
+"""Lines of a kept listing encoded at once when it is written (a few hundred kilobytes)."""
 LISTING_VERSION: Final = 2
 """The kept listing's format: a first line ``{"v": 2, "d": directories}``, then one line per entry."""
 PARSE_LINES: Final = 128
@@ -51,20 +53,25 @@ title: a few hundred bytes). A longer one refuses the document and the rows answ
 server writes one only for a header of tens of kilobytes)."""
 
 
-def listing_text(
+def listing_pieces(
     root: str,
     records: list[SessionRecord],
     walked: dict[str, Fingerprint],
-    titles: list[TitleObservation | None],
+    titles: Iterable[TitleObservation | None],
     directories: int,
-) -> str:
+) -> list[bytes]:
     """``records`` (a walk's listing of ``root``, its logs at ``walked``, ``directories`` listed)
-    with the titles known for them (``None`` where unknown) as one document for :func:`kept_listing`:
+    with the titles known for them (``None`` where unknown; one per record, taken as each entry is
+    made) as one document for :func:`kept_listing`, encoded in pieces of :data:`PIECE_LINES` lines:
     a line of its own per entry, so it is read back one bounded line at a time; paths are kept
-    relative to the root. ``ValueError`` for a header JSON cannot spell (Infinity)."""
+    relative to the root. ``ValueError`` for a header JSON cannot spell (Infinity).
+
+    In pieces, so the document is held once, as bytes: at 200,000 sessions its lines, their join,
+    the join's copy with the last line break and the encoded copy were about 250 MB at once, the
+    peak of a cold root's first listing."""
     prefix = os.path.join(root, "")
-    lines = [json.dumps({"v": LISTING_VERSION, "d": directories}, separators=(",", ":"))]
-    lines.extend(
+    head = json.dumps({"v": LISTING_VERSION, "d": directories}, separators=(",", ":"))
+    entries = (
         json.dumps(
             [
                 record.location[len(prefix) :],
@@ -79,11 +86,16 @@ def listing_text(
         for record, title in zip(records, titles, strict=True)
         if record.location is not None and record.location in walked and record.location.startswith(prefix)
     )
-    return "\n".join(lines) + "\n"
+    pieces = []
+    lines = itertools.chain([head], entries)
+    while piece := list(itertools.islice(lines, PIECE_LINES)):
+        piece.append("")  # each line ends with a line break
+        pieces.append("\n".join(piece).encode("ascii"))  # ASCII JSON (ensure_ascii)
+    return pieces
 
 
 def kept_listing(chunks: Iterable[bytes], root: str) -> StoredListing | None:
-    """The listing :func:`listing_text` wrote, read from ``chunks`` (the document, in pieces), or
+    """The listing :func:`listing_pieces` wrote, read from ``chunks`` (the document, in pieces), or
     ``None`` if it is not one a walk of ``root`` could have made. The cache folder is not trusted,
     so it is read one line at a time and refused at the first line that is not an entry a walk
     makes (a path of the root's layout, exact types, each path once), that is longer than

@@ -37,7 +37,7 @@ from ..layout import resolve_root
 from ..listing import Artifact, Skips, Walk, record_at
 from ..workers import run_apart
 from .bodies import fts_query, message_text
-from .kept import StoredListing, kept_listing, listing_text
+from .kept import StoredListing, kept_listing, listing_pieces
 from .records import read_texts
 from .rows import (
     Fingerprint,
@@ -149,17 +149,17 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         """Keep ``records``, a walk's listing (its logs at ``walked``, ``directories`` listed), with
         every title the index holds for them, as one document: what the next language server
         answers its first ``@`` from (:meth:`stored_listing`), in one query and one pass."""
-        titles = [
+        titles = (
             self.cached_title(record, walked[record.location], None)
             if record.location is not None and record.location in walked
             else None
             for record in records
-        ]
+        )
         try:
-            text = listing_text(self.root, records, walked, titles, directories)
+            pieces = listing_pieces(self.root, records, walked, titles, directories)
         except ValueError:
             return  # a header number JSON cannot spell: the rows still answer
-        self._database().write_listing(text)
+        self._database().write_listing(pieces)
 
     def read_titles(
         self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
