@@ -27,6 +27,7 @@ from .cancellation import AbortSignal, Cancelled
 from .candidate_cache import CandidateCache
 from .candidates import CandidateTable, Row, label_for
 from .config import ResolverConfig, is_positive_safe_integer, resolver_config
+from .conversation import BoundedRead
 from .errors import (
     BUDGET_EXCEEDED,
     INVALID_REFERENCE,
@@ -192,11 +193,9 @@ class SessionReferenceResolver:
 
         def select(stop: AbortSignal) -> list[Row]:
             # A store that keeps its listing and titles warm answers from the one kept table.
-            version = source.titles_version()
-            if version is None:
+            table = self.candidates.table(source, stop, agent.cwd)
+            if table is None:
                 table = self._listing_table(needle, self_id, agent.cwd, cap, stop)
-            else:
-                table = self.candidates.table(source, version, stop, agent.cwd)
             return table.select(needle, self_id, agent.cwd, cap, stop)
 
         rows = await run_blocking(select, signal)
@@ -274,11 +273,11 @@ class SessionReferenceResolver:
         a huge log is never held.
         """
         stop = AbortSignal()
-        budget = self.config.max_reference_bytes
+        bounded = BoundedRead(self.config.max_reference_bytes)
         source = self.query
 
         def read(session_id: str) -> SurfaceSnapshot | ConversationSnapshot:
-            conversation = source.read_conversation(session_id, budget, stop)
+            conversation = source.read_conversation(session_id, bounded, stop)
             return source.read_surface(session_id, stop) if conversation is None else conversation
 
         try:

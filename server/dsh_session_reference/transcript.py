@@ -15,12 +15,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .conversation import message_counts
+from .conversation import BoundedRead
 from .display import (
     display_block_text,
     display_inline_text,
     display_label,
     kilobytes,
+    message_counts,
     readable_time,
     share,
     wrapped,
@@ -81,7 +82,7 @@ async def read_transcript(
     budget = resolver.config.max_reference_bytes
     try:  # read for at least the budget: retention for it must be exact over the read
         snapshot = await asyncio.to_thread(
-            source.read_conversation, record.id, max(budget, TAIL_BYTES), None, HEAD_BYTES
+            source.read_conversation, record.id, BoundedRead(max(budget, TAIL_BYTES), HEAD_BYTES)
         )
     except Exception as error:  # a damaged log: the transcript says so rather than failing
         message = getattr(error, "message", None)

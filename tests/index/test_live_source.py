@@ -23,6 +23,7 @@ from dsh_session_reference.assembly import open_live, open_source
 from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.candidate_cache import CandidateCache
 from dsh_session_reference.candidates import CandidateTable, candidate_rank
+from dsh_session_reference.conversation import BoundedRead
 from dsh_session_reference.lsp.completion import BODY_MARK, completion_items
 from dsh_session_reference.lsp.sessions import candidate_row
 from dsh_session_reference.lsp.settings import Settings, apply_settings
@@ -47,7 +48,9 @@ def kept_table(source: SessionCatalog, target_cwd: str | None = None) -> Candida
     """The candidate table a resolver over ``source`` keeps (one cache per source, as one resolver
     has one)."""
     cache = _CACHES.setdefault(source, CandidateCache())
-    return cache.table(source, source.titles_version(), AbortSignal(), target_cwd)
+    table = cache.table(source, AbortSignal(), target_cwd)
+    assert table is not None  # the catalog keeps its listing warm
+    return table
 
 
 def store(root: Path) -> None:
@@ -236,7 +239,7 @@ def test_reads_for_prepare_hold_background_work_back(tmp_path: Path, monkeypatch
         assert source.scheduler.quiet
         source.list_sessions()
         source.read_surface("good")
-        source.read_conversation("good", 4096)
+        source.read_conversation("good", BoundedRead(4096))
         assert quiet_during == [False, False]  # background work waits while a log is read
         assert source.scheduler.quiet
     finally:

@@ -15,8 +15,16 @@ from typing import Final
 from lsprotocol import types
 
 from ..analysis import Analysis, Intended, Reference, read_reference
-from ..conversation import message_counts, readable
-from ..display import display_block_text, display_label, readable_time, relative_time, share, shortened
+from ..display import (
+    display_block_text,
+    display_label,
+    message_counts,
+    readable,
+    readable_time,
+    relative_time,
+    share,
+    shortened,
+)
 from ..resolver import SessionReferenceResolver, find_session
 from ..retention import RetainedSource, conversation_items
 from ..tokens import TokenCount

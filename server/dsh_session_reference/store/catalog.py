@@ -35,11 +35,13 @@ from ..model import (
     INDEXING_BODIES,
     VERIFYING_TITLES,
     BodyMatch,
+    ConversationRead,
     ConversationSnapshot,
     SessionRecord,
     StoreChange,
     SurfaceSnapshot,
     TitleObservation,
+    WarmListing,
 )
 from .changes import Listeners, changed_sessions
 from .feed import WorkerFeed
@@ -133,14 +135,21 @@ class SessionCatalog:
             by_id = self._listing(stop).by_id
             return {session_id: by_id[session_id] for session_id in session_ids if session_id in by_id}
 
-    def titles_version(self) -> int:
-        """The title board's version (:class:`.titles.TitleBoard`); before the first walk, the
-        listing the index remembers is taken first, so its titles are observed now, not under a
-        table being built from it."""
+    def warm_listing(self, since: int | None, stop: AbortSignal | None = None) -> WarmListing:
+        """The current listing (shared: callers must not mutate it) with the title board's version
+        (:class:`.titles.TitleBoard`), and with ``since`` the titles observed after it
+        (:meth:`titles_since`). Before the first walk, the listing the index remembers is taken
+        first, so its titles are observed now, not under a table being built from it."""
         with self.scheduler.serving():
             if self.snapshot is None:
                 self._stored()
-            return self.titles.version
+            version = self.titles.version
+            records = self._listing(stop).records
+            if since is None:
+                return WarmListing(records, version, {})
+            if self.titles.version == since:
+                return WarmListing(records, since, {})
+            return WarmListing(records, *self.titles_since(since, stop))
 
     def titles_since(
         self, version: int, stop: AbortSignal | None = None
@@ -221,10 +230,10 @@ class SessionCatalog:
         return self.background and max(len(snapshot.records), snapshot.directories) > SYNC_MAX_SESSIONS
 
     def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
     ) -> list[TitleObservation]:
         """Each record's title: as observed on the board, else from the index, by reading, or by a
-        hint (hinted in rank order for ``target_cwd``, as far as the time allows)."""
+        hint (hinted in the order of ``records``, as far as the time allows)."""
         with self.scheduler.serving():
             snapshot = self.snapshot
             walked = snapshot.walked if snapshot is not None else {}
@@ -268,9 +277,7 @@ class SessionCatalog:
                 self._ask()
             hinting = self.background and to_read > SYNC_VERIFY_BYTES
             if hinting:  # too much to read now: hints for the listed logs, exact reads for the rest
-                for index, hint in self.titles.hint_ranked(
-                    hintable, os.path.realpath(self.root), target_cwd, stop
-                ):
+                for index, hint in self.titles.hint_in_order(hintable, os.path.realpath(self.root), stop):
                     found[index] = hint
             else:
                 exact = sorted([*exact, *(index for index, _, _ in hintable)])
@@ -289,13 +296,12 @@ class SessionCatalog:
         return self._kept(("surface", session_id), lambda: self.index.read_surface(session_id, stop))
 
     def read_conversation(
-        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0
+        self, session_id: str, read: ConversationRead, stop: AbortSignal | None = None
     ) -> ConversationSnapshot:
         """``prepare``'s bounded read (see ``conversation.py``); a log of more JSONL than
         :data:`~.index.store.APART_READ_BYTES` is read in a process of its own."""
         return self._kept(
-            ("conversation", session_id, max_bytes, head_bytes),
-            lambda: self.index.read_conversation(session_id, max_bytes, stop, head_bytes),
+            ("conversation", session_id, read), lambda: self.index.read_conversation(session_id, read, stop)
         )
 
     def _kept(self, key: tuple[object, ...], read: Callable[[], Read]) -> Read:

@@ -19,10 +19,10 @@ from functools import partial
 from typing import Final
 
 from ...cancellation import AbortSignal, check
-from ...conversation import ConversationKeeper
 from ...jsjson import js_normalize
 from ...model import (
     BodyMatch,
+    ConversationRead,
     ConversationSnapshot,
     SessionRecord,
     TitleObservation,
@@ -35,6 +35,7 @@ from ..jsonl_store import (
 )
 from ..layout import resolve_root
 from ..listing import Artifact, Skips, Walk, record_at
+from ..surface import SurfaceKeeper
 from ..workers import run_apart
 from .bodies import fts_query, message_text
 from .kept import StoredListing, kept_listing, listing_text
@@ -162,7 +163,7 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         self._database().write_listing(text)
 
     def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
     ) -> list[TitleObservation]:
         try:
             if self.workers > 1:
@@ -195,35 +196,24 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
     # --- bounded reads ---------------------------------------------------------------------------
 
     def read_conversation(
-        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0
+        self, session_id: str, read: ConversationRead, stop: AbortSignal | None = None
     ) -> ConversationSnapshot:
-        """What ``prepare`` needs of a session for a ``max_bytes`` budget, without holding the log.
-
-        The same header, ``capturedThroughSeq`` and errors as :meth:`read_surface`;
-        the conversation keeps only what retention can use (see ``conversation.py``),
-        so retention over it is byte-identical to retention over the surface. A log
-        over ``apart_bytes`` is read in a process of its own (see ``__init__``). ``head_bytes``:
-        the first messages' texts kept as well (a transcript's head, see :class:`ConversationKeeper`).
-        """
+        """What ``prepare`` needs of a session, without holding the log: ``read`` folds replays of
+        it (the same header, ``capturedThroughSeq`` and errors as :meth:`read_surface`). A log
+        over ``apart_bytes`` is read in a process of its own (see ``__init__``)."""
         session_id = js_normalize(session_id)
         artifact = self.locate(session_id, stop)
         if self.apart_bytes is not None and _replay_bytes(artifact) > self.apart_bytes:
             conversation: ConversationSnapshot = run_apart(
-                "read_conversation", self.root, session_id, max_bytes, head_bytes, stop=stop
+                "read_conversation", self.root, session_id, read, stop=stop
             )
             return conversation
-        keeper: ConversationKeeper | None = ConversationKeeper(max_bytes, head_bytes=head_bytes)
-        reads = 0
-        while keeper is not None:
+
+        def replayed(keeper: SurfaceKeeper) -> tuple[SessionRecord, int | None]:
             header, result = self.replay(session_id, artifact, keeper, stop)
-            reads += 1
-            kept, keeper = keeper, keeper.again(reads)
-        return ConversationSnapshot(
-            session=record_at(artifact.path, header),
-            captured_through_seq=result.captured_through_seq,
-            items=kept.conversation(),
-            max_bytes=max_bytes,
-        )
+            return record_at(artifact.path, header), result.captured_through_seq
+
+        return read.fold(replayed)
 
     # --- titles ----------------------------------------------------------------------------------
 
