@@ -158,11 +158,11 @@ def open_source(
 
 
 def make_resolver(
-    source: SessionSource, config: ResolverConfig, *, body_search: bool = False
+    store: SessionSource, config: ResolverConfig, *, body_search: bool = False
 ) -> SessionReferenceResolver:
-    """The resolver over ``source`` with ``config`` as it is (validated once, where it was made),
+    """The resolver over ``store`` with ``config`` as it is (validated once, where it was made),
     passed whole rather than unpacked into upstream's options."""
-    resolver = SessionReferenceResolver(source, body_search=body_search)
+    resolver = SessionReferenceResolver(store, body_search=body_search)
     resolver.config = config
     return resolver
 

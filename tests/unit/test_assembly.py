@@ -56,7 +56,7 @@ def test_the_config_is_passed_whole(tmp_path: Path) -> None:
     config = resolver_config(2, 7, 4096)
     store = JsonlSessionStore(tmp_path)
     plain = make_resolver(store, config)
-    assert type(plain) is SessionReferenceResolver and plain.config is config and plain.query is store
+    assert type(plain) is SessionReferenceResolver and plain.config is config and plain.store is store
     assert not plain.body_search
     searching = make_resolver(store, config, body_search=True)
     assert searching.body_search and searching.config is config

@@ -1,6 +1,6 @@
 """Long work shown as LSP work-done progress: a cold listing, title verification, indexing.
 
-The LSP side of :meth:`..store.catalog.LiveSource.background_work`; nothing here is shown in a
+The LSP side of :meth:`..model.LiveSource.background_work`; nothing here is shown in a
 client that does not offer ``window.workDoneProgress``, or for work shorter than
 :data:`PROGRESS_AFTER`.
 """
@@ -37,13 +37,13 @@ class ProgressHost(Protocol):
     def work_done_progress(self) -> Progress: ...
 
     @property
-    def catalog(self) -> LiveSource: ...
+    def store(self) -> LiveSource: ...
 
     def capability(self, path: str, default: Any = None) -> Any: ...
 
 
 async def follow_background(ls: ProgressHost) -> None:
-    """Show the session source's background work (title verification, message-text
+    """Show the session store's background work (title verification, message-text
     indexing; see ``LiveSource.background_work``) as work-done progress once it has
     run for :data:`PROGRESS_AFTER`: one progress per kind of work, reporting the logs left,
     ended when that work is done. Indexing message text is cancellable: it stops, and body
@@ -55,15 +55,15 @@ async def follow_background(ls: ProgressHost) -> None:
     started: tuple[str, float] | None = None  # (title, when first seen) of the work under way
     while True:
         await asyncio.sleep(PROGRESS_EVERY)
-        source = ls.catalog
+        store = ls.store
         if shown is not None and shown[1] == INDEXING_BODIES:
             cancel = ls.work_done_progress.tokens.get(shown[0])
             if cancel is not None and cancel.cancelled():
-                source.stop_bodies()
+                store.stop_bodies()
                 stopped = "stopped: body search answers from the logs indexed so far"
                 ls.work_done_progress.end(shown[0], types.WorkDoneProgressEnd(message=stopped))
                 shown = None
-        work = source.background_work()
+        work = store.background_work()
         if shown is not None and (work is None or shown[1] != work[0]):
             ls.work_done_progress.end(shown[0], types.WorkDoneProgressEnd(message="done"))
             shown = None
@@ -99,11 +99,11 @@ async def _progress_token(ls: ProgressHost) -> str | None:
     return token
 
 
-async def list_with_progress(ls: ProgressHost, source: LiveSource) -> None:
-    """List ``source``; if that takes longer than :data:`PROGRESS_AFTER`, show it as work-done
+async def list_with_progress(ls: ProgressHost, store: LiveSource) -> None:
+    """List ``store``; if that takes longer than :data:`PROGRESS_AFTER`, show it as work-done
     progress (begin, a report every :data:`PROGRESS_EVERY`, end) in clients that support it,
     so a cold root of thousands of logs is seen to be read, not taken for a hang."""
-    work = asyncio.ensure_future(asyncio.to_thread(source.list_sessions))
+    work = asyncio.ensure_future(asyncio.to_thread(store.list_sessions))
     done, _ = await asyncio.wait({work}, timeout=PROGRESS_AFTER)
     shown = not done and ls.capability("window.work_done_progress", False)
     token = await _progress_token(ls) if shown else None
@@ -111,7 +111,7 @@ async def list_with_progress(ls: ProgressHost, source: LiveSource) -> None:
         progress = ls.work_done_progress
 
         def message() -> str:
-            return f"{source.walked_sessions:,} sessions read"
+            return f"{store.walked_sessions:,} sessions read"
 
         progress.begin(token, types.WorkDoneProgressBegin(title="Listing dsh sessions", message=message()))
         try:
