@@ -197,7 +197,8 @@ class StoreChange:
 
 
 class LiveSource(SessionSource, Protocol):
-    """A long-lived source for an editor (:class:`.store.catalog.SessionCatalog`): it keeps its
+    """A long-lived store for an editor (an indexed store with its catalog,
+    :meth:`.store.index.store.IndexedSessionStore.start_catalog`): it keeps its
     listing and titles warm, works in the background while the editor is quiet, and says so."""
 
     def touch(self) -> None:

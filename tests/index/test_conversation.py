@@ -25,7 +25,6 @@ from dsh_session_reference.projection import LongText
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.retention import bounded_text, retain_referenced_session, truncate_with_notice
 from dsh_session_reference.store import JsonlSessionStore
-from dsh_session_reference.store.catalog import SessionCatalog
 from dsh_session_reference.store.index import store as index_module
 from dsh_session_reference.store.index.store import APART_READ_BYTES, IndexedSessionStore
 from dsh_session_reference.store.workers import run_apart
@@ -208,7 +207,7 @@ def test_reads_in_a_process_of_their_own_prepare_identically(
     # Every log is over a budget of 0 bytes: every read goes apart (the CLI with cores to spare,
     # or the language server's source, for logs over 8 MB).
     index = IndexedSessionStore(tmp_path, index_dir=tmp_path.parent / "cache", apart_bytes=0)
-    source: Any = SessionCatalog(index, background=False) if through_server_source else index
+    source: Any = index.start_catalog(background=False) if through_server_source else index
     try:
         for ids in (["s0", "s1", "s2"], ["s2", "bad"], ["nope"]):
             expected = prepared(JsonlSessionStore(tmp_path), ids, max_bytes)
@@ -220,7 +219,7 @@ def test_reads_in_a_process_of_their_own_prepare_identically(
 
 def test_the_cli_and_the_server_read_huge_logs_apart(tmp_path: Path) -> None:
     source = open_live(str(tmp_path), index_dir=tmp_path / "cache")
-    assert source.index.apart_bytes == APART_READ_BYTES
+    assert source.apart_bytes == APART_READ_BYTES
     source.close()
     cli_store = open_source(str(tmp_path), index_dir=tmp_path / "cache")
     assert isinstance(cli_store, IndexedSessionStore)

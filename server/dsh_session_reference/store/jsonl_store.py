@@ -25,7 +25,14 @@ from typing import Any
 
 from ..cancellation import AbortSignal, check
 from ..jsjson import js_normalize
-from ..model import ConversationRead, SessionRecord, StoreError, SurfaceSnapshot, TitleObservation
+from ..model import (
+    ConversationRead,
+    SessionRecord,
+    StoreError,
+    SurfaceSnapshot,
+    TitleObservation,
+    WarmListing,
+)
 from .jsvalue import UNDEFINED, strict_equal
 from .layout import encode_segment, log_path, resolve_root
 from .listing import (
@@ -269,7 +276,7 @@ class ReadsOnDemand:
             events=result.surface,
         )
 
-    def warm_listing(self, since: int | None, stop: AbortSignal | None = None) -> None:
+    def warm_listing(self, since: int | None, stop: AbortSignal | None = None) -> WarmListing | None:
         """No listing is kept warm: every listing walks, every title read reads."""
         return None
 
