@@ -23,14 +23,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
 
 from dsh_session_reference.lsp.completion import LISTING_DATA
 from dsh_session_reference.store.layout import Compression
-from dsh_session_reference.uri import format_session_reference_mention
+from dsh_session_reference.uri import (
+    format_session_reference_mention,
+    parse_session_reference_text,
+    scan_session_references,
+)
 
 from .generate import Manifest, StoreSpec, plan_sessions, write_session
 
@@ -251,6 +255,34 @@ def large_document(ids: Sequence[str], size: int = 1_000_000) -> str:
     return f"# Notes\n\n{half}Compare {mentions(ids)} before the review.\n\n{half}"
 
 
+def mention_flood(size: int = 10 << 20) -> str:
+    """About ``size`` bytes of nothing but mentions, each of its own session (issue 35's shape:
+    322,000 in 10 MB took the lenient scanner 20.6 s while each looked for a backslash to the end)."""
+    parts: list[str] = []
+    total = n = 0
+    while total < size:
+        mention = format_session_reference_mention(f"s{n}", str(n)) + " "
+        parts.append(mention)
+        total += len(mention)
+        n += 1
+    return "".join(parts)
+
+
+def time_scans(text: str, runs: int) -> tuple[list[float], list[float]]:
+    """``scan_session_references`` and ``parse_session_reference_text`` of ``text``, ``runs`` times
+    each, in this process: CPU seconds (one thread, nothing waited for: the wall time on an idle
+    core, and less noisy on a shared machine)."""
+    scans, parses = [], []
+    for _ in range(runs):
+        started = time.process_time()
+        scan_session_references(text)
+        scans.append(time.process_time() - started)
+        started = time.process_time()
+        parse_session_reference_text(text)
+        parses.append(time.process_time() - started)
+    return scans, parses
+
+
 # --- our CLI ---------------------------------------------------------------------------------------
 
 
@@ -361,10 +393,27 @@ class Server:
         )
         return time.perf_counter() - started, result
 
-    async def stop(self) -> None:
+    async def stop(self) -> float:
+        """``shutdown`` then ``exit``; the seconds from ``exit`` until the process has ended."""
         await self.client.shutdown_async(None)
+        server = self.client._server
+        started = time.perf_counter()
         self.client.exit(None)
+        if server is not None:
+            await asyncio.wait_for(server.wait(), 60)
+        exited = time.perf_counter() - started
         await self.client.stop()  # type: ignore[no-untyped-call]
+        return exited
+
+    async def cancel_storm(self, method: str, params: Any, count: int) -> None:
+        """``count`` requests of ``method``, each cancelled (``$/cancelRequest``) as soon as sent,
+        as a client does when the user types on (Go to session, a symbol search)."""
+        futures = []
+        for number in range(count):
+            msg_id = f"storm-{method}-{number}-{time.monotonic_ns()}"
+            futures.append(self.client.protocol.send_request(method, params, msg_id=msg_id))
+            self.client.cancel_request(types.CancelParams(id=msg_id))
+        await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
 
 
 # --- the suite -------------------------------------------------------------------------------------
@@ -378,13 +427,23 @@ class Settings:
     warm_runs: int
     typing_rounds: int
     upstream_query_runs: int
+    scale: bool = False
+    """Only the language server's costs of a very big root (:meth:`Suite.run_scale`): memory, the
+    first ``@``, ``exit`` and storms of cancelled requests; no CLI, no upstream."""
 
 
 SETTINGS: dict[str, Settings] = {
     "quick": Settings("quick", StoreSpec(sessions=1000, huge=3, huge_mb=20), 3, 7, 5, 2),
     "standard": Settings("standard", StoreSpec(sessions=10000, huge=3, huge_mb=107), 3, 7, 5, 2),
     "full": Settings("full", StoreSpec(sessions=50000, huge=3, huge_mb=107), 2, 5, 3, 1),
+    # 200,000 small logs (about 3 GB of JSONL; generating them takes about 10 minutes on two cores).
+    "200k": Settings(
+        "200k", StoreSpec(sessions=200_000, huge=0, medium=3, median_kb=3), 1, 3, 2, 0, scale=True
+    ),
 }
+
+STORM_CANDIDATES: Final = 100
+STORM_SYMBOLS: Final = 300
 
 
 class Suite:
@@ -457,6 +516,11 @@ class Suite:
                 measure.ours_rss = max(measure.ours_rss or 0, run.max_rss_mb)
             context = json.loads(run.stdout)["additionalContext"]
             outputs[f"prepare {name}"] = context["content"][0]["text"]
+        flood = mention_flood()
+        scans, parses = time_scans(flood, self.s.cold_runs)
+        count = flood.count("@[")
+        self.measure(f"scan of 10 MB of mentions ({count:,}), in process, CPU", "≤ 2 s").ours.extend(scans)
+        self.measure(f"parse of 10 MB of mentions ({count:,}), in process, CPU", "≤ 2 s").ours.extend(parses)
         measure = self.measure("check of a 1 MB document (3 mentions), cold process")
         for _ in range(self.s.cold_runs):
             env = {**os.environ, "XDG_CACHE_HOME": str(self.warm_cache)}
@@ -685,7 +749,51 @@ class Suite:
         """Upstream's results for this store (the package and the store do not change between runs)."""
         return Path(self.m.root).parent / "upstream-results.json"
 
+    async def run_scale(self) -> None:
+        """A very big root: a fresh server over an empty index, typed against, then one reopened over
+        the index it left, with storms of cancelled requests; peak memory and ``exit`` of each."""
+        query = self.m.query
+        for name, cache in (("empty index", self.scratch / "scale-cache"), ("index a server left", None)):
+            server = Server(self.m.root, cache or self.scratch / "scale-cache", self.m.target_id)
+            await server.start()
+            first = self.measure(f"first `@` completion with a query, fresh server, {name}")
+            elapsed, found = await server.complete(f"see @{query}")
+            first.ours.append(elapsed)
+            first.note = f"{found} items; first answer in {server.first_answer * 1000:.0f} ms"
+            typing = self.measure(f"`@` completion round trip while typing, {name}")
+            for _ in range(self.s.typing_rounds):
+                typing.ours.append((await server.complete("compare @"))[0])
+                for typed in (query, "client-07"):
+                    for end in range(1, len(typed) + 1):
+                        typing.ours.append((await server.complete("compare @" + typed[:end]))[0])
+            if cache is None:
+                for method, params, count in (
+                    (
+                        types.WORKSPACE_EXECUTE_COMMAND,
+                        types.ExecuteCommandParams(
+                            command="dshSessionReference.candidates", arguments=[{"query": ""}]
+                        ),
+                        STORM_CANDIDATES,
+                    ),
+                    (types.WORKSPACE_SYMBOL, types.WorkspaceSymbolParams(query=""), STORM_SYMBOLS),
+                ):
+                    storm = self.measure(
+                        f"`@` after {count} cancelled `{method}` requests", "< 0.5 s after the last cancel"
+                    )
+                    for _ in range(self.s.warm_runs):
+                        await server.cancel_storm(method, params, count)
+                        storm.ours.append((await server.complete(f"see @{query}"))[0])
+            rss, peak = server.rss_mb()
+            memory = self.measure(f"language server peak RSS, listed and typed against, {name}", "<= 300 MB")
+            memory.ours_rss = peak
+            memory.note = f"RSS {rss:.0f} MB at the end"
+            self.measure(f"`exit` until the process ended, {name}", "< 1 s").ours.append(await server.stop())
+            self.log(f"ours: {name} done")
+
     def run(self, *, reuse_upstream: bool = False) -> None:
+        if self.s.scale:
+            asyncio.run(self.run_scale())
+            return
         ours = self.run_ours_cold()
         asyncio.run(self.run_ours_server())
         cache = self.upstream_cache()

@@ -14,8 +14,10 @@ a cold store hints them in.
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from .cancellation import AbortSignal
 from .candidates import CandidateTable, Row, label_for, rank_order
@@ -38,6 +40,11 @@ class CandidateCache:
 
     def __init__(self) -> None:
         self._kept: _Kept | None = None
+        self._lock = threading.Lock()
+        """One request builds or relabels the table at a time; the others then take its work
+        (a storm of requests while titles are verified relabelled the table once each, side by
+        side, and each copy of a 20,000-row table held the interpreter before the request could
+        see its cancellation)."""
 
     def table(self, store: SessionSource, stop: AbortSignal, target_cwd: str | None) -> CandidateTable | None:
         """Every listed session of ``store`` with its label, as of its latest titles version;
@@ -48,12 +55,24 @@ class CandidateCache:
         the right ones), then brought up to the titles observed meanwhile; the same listing is
         relabelled only where a title changed.
         """
+        while not self._lock.acquire(timeout=LOCK_POLL):
+            stop.check()
+        try:
+            stop.check()
+            return self._table(store, stop, target_cwd)
+        finally:
+            self._lock.release()
+
+    def _table(
+        self, store: SessionSource, stop: AbortSignal, target_cwd: str | None
+    ) -> CandidateTable | None:
         kept = self._kept
         warm = store.warm_listing(None if kept is None else kept.version, stop)
         if warm is None:
             return None
+        stop.check()
         records = warm.records
-        if kept is None or not _same_list(kept.records, records):
+        if kept is None or not _same_list(kept.records, records, stop):
             order = rank_order(records, target_cwd)
             observations = store.read_titles([records[index] for index in order], stop)
             labels = [""] * len(records)
@@ -61,8 +80,10 @@ class CandidateCache:
                 labels[index] = label_for(records[index], seen)
             rows = [Row(record, label) for record, label in zip(records, labels, strict=True)]
             kept = _Kept(records, warm.version, CandidateTable(rows, {target_cwd: order}))
+            stop.check()
             kept = _relabelled(kept, *store.titles_since(kept.version, stop))
         elif warm.version != kept.version:
+            stop.check()
             kept = _relabelled(kept, warm.version, warm.changed)
         self._kept = kept
         return kept.table
@@ -89,7 +110,22 @@ def _relabelled(kept: _Kept, version: int, changed: Mapping[str, TitleObservatio
     return _Kept(kept.records, version, table, positions)
 
 
-def _same_list(kept: list[SessionRecord], records: list[SessionRecord]) -> bool:
+LOCK_POLL: Final = 0.05
+"""Seconds between two looks at the stop signal while another request builds the table."""
+SAME_LIST_STEP: Final = 8192
+"""Records compared between two looks at the stop signal (about 1 ms)."""
+
+
+def _same_list(kept: list[SessionRecord], records: list[SessionRecord], stop: AbortSignal) -> bool:
     """Whether two listings hold the same record objects (a re-walk of an unchanged small root
-    builds a new list of the same records)."""
-    return kept is records or (len(kept) == len(records) and all(map(operator.is_, kept, records)))
+    builds a new list of the same records; a big root's served listing is the same list)."""
+    if kept is records:
+        return True
+    if len(kept) != len(records):
+        return False
+    for start in range(0, len(kept), SAME_LIST_STEP):
+        stop.check()
+        end = start + SAME_LIST_STEP
+        if not all(map(operator.is_, kept[start:end], records[start:end])):
+            return False
+    return True

@@ -44,6 +44,7 @@ from .model import (
     SessionSource,
     SurfaceSnapshot,
     TitleObservation,
+    kept_text,
 )
 from .retention import RetainedSource, retain_referenced_session
 from .snapshot import AdditionalContext, build_additional_context
@@ -61,6 +62,11 @@ class AgentRef:
 
     id: str | None
     cwd: str | None = None
+
+    def __post_init__(self) -> None:
+        # Compared with listed cwds, which are kept bounded: a long cwd as they keep it.
+        if self.cwd is not None:
+            object.__setattr__(self, "cwd", kept_text(self.cwd))
 
 
 @dataclass(frozen=True)
@@ -196,6 +202,7 @@ class SessionReferenceResolver:
             table = self.candidates.table(store, stop, agent.cwd)
             if table is None:
                 table = self._listing_table(needle, self_id, agent.cwd, cap, stop)
+            stop.check()
             return table.select(needle, self_id, agent.cwd, cap, stop)
 
         rows = await run_blocking(select, signal)
@@ -326,7 +333,14 @@ async def run_blocking(work: Callable[[AbortSignal], T], signal: AbortSignal | N
     """Run one blocking store call in a thread, raced against ``signal`` (``work`` gets the stop
     signal the store checks)."""
     stop = AbortSignal()
-    return await _race(asyncio.to_thread(work, stop), signal, stop)
+    return await _race(asyncio.to_thread(_unless_stopped, work, stop), signal, stop)
+
+
+def _unless_stopped(work: Callable[[AbortSignal], T], stop: AbortSignal) -> T:
+    """``work(stop)``, unless ``stop`` was aborted while the work waited for a thread (a storm of
+    cancelled requests queues many)."""
+    stop.check()
+    return work(stop)
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

@@ -20,6 +20,7 @@ from dsh_session_reference.check import check_files
 from dsh_session_reference.display import (
     display_block_text,
     display_inline_text,
+    gutter,
     readable_time,
     relative_time,
     short_age,
@@ -328,7 +329,7 @@ async def test_every_problem_is_found_where_it_is(
         (codes.NONCANONICAL_URI, "error", 1),
         (codes.SELF_REFERENCE, "error", 2),
         (codes.UNKNOWN_SESSION, "error", 3),
-        (codes.STALE_LABEL, "hint", 4),
+        (codes.STALE_LABEL, "warning", 4),
         (codes.DUPLICATE_REFERENCE, "hint", 5),
         (codes.MALFORMED_URI, "error", 6),
     }
@@ -687,7 +688,10 @@ async def test_the_model_text_is_what_prepare_prints(
     assert model.ok and model.text == render_prepared_report(parsed.text, prepared, resolver.config) + "\n"
     assert model.uri.startswith("dsh-preview:/p.md%20%28model%20text%29.txt?") and is_model_text(model.uri)
     assert document_of_preview(model.uri) == "file:///w/p.md"
-    assert prepared.additional_context is not None and prepared.additional_context.text in model.text
+    assert prepared.additional_context is not None
+    # Each line of both messages after the gutter, exactly: no line of theirs reads as the report's.
+    assert "\n".join(gutter(prepared.additional_context.text)) in model.text
+    assert "\n".join(gutter(parsed.text)) in model.text
     failed = await build_model_text(
         "file:///w/p.md", await analyze(mention(TARGET_ID), resolver, agent), resolver, agent
     )
@@ -710,9 +714,9 @@ async def test_the_preview_is_made_for_reading(resolver: SessionReferenceResolve
     headings = [line.strip() for line in lines if line.strip().startswith("── ")]
     assert headings[0].startswith("── 1 · user · 20") and headings[0].endswith(" UTC ──")
     assert any(line.strip().startswith("── 2 · assistant · ") for line in lines)
-    assert "    How should we split uri.py?" in lines
-    assert "    " + "x" * 100 in lines  # s-gamma's 3,000-character message, wrapped
-    assert "Please compare @Refactor <the> parser and @big." in lines
+    assert "    │ How should we split uri.py?" in lines  # every line of a message in the gutter
+    assert "    │ " + "x" * 98 in lines  # s-gamma's 3,000-character message, wrapped at 100 with the gutter
+    assert "│ Please compare @Refactor <the> parser and @big." in lines
     assert "\\u003c" not in preview.text
     untitled = await build_preview("file:///w/p.md", analysis, resolver, AgentRef(None, "/w"))
     assert untitled.text.splitlines()[2].startswith("target session: none")

@@ -171,7 +171,7 @@ async def test_diagnostics_flag_every_problem_with_stable_codes(s: Session, work
     )
     assert by_code["noncanonical-uri"].severity == types.DiagnosticSeverity.Error
     assert by_code["duplicate-reference"].severity == types.DiagnosticSeverity.Hint
-    assert by_code["stale-label"].severity == types.DiagnosticSeverity.Hint
+    assert by_code["stale-label"].severity == types.DiagnosticSeverity.Warning
     assert by_code["too-many-references"].range.start.line == 6  # the fourth distinct session
 
 

@@ -252,6 +252,21 @@ export class ServerController implements vscode.Disposable {
    * The server's `textDocument/documentLink` reply for a document, raw (see `transcriptLinkRanges`).
    * The client sends the document's pending edits first, so the reply is for its current text.
    */
+  /**
+   * Where an inlay hint the server places at `position` is drawn instead (see `MentionChips.hintAt`):
+   * after a chip's visible label rather than after its hidden URI, so a soft wrap never puts rows of
+   * hidden text between the chip and its cost.
+   */
+  placeHints: (document: vscode.TextDocument, position: vscode.Position) => vscode.Position = (_, position) => position;
+
+  /** Asks VS Code for the inlay hints of the open documents again (a chip collapsed or expanded). */
+  refreshInlayHints(): void {
+    const feature = this.client?.getFeature('textDocument/inlayHint');
+    for (const document of vscode.workspace.textDocuments) {
+      feature?.getProvider(document)?.onDidChangeInlayHints.fire();
+    }
+  }
+
   async documentLinks(uri: vscode.Uri, token: vscode.CancellationToken): Promise<unknown> {
     const client = this.client;
     if (client === undefined || !client.isRunning()) {
@@ -586,6 +601,7 @@ export class ServerController implements vscode.Disposable {
         provideInlayHints: async (document, range, token, next) => {
           const hints = await next(document, range, token);
           for (const hint of hints ?? []) {
+            hint.position = this.placeHints(document, hint.position);
             if (typeof hint.label === 'string') {
               hint.label = unbreakable(hint.label);
             } else {

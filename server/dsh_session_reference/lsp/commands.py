@@ -9,16 +9,17 @@ The preview and transcript documents are served by ``workspace/textDocumentConte
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
-from typing import Any, Final
+from typing import Any, Final, TypeVar, cast
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..analysis import analyze
-from ..assembly import target_session
+from ..assembly import ROOT_NOT_FOUND, root_failure, target_session
 from ..display import display_label
 from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
@@ -27,7 +28,7 @@ from .completion import shown
 from .documents import text_of
 from .preview import Preview, build_model_text, build_preview, document_summary, referenced_sessions
 from .progress import CLIENT_REQUEST_TIMEOUT
-from .server import DshLanguageServer
+from .server import DshLanguageServer, cancel_grace
 from .sessions import (
     TRANSCRIPT_SCHEME,
     candidate_row,
@@ -43,6 +44,42 @@ CANDIDATES_COMMAND: Final = "dshSessionReference.candidates"
 SUMMARY_COMMAND: Final = "dshSessionReference.documentSummary"
 TRANSCRIPT_COMMAND: Final = "dshSessionReference.transcript"
 INSERT_MENTION_COMMAND: Final = "dshSessionReference.insertMention"
+
+
+REQUEST_FAILED: Final = int(types.LSPErrorCodes.RequestFailed)
+"""-32803: the request was well formed and cannot be answered (LSP 3.17)."""
+
+Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
+
+
+def root_error(ls: DshLanguageServer) -> JsonRpcException | None:
+    """A request's answer while the sessions root is missing or no directory (a file, a FIFO, a
+    symlink loop): the CLI's code and words, as ``RequestFailed``; ``None`` for a directory."""
+    failure = root_failure(ls.engine.root, ls.root_origin())
+    if failure is None:
+        return None
+    data = {"code": ROOT_NOT_FOUND, "message": failure}
+    return JsonRpcException(f"{ROOT_NOT_FOUND}: {failure}", REQUEST_FAILED, data)
+
+
+def root_errors(handler: Handler) -> Handler:
+    """``handler`` answering with :func:`root_error` where it fails while the root is no directory:
+    a store cannot list such a root and raises on every read, which pygls would answer as
+    InternalError with a traceback. An error of the request's own (bad params) goes out as is."""
+
+    @functools.wraps(handler)
+    async def answered(ls: DshLanguageServer, *args: Any) -> Any:
+        try:
+            return await handler(ls, *args)
+        except (JsonRpcException, asyncio.CancelledError):
+            raise
+        except Exception:
+            error = root_error(ls)
+            if error is None:
+                raise
+            raise error from None
+
+    return cast(Handler, answered)
 
 
 def _uri_argument(args: Sequence[Any], command: str, shape: str = "documentUri: string") -> str:
@@ -96,6 +133,7 @@ async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[st
     if (uri is not None and not isinstance(uri, str)) or not isinstance(query, str):
         raise JsonRpcInvalidParams(f"{CANDIDATES_COMMAND}: documentUri and query must be strings")
     with ls.tracked_command():
+        await cancel_grace()
         agent = await ls.agent_for(uri)
         candidates = await ls.engine.resolver.list_candidates(agent, query)
         return [candidate_row(candidate) for candidate in candidates]
@@ -282,10 +320,11 @@ async def preview_of(ls: DshLanguageServer, uri: str, *, model_text: bool = Fals
 
 
 def register(server: DshLanguageServer) -> None:
-    """Register every command on ``server``."""
-    server.command(PREVIEW_COMMAND)(_shown_preview(PREVIEW_COMMAND, model_text=False))
-    server.command(MODEL_TEXT_COMMAND)(_shown_preview(MODEL_TEXT_COMMAND, model_text=True))
-    server.command(CANDIDATES_COMMAND)(_candidates_command)
-    server.command(SUMMARY_COMMAND)(_summary_command)
-    server.command(TRANSCRIPT_COMMAND)(_transcript_command)
-    server.command(INSERT_MENTION_COMMAND)(_insert_mention_command)
+    """Register every command on ``server`` (each answered with the root's problem when it fails
+    on a root that is no directory: :func:`root_errors`)."""
+    server.command(PREVIEW_COMMAND)(root_errors(_shown_preview(PREVIEW_COMMAND, model_text=False)))
+    server.command(MODEL_TEXT_COMMAND)(root_errors(_shown_preview(MODEL_TEXT_COMMAND, model_text=True)))
+    server.command(CANDIDATES_COMMAND)(root_errors(_candidates_command))
+    server.command(SUMMARY_COMMAND)(root_errors(_summary_command))
+    server.command(TRANSCRIPT_COMMAND)(root_errors(_transcript_command))
+    server.command(INSERT_MENTION_COMMAND)(root_errors(_insert_mention_command))

@@ -12,7 +12,8 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Final
+from collections.abc import Callable
+from typing import Any, Final
 
 from lsprotocol import types
 from pygls.capabilities import ServerCapabilitiesBuilder
@@ -25,7 +26,7 @@ from ..model import MAX_TITLE_CHARS
 from ..resolver import Candidate
 from . import commands, send
 from .actions import PREVIEW_COMMAND, code_actions
-from .commands import preview_of, transcript_of
+from .commands import preview_of, root_errors, transcript_of
 from .completion import completion_items, find_trigger, item_data, listing_item
 from .hover import documentation, hover_text, read_session_facts, session_summary
 from .inline import code_lenses, inlay_hints
@@ -37,7 +38,7 @@ from .preview import (
     is_model_text,
 )
 from .progress import CLIENT_REQUEST_TIMEOUT, follow_background
-from .server import NAME, DshLanguageServer
+from .server import NAME, DshLanguageServer, cancel_grace
 from .sessions import (
     TOP,
     TRANSCRIPT_SCHEME,
@@ -294,6 +295,7 @@ async def _workspace_symbol(
 ) -> list[types.SymbolInformation]:
     if len(params.query) > MAX_SYMBOL_QUERY:
         return []
+    await cancel_grace()
     agent = await ls.agent_for(None)
     candidates = await ls.engine.resolver.list_candidates(agent, params.query)
     return workspace_symbols(candidates, _now_ms())
@@ -329,10 +331,40 @@ def _shutdown(ls: DshLanguageServer, params: None) -> None:
     ls.stop_everything()
 
 
+_REQUESTS: Final = frozenset(
+    {
+        types.TEXT_DOCUMENT_DIAGNOSTIC,
+        types.TEXT_DOCUMENT_COMPLETION,
+        types.COMPLETION_ITEM_RESOLVE,
+        types.TEXT_DOCUMENT_HOVER,
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.WORKSPACE_TEXT_DOCUMENT_CONTENT,
+        types.TEXT_DOCUMENT_DEFINITION,
+        types.TEXT_DOCUMENT_DOCUMENT_LINK,
+        types.DOCUMENT_LINK_RESOLVE,
+        types.WORKSPACE_SYMBOL,
+        types.TEXT_DOCUMENT_INLAY_HINT,
+        types.TEXT_DOCUMENT_CODE_LENS,
+    }
+)
+"""The requests that read the store (``initialize`` and ``shutdown`` do not)."""
+
+
 def create_server(sessions: str | None = None) -> DshLanguageServer:
     """A server with every feature registered (not started)."""
     server = DshLanguageServer(sessions)
-    feature = server.feature
+
+    def feature(method: str, options: Any = None) -> Callable[[Any], Any]:
+        """Register a handler; a request's is answered with the root's problem when it fails on
+        a root that is no directory (:func:`.commands.root_errors`)."""
+
+        def register(handler: Any) -> Any:
+            if method in _REQUESTS:
+                handler = root_errors(handler)
+            return server.feature(method, options)(handler)
+
+        return register
+
     feature(types.INITIALIZE)(_initialize)
     feature(types.INITIALIZED)(_initialized)
     feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(_did_change_configuration)

@@ -18,6 +18,7 @@ from ..analysis import Analysis, Intended, Reference, read_reference
 from ..display import (
     display_block_text,
     display_label,
+    legible,
     message_counts,
     readable,
     readable_time,
@@ -64,7 +65,7 @@ def session_summary(
     code: Callable[[str], str] = _code_span if markdown else _plain
     reference, record = facts.reference, facts.reference.record
     title = reference.title if reference.title is not None else reference.label
-    label = display_label(title) or "(a session with an empty id)"
+    label = legible(title) or "(a session with an empty id)"
     lines: list[str] = [f"**{text(label)}**" if markdown else label]
     id_line: list[str] = []
     if title != reference.session_id:

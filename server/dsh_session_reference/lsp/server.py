@@ -227,16 +227,19 @@ class DshLanguageServer(LanguageServer):
         if self._root_reported == (root, problem):
             return
         self._root_reported = (root, problem)
-        if self.settings.sessions_root:
-            origin = f"from the {SECTION}.sessionsRoot setting"
-        else:
-            origin = root_origin(self.sessions_fallback, "from the server's --sessions option")
+        origin = self.root_origin()
         message = (
             f'dsh: the sessions root "{root}" ({origin}) {problem}, so no sessions can be listed or '
             f"mentioned. Set {SECTION}.sessionsRoot to your dsh sessions folder."
         )
         LOG.warning("%s", message)
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+    def root_origin(self) -> str:
+        """Where the sessions root came from, in words for a message."""
+        if self.settings.sessions_root:
+            return f"from the {SECTION}.sessionsRoot setting"
+        return root_origin(self.sessions_fallback, "from the server's --sessions option")
 
     async def reconfigure(self, raw: object = None) -> bool:
         """Merge ``raw`` (pushed settings), then our section from ``workspace/configuration`` when
@@ -498,6 +501,17 @@ class DshLanguageServer(LanguageServer):
         if run is None or not run.task.done() or run.task.cancelled() or run.task.exception() is not None:
             return None
         return run.task.result()
+
+
+CANCEL_GRACE: Final = 0.002
+"""Seconds a listing request (a symbol search, the session picker's candidates) waits before its
+work: a client that types on sends ``$/cancelRequest`` right behind it, and a request cancelled
+meanwhile never starts (300 cancelled ``workspace/symbol`` requests had each built its answer)."""
+
+
+async def cancel_grace() -> None:
+    """Let a ``$/cancelRequest`` already on its way reach this request before it works."""
+    await asyncio.sleep(CANCEL_GRACE)
 
 
 async def ask_client(request: Callable[[None], Awaitable[object]]) -> None:

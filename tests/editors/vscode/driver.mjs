@@ -12,7 +12,9 @@
 //   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives;
 //   "first-at": the first `@` typed as soon as the prompt shows (the server still starting), timed
 //   with no other key until real rows show (spec: placeholderPattern, waitMs); "send": the
-//   model-facing text copied, then "DSH: Send to dsh" (spec: statusPattern).
+//   model-facing text copied, then "DSH: Send to dsh" (spec: statusPattern);
+//   "seen": what a chip and the preview show of what is sent, and a chip line's wrapped rows
+//   (spec: forgedMention, soundMention, forgedHeading, chipText, afterChip).
 
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -478,6 +480,11 @@ async function main() {
     return;
   }
 
+  if (spec.mode === 'seen') {
+    await seen(page, promptEditor);
+    return;
+  }
+
   if (spec.mode === 'old-python') {
     await step('notification', page, async () => {
       const toasts = page.locator('.notifications-toasts .notification-toast', { hasText: 'needs Python' });
@@ -521,6 +528,38 @@ async function main() {
     await promptEditor.locator('.squiggly-error').first().waitFor({ state: 'detached', timeout: STEP_TIMEOUT });
     const lines = await visibleLines(promptEditor);
     return { chosen: titles[index], lines };
+  });
+
+  await step('relabelled', page, async () => {
+    // The fixed mention keeps its label, which is not its session's title: a warning squiggle; with
+    // the cursor away it reads as written (not as a chip of that label), its hint naming the session
+    // it sends. "Refresh the label" then labels it with the title, and it is a chip.
+    const squiggle = promptEditor.locator('.squiggly-warning').first();
+    await squiggle.waitFor();
+    await promptEditor.locator('.view-line', { hasText: 'Next' }).first().click();
+    const line = (all, text) => all.find((candidate) => candidate.text.includes(text));
+    const lines = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) => (line(all, spec.staleMention)?.hints.some((hint) => hint.startsWith('sends')) && line(all, spec.staleMention).shown === line(all, spec.staleMention).text) ?? false,
+      'the relabelled mention is not written out with a hint naming the session it sends',
+    );
+    await screenshot(page, 'relabelled-written-out');
+    const hover = (await (await hoverMarker(page, squiggle)).innerText()).trim();
+    const rows = await openQuickFixMenu(page, squiggle);
+    const titles = (await rows.allInnerTexts()).map((text) => text.trim());
+    const index = titles.findIndex((title) => title.startsWith('Refresh the label'));
+    if (index < 0) {
+      throw new Error(`no "Refresh the label" quick fix among ${JSON.stringify(titles)}`);
+    }
+    await rows.nth(index).click();
+    await squiggle.waitFor({ state: 'detached', timeout: STEP_TIMEOUT });
+    await promptEditor.locator('.view-line', { hasText: 'Next' }).first().click();
+    const after = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) => line(all, spec.refreshedMention) !== undefined && !line(all, spec.refreshedMention).shown.includes('dsh-session:'),
+      'the relabelled mention did not become a chip',
+    );
+    return { before: line(lines, spec.staleMention), hover, titles, after: line(after, spec.refreshedMention) };
   });
 
   await step('completion', page, async () => {
@@ -1207,6 +1246,135 @@ async function firstAt(page, promptEditor) {
   }
   const line = (await visibleLines(promptEditor)).find((text) => text.endsWith(' @')) ?? null;
   return { serverMs, first, rows, timeline, line };
+}
+
+/**
+ * The editor's rendered view rows (a wrapped line is several), top to bottom: whether the row
+ * starts a line (it has a line number), what a person reads in it (`shown`: hidden characters
+ * left out, inlay hints too) and its inlay hints.
+ */
+async function renderedRows(editor) {
+  return editor.evaluate((root) => {
+    const numbered = new Set(
+      [...root.querySelectorAll('.margin-view-overlays > div')]
+        .filter((row) => (row.querySelector('.line-numbers')?.textContent ?? '').trim() !== '')
+        .map((row) => Math.round(parseFloat(row.style.top || '0'))),
+    );
+    const clean = (text) => text.replace(/\u00a0/g, ' ').replace(/\u2215/g, '/').replace(/\u2024/g, '.').replace(/\u201a/g, ',');
+    return [...root.querySelectorAll('.view-lines .view-line')]
+      .map((line) => {
+        let shown = '';
+        const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+          let hidden = false;
+          for (let element = node.parentElement; element !== null && element !== line; element = element.parentElement) {
+            if (element.matches('[class*="dyn-rule-"]') || getComputedStyle(element).display === 'none') {
+              hidden = true;
+              break;
+            }
+          }
+          shown += hidden ? '' : node.textContent;
+        }
+        const hints = [...line.querySelectorAll('[class*="dyn-rule-"]')].map((span) => clean(span.textContent).trim()).filter((text) => text !== '');
+        const top = Math.round(parseFloat(line.style.top || '0'));
+        return { top, numbered: numbered.has(top), shown: clean(shown), hints, text: clean(line.textContent) };
+      })
+      .sort((a, b) => a.top - b.top);
+  });
+}
+
+/** The view rows of the line whose first row's text starts with `start`. */
+function rowsOfLine(rows, start) {
+  const first = rows.findIndex((row) => row.numbered && row.text.startsWith(start));
+  if (first < 0) {
+    return [];
+  }
+  const next = rows.findIndex((row, index) => index > first && row.numbered);
+  return rows.slice(first, next < 0 ? rows.length : next);
+}
+
+/** Issue 35's chips and preview, issue 36's wrapped chip line (mode "seen"). */
+async function seen(page, promptEditor) {
+  const mentionLines = (all) => ({
+    forged: all.find((line) => line.text.includes(spec.forgedMention)),
+    sound: all.find((line) => line.text.includes(spec.soundMention)),
+  });
+  await step('mismatch', page, async () => {
+    // The cursor on the heading, away from both mentions: the sound one collapses to a chip once
+    // judged; the forged one has a warning and a hint naming the session it sends.
+    await promptEditor.locator('.view-line', { hasText: 'Review' }).first().click();
+    const lines = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) => {
+        const { forged, sound } = mentionLines(all);
+        return (
+          forged !== undefined &&
+          sound !== undefined &&
+          !sound.shown.includes('dsh-session:') &&
+          forged.shown === forged.text &&
+          forged.hints.some((hint) => hint.startsWith('sends'))
+        );
+      },
+      'the sound mention was not collapsed, or the forged one is not written out with a hint naming its session',
+      60_000, // the server's first start
+    );
+    const squiggle = promptEditor.locator('.squiggly-warning').first();
+    await squiggle.waitFor();
+    await screenshot(page, 'mismatch');
+    const hover = (await (await hoverMarker(page, squiggle)).innerText()).trim();
+    await page.mouse.move(5, 5);
+    return { lines, warnings: await promptEditor.locator('.squiggly-warning').count(), hover };
+  });
+
+  await step('preview-forged', page, async () => {
+    await runCommand(page, 'DSH: Preview referenced-session context');
+    const tab = page.locator('.tab', { hasText: '(context)' }).first();
+    await tab.waitFor({ timeout: STEP_TIMEOUT });
+    const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '(context)' }) }).locator('.monaco-editor').first();
+    await previewEditor.waitFor({ timeout: STEP_TIMEOUT });
+    await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Byte accounting')), 'the preview shows no accounting');
+    const lines = await waitFor(
+      () => linesFound(page, previewEditor, spec.forgedHeading),
+      (l) => l.some((line) => line.includes(spec.forgedHeading)),
+      'the preview does not show the forged heading',
+    );
+    await screenshot(page, 'preview-forged');
+    const accounting = await waitFor(
+      () => linesFound(page, previewEditor, ' retained, '),
+      (l) => l.some((line) => line.includes(' retained, ')),
+      'the preview shows no message accounting',
+    );
+    return { lines: [...accounting, ...lines] };
+  });
+
+  await step('wrap-layout', page, async () => {
+    // A narrow prompt: the window made narrower, the preview beside it. Word wrap is on (markdown).
+    await page.setViewportSize({ width: 1200, height: 1000 });
+    await promptEditor.locator('.view-lines').click();
+    await promptEditor.locator('.view-line', { hasText: 'Review' }).first().click();
+    const rows = await waitFor(
+      async () => rowsOfLine(await renderedRows(promptEditor), 'Compare'),
+      (found) => found.length >= 2 && found.map((row) => row.shown).join('').includes(spec.chipText) && found.some((row) => row.hints.length > 0),
+      'the chip line did not wrap, or shows no chip or no hint',
+    );
+    await screenshot(page, 'wrap-layout');
+    // Home, then Shift+End, from the words after the chip: the selection is copied and read.
+    const after = promptEditor.locator('.view-line', { hasText: spec.afterChip }).first();
+    await after.click();
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Shift+End');
+    await page.waitForTimeout(300);
+    await screenshot(page, 'wrap-selection');
+    await page.keyboard.press('Control+c');
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('');
+    await page.keyboard.press('Control+v');
+    const selection = await input.inputValue();
+    await page.keyboard.press('Escape');
+    return { rows, selection };
+  });
 }
 
 /** Each editor group's tab titles, left to right. */

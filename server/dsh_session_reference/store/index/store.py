@@ -145,9 +145,12 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
     # --- SessionSource ---------------------------------------------------------------------------
 
     def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
-        """The catalog's listing (shared: callers must not mutate it), else a walk."""
+        """A walk, or the catalog's latest listing: its own list, shared (callers must not mutate
+        it): the candidate table knows an unchanged listing by this very object, where a copy
+        compared record by record cost 30-40 ms a request at 200,000 sessions, before the request
+        could look at its cancellation."""
         catalog = self.catalog
-        return self.walk_listing(stop) if catalog is None else list(catalog.listing(stop).records)
+        return self.walk_listing(stop) if catalog is None else catalog.listing(stop).records
 
     def find_records(
         self, session_ids: Iterable[str], stop: AbortSignal | None = None
