@@ -128,6 +128,13 @@ def kilobytes(count: int) -> str:
     return f"{value:,.0f}" if value >= 100 or value == int(value) else f"{value:.1f}"
 
 
+def token_count(tokens: int, exact: bool) -> str:
+    """``4,612 tokens`` when DeepSeek's tokenizer counted them, ``~4,612 tokens, estimated``
+    otherwise: the one way a token count is written, everywhere (the VS Code extension's
+    ``formatTokens`` writes the same, a test compares them)."""
+    return f"{tokens:,} tokens" if exact else f"~{tokens:,} tokens, estimated"
+
+
 def size(count: int) -> str:
     """``30.6 KB (31,347 bytes)``: a size, and its exact bytes where a reader may want them."""
     return f"{kilobytes(count)} KB ({count:,} bytes)"

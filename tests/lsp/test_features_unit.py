@@ -27,6 +27,10 @@ from dsh_session_reference.display import (
 )
 from dsh_session_reference.lsp.actions import PREVIEW_COMMAND, PREVIEW_KIND, code_actions, fixes_for
 from dsh_session_reference.lsp.completion import (
+    DESCRIPTION_GAP,
+    DESCRIPTION_SCALE,
+    ROW_COLUMNS,
+    columns,
     completion_items,
     find_trigger,
     item_data,
@@ -767,3 +771,56 @@ def test_cache_sees_new_sessions_and_titles(tmp_path: Path) -> None:
     assert source.read_surface("one") is first  # unchanged log: served from memory
     append_title(root, "one", "Again")
     assert source.read_surface("one") is not first
+
+
+def test_rows_fit_vscodes_default_popup_with_age_and_project_whole() -> None:
+    """VS Code cuts a row's description (age, project) before its label when both do not fit its
+    default popup: for a client that declares its row width and filters on filterText the label is
+    shortened instead, to that width with the description at its smaller size; a client filtering on
+    the label, or declaring no width, gets it whole, and what a pick inserts and resolve reads keep
+    the whole title."""
+    title = "Investigate editor extension packaging follow-up, then the release notes"
+    candidates = [
+        Candidate("s-1", title, "/home/dev/editor-extension", NOW_MS - 330 * 86_400_000),
+        Candidate("s-2", "翻译文档的术语表" * 4, "/home/dev/web-client", NOW_MS - 86_400_000),
+        Candidate("s-3", "Short title", "/home/dev/" + "x" * 80, NOW_MS),
+    ]
+    edit_range = types.Range(start=types.Position(0, 0), end=types.Position(0, 1))
+    items = completion_items(
+        candidates, edit_range, now_ms=NOW_MS, label_details=True, row_columns=ROW_COLUMNS
+    )
+    for item in items:
+        description = item.label_details.description if item.label_details else None
+        assert description is not None
+        used = columns(item.label) + DESCRIPTION_GAP + DESCRIPTION_SCALE * columns(description)
+        assert used <= ROW_COLUMNS, (item.label, description)
+    assert items[0].label.endswith("…") and title.startswith(items[0].label[:-1])
+    assert items[0].label_details == types.CompletionItemLabelDetails(description="11 mo · editor-extension")
+    assert items[1].label_details == types.CompletionItemLabelDetails(description="1 d · web-client")
+    assert items[2].label == "Short title" and "…" in (items[2].label_details.description or "")  # type: ignore[union-attr]
+    assert item_data(items[0]) == ("s-1", title)
+    assert items[0].text_edit.new_text == mention("s-1", title)  # type: ignore[union-attr]
+    assert items[0].filter_text is not None and title in items[0].filter_text
+    whole = completion_items(
+        candidates, edit_range, now_ms=NOW_MS, label_details=True, filter_text=False, row_columns=ROW_COLUMNS
+    )
+    undeclared = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=True)
+    for rows in (whole, undeclared):
+        assert [item.label for item in rows] == [title, "翻译文档的术语表" * 4, "Short title"]
+
+
+def test_a_row_width_is_taken_only_as_a_client_declares_a_plausible_one() -> None:
+    """``completionRowColumns`` comes from the client (the VS Code extension declares its popup's
+    width); a value no popup has, or of another type, leaves the titles whole."""
+    from dsh_session_reference.lsp.features import create_server
+
+    ls = create_server(None)
+    declared: list[object] = [46, 80.5, True, 5, "46", 1e9, None]
+    seen = []
+    for width in declared:
+        ours = {} if width is None else {"completionRowColumns": width}
+        ls.protocol.client_capabilities = types.ClientCapabilities(experimental={"dshSessionReference": ours})
+        seen.append(ls.completion_columns())
+    assert seen == [46.0, 80.5, None, None, None, None, None]
+    ls.protocol.client_capabilities = types.ClientCapabilities()
+    assert ls.completion_columns() is None

@@ -251,7 +251,7 @@ async def test_inlay_hints_and_code_lens_show_each_mention_cost(s: Session, work
     assert [lens.range.start.line for lens in lenses] == [1, 1]
     # DeepSeek's count once its tokenizer has loaded (in the background), an estimate saying so before.
     assert re.fullmatch(
-        r"2 sessions · [\d.]+ KB in all \((~[\d.]+k? tokens, estimated|[\d.]+k? tokens)\)",
+        r"2 sessions · [\d.]+ KB in all \((~\d{1,3}(,\d{3})* tokens, estimated|\d{1,3}(,\d{3})* tokens)\)",
         lenses[0].command.title,
     )
     assert lenses[1].command.title == "Preview"

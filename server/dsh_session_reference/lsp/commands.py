@@ -26,7 +26,14 @@ from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
 from .actions import PREVIEW_COMMAND, workspace_edit
 from .completion import shown
 from .documents import text_of
-from .preview import Preview, build_model_text, build_preview, document_summary, referenced_sessions
+from .preview import (
+    Preview,
+    build_model_text,
+    build_preview,
+    document_of_preview,
+    document_summary,
+    referenced_sessions,
+)
 from .progress import CLIENT_REQUEST_TIMEOUT
 from .server import DshLanguageServer, cancel_grace
 from .sessions import (
@@ -94,7 +101,9 @@ def _shown_preview(command: str, *, model_text: bool) -> Callable[..., Awaitable
     summarised where it cannot be."""
 
     async def handler(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-        uri = _uri_argument(args, command)
+        asked = _uri_argument(args, command)
+        # A preview's own URI stands for its prompt (a client's button on the preview passes it).
+        uri = document_of_preview(asked) or asked
         with ls.tracked_command():
             preview = await preview_of(ls, uri, model_text=model_text)
             if preview is None:

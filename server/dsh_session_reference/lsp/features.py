@@ -160,6 +160,7 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
     typed = document.index[trigger.at : trigger.cursor]
 
     def listing() -> types.CompletionList:
+        ls.listing_awaited.set()
         row = listing_item(edit_range, typed, ls.store.walked_sessions)
         return types.CompletionList(is_incomplete=True, items=[row])
 
@@ -182,6 +183,7 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
         label_details=bool(ls.capability("text_document.completion.completion_item.label_details_support")),
         typed=typed,
         filter_text=bool(ls.capability("text_document.completion.completion_item.insert_replace_support")),
+        row_columns=ls.completion_columns(),
     )
     return types.CompletionList(is_incomplete=True, items=items)
 

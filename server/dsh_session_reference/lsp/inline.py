@@ -87,7 +87,7 @@ def code_lenses(
 
 
 def _total(summary: dict[str, Any]) -> str:
-    """``3 sessions · 18.2 KB in all (4.6k tokens)`` (``~4.6k tokens, estimated`` without DeepSeek's
+    """``3 sessions · 18.2 KB in all (4,612 tokens)`` (``~4,612 tokens, estimated`` without DeepSeek's
     tokenizer), or the errors that stop it."""
     errors = summary["errors"]
     if summary["bytes"] is None:
@@ -96,5 +96,5 @@ def _total(summary: dict[str, Any]) -> str:
     tokens = TokenCount(summary["tokens"], summary["tokensExact"])
     return (
         f"{sessions} session{'' if sessions == 1 else 's'} · {kilobytes(summary['bytes'])} KB in all "
-        f"({tokens.describe(short=True)})"
+        f"({tokens.describe()})"
     )

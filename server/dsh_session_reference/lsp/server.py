@@ -37,6 +37,7 @@ from ..dsh_profile import ProfileBudgets
 from ..lines import Encoding
 from ..model import LiveSource
 from ..resolver import AgentRef, SessionReferenceResolver, find_session
+from .completion import MAX_ROW_COLUMNS, MIN_ROW_COLUMNS
 from .diagnostics import to_diagnostics
 from .documents import Document, DocumentStore
 from .idle_gc import IdleCollector
@@ -125,6 +126,8 @@ class DshLanguageServer(LanguageServer):
         self._completions: dict[str, AbortSignal] = {}
         self.pending_listing: asyncio.Future[Any] | None = None
         """A completion's listing still running after its answer went out (see features.py)."""
+        self.listing_awaited = asyncio.Event()
+        """Set when a completion answered "Listing dsh sessions…": the listing's progress shows at once."""
         self._commands: dict[int | str, asyncio.Task[Any]] = {}
         self.previews = KeptPreviews()
         self.live = Live(self)
@@ -159,6 +162,16 @@ class DshLanguageServer(LanguageServer):
         the server's command, which can only ask to show a document."""
         command = self._ours().get(key)
         return command if isinstance(command, str) and command else None
+
+    def completion_columns(self) -> float | None:
+        """The columns one completion row has room for, as the client declares them in
+        ``experimental.dshSessionReference.completionRowColumns`` (the VS Code extension: its
+        popup's default width, see :data:`.completion.ROW_COLUMNS`); ``None`` when it does not, or
+        declares a number no popup has (rows then carry whole titles)."""
+        columns = self._ours().get("completionRowColumns")
+        if isinstance(columns, bool) or not isinstance(columns, int | float):
+            return None
+        return float(columns) if MIN_ROW_COLUMNS <= columns <= MAX_ROW_COLUMNS else None
 
     def _ours(self) -> dict[str, Any]:
         """The client's ``experimental.dshSessionReference`` capabilities (empty when none)."""
@@ -267,7 +280,8 @@ class DshLanguageServer(LanguageServer):
         (a request that arrives meanwhile shares this listing rather than starting its own)."""
         store = self.engine.store
         try:
-            await list_with_progress(self, store)
+            await list_with_progress(self, store, self.listing_awaited, lambda: self.pending_listing)
+            self.listing_awaited.clear()
             await self.agent_for(None)
         except Exception as error:  # the first request meets the same problem and reports it
             LOG.info("listing the sessions root ahead of requests failed: %s", error)
@@ -280,6 +294,7 @@ class DshLanguageServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
         self.report_root()
         self.redraw(document.uri for document in self.documents)
+        self.content_changed(self.previews.uris)  # a new budget, target or root: previews read differently
 
     async def refresh(self, documents: list[str], transcripts: list[str]) -> None:
         """The store changed under ``documents`` and served ``transcripts`` (:class:`.live.Live`
@@ -290,12 +305,17 @@ class DshLanguageServer(LanguageServer):
         content = transcripts + [uri for uri in self.previews.uris if document_of_preview(uri) in documents]
         if documents:
             self.redraw(documents)
-        # Only to clients that asked (``experimental.dshSessionReference.contentChanged: true``) or
-        # show our virtual documents through ``workspace/textDocumentContent``: others would only
-        # log an unknown method.
-        if content and (self.content_registered or self._ours().get("contentChanged") is True):
-            self.protocol.notify(CONTENT_CHANGED, {"uris": content})
+        self.content_changed(content)
         await asyncio.gather(*(self.analysis(uri) for uri in documents), return_exceptions=True)
+
+    def content_changed(self, uris: list[str]) -> None:
+        """Tell the client that the virtual documents ``uris`` may read differently.
+
+        Only to clients that asked (``experimental.dshSessionReference.contentChanged: true``) or
+        show our virtual documents through ``workspace/textDocumentContent``: others would only
+        log an unknown method."""
+        if uris and (self.content_registered or self._ours().get("contentChanged") is True):
+            self.protocol.notify(CONTENT_CHANGED, {"uris": uris})
 
     def redraw(self, uris: Iterable[str]) -> None:
         """Have the client show new diagnostics for ``uris`` (pushed again, or asked for again by a
