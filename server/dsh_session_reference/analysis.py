@@ -253,9 +253,9 @@ async def _load_store_facts(
     wanted = {reference.session_id for reference in references} | set(meant)
     if not wanted:
         return {}, frozenset()
-    query = resolver.query
+    store = resolver.store
     try:
-        by_id = await asyncio.to_thread(query.find_records, wanted, stop)
+        by_id = await asyncio.to_thread(store.find_records, wanted, stop)
     except Cancelled:
         raise
     except Exception:
@@ -265,7 +265,7 @@ async def _load_store_facts(
     titles: dict[str, str | None] = {}
     if records:
         try:
-            observations = await asyncio.to_thread(query.read_titles, records, stop)
+            observations = await asyncio.to_thread(store.read_titles, records, stop)
         except Cancelled:
             raise
         except Exception:

@@ -123,15 +123,13 @@ def target_session(explicit: str | None, environ: Mapping[str, str] | None = Non
 def open_live(root: str, *, index_dir: str | os.PathLike[str] | None = None) -> LiveSource:
     """The store the language server reads ``root`` through: the catalog with its background
     thread, worker process and write-behind index, so no request waits on a file."""
-    from .store.catalog import SessionCatalog
     from .store.index.store import APART_READ_BYTES, IndexedSessionStore
 
     cores = os.cpu_count() or 1
-    return SessionCatalog(
-        IndexedSessionStore(
-            root, index_dir=index_dir, workers=cores, apart_bytes=APART_READ_BYTES, autoflush=False
-        )
+    store = IndexedSessionStore(
+        root, index_dir=index_dir, workers=cores, apart_bytes=APART_READ_BYTES, autoflush=False
     )
+    return store.start_catalog()
 
 
 def open_source(
@@ -164,19 +162,15 @@ def open_source(
     )
     if every_title:
         store.start_title_workers()
-    if not body_search:
-        return store
-    from .store.catalog import SessionCatalog
-
-    return SessionCatalog(store, background=False)
+    return store.start_catalog(background=False) if body_search else store
 
 
 def make_resolver(
-    source: SessionSource, config: ResolverConfig, *, body_search: bool = False
+    store: SessionSource, config: ResolverConfig, *, body_search: bool = False
 ) -> SessionReferenceResolver:
-    """The resolver over ``source`` with ``config`` as it is (validated once, where it was made),
+    """The resolver over ``store`` with ``config`` as it is (validated once, where it was made),
     passed whole rather than unpacked into upstream's options."""
-    resolver = SessionReferenceResolver(source, body_search=body_search)
+    resolver = SessionReferenceResolver(store, body_search=body_search)
     resolver.config = config
     return resolver
 

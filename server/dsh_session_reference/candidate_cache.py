@@ -2,11 +2,13 @@
 as titles change.
 
 An ``@`` popup asks again at every keystroke. A store that keeps its listing and titles warm (the
-language server's catalog) says so through :meth:`~.model.SessionSource.titles_version`, and which
-titles it has observed since a version (:meth:`~.model.SessionSource.titles_since`). The resolver
-keeps one :class:`CandidateCache` and asks it for the table its queries run on
-(:class:`.candidates.CandidateTable`), so a keystroke costs work proportional to its matches, and
-a title verified in the background relabels one row rather than rebuilding the table.
+language server's) answers each with one call, :meth:`~.model.SessionSource.warm_listing`: its
+listing, the version of its titles and the titles it observed since the version the table was
+labelled as of. The resolver keeps one :class:`CandidateCache` and asks it for the table its
+queries run on (:class:`.candidates.CandidateTable`), so a keystroke costs work proportional to its
+matches, and a title verified in the background relabels one row rather than rebuilding the table.
+The ranking is the core's: a new listing's titles are asked for in rank order, which is the order
+a cold store hints them in.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from .cancellation import AbortSignal
-from .candidates import CandidateTable, Row, label_for
+from .candidates import CandidateTable, Row, label_for, rank_order
 from .model import SessionRecord, SessionSource, TitleObservation
 
 
@@ -44,40 +46,45 @@ class CandidateCache:
         side, and each copy of a 20,000-row table held the interpreter before the request could
         see its cancellation)."""
 
-    def table(
-        self, source: SessionSource, version: int, stop: AbortSignal, target_cwd: str | None
-    ) -> CandidateTable:
-        """Every listed session of ``source`` with its label, as of titles ``version`` (read before
-        the listing: a change while building makes the table stale, and the next call relabels).
+    def table(self, store: SessionSource, stop: AbortSignal, target_cwd: str | None) -> CandidateTable | None:
+        """Every listed session of ``store`` with its label, as of its latest titles version;
+        ``None`` when the store keeps nothing warm.
 
-        A new listing is labelled whole, titles read in ``listCandidates``' rank order for
+        A new listing is labelled whole, titles asked for in ``listCandidates``' rank order for
         ``target_cwd`` (a cold store hints them in that order, so the first popup's top rows are
-        the right ones); the same listing is relabelled only where a title changed.
+        the right ones), then brought up to the titles observed meanwhile; the same listing is
+        relabelled only where a title changed.
         """
         while not self._lock.acquire(timeout=LOCK_POLL):
             stop.check()
         try:
             stop.check()
-            return self._table(source, version, stop, target_cwd)
+            return self._table(store, stop, target_cwd)
         finally:
             self._lock.release()
 
     def _table(
-        self, source: SessionSource, version: int, stop: AbortSignal, target_cwd: str | None
-    ) -> CandidateTable:
-        records = source.list_sessions(stop)
-        stop.check()
+        self, store: SessionSource, stop: AbortSignal, target_cwd: str | None
+    ) -> CandidateTable | None:
         kept = self._kept
+        warm = store.warm_listing(None if kept is None else kept.version, stop)
+        if warm is None:
+            return None
+        stop.check()
+        records = warm.records
         if kept is None or not _same_list(kept.records, records, stop):
-            observations = source.read_titles(records, stop, target_cwd)
-            rows = [
-                Row(record, label_for(record, seen))
-                for record, seen in zip(records, observations, strict=True)
-            ]
-            kept = _Kept(records, version, CandidateTable(rows))
-        if source.titles_version() != kept.version:
+            order = rank_order(records, target_cwd)
+            observations = store.read_titles([records[index] for index in order], stop)
+            labels = [""] * len(records)
+            for index, seen in zip(order, observations, strict=True):
+                labels[index] = label_for(records[index], seen)
+            rows = [Row(record, label) for record, label in zip(records, labels, strict=True)]
+            kept = _Kept(records, warm.version, CandidateTable(rows, {target_cwd: order}))
             stop.check()
-            kept = _relabelled(kept, *source.titles_since(kept.version, stop))
+            kept = _relabelled(kept, *store.titles_since(kept.version, stop))
+        elif warm.version != kept.version:
+            stop.check()
+            kept = _relabelled(kept, warm.version, warm.changed)
         self._kept = kept
         return kept.table
 
@@ -85,6 +92,8 @@ class CandidateCache:
 def _relabelled(kept: _Kept, version: int, changed: Mapping[str, TitleObservation]) -> _Kept:
     """``kept`` brought up to titles ``version``: only rows whose label changed are replaced (the
     same table, memos and all, when none did)."""
+    if not changed:
+        return _Kept(kept.records, version, kept.table, kept.positions)
     positions = kept.positions
     if positions is None:
         positions = {record.location: index for index, record in enumerate(kept.records) if record.location}

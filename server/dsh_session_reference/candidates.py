@@ -46,6 +46,12 @@ def candidate_rank(candidate_cwd: str | None, target_cwd: str | None) -> int:
     return 0 if candidate_cwd == target_cwd else 2
 
 
+def rank_order(records: Sequence[SessionRecord], target_cwd: str | None) -> list[int]:
+    """Indices of ``records`` in ``listCandidates``' rank order for ``target_cwd`` (listing order
+    within a rank)."""
+    return sorted(range(len(records)), key=lambda index: candidate_rank(records[index].cwd, target_cwd))
+
+
 def label_for(record: SessionRecord, observation: TitleObservation) -> str:
     """The session's last title, or its id when it has none or its log could not be read."""
     title = observation.title if observation.error is None else None
@@ -68,12 +74,13 @@ class CandidateTable:
     concurrent requests.
     """
 
-    def __init__(self, rows: Sequence[Row]) -> None:
+    def __init__(self, rows: Sequence[Row], orders: Mapping[str | None, list[int]] | None = None) -> None:
+        """``orders``: ranked orders (:func:`rank_order`) already computed for these rows, by target cwd."""
         self.rows: tuple[Row, ...] = tuple(rows)
         self._haystacks: list[str] | None = None
         self._lock = threading.Lock()
         self._last: tuple[list[int], str, list[int]] | None = None
-        self._orders: OrderedDict[str | None, list[int]] = OrderedDict()
+        self._orders: OrderedDict[str | None, list[int]] = OrderedDict(orders or {})
 
     def relabelled(self, labels: Mapping[int, str]) -> CandidateTable:
         """The same listing with the rows at ``labels``' indices labelled anew.
@@ -158,8 +165,7 @@ class CandidateTable:
             if cached is not None:
                 self._orders.move_to_end(target_cwd)
                 return cached
-        rows = self.rows
-        order = sorted(range(len(rows)), key=lambda index: candidate_rank(rows[index].record.cwd, target_cwd))
+        order = rank_order([row.record for row in self.rows], target_cwd)
         with self._lock:
             self._orders[target_cwd] = order
             while len(self._orders) > MAX_ORDERS:

@@ -14,16 +14,22 @@ longest texts. So of a conversation of any length it can only ever use:
 node's projected sizes, and texts only while they could still be retained.
 The cut is decided from surface order as the log streams; a later
 replacement that removes newer messages can bring an older one back into
-reach, in which case the store reads the log a second time for exactly the
-texts it then needs (:attr:`ConversationKeeper.missing`). Retention over the
-kept items is byte-identical to retention over the full surface.
+reach, in which case the log is read a second time for exactly the texts it
+then needs (:attr:`ConversationKeeper.missing`). Retention over the kept items
+is byte-identical to retention over the full surface.
+
+:class:`BoundedRead` is that read as the store runs it (:meth:`~.model.SessionSource.read_conversation`):
+the store replays its log into the keepers it is handed and knows neither the budget nor when
+to read again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from .model import ConversationSnapshot, SessionRecord
 from .projection import ConversationItem, LongText, project_conversation
 from .retention import bounded_text, item_bytes, reachable, text_bytes
 
@@ -137,21 +143,24 @@ def _is_evicted(item: ConversationItem) -> bool:
     return isinstance(item.original_text, LongText) and item.original_text.evicted
 
 
-def readable(text: str | LongText) -> str:
-    """A text for people to glance at: a long one's kept head and ``…`` (only ``…`` when nothing
-    is kept)."""
-    return text.head.decode("utf-8", "ignore") + "…" if isinstance(text, LongText) else text
+@dataclass(frozen=True)
+class BoundedRead:
+    """``prepare``'s read of one session for a ``max_bytes`` budget (``head_bytes``: a transcript's
+    head kept as well): a value, so a store keys its cache by it and sends it to a worker process
+    as it is. The store runs :meth:`fold` over its log; the keeper and its retries are the core's."""
 
+    max_bytes: int
+    head_bytes: int = 0
 
-def message_counts(items: Sequence[ConversationItem], *, messages: bool = False) -> str:
-    """``3 from the user, 2 replies, 1 compaction checkpoint`` (``3 messages from the user, …``
-    with ``messages``): a conversation's direct user messages, replies and compaction checkpoints
-    (a checkpoint is a user message dsh wrote, not counted as the user's)."""
-    users = sum(1 for item in items if item.role == "user" and not item.checkpoint)
-    replies = sum(1 for item in items if item.role == "assistant")
-    checkpoints = sum(1 for item in items if item.checkpoint)
-    noun = (" message" if users == 1 else " messages") if messages else ""
-    text = f"{users}{noun} from the user, {replies} {'reply' if replies == 1 else 'replies'}"
-    if checkpoints:
-        text += f", {checkpoints} compaction checkpoint{'' if checkpoints == 1 else 's'}"
-    return text
+    def fold(
+        self, replay: Callable[[ConversationKeeper], tuple[SessionRecord, int | None]]
+    ) -> ConversationSnapshot:
+        """The conversation ``replay`` (one replay of the log into a keeper: the session it read and
+        its ``capturedThroughSeq``) yields, read again while :meth:`ConversationKeeper.again` asks."""
+        keeper: ConversationKeeper | None = ConversationKeeper(self.max_bytes, head_bytes=self.head_bytes)
+        reads = 0
+        while keeper is not None:
+            session, captured_through_seq = replay(keeper)
+            reads += 1
+            kept, keeper = keeper, keeper.again(reads)
+        return ConversationSnapshot(session, captured_through_seq, kept.conversation(), self.max_bytes)

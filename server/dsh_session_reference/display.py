@@ -1,4 +1,5 @@
-"""How session labels and times are shown: upstream TUI's ``displayInlineText`` and friends.
+"""How sessions are shown to people: labels, times, a conversation's counts; upstream TUI's
+``displayInlineText`` and friends.
 
 A title is text anyone can write (dsh derives it from the conversation), so it
 may hold terminal escapes or newlines. Upstream's TUI escaped C0/C1 controls
@@ -10,8 +11,11 @@ from __future__ import annotations
 
 import re
 import textwrap
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Final
+
+from .projection import ConversationItem, LongText
 
 _TERMINAL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 
@@ -215,3 +219,23 @@ def relative_time(created_at_ms: int, now_ms: int) -> str:
         return "just now"
     count, name, _ = age
     return "in the future" if count < 0 else f"{count} {name}{'' if count == 1 else 's'} ago"
+
+
+def readable(text: str | LongText) -> str:
+    """A text for people to glance at: a long one's kept head and ``…`` (only ``…`` when nothing
+    is kept)."""
+    return text.head.decode("utf-8", "ignore") + "…" if isinstance(text, LongText) else text
+
+
+def message_counts(items: Sequence[ConversationItem], *, messages: bool = False) -> str:
+    """``3 from the user, 2 replies, 1 compaction checkpoint`` (``3 messages from the user, …``
+    with ``messages``): a conversation's direct user messages, replies and compaction checkpoints
+    (a checkpoint is a user message dsh wrote, not counted as the user's)."""
+    users = sum(1 for item in items if item.role == "user" and not item.checkpoint)
+    replies = sum(1 for item in items if item.role == "assistant")
+    checkpoints = sum(1 for item in items if item.checkpoint)
+    noun = (" message" if users == 1 else " messages") if messages else ""
+    text = f"{users}{noun} from the user, {replies} {'reply' if replies == 1 else 'replies'}"
+    if checkpoints:
+        text += f", {checkpoints} compaction checkpoint{'' if checkpoints == 1 else 's'}"
+    return text

@@ -139,6 +139,27 @@ class BodyMatch:
     snippet: str
 
 
+@dataclass(frozen=True)
+class WarmListing:
+    """:meth:`SessionSource.warm_listing`: ``records`` (shared, never to be mutated), the titles
+    ``version`` they are to be labelled as of, and the titles observed since the version asked
+    about, by location."""
+
+    records: list[SessionRecord]
+    version: int
+    changed: Mapping[str, TitleObservation]
+
+
+class ConversationRead(Protocol):
+    """A bounded read of one log (:class:`.conversation.BoundedRead`): the store calls :meth:`fold`
+    with its replay of the log into a keeper, as often as the fold asks; what to keep and when to
+    read again are the fold's. A hashable value that pickles (a cache key; sent to a worker)."""
+
+    def fold(self, replay: Callable[[Any], tuple[SessionRecord, int | None]]) -> ConversationSnapshot:
+        """The conversation the replays (each: the session read and its ``capturedThroughSeq``) yield."""
+        ...
+
+
 class SessionSource(Protocol):
     """What the resolver needs from a sessions store (upstream's ``sessionQuery``), one protocol
     every store implements whole: what a store cannot do it answers with ``None``, so nothing
@@ -162,16 +183,17 @@ class SessionSource(Protocol):
         ...
 
     def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
     ) -> list[TitleObservation]:
-        """One observation per record, in order (duplicates allowed). ``target_cwd``: a store that
-        shows some titles before it has read them shows first those ``listCandidates`` ranks first
-        for that cwd."""
+        """One observation per record, in order (duplicates allowed). A store that shows some
+        titles before it has read them (hints) shows first those asked first."""
         ...
 
-    def titles_version(self) -> int | None:
-        """How many times the titles this store keeps warm have changed; ``None`` when it keeps
-        none (every title read reads)."""
+    def warm_listing(self, since: int | None, stop: AbortSignal | None = None) -> WarmListing | None:
+        """What one ``@`` keystroke asks of a store that keeps its listing and titles warm: the
+        latest listing, the version of the titles it keeps (how many times they changed) and, with
+        ``since``, the titles observed after that version; ``None`` from a store that keeps none
+        (every listing walks, every title read reads)."""
         ...
 
     def titles_since(
@@ -186,10 +208,10 @@ class SessionSource(Protocol):
         ...
 
     def read_conversation(
-        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0
+        self, session_id: str, read: ConversationRead, stop: AbortSignal | None = None
     ) -> ConversationSnapshot | None:
-        """What ``prepare`` needs of a session for a ``max_bytes`` budget, without holding the log
-        (``conversation.py``); ``None`` when this store reads surfaces only."""
+        """What ``prepare`` needs of a session, without holding the log: what ``read`` folds of
+        its replays (``conversation.py``); ``None`` when this store reads surfaces only."""
         ...
 
     def search_bodies(
@@ -216,7 +238,8 @@ class StoreChange:
 
 
 class LiveSource(SessionSource, Protocol):
-    """A long-lived source for an editor (:class:`.store.catalog.SessionCatalog`): it keeps its
+    """A long-lived store for an editor (an indexed store with its catalog,
+    :meth:`.store.index.store.IndexedSessionStore.start_catalog`): it keeps its
     listing and titles warm, works in the background while the editor is quiet, and says so."""
 
     def touch(self) -> None:

@@ -27,6 +27,7 @@ from .cancellation import AbortSignal, Cancelled
 from .candidate_cache import CandidateCache
 from .candidates import CandidateTable, Row, label_for
 from .config import ResolverConfig, is_positive_safe_integer, resolver_config
+from .conversation import BoundedRead
 from .errors import (
     BUDGET_EXCEEDED,
     INVALID_REFERENCE,
@@ -165,14 +166,14 @@ class SessionReferenceResolver:
 
     def __init__(
         self,
-        query: SessionSource,
+        store: SessionSource,
         *,
         max_references: object = None,
         candidate_limit: object = None,
         max_reference_bytes: object = None,
         body_search: bool = False,
     ) -> None:
-        self.query = query
+        self.store = store
         self.candidates = CandidateCache()
         """The table ``list_candidates`` queries over a store that keeps its titles warm."""
         self.config: ResolverConfig = resolver_config(max_references, candidate_limit, max_reference_bytes)
@@ -194,15 +195,13 @@ class SessionReferenceResolver:
         needle = js_lower(js_normalize(query))
         self_id = None if agent.id is None else js_normalize(agent.id)
         _assert_not_cancelled(signal)
-        source = self.query
+        store = self.store
 
         def select(stop: AbortSignal) -> list[Row]:
             # A store that keeps its listing and titles warm answers from the one kept table.
-            version = source.titles_version()
-            if version is None:
+            table = self.candidates.table(store, stop, agent.cwd)
+            if table is None:
                 table = self._listing_table(needle, self_id, agent.cwd, cap, stop)
-            else:
-                table = self.candidates.table(source, version, stop, agent.cwd)
             stop.check()
             return table.select(needle, self_id, agent.cwd, cap, stop)
 
@@ -217,15 +216,15 @@ class SessionReferenceResolver:
     ) -> list[Candidate]:
         """Up to ``room`` other sessions whose message text matches ``query`` and that are not
         ``shown`` already, best first; none where the store indexes no message text."""
-        source = self.query
+        store = self.store
         taken = {candidate.session_id for candidate in shown}
-        records = await run_blocking(lambda stop: source.list_sessions(stop), signal)
+        records = await run_blocking(lambda stop: store.list_sessions(stop), signal)
         others = [record for record in records if record.id != self_id and record.id not in taken]
-        matches = await asyncio.to_thread(source.search_bodies, query, others, room)
+        matches = await asyncio.to_thread(store.search_bodies, query, others, room)
         if not matches:
             return []
         titles = await run_blocking(
-            lambda stop: source.read_titles([match.record for match in matches], stop), signal
+            lambda stop: store.read_titles([match.record for match in matches], stop), signal
         )
         return [
             BodyCandidate(
@@ -244,11 +243,11 @@ class SessionReferenceResolver:
     ) -> CandidateTable:
         """Upstream's path: list, then read titles of every other session for a query, or of
         only the ``cap`` best ranked ones for an empty query (labels do not affect that order)."""
-        chosen = [record for record in self.query.list_sessions(stop) if record.id != self_id]
+        chosen = [record for record in self.store.list_sessions(stop) if record.id != self_id]
         if needle == "":
             unlabelled = CandidateTable([Row(record, record.id) for record in chosen])
             chosen = [row.record for row in unlabelled.select("", None, target_cwd, cap)]
-        observations = self.query.read_titles(chosen, stop)
+        observations = self.store.read_titles(chosen, stop)
         return CandidateTable(
             [Row(record, label_for(record, seen)) for record, seen in zip(chosen, observations, strict=True)]
         )
@@ -281,12 +280,12 @@ class SessionReferenceResolver:
         a huge log is never held.
         """
         stop = AbortSignal()
-        budget = self.config.max_reference_bytes
-        source = self.query
+        bounded = BoundedRead(self.config.max_reference_bytes)
+        store = self.store
 
         def read(session_id: str) -> SurfaceSnapshot | ConversationSnapshot:
-            conversation = source.read_conversation(session_id, budget, stop)
-            return source.read_surface(session_id, stop) if conversation is None else conversation
+            conversation = store.read_conversation(session_id, bounded, stop)
+            return store.read_surface(session_id, stop) if conversation is None else conversation
 
         try:
             return await _race(
@@ -392,26 +391,26 @@ async def _race(work: Awaitable[T], signal: AbortSignal | None, stop: AbortSigna
         aborted.cancel()
 
 
-async def find_session(query: SessionSource, session_id: str) -> SessionRecord | None:
-    """The listed record for ``session_id`` (compared as JS strings), or ``None``."""
+async def find_session(store: SessionSource, session_id: str) -> SessionRecord | None:
+    """The record ``store`` lists for ``session_id`` (compared as JS strings), or ``None``."""
     wanted = js_normalize(session_id)
-    return (await asyncio.to_thread(query.find_records, {wanted})).get(wanted)
+    return (await asyncio.to_thread(store.find_records, {wanted})).get(wanted)
 
 
-async def find_titled(query: SessionSource, session_id: str) -> tuple[SessionRecord, TitleObservation] | None:
+async def find_titled(store: SessionSource, session_id: str) -> tuple[SessionRecord, TitleObservation] | None:
     """The listed record for ``session_id`` with its title as the store last read it, or ``None``
     (what a label, a status bar or a transcript shows of one session)."""
-    record = await find_session(query, session_id)
+    record = await find_session(store, session_id)
     if record is None:
         return None
-    [seen] = await asyncio.to_thread(query.read_titles, [record])
+    [seen] = await asyncio.to_thread(store.read_titles, [record])
     return record, seen
 
 
-async def agent_for_target(query: SessionSource, target_id: str | None, fallback_cwd: str | None) -> AgentRef:
+async def agent_for_target(store: SessionSource, target_id: str | None, fallback_cwd: str | None) -> AgentRef:
     """The ``AgentRef`` a message is written for: the target's own cwd when the store
     knows the target, else ``fallback_cwd``. Without a target nothing is excluded as self."""
     if not target_id:
         return AgentRef(None, fallback_cwd)
-    record = await find_session(query, target_id)
+    record = await find_session(store, target_id)
     return AgentRef(target_id, fallback_cwd if record is None else record.cwd)

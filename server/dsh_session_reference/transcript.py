@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .conversation import message_counts
+from .conversation import BoundedRead
 from .display import (
     display_inline_text,
     display_label,
     kilobytes,
+    message_counts,
     quoted_lines,
     readable_time,
     share,
@@ -71,8 +72,8 @@ async def read_transcript(
     """One session's transcript from one bounded read, with retention for the resolver's budget
     and ``label`` (a mention's; by default the session's title, as a mention picked from the list
     has it). A log that cannot be read gives a transcript that says why. Raises :class:`NoSuchSession`."""
-    source = resolver.query
-    titled = await find_titled(source, session_id)
+    store = resolver.store
+    titled = await find_titled(store, session_id)
     if titled is None:
         raise NoSuchSession(session_id)
     record, seen = titled
@@ -80,7 +81,7 @@ async def read_transcript(
     budget = resolver.config.max_reference_bytes
     try:  # read for at least the budget: retention for it must be exact over the read
         snapshot = await asyncio.to_thread(
-            source.read_conversation, record.id, max(budget, TAIL_BYTES), None, HEAD_BYTES
+            store.read_conversation, record.id, BoundedRead(max(budget, TAIL_BYTES), HEAD_BYTES)
         )
     except Exception as error:  # a damaged log: the transcript says so rather than failing
         message = getattr(error, "message", None)
@@ -92,7 +93,7 @@ async def read_transcript(
         )
         return Transcript(record.id, title, text)
     if snapshot is None:
-        raise TypeError("a transcript needs a source that reads bounded conversations")
+        raise TypeError("a transcript needs a store that reads bounded conversations")
     # The label a mention picked from the list would carry: the title (else the id), escaped as shown.
     shown = label if label is not None else display_label(title if title is not None else record.id)
     retained = await asyncio.to_thread(retain_referenced_session, snapshot, shown, budget)

@@ -21,7 +21,6 @@ from lsprotocol import types
 
 from dsh_session_reference.assembly import open_live
 from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
-from dsh_session_reference.store.catalog import SessionCatalog
 from dsh_session_reference.store.index.rows import Fingerprint, entry_text, parse_listing
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
@@ -140,8 +139,8 @@ def test_closing_a_catalog_with_a_big_listing_and_many_rows_pending_is_prompt(tm
     time), and a listing over 10,000 sessions is left as the background last kept it."""
     root = tmp_path / "sessions"
     root.mkdir()
-    index = IndexedSessionStore(str(root), index_dir=tmp_path / "index", autoflush=False)
-    catalog = SessionCatalog(index)
+    index = IndexedSessionStore(str(root), index_dir=tmp_path / "index", autoflush=False).start_catalog()
+    assert index.catalog is not None
     records, walked = [], {}
     for number in range(EXIT_ROWS):
         session_id = _session_id(number)
@@ -151,9 +150,9 @@ def test_closing_a_catalog_with_a_big_listing_and_many_rows_pending_is_prompt(tm
         records.append(SessionRecord(session_id, BASE_MS - number, "/home/dev/shop", header, location))
         walked[location] = fp
         index.keep_listing(location, fp, BASE_MS * 1_000_000, '{"a":[],"b":[]}')
-    catalog.snapshot = Listed.of(records, walked, -math.inf, EXIT_ROWS)
+    index.catalog.snapshot = Listed.of(records, walked, -math.inf, EXIT_ROWS)
     started = time.monotonic()
-    catalog.close()
+    index.close()
     took = time.monotonic() - started
     assert took < CLOSE_BOUND, f"closing took {took:.2f} s"
     # What was written is whole: the index opens again and answers from the rows it holds.

@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 
 from dsh_session_reference.assembly import open_live, open_source
+from dsh_session_reference.conversation import BoundedRead
 from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.model import ConversationSnapshot, StoreError
 from dsh_session_reference.projection import LongText
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.retention import bounded_text, retain_referenced_session, truncate_with_notice
 from dsh_session_reference.store import JsonlSessionStore
-from dsh_session_reference.store.catalog import SessionCatalog
 from dsh_session_reference.store.index import store as index_module
 from dsh_session_reference.store.index.store import APART_READ_BYTES, IndexedSessionStore
 from dsh_session_reference.store.workers import run_apart
@@ -100,7 +100,9 @@ def held_bytes(snapshot: ConversationSnapshot) -> int:
 
 def assert_same(root: Path, session_id: str, max_bytes: int, label: str = "L") -> ConversationSnapshot:
     surface = JsonlSessionStore(root).read_surface(session_id)
-    conversation = IndexedSessionStore(root, persistent=False).read_conversation(session_id, max_bytes)
+    conversation = IndexedSessionStore(root, persistent=False).read_conversation(
+        session_id, BoundedRead(max_bytes)
+    )
     assert conversation.session == surface.session
     assert conversation.captured_through_seq == surface.captured_through_seq
     expected = retain_referenced_session(surface, label, max_bytes)
@@ -143,7 +145,7 @@ def test_a_replacement_that_brings_old_messages_back_reads_them_again(tmp_path: 
     )
     write(tmp_path, "back", events, "none")
     store = CountingStore(tmp_path, persistent=False)
-    conversation = store.read_conversation("back", 1000)
+    conversation = store.read_conversation("back", BoundedRead(1000))
     assert store.replays == 2
     assert [item.original_text for item in conversation.items][-2:] == ["message 4 " + "m" * 400, "short"]
     assert_same(tmp_path, "back", 1000)
@@ -155,13 +157,13 @@ def test_errors_are_the_surface_reads_errors(tmp_path: Path) -> None:
     write(tmp_path, "bad", [user_event(0, "hi"), event("made/up", 1, {})], "none")
     for read in (
         lambda: JsonlSessionStore(tmp_path).read_surface("bad"),
-        lambda: IndexedSessionStore(tmp_path, persistent=False).read_conversation("bad", 100),
+        lambda: IndexedSessionStore(tmp_path, persistent=False).read_conversation("bad", BoundedRead(100)),
     ):
         with pytest.raises(StoreError) as caught:
             read()
         assert "unknown to this harness" in caught.value.message
     with pytest.raises(StoreError, match='session "nope" not found'):
-        IndexedSessionStore(tmp_path, persistent=False).read_conversation("nope", 100)
+        IndexedSessionStore(tmp_path, persistent=False).read_conversation("nope", BoundedRead(100))
 
 
 def prepared(store: Any, session_ids: list[str], max_bytes: int) -> tuple[str, Any] | str:
@@ -205,7 +207,7 @@ def test_reads_in_a_process_of_their_own_prepare_identically(
     # Every log is over a budget of 0 bytes: every read goes apart (the CLI with cores to spare,
     # or the language server's source, for logs over 8 MB).
     index = IndexedSessionStore(tmp_path, index_dir=tmp_path.parent / "cache", apart_bytes=0)
-    source: Any = SessionCatalog(index, background=False) if through_server_source else index
+    source: Any = index.start_catalog(background=False) if through_server_source else index
     try:
         for ids in (["s0", "s1", "s2"], ["s2", "bad"], ["nope"]):
             expected = prepared(JsonlSessionStore(tmp_path), ids, max_bytes)
@@ -217,7 +219,7 @@ def test_reads_in_a_process_of_their_own_prepare_identically(
 
 def test_the_cli_and_the_server_read_huge_logs_apart(tmp_path: Path) -> None:
     source = open_live(str(tmp_path), index_dir=tmp_path / "cache")
-    assert source.index.apart_bytes == APART_READ_BYTES
+    assert source.apart_bytes == APART_READ_BYTES
     source.close()
     cli_store = open_source(str(tmp_path), index_dir=tmp_path / "cache")
     assert isinstance(cli_store, IndexedSessionStore)
@@ -253,8 +255,8 @@ def test_a_zstd_log_counts_as_the_json_it_holds_when_choosing_to_read_it_apart(
     on_disk = packed.stat().st_size
     assert plain.stat().st_size > on_disk * 2  # the same log, unpacked
     store = IndexedSessionStore(tmp_path, persistent=False, apart_bytes=on_disk * 2)
-    store.read_conversation("packed", 1000)
-    store.read_conversation("plain", 1000)
+    store.read_conversation("packed", BoundedRead(1000))
+    store.read_conversation("plain", BoundedRead(1000))
     assert apart == ["packed", "plain"]  # both hold more JSON than the limit, though one is smaller on disk
 
 
@@ -268,7 +270,7 @@ def test_a_head_kept_for_a_transcript_changes_no_retention(tmp_path: Path, seed:
     surface = JsonlSessionStore(tmp_path).read_surface("h")
     for max_bytes in (150, 1200, 65536):
         headed = IndexedSessionStore(tmp_path, persistent=False).read_conversation(
-            "h", max_bytes, head_bytes=2000
+            "h", BoundedRead(max_bytes, 2000)
         )
         expected = retain_referenced_session(surface, "L", max_bytes)
         got = retain_referenced_session(headed, "L", max_bytes)
@@ -282,8 +284,8 @@ def test_a_head_keeps_the_first_messages_whole(tmp_path: Path) -> None:
     events = [user_event(seq, f"message {seq} " + "m" * 400) for seq in range(40)]
     write(tmp_path, "long", events, "none")
     store = IndexedSessionStore(tmp_path, persistent=False)
-    plain = store.read_conversation("long", 1000)
-    headed = store.read_conversation("long", 1000, head_bytes=1000)
+    plain = store.read_conversation("long", BoundedRead(1000))
+    headed = store.read_conversation("long", BoundedRead(1000, 1000))
     evicted = [
         isinstance(item.original_text, LongText) and item.original_text.evicted for item in plain.items
     ]

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from dsh_session_reference.assembly import start_spare_worker
+from dsh_session_reference.conversation import BoundedRead
 from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
 from dsh_session_reference.store import JsonlSessionStore
 from dsh_session_reference.store import workers as workers_module
@@ -264,7 +265,7 @@ def test_a_targeted_lookup_reads_only_the_index_rows_it_needs(
 ) -> None:
     """``prepare`` of a few sessions in a big root must not load every row (a second at 50,000)."""
     root, _, _ = warm(tmp_path)
-    expected = IndexedSessionStore(root, persistent=False).read_conversation("b", 10_000)
+    expected = IndexedSessionStore(root, persistent=False).read_conversation("b", BoundedRead(10_000))
     probes = slow_probes(monkeypatch, delay=0)
 
     def whole_table(self: database_module.IndexDatabase) -> dict[str, Any]:
@@ -275,7 +276,7 @@ def test_a_targeted_lookup_reads_only_the_index_rows_it_needs(
     plain = JsonlSessionStore(root)
     for session_id in ("b", "a", "absent"):
         assert store.find_record(session_id) == plain.find_record(session_id)
-    assert store.read_conversation("b", 10_000) == expected
+    assert store.read_conversation("b", BoundedRead(10_000)) == expected
     assert probes == []  # both headers came from the index
     store.close()
 

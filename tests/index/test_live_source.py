@@ -23,6 +23,7 @@ from dsh_session_reference.assembly import open_live, open_source
 from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.candidate_cache import CandidateCache
 from dsh_session_reference.candidates import CandidateTable, candidate_rank
+from dsh_session_reference.conversation import BoundedRead
 from dsh_session_reference.lsp.completion import BODY_MARK, completion_items
 from dsh_session_reference.lsp.sessions import candidate_row
 from dsh_session_reference.lsp.settings import Settings, apply_settings
@@ -40,14 +41,16 @@ from store.logbuild import header, lines, one_turn, put, title
 
 from .test_index import age
 
-_CACHES: weakref.WeakKeyDictionary[SessionCatalog, CandidateCache] = weakref.WeakKeyDictionary()
+_CACHES: weakref.WeakKeyDictionary[IndexedSessionStore, CandidateCache] = weakref.WeakKeyDictionary()
 
 
-def kept_table(source: SessionCatalog, target_cwd: str | None = None) -> CandidateTable:
+def kept_table(source: IndexedSessionStore, target_cwd: str | None = None) -> CandidateTable:
     """The candidate table a resolver over ``source`` keeps (one cache per source, as one resolver
     has one)."""
     cache = _CACHES.setdefault(source, CandidateCache())
-    return cache.table(source, source.titles_version(), AbortSignal(), target_cwd)
+    table = cache.table(source, AbortSignal(), target_cwd)
+    assert table is not None  # the catalog keeps its listing warm
+    return table
 
 
 def store(root: Path) -> None:
@@ -89,7 +92,7 @@ def test_a_big_cold_store_shows_hints_then_the_exact_titles(
     age(root)
     exact = JsonlSessionStore(root)
     expected = exact.read_titles(exact.list_sessions())
-    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog()
     try:
         records = source.list_sessions()
         hinted = source.read_titles(records)
@@ -99,10 +102,10 @@ def test_a_big_cold_store_shows_hints_then_the_exact_titles(
     finally:
         source.close()
     # The verified titles are in the index file: a new server starts warm.
-    again = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    again = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog()
     try:
         assert again.read_titles(again.list_sessions()) == expected
-        assert again.titles.queued == {}
+        assert again.catalog.titles.queued == {}
     finally:
         again.close()
 
@@ -114,7 +117,7 @@ def test_a_big_store_is_served_from_memory_and_revalidated(
     try:
         assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]
         put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
-        with source.scheduler.serving():  # a request in progress: background work waits for it to end
+        with source.catalog.scheduler.serving():  # a request in progress: background work waits for it to end
             assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]  # stale, refreshing
             time.sleep(0.5)
             assert "new" not in listed(source)
@@ -125,7 +128,7 @@ def test_a_big_store_is_served_from_memory_and_revalidated(
 
 def revalidated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, grace: float, max_defer: float
-) -> tuple[Path, SessionCatalog]:
+) -> tuple[Path, IndexedSessionStore]:
     """A root served as a big one is, its listing revalidated as soon as a request finds it
     old, under the given idle rules."""
     monkeypatch.setattr(catalog, "SYNC_MAX_SESSIONS", 1)
@@ -133,17 +136,17 @@ def revalidated(
     root = tmp_path / "sessions"
     store(root)
     rules = Scheduler(idle_grace=grace, max_defer=max_defer)
-    return root, SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
+    return root, IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(scheduler=rules)
 
 
-def listed(source: SessionCatalog) -> set[str]:
+def listed(source: IndexedSessionStore) -> set[str]:
     """The ids of the listing requests are answered from (looked at without making a request)."""
-    snapshot = source.snapshot
+    snapshot = source.catalog.snapshot
     assert snapshot is not None
     return {record.id for record in snapshot.records}
 
 
-def typing(source: SessionCatalog, seconds: float) -> None:
+def typing(source: IndexedSessionStore, seconds: float) -> None:
     """Requests back to back, as an ``@`` popup sends them while a query is typed."""
     until = time.monotonic() + seconds
     while time.monotonic() < until:
@@ -222,23 +225,22 @@ def test_revalidation_is_deferred_at_most_max_defer(tmp_path: Path, monkeypatch:
 def test_reads_for_prepare_hold_background_work_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "sessions"
     store(root)
-    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog()
     quiet_during: list[bool] = []
-    for name in ("read_surface", "read_conversation"):
-        read = getattr(source.index, name)
+    replay = source.replay
 
-        def watched(*args: Any, _read: Any = read) -> Any:
-            quiet_during.append(source.scheduler.quiet)
-            return _read(*args)
+    def watched(*args: Any) -> Any:  # every read of a log, the surface's and the bounded one
+        quiet_during.append(source.catalog.scheduler.quiet)
+        return replay(*args)
 
-        monkeypatch.setattr(source.index, name, watched)
+    monkeypatch.setattr(source, "replay", watched)
     try:
-        assert source.scheduler.quiet
+        assert source.catalog.scheduler.quiet
         source.list_sessions()
         source.read_surface("good")
-        source.read_conversation("good", 4096)
+        source.read_conversation("good", BoundedRead(4096))
         assert quiet_during == [False, False]  # background work waits while a log is read
-        assert source.scheduler.quiet
+        assert source.catalog.scheduler.quiet
     finally:
         source.close()
 
@@ -250,11 +252,13 @@ def test_empty_session_directories_make_a_big_root_too(tmp_path: Path) -> None:
     store(root)
     for n in range(catalog.SYNC_MAX_SESSIONS):
         (root / "--w--" / f"empty-{n}").mkdir()
-    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog()
     try:
         assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]
         put(root, "new", lines(header("new", createdAt=9), *one_turn(0)))
-        with source.scheduler.serving():  # a request in progress: no walk of its own, none behind it yet
+        with (
+            source.catalog.scheduler.serving()
+        ):  # a request in progress: no walk of its own, none behind it yet
             assert [r.id for r in source.list_sessions()] == ["good", "bad", "plain"]
     finally:
         source.close()
@@ -263,7 +267,7 @@ def test_empty_session_directories_make_a_big_root_too(tmp_path: Path) -> None:
 def test_small_stores_stay_exact_on_every_request(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     store(root)
-    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+    source = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(background=False)
     exact = JsonlSessionStore(root)
     assert source.read_titles(source.list_sessions()) == exact.read_titles(exact.list_sessions())
     put(root, "new", lines(header("new", createdAt=9), *one_turn(0), title(6, "New one")))
@@ -276,7 +280,7 @@ def test_small_stores_stay_exact_on_every_request(tmp_path: Path) -> None:
 async def test_the_kept_candidate_table_follows_new_titles(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     store(root)
-    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+    source = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(background=False)
     exact = SessionReferenceResolver(JsonlSessionStore(root))
     cached = SessionReferenceResolver(source)
     agent = AgentRef("good", "/elsewhere")
@@ -294,14 +298,14 @@ async def test_the_kept_candidate_table_follows_new_titles(tmp_path: Path) -> No
 
 def big_cold_store(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> tuple[SessionCatalog, SessionReferenceResolver, SessionReferenceResolver]:
+) -> tuple[IndexedSessionStore, SessionReferenceResolver, SessionReferenceResolver]:
     """The store above, served as a big root would be, with every unknown title a hint first:
     the source, a resolver over it, and upstream's resolver over the same root."""
     served_as_big(monkeypatch)
     root = tmp_path / "sessions"
     store(root)
     age(root)
-    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog()
     return source, SessionReferenceResolver(source), SessionReferenceResolver(JsonlSessionStore(root))
 
 
@@ -330,10 +334,10 @@ def test_the_server_source_writes_the_index_file_behind_its_requests(tmp_path: P
     cache = tmp_path / "cache"
     source = open_live(str(root), index_dir=cache)
     try:
-        assert not source.index.autoflush
+        assert not source.autoflush
         records = source.list_sessions()
         source.read_titles(records)
-        wait_for(lambda: not source.index._dirty)  # written by the background thread
+        wait_for(lambda: not source._dirty)  # written by the background thread
         on_disk = IndexedSessionStore(root, index_dir=cache).table()
         assert sorted(on_disk) == sorted(record.location for record in records)
         assert all(row.listing is not None and row.title is not None for row in on_disk.values())
@@ -353,15 +357,15 @@ def test_a_cold_first_popup_hints_titles_in_rank_order_for_its_cwd(
             del line["cwd"]
         put(root, f"s{number}", lines(line, title(0, f"T{number}")), cwd=cwd)
     age(root)
-    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog()
     hinted: list[str] = []
-    hint = source.titles.hint
+    hint = source.catalog.titles.hint
 
     def spied(location: str, *args: Any) -> str | None:
         hinted.append(location)
         return hint(location, *args)
 
-    monkeypatch.setattr(source.titles, "hint", spied)
+    monkeypatch.setattr(source.catalog.titles, "hint", spied)
     try:
         records = source.list_sessions()
         table = kept_table(source, "/b")
@@ -379,7 +383,7 @@ async def test_body_search_adds_marked_rows_after_the_exact_candidates(tmp_path:
     root = tmp_path / "sessions"
     store(root)
     put(root, "alembic", lines(header("alembic", createdAt=5), *one_turn(0), title(6, "Alembic notes")))
-    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+    source = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(background=False)
     agent = AgentRef(None, "/w")
     plain = await SessionReferenceResolver(source).list_candidates(agent, "alemb")
     assert [c.session_id for c in plain] == ["alembic"]
@@ -427,9 +431,9 @@ def test_a_dropped_source_stops_its_thread(tmp_path: Path, monkeypatch: pytest.M
     served_as_big(monkeypatch)
     root = tmp_path / "sessions"
     store(root)
-    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog()
     source.read_titles(source.list_sessions())
-    thread = source.scheduler.thread
+    thread = source.catalog.scheduler.thread
     assert thread is not None
     del source
     gc.collect()
@@ -521,11 +525,11 @@ def test_the_cli_uses_the_index_and_searches_bodies_on_request(
     assert [row["sessionId"] for row in json.loads(capsys.readouterr().out)] == ["good", "bad", "plain"]
 
 
-def walks_for_four_requests_during_a_first_walk(source: SessionCatalog) -> list[int]:
+def walks_for_four_requests_during_a_first_walk(source: IndexedSessionStore) -> list[int]:
     """Starts a request whose walk is held open, sends three more meanwhile, then lets it go;
     checks every answer and returns one entry per walk the index made."""
     listings: list[int] = []
-    real_listing = source.index.list_sessions
+    real_listing = source.walk_listing
     gate = threading.Event()
 
     def slow_listing(stop: AbortSignal | None = None) -> list[SessionRecord]:
@@ -533,7 +537,7 @@ def walks_for_four_requests_during_a_first_walk(source: SessionCatalog) -> list[
         gate.wait(5)  # the first listing is still running when the others ask
         return real_listing(stop)
 
-    source.index.list_sessions = slow_listing  # type: ignore[method-assign]
+    source.walk_listing = slow_listing  # type: ignore[method-assign]
     with ThreadPoolExecutor(4) as pool:
         first = pool.submit(source.list_sessions)
         while not listings:
@@ -549,7 +553,7 @@ def walks_for_four_requests_during_a_first_walk(source: SessionCatalog) -> list[
 def test_requests_queued_behind_a_cold_listing_share_it(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     store(root)
-    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), background=False)
+    source = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(background=False)
     try:
         # The three later requests asked after that walk began, so (a small root being exact
         # on every request) they wait for it, and then one fresh walk answers all three.
@@ -570,7 +574,7 @@ def test_a_big_root_lists_once_for_requests_that_arrive_during_its_cold_walk(
     monkeypatch.setattr(catalog, "SYNC_MAX_SESSIONS", 1)
     root = tmp_path / "sessions"
     store(root)
-    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"))
+    source = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog()
     try:
         assert len(walks_for_four_requests_during_a_first_walk(source)) == 1
     finally:
@@ -587,7 +591,9 @@ async def test_titles_verified_under_a_kept_table_relabel_only_their_rows(
         assert [row.label for row in first.rows] == ["Good", "Looks fine", "plain"]  # hints
         wait_for(
             lambda: (
-                kept_table(source) is not first and source.titles.queued == {} and not source.titles.in_flight
+                kept_table(source) is not first
+                and source.catalog.titles.queued == {}
+                and not source.catalog.titles.in_flight
             )
         )
         table = kept_table(source)
@@ -731,16 +737,16 @@ def test_the_title_board_forgets_logs_a_new_listing_no_longer_lists(tmp_path: Pa
     store(root)
     age(root)
     paused = Scheduler(idle_grace=60.0, max_defer=60.0)
-    source = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=paused)
+    source = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(scheduler=paused)
     try:
         records = source.list_sessions()
         source.read_titles(records)  # read, and kept as rows
         source.read_titles(records)  # from the rows this server wrote: observed
         plain = next(record for record in records if record.id == "plain")
-        assert set(source.titles.observed) == {record.location for record in records}
+        assert set(source.catalog.titles.observed) == {record.location for record in records}
         os.unlink(str(plain.location))
         assert plain not in source.list_sessions()
-        assert plain.location not in source.titles.observed
+        assert plain.location not in source.catalog.titles.observed
     finally:
         source.close()
 
@@ -771,13 +777,13 @@ def test_a_fresh_server_answers_from_the_index_before_it_walks(
     root, expected, _ = left_by_a_server(tmp_path, monkeypatch)
 
     paused = Scheduler(idle_grace=60.0, max_defer=60.0)  # no pause comes: the walk never runs here
-    fresh = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=paused)
+    fresh = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(scheduler=paused)
     try:
         table = kept_table(fresh)
-        assert fresh.index.walked == {}  # answered without a walk of the root
+        assert fresh.walked == {}  # answered without a walk of the root
         assert [row.record for row in table.rows] == expected
         assert [row.label for row in table.rows] == ["Good", "bad", "plain"]  # "bad" is damaged
-        assert fresh.titles.queued == {}  # nothing to verify: the titles are the index's
+        assert fresh.catalog.titles.queued == {}  # nothing to verify: the titles are the index's
     finally:
         fresh.close()
 
@@ -793,7 +799,7 @@ def test_a_session_deleted_before_the_editor_opens_goes_at_the_first_walk(
     os.rmdir(os.path.dirname(plain.location))
 
     rules = Scheduler(idle_grace=0.0, max_defer=scheduler_module.MAX_DEFER)
-    fresh = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
+    fresh = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(scheduler=rules)
     try:
         first = [row.record.id for row in kept_table(fresh).rows]
         # What the index held, served at once, but for the log that is gone: each entry of the
@@ -801,7 +807,7 @@ def test_a_session_deleted_before_the_editor_opens_goes_at_the_first_walk(
         assert first == ["good", "bad"]
         # The popup after the walk is the walk's listing (waited for as the listing requests see).
         wait_for(lambda: [row.record.id for row in kept_table(fresh).rows] == ["new", "good", "bad"])
-        assert fresh.index.walked != {}
+        assert fresh.walked != {}
     finally:
         fresh.close()
 
@@ -923,7 +929,7 @@ def test_the_listing_is_left_in_the_background_once_its_titles_are_verified(
     store(root)
     age(root)
     rules = Scheduler(idle_grace=0.0, max_defer=scheduler_module.MAX_DEFER)
-    live = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
+    live = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(scheduler=rules)
     try:
         kept_table(live)
 
@@ -952,9 +958,9 @@ def test_a_server_that_never_walked_still_leaves_its_listing(
     titles = filled.read_titles(filled.list_sessions())
     filled.close()
     paused = Scheduler(idle_grace=60.0, max_defer=60.0)
-    short = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=paused)
+    short = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(scheduler=paused)
     kept_table(short)
-    assert short.index.walked == {}
+    assert short.walked == {}
     short.close()
     after = IndexedSessionStore(root, index_dir=tmp_path / "cache")
     records, _, kept, whole, _ = after.stored_listing()
@@ -984,11 +990,11 @@ def test_the_first_walk_replaces_what_a_forged_stored_listing_said(
     index.close()
 
     rules = Scheduler(idle_grace=0.0, max_defer=scheduler_module.MAX_DEFER)
-    fresh = SessionCatalog(IndexedSessionStore(root, index_dir=tmp_path / "cache"), scheduler=rules)
+    fresh = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(scheduler=rules)
     try:
         assert kept_table(fresh).rows[0].record.cwd == "/evil"  # the stored word, at first
         wait_for(lambda: [row.record for row in kept_table(fresh).rows] == expected)
-        assert fresh.index.walked != {}
+        assert fresh.walked != {}
     finally:
         fresh.close()
 
@@ -1046,13 +1052,13 @@ def test_a_watched_big_root_says_what_changed_and_walks_for_new_sessions(
     try:
         source.list_sessions()
         told: list[StoreChange] = []
-        source.listeners.add(told.append)
+        source.catalog.listeners.add(told.append)
         with log.open("ab") as handle:
             handle.write(lines(title(7, "A, renamed")))
-        source._watched(frozenset({str(log)}))  # type: ignore[attr-defined]
+        source.catalog._watched(frozenset({str(log)}))  # type: ignore[attr-defined]
         assert told[0] == StoreChange(frozenset({"s-a"}), False)
         new = Path(put(tmp_path, "s-c", lines(header("s-c"), *one_turn()))).parent
-        source._watched(frozenset({str(new)}))  # type: ignore[attr-defined]
+        source.catalog._watched(frozenset({str(new)}))  # type: ignore[attr-defined]
         deadline = time.monotonic() + 5
         while len(told) < 2:
             assert time.monotonic() < deadline, told
@@ -1072,7 +1078,7 @@ def test_a_session_seen_during_a_walk_is_walked_for(tmp_path: Path, monkeypatch:
     source = open_live(str(tmp_path))
     try:
         source.list_sessions()
-        real = source._refresh  # type: ignore[attr-defined]
+        real = source.catalog._refresh  # type: ignore[attr-defined]
         walks: list[int] = []
 
         def walk(*args: Any, **kwargs: Any) -> Any:
@@ -1080,14 +1086,14 @@ def test_a_session_seen_during_a_walk_is_walked_for(tmp_path: Path, monkeypatch:
             walks.append(1)
             if len(walks) == 1:  # s-d appears once this walk has listed the root
                 new = Path(put(tmp_path, "s-d", lines(header("s-d"), *one_turn()))).parent
-                source._watched(frozenset({str(new)}))  # type: ignore[attr-defined]
+                source.catalog._watched(frozenset({str(new)}))  # type: ignore[attr-defined]
             return result
 
-        monkeypatch.setattr(source, "_refresh", walk)
+        monkeypatch.setattr(source.catalog, "_refresh", walk)
         new = Path(put(tmp_path, "s-c", lines(header("s-c"), *one_turn()))).parent
-        source._watched(frozenset({str(new)}))  # type: ignore[attr-defined]
+        source.catalog._watched(frozenset({str(new)}))  # type: ignore[attr-defined]
         deadline = time.monotonic() + 0.9  # under REFRESH_AFTER: no request-driven walk helps
-        while "s-d" not in {record.id for record in source.snapshot.records}:  # type: ignore[union-attr]
+        while "s-d" not in {record.id for record in source.catalog.snapshot.records}:  # type: ignore[union-attr]
             assert time.monotonic() < deadline, f"s-d never listed after {len(walks)} walks"
             time.sleep(0.02)
     finally:
@@ -1121,14 +1127,14 @@ def test_a_new_session_is_walked_for_while_the_editor_is_busy(
     put(tmp_path, "s-a", lines(header("s-a"), *one_turn()))
     put(tmp_path, "s-b", lines(header("s-b"), *one_turn()))
     scheduler = Scheduler(idle_grace=30.0, max_defer=30.0)
-    source = SessionCatalog(IndexedSessionStore(str(tmp_path), persistent=False), scheduler=scheduler)
+    source = IndexedSessionStore(str(tmp_path), persistent=False).start_catalog(scheduler=scheduler)
     try:
         source.list_sessions()
         new = Path(put(tmp_path, "s-c", lines(header("s-c"), *one_turn()))).parent
         source.touch()
-        source._watched(frozenset({str(new)}))  # type: ignore[attr-defined]
+        source.catalog._watched(frozenset({str(new)}))  # type: ignore[attr-defined]
         deadline = time.monotonic() + 5
-        while "s-c" not in {record.id for record in source.snapshot.records}:  # type: ignore[union-attr]
+        while "s-c" not in {record.id for record in source.catalog.snapshot.records}:  # type: ignore[union-attr]
             assert time.monotonic() < deadline, "the walk waited for a pause"
             source.touch()
             time.sleep(0.02)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from dsh_session_reference.cancellation import AbortSignal, Cancelled
+from dsh_session_reference.conversation import BoundedRead
 from dsh_session_reference.model import StoreError
 from dsh_session_reference.store.listing import NOT_FOUND
 from dsh_session_reference.store.workers import (
@@ -51,9 +52,9 @@ def test_many_big_tasks_and_big_replies_in_flight_do_not_wedge_the_pipe(tmp_path
 def test_a_read_apart_raises_the_childs_error_with_its_code(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     put(root, "here", lines(header("here"), *one_turn(0)))
-    assert run_apart("read_conversation", str(root), "here", 1000).session.id == "here"
+    assert run_apart("read_conversation", str(root), "here", BoundedRead(1000)).session.id == "here"
     with pytest.raises(StoreError) as caught:
-        run_apart("read_conversation", str(root), "gone", 1000)
+        run_apart("read_conversation", str(root), "gone", BoundedRead(1000))
     assert (caught.value.code, caught.value.message) == (NOT_FOUND, 'session "gone" not found')
 
 
@@ -69,7 +70,7 @@ def test_a_stopped_read_apart_ends_its_process(tmp_path: Path, monkeypatch: pyte
     stop = AbortSignal()
     stop.abort()
     with pytest.raises(Cancelled):
-        run_apart("read_conversation", str(tmp_path), "any", 1000, stop=stop)
+        run_apart("read_conversation", str(tmp_path), "any", BoundedRead(1000), stop=stop)
     assert len(closed) == 1 and closed[0] is not None  # the child has exited
 
 

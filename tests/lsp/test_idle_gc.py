@@ -76,12 +76,12 @@ async def test_a_busy_editor_still_gets_a_collection_when_one_is_overdue(clock: 
 
 def test_every_message_is_activity_for_the_collector_and_the_index(tmp_path: Path) -> None:
     server = DshLanguageServer(sessions=str(tmp_path))
-    source = server.engine.source
+    source = server.engine.store
     try:
-        collector_saw, source_saw = server.idle_gc.last_message, source.scheduler.active
+        collector_saw, source_saw = server.idle_gc.last_message, source.catalog.scheduler.active
         time.sleep(0.01)
         server.protocol.handle_message(types.CancelNotification(params=types.CancelParams(id=5)))
         assert server.idle_gc.last_message > collector_saw
-        assert source.scheduler.active > source_saw
+        assert source.catalog.scheduler.active > source_saw
     finally:
         source.close()

@@ -36,7 +36,7 @@ async def server(
     ls.protocol.handle_message(types.InitializeRequest(id=1, params=params))
     ls.apply({"targetSessionId": TARGET_ID})
     yield ls
-    ls.engine.source.close()
+    ls.engine.store.close()
 
 
 def counted(reads: Counter[str], name: str, read: Callable[..., Any]) -> Callable[..., Any]:
@@ -56,7 +56,7 @@ def opened(ls: DshLanguageServer, workspace: Path, name: str, text: str) -> str:
 async def test_a_preview_reads_no_log_its_current_analysis_read(
     server: DshLanguageServer, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    source = server.engine.source
+    source = server.engine.store
     reads: Counter[str] = Counter()
     for name in ("read_surface", "read_conversation"):
         monkeypatch.setattr(source, name, counted(reads, name, getattr(source, name)))
@@ -94,8 +94,8 @@ async def test_an_analysis_kept_for_a_document_does_not_keep_an_old_roots_catalo
     open document's analysis (a background tab no one asks about again) must not hold it."""
     uri = opened(server, workspace, "kept.md", f"compare {mention('s-alpha', 'Refactor the parser')}\n")
     await server.analysis(uri)
-    old = weakref.ref(server.engine.source)
+    old = weakref.ref(server.engine.store)
     server.apply({"sessionsRoot": str(tmp_path / "another-root")})
-    assert server.engine.source is not old()
+    assert server.engine.store is not old()
     gc.collect()
     assert old() is None

@@ -258,7 +258,7 @@ class StalledStore:
 
 async def test_abort_during_read_is_prompt_and_stops_the_reader(store: StoreBuilder) -> None:
     store.write(store.session("one"))
-    stalled = StalledStore(store.resolver().query)
+    stalled = StalledStore(store.resolver().store)
     resolver = SessionReferenceResolver(stalled)
     signal = AbortSignal()
     task = asyncio.create_task(resolver.prepare(TARGET, TEXT, [{"sessionId": "one"}], signal))
@@ -273,7 +273,7 @@ async def test_abort_during_read_is_prompt_and_stops_the_reader(store: StoreBuil
 
 async def test_task_cancellation_stops_the_reader(store: StoreBuilder) -> None:
     store.write(store.session("one"))
-    stalled = StalledStore(store.resolver().query)
+    stalled = StalledStore(store.resolver().store)
     task = asyncio.create_task(
         SessionReferenceResolver(stalled).prepare(TARGET, TEXT, [{"sessionId": "one"}])
     )

@@ -42,10 +42,12 @@ def test_each_front_end_gets_its_store(tmp_path: Path) -> None:
     indexed = open_source(str(tmp_path), index_dir=cache)
     assert type(indexed) is IndexedSessionStore and indexed.autoflush
     searching = open_source(str(tmp_path), body_search=True, index_dir=cache)
-    assert isinstance(searching, SessionCatalog) and not searching.background
+    assert isinstance(searching, IndexedSessionStore)
+    assert isinstance(searching.catalog, SessionCatalog) and not searching.catalog.background
     live = open_live(str(tmp_path), index_dir=cache)
     try:
-        assert live.background and not live.index.autoflush  # the background thread writes the file
+        assert isinstance(live, IndexedSessionStore) and live.catalog is not None
+        assert live.catalog.background and not live.autoflush  # the background thread writes the file
         assert live.root == plain.root == str(tmp_path)
     finally:
         live.close()
@@ -56,7 +58,7 @@ def test_the_config_is_passed_whole(tmp_path: Path) -> None:
     config = resolver_config(2, 7, 4096)
     store = JsonlSessionStore(tmp_path)
     plain = make_resolver(store, config)
-    assert type(plain) is SessionReferenceResolver and plain.config is config and plain.query is store
+    assert type(plain) is SessionReferenceResolver and plain.config is config and plain.store is store
     assert not plain.body_search
     searching = make_resolver(store, config, body_search=True)
     assert searching.body_search and searching.config is config

@@ -178,7 +178,7 @@ async def target_json(ls: DshLanguageServer) -> dict[str, Any] | None:
     if target is None:
         return None
     try:
-        candidate = await listed_candidate(ls.engine.source, target)
+        candidate = await listed_candidate(ls.engine.store, target)
     except Exception as error:  # an unreadable root: the status bar still names the target
         LOG.info("reading the target session's title failed: %s", error)
         candidate = None
@@ -270,7 +270,7 @@ async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str
     if document is None:
         raise JsonRpcInvalidParams(f"{INSERT_MENTION_COMMAND}: {uri} is not open")
     with ls.tracked_command():
-        candidate = await listed_candidate(ls.engine.source, session_id)
+        candidate = await listed_candidate(ls.engine.store, session_id)
         if candidate is None:
             raise _no_session(session_id)
         version, ranges = document.version, [types.Range(start=cursor, end=cursor)]

@@ -161,7 +161,7 @@ async def _completion(ls: DshLanguageServer, params: types.CompletionParams) -> 
 
     def listing() -> types.CompletionList:
         ls.listing_awaited.set()
-        row = listing_item(edit_range, typed, ls.catalog.walked_sessions)
+        row = listing_item(edit_range, typed, ls.store.walked_sessions)
         return types.CompletionList(is_incomplete=True, items=[row])
 
     # An earlier answer's listing still running (a cold root): wait on it, not beside it.

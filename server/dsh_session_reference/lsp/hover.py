@@ -15,11 +15,12 @@ from typing import Final
 from lsprotocol import types
 
 from ..analysis import Analysis, Intended, Reference, read_reference
-from ..conversation import message_counts, readable
 from ..display import (
     display_block_text,
     display_label,
     legible,
+    message_counts,
+    readable,
     readable_time,
     relative_time,
     share,
@@ -146,7 +147,7 @@ async def read_session_facts(resolver: SessionReferenceResolver, session_id: str
     reference = Reference(session_id, display_label(label))
     budget = resolver.config.max_reference_bytes
     try:
-        reference.record = await find_session(resolver.query, session_id)
+        reference.record = await find_session(resolver.store, session_id)
         await read_reference(reference, resolver)
     except Exception as error:  # an unreadable root: say so instead of failing the request
         return SessionFacts(reference, budget, str(error))

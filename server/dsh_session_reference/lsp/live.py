@@ -1,7 +1,7 @@
 """Following the sessions root as dsh writes it: which open documents and served transcripts a
 change may alter.
 
-The root's source watches it (:meth:`~..model.LiveSource.watch`) and says which listed sessions'
+The root's store watches it (:meth:`~..model.LiveSource.watch`) and says which listed sessions'
 logs changed, after its listing has caught up. Documents whose analysis read one of them (or, when
 sessions came or went, any that mentions a session the root did not list), and transcripts of
 those sessions, are handed to the server (:meth:`Host.refresh`), which analyses the documents
@@ -47,15 +47,15 @@ class Host(Protocol):
 
 
 class Live:
-    """The server's side of watching: which source it follows, and what a change affects."""
+    """The server's side of watching: which store it follows, and what a change affects."""
 
     def __init__(self, host: Host) -> None:
         self.host = host
         self.loop: asyncio.AbstractEventLoop | None = None
-        """The server's event loop (set on ``initialize``), which the source's watcher hands its
+        """The server's event loop (set on ``initialize``), which the store's watcher hands its
         changes to."""
         self._followed: weakref.ref[LiveSource] | None = None
-        """Weakly: a source dropped for another root must be collected (that stops its threads)."""
+        """Weakly: a store dropped for another root must be collected (that stops its threads)."""
         self._changes: list[StoreChange] = []
         self._refreshing = False
         self._transcripts: dict[str, str] = {}
@@ -64,22 +64,22 @@ class Live:
         """Each open document's listed sessions, as its last finished analysis read them: kept
         while a newer analysis runs, so the sessions watched do not come and go as one types."""
         self._interest: frozenset[str] = frozenset()
-        """The sessions the followed source was last told to watch."""
+        """The sessions the followed store was last told to watch."""
 
-    def follow(self, source: LiveSource) -> None:
-        """Have ``source`` tell this server of changes (once per source; a source that cannot
+    def follow(self, store: LiveSource) -> None:
+        """Have ``store`` tell this server of changes (once per store; a store that cannot
         watch keeps checking the root when a request asks, as before)."""
-        if self.loop is None or (self._followed is not None and self._followed() is source):
+        if self.loop is None or (self._followed is not None and self._followed() is store):
             return
-        self._followed = followed = weakref.ref(source)
-        self._interest = frozenset()  # the new source is told afresh
+        self._followed = followed = weakref.ref(store)
+        self._interest = frozenset()  # the new store is told afresh
         loop = self.loop
 
-        def changed(change: StoreChange) -> None:  # the source's thread
+        def changed(change: StoreChange) -> None:  # the store's thread
             if not loop.is_closed():
                 loop.call_soon_threadsafe(self.changed, followed, change)
 
-        reason = source.watch(changed)
+        reason = store.watch(changed)
         if reason is not None:
             LOG.warning("not watching the sessions root (it is checked when asked instead): %s", reason)
 
@@ -99,11 +99,11 @@ class Live:
         self.interested()
 
     def interested(self) -> None:
-        """Tell the followed source which sessions' logs matter here (those the open documents'
+        """Tell the followed store which sessions' logs matter here (those the open documents'
         analyses read, then those of served transcripts, newest first), so it watches them even
         on a root too big to watch every log. Cheap when unchanged."""
-        source = None if self._followed is None else self._followed()
-        if source is None:
+        store = None if self._followed is None else self._followed()
+        if store is None:
             return
         documents = self.host.documents
         for uri in [uri for uri in self._read if documents.get(uri) is None]:
@@ -112,11 +112,11 @@ class Live:
         sessions.update((session, None) for session in reversed(self._transcripts.values()))
         if frozenset(sessions) != self._interest:
             self._interest = frozenset(sessions)
-            source.watch_sessions(list(sessions))
+            store.watch_sessions(list(sessions))
 
-    def changed(self, source: weakref.ref[LiveSource], change: StoreChange) -> None:
-        """On the loop: a burst of changes under the root of ``source``."""
-        if self.host.is_closing or source is not self._followed:
+    def changed(self, store: weakref.ref[LiveSource], change: StoreChange) -> None:
+        """On the loop: a burst of changes under the root of ``store``."""
+        if self.host.is_closing or store is not self._followed:
             return
         self._changes.append(change)
         if not self._refreshing:

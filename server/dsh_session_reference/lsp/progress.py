@@ -1,6 +1,6 @@
 """Long work shown as LSP work-done progress: a cold listing, title verification, indexing.
 
-The LSP side of :meth:`..store.catalog.LiveSource.background_work`; nothing here is shown in a
+The LSP side of :meth:`..model.LiveSource.background_work`; nothing here is shown in a
 client that does not offer ``window.workDoneProgress``, or for work shorter than
 :data:`PROGRESS_AFTER`.
 """
@@ -38,13 +38,13 @@ class ProgressHost(Protocol):
     def work_done_progress(self) -> Progress: ...
 
     @property
-    def catalog(self) -> LiveSource: ...
+    def store(self) -> LiveSource: ...
 
     def capability(self, path: str, default: Any = None) -> Any: ...
 
 
 async def follow_background(ls: ProgressHost) -> None:
-    """Show the session source's background work (title verification, message-text
+    """Show the session store's background work (title verification, message-text
     indexing; see ``LiveSource.background_work``) as work-done progress once it has
     run for :data:`PROGRESS_AFTER`: one progress per kind of work, reporting the logs left,
     ended when that work is done. Indexing message text is cancellable: it stops, and body
@@ -56,15 +56,15 @@ async def follow_background(ls: ProgressHost) -> None:
     started: tuple[str, float] | None = None  # (title, when first seen) of the work under way
     while True:
         await asyncio.sleep(PROGRESS_EVERY)
-        source = ls.catalog
+        store = ls.store
         if shown is not None and shown[1] == INDEXING_BODIES:
             cancel = ls.work_done_progress.tokens.get(shown[0])
             if cancel is not None and cancel.cancelled():
-                source.stop_bodies()
+                store.stop_bodies()
                 stopped = "stopped: body search answers from the logs indexed so far"
                 ls.work_done_progress.end(shown[0], types.WorkDoneProgressEnd(message=stopped))
                 shown = None
-        work = source.background_work()
+        work = store.background_work()
         if shown is not None and (work is None or shown[1] != work[0]):
             ls.work_done_progress.end(shown[0], types.WorkDoneProgressEnd(message="done"))
             shown = None
@@ -102,18 +102,18 @@ async def _progress_token(ls: ProgressHost) -> str | None:
 
 async def list_with_progress(
     ls: ProgressHost,
-    source: LiveSource,
+    store: LiveSource,
     waiting: asyncio.Event | None = None,
     then: Callable[[], asyncio.Future[Any] | None] | None = None,
 ) -> None:
-    """List ``source``; if that takes longer than :data:`PROGRESS_AFTER`, or someone is ``waiting``
+    """List ``store``; if that takes longer than :data:`PROGRESS_AFTER`, or someone is ``waiting``
     for it (a completion answered "Listing dsh sessions…"), show it as work-done progress (begin,
     a report every :data:`PROGRESS_EVERY`, end) in clients that support it, so a cold root of
     thousands of logs is seen to be read, not taken for a hang (VS Code shows window progress
     150 ms after it begins: a popup waiting on the listing has it in the status bar within 0.5 s).
     Once shown, it stays while the future ``then`` gives is running: the completion still waiting
     after the listing, on the titles of the sessions it ranks (its popup still says "Listing")."""
-    work = asyncio.ensure_future(asyncio.to_thread(source.list_sessions))
+    work = asyncio.ensure_future(asyncio.to_thread(store.list_sessions))
     watched: set[asyncio.Future[Any]] = {work}
     wanted = None if waiting is None else asyncio.ensure_future(waiting.wait())
     if wanted is not None:
@@ -129,7 +129,7 @@ async def list_with_progress(
         progress = ls.work_done_progress
 
         def message() -> str:
-            return f"{source.walked_sessions:,} sessions read"
+            return f"{store.walked_sessions:,} sessions read"
 
         progress.begin(token, types.WorkDoneProgressBegin(title="Listing dsh sessions", message=message()))
         try:

@@ -66,7 +66,7 @@ class Engine:
     """
 
     root: str
-    source: LiveSource
+    store: LiveSource
     resolver: SessionReferenceResolver
 
     def __init__(
@@ -74,11 +74,11 @@ class Engine:
     ) -> None:
         kept = previous if previous is not None and previous.root == root else None
         self.root = root
-        self.source = open_live(root) if kept is None else kept.source
+        self.store = open_live(root) if kept is None else kept.store
         self.targets: dict[str, AgentRef] = {} if kept is None else kept.targets
         if settings.body_search and (previous is None or not previous.resolver.body_search):
-            self.source.resume_bodies()  # turned on (again): indexing a user cancelled resumes
-        self.resolver = make_resolver(self.source, limits, body_search=settings.body_search)
+            self.store.resume_bodies()  # turned on (again): indexing a user cancelled resumes
+        self.resolver = make_resolver(self.store, limits, body_search=settings.body_search)
 
 
 @dataclass
@@ -88,7 +88,7 @@ class _AnalysisRun:
     version: int | None
     engine: weakref.ref[Engine]
     """The engine of the settings it ran under (new settings make a new one), held weakly: a kept
-    analysis must not keep an old root's catalog, whose collection stops its watcher and worker."""
+    analysis must not keep an old root's store, whose collection stops its watcher and worker."""
     task: asyncio.Task[Analysis]
     stop: AbortSignal
 
@@ -143,7 +143,7 @@ class DshLanguageServer(LanguageServer):
         revalidation walk) waits a little longer."""
         self.idle_gc.touch()
         if self._engine is not None:
-            self._engine.source.touch()
+            self._engine.store.touch()
 
     # --- client capabilities -------------------------------------------------------------------
 
@@ -185,16 +185,16 @@ class DshLanguageServer(LanguageServer):
     # --- settings and engine ----------------------------------------------------------------------
 
     @property
-    def catalog(self) -> LiveSource:
-        """The current root's session catalog (its background work is shown as progress)."""
-        return self.engine.source
+    def store(self) -> LiveSource:
+        """The current root's session store (its background work is shown as progress)."""
+        return self.engine.store
 
     @property
     def engine(self) -> Engine:
         engine = self._engine
         if engine is None or engine.root != self._root():
             engine = self._new_engine()
-        self.live.follow(engine.source)
+        self.live.follow(engine.store)
         return engine
 
     def _root(self) -> str:
@@ -225,7 +225,7 @@ class DshLanguageServer(LanguageServer):
         if settings == self.settings and (limits, limits.origins) == (self.limits, self.limits.origins):
             return False
         self.settings, self.limits = settings, limits
-        self.live.follow(self._new_engine().source)
+        self.live.follow(self._new_engine().store)
         return True
 
     def report_root(self) -> None:
@@ -278,9 +278,9 @@ class DshLanguageServer(LanguageServer):
         """List the root and find the target before the first ``@``: a big root over a cold index
         takes seconds to list, which would otherwise be spent while the user waits for a popup
         (a request that arrives meanwhile shares this listing rather than starting its own)."""
-        source = self.engine.source
+        store = self.engine.store
         try:
-            await list_with_progress(self, source, self.listing_awaited, lambda: self.pending_listing)
+            await list_with_progress(self, store, self.listing_awaited, lambda: self.pending_listing)
             self.listing_awaited.clear()
             await self.agent_for(None)
         except Exception as error:  # the first request meets the same problem and reports it
@@ -357,7 +357,7 @@ class DshLanguageServer(LanguageServer):
         if target is None:
             return AgentRef(None, fallback)
         try:
-            record = await find_session(engine.source, target)
+            record = await find_session(engine.store, target)
         except Exception as error:  # an unreadable root still has a target to exclude
             LOG.info("listing for the target session failed: %s", error)
             return AgentRef(target, fallback)

@@ -181,9 +181,9 @@ def candidate_row(candidate: Candidate) -> dict[str, Any]:
     }
 
 
-async def listed_candidate(source: SessionSource, session_id: str) -> Candidate | None:
+async def listed_candidate(store: SessionSource, session_id: str) -> Candidate | None:
     """The listed session ``session_id`` as ``listCandidates`` shows it (its label and cwd)."""
-    titled = await find_titled(source, session_id)
+    titled = await find_titled(store, session_id)
     if titled is None:
         return None
     record, seen = titled

@@ -1,15 +1,17 @@
-"""The session catalog: the editor's live source (:class:`~..model.LiveSource`), fast at any store size.
+"""The session catalog: the parts an indexed store has and starts when it is the editor's live
+store (:class:`~..model.LiveSource`), so it is fast at any store size.
 
-The index under it (:class:`~.index.store.IndexedSessionStore`) answers exactly and reads only the
-logs that changed, but a listing still looks at every log (about 10 ms per thousand) and a cold
-index replays every log once. So the catalog keeps the latest listing in memory and decides per
-request how much of that work an ``@`` keystroke may wait for: up to :data:`SYNC_MAX_SESSIONS`
+The index (:class:`~.index.store.IndexedSessionStore`) answers exactly and reads only the logs that
+changed, but a listing still looks at every log (about 10 ms per thousand) and a cold index replays
+every log once. So its catalog keeps the latest listing in memory and decides per request how much
+of that work an ``@`` keystroke may wait for: up to :data:`SYNC_MAX_SESSIONS`
 directories every request walks the root again (exact at the very next request); above it the
 last listing is served and revalidated behind the editor, never beside a request
 (:mod:`.scheduler`); before the first walk, the listing the index remembers is served, its titles
 claims until their logs are scanned (:mod:`.titles`); titles too many to read now are hinted and
 verified in a worker process (:mod:`.feed`). docs/architecture.md, "The catalog", tells it whole.
-Nothing here writes to the sessions root; the index lives in the user's cache folder.
+Nothing here writes to the sessions root; the index lives in the user's cache folder. The store's
+reads are the store's own: it asks its catalog for the listing, the titles and the kept reads.
 
 Over 500 lines because the listing (when it is walked, when it is served from memory), the title
 fill and the background round share one snapshot and one lock; what stands alone is in modules of its
@@ -19,6 +21,7 @@ own: :mod:`.scheduler`, :mod:`.titles`, :mod:`.feed`, :mod:`.changes`, :mod:`.su
 from __future__ import annotations
 
 import atexit
+import contextlib
 import dataclasses
 import functools
 import logging
@@ -28,23 +31,21 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Final
+from typing import Any, Final, Protocol
 
 from ..cancellation import AbortSignal
 from ..model import (
     INDEXING_BODIES,
     VERIFYING_TITLES,
-    BodyMatch,
-    ConversationSnapshot,
     SessionRecord,
     StoreChange,
-    SurfaceSnapshot,
     TitleObservation,
+    WarmListing,
 )
 from .changes import Listeners, changed_sessions
-from .feed import WorkerFeed
-from .index.rows import Fingerprint, header_text
-from .index.store import IndexedSessionStore
+from .feed import Index, WorkerFeed
+from .index.kept import StoredListing
+from .index.rows import Fingerprint, IndexRow, header_text
 from .listed import Listed, same_record
 from .root_state import root_state
 from .scheduler import IDLE_ROUND, Scheduler, weakly
@@ -75,28 +76,63 @@ left as the background kept it last (the next server answers from that one, or f
 walks the root behind)."""
 
 
+class Backing(Index, Protocol):
+    """What the catalog asks of the indexed store that has it
+    (:class:`~.index.store.IndexedSessionStore`): its walk, its rows and its exact title reads."""
+
+    walked: dict[str, Fingerprint]
+    directories: int
+    autoflush: bool
+
+    def walk_listing(self, stop: AbortSignal | None = None) -> list[SessionRecord]: ...
+
+    def stored_listing(self) -> StoredListing: ...
+
+    def cached_title(
+        self, record: SessionRecord, fp: Fingerprint, key: str | None
+    ) -> TitleObservation | None: ...
+
+    def row(self, path: str) -> IndexRow | None: ...
+
+    def read_titles_exact(
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
+    ) -> list[TitleObservation]: ...
+
+    def index_bodies(self, records: Sequence[SessionRecord], stop: AbortSignal | None = None) -> int: ...
+
+    def keep_whole_listing(
+        self, records: list[SessionRecord], walked: dict[str, Fingerprint], directories: int
+    ) -> None: ...
+
+    def close(self) -> None: ...
+
+
 _LIVE: weakref.WeakSet[SessionCatalog] = weakref.WeakSet()
 
 
 @atexit.register
 def _close_all() -> None:
-    for source in list(_LIVE):
-        source.close()
+    for catalog in list(_LIVE):
+        with contextlib.suppress(ReferenceError):  # its store is gone: nothing left to write
+            catalog.index.close()
 
 
 class SessionCatalog:
-    """The title index behind an in-memory listing; thread-safe like the store itself.
+    """The in-memory listing, title board and background parts of one indexed store; thread-safe
+    like the store itself.
 
-    Built by :func:`..assembly.open_live` and :func:`..assembly.open_source`;
-    ``background=False`` keeps every answer exact and synchronous (no threads, no worker
-    process), as the CLI does.
+    Made by :meth:`~.index.store.IndexedSessionStore.start_catalog` (:func:`..assembly.open_live`
+    and :func:`..assembly.open_source`); ``background=False`` keeps every answer exact and
+    synchronous (no threads, no worker process), as the CLI does. It holds its store weakly: the
+    store holds it, and a store dropped for another root is collected at once, stopping this.
     """
 
     def __init__(
-        self, index: IndexedSessionStore, *, background: bool = True, scheduler: Scheduler | None = None
+        self, index: Backing, *, background: bool = True, scheduler: Scheduler | None = None
     ) -> None:
-        self.index = index
-        self.root = self.index.root
+        self.index: Any = weakref.proxy(index)
+        """The store (:class:`Backing`), held weakly."""
+        self.root = index.root
         self.background = background
         self.scheduler = Scheduler() if scheduler is None else scheduler
         """When background work runs (requests first, then the editor's pauses); it owns the
@@ -112,7 +148,7 @@ class SessionCatalog:
         self._listing_kept_at = -math.inf
         self.snapshot: Listed | None = None
         """The latest listing."""
-        self.feed = WorkerFeed(index, self.titles, self.scheduler)
+        self.feed = WorkerFeed(self.index, self.titles, self.scheduler)
         """What the worker process is given (hint scans, verifications, message text)."""
         self._watcher: RootWatcher | None = None
         self.listeners = Listeners()
@@ -124,38 +160,34 @@ class SessionCatalog:
         weakref.finalize(self, self.scheduler.close).atexit = False
         _LIVE.add(self)
 
-    # --- SessionSource ---------------------------------------------------------------------------
+    # --- what the store's reads ask -----------------------------------------------------------------
 
-    def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
-        """The latest listing's own list, shared (callers must not mutate it): the candidate
-        table knows an unchanged listing by this very object, where a copy compared record by
-        record cost 30-40 ms a request at 200,000 sessions, before the request could look at
-        its cancellation."""
+    def listing(self, stop: AbortSignal | None) -> Listed:
+        """The current listing (shared: callers must not mutate its records), as a request."""
         with self.scheduler.serving():
-            return self._listing(stop).records
+            return self._listing(stop)
 
-    def find_records(
-        self, session_ids: Iterable[str], stop: AbortSignal | None = None
-    ) -> dict[str, SessionRecord]:
-        """The listed record of each id that has one, from one listing (kept in memory)."""
-        with self.scheduler.serving():
-            by_id = self._listing(stop).by_id
-            return {session_id: by_id[session_id] for session_id in session_ids if session_id in by_id}
-
-    def titles_version(self) -> int:
-        """The title board's version (:class:`.titles.TitleBoard`); before the first walk, the
-        listing the index remembers is taken first, so its titles are observed now, not under a
-        table being built from it."""
+    def warm(self, since: int | None, stop: AbortSignal | None) -> WarmListing:
+        """The current listing with the title board's version (:class:`.titles.TitleBoard`), and
+        with ``since`` the titles observed after it (:meth:`changed_titles`). Before the first walk,
+        the listing the index remembers is taken first, so its titles are observed now, not under
+        a table being built from it."""
         with self.scheduler.serving():
             if self.snapshot is None:
                 self._stored()
-            return self.titles.version
+            version = self.titles.version
+            records = self._listing(stop).records
+            if since is None:
+                return WarmListing(records, version, {})
+            if self.titles.version == since:
+                return WarmListing(records, since, {})
+            return WarmListing(records, *self.changed_titles(since, stop))
 
-    def titles_since(
+    def changed_titles(
         self, version: int, stop: AbortSignal | None = None
     ) -> tuple[int, dict[str, TitleObservation]]:
         """Titles observed since ``version`` for logs of the latest listing, by location; one
-        observed at another fingerprint than the listing's is read again (:meth:`read_titles`)."""
+        observed at another fingerprint than the listing's is read again (:meth:`titles`)."""
         with self.scheduler.serving():
             version, changed = self.titles.changed_since(version)
             snapshot = self.snapshot
@@ -163,20 +195,16 @@ class SessionCatalog:
                 return version, {}
             listed = (snapshot.by_location.get(location) for location in changed)
             records = [record for record in listed if record is not None]
-            titles = self.read_titles(records, stop)
+            titles = self.titles_of(records, stop)
             return version, {str(r.location): seen for r, seen in zip(records, titles, strict=True)}
-
-    @property
-    def walked_sessions(self) -> int:
-        """Session directories the latest full walk has looked at so far (progress)."""
-        return self.index.walked_sessions
 
     def touch(self) -> None:
         """The editor is active (a message arrived): background work waits for it to pause."""
         self.scheduler.touch()
 
     def _listing(self, stop: AbortSignal | None) -> Listed:
-        """The current listing (shared: callers must not mutate its records)."""
+        """The current listing (shared: callers must not mutate its records); walked again when
+        it is not served from memory, and revalidated behind when it is old."""
         snapshot = self.snapshot
         if snapshot is None:
             snapshot = self._stored()
@@ -229,11 +257,11 @@ class SessionCatalog:
         from a walk of their own: a big root with the background on."""
         return self.background and max(len(snapshot.records), snapshot.directories) > SYNC_MAX_SESSIONS
 
-    def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
+    def titles_of(
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
     ) -> list[TitleObservation]:
         """Each record's title: as observed on the board, else from the index, by reading, or by a
-        hint (hinted in rank order for ``target_cwd``, as far as the time allows)."""
+        hint (hinted in the order of ``records``, as far as the time allows)."""
         with self.scheduler.serving():
             snapshot = self.snapshot
             walked = snapshot.walked if snapshot is not None else {}
@@ -277,15 +305,13 @@ class SessionCatalog:
                 self._ask()
             hinting = self.background and to_read > SYNC_VERIFY_BYTES
             if hinting:  # too much to read now: hints for the listed logs, exact reads for the rest
-                for index, hint in self.titles.hint_ranked(
-                    hintable, os.path.realpath(self.root), target_cwd, stop
-                ):
+                for index, hint in self.titles.hint_in_order(hintable, os.path.realpath(self.root), stop):
                     found[index] = hint
             else:
                 exact = sorted([*exact, *(index for index, _, _ in hintable)])
             if exact:
                 for index, observation in zip(
-                    exact, self.index.read_titles([records[i] for i in exact], stop), strict=True
+                    exact, self.index.read_titles_exact([records[i] for i in exact], stop), strict=True
                 ):
                     found[index] = observation
             if hinting:
@@ -294,20 +320,7 @@ class SessionCatalog:
                 self._write_behind()
             return [observation for observation in found if observation is not None]
 
-    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
-        return self._kept(("surface", session_id), lambda: self.index.read_surface(session_id, stop))
-
-    def read_conversation(
-        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0
-    ) -> ConversationSnapshot:
-        """``prepare``'s bounded read (see ``conversation.py``); a log of more JSONL than
-        :data:`~.index.store.APART_READ_BYTES` is read in a process of its own."""
-        return self._kept(
-            ("conversation", session_id, max_bytes, head_bytes),
-            lambda: self.index.read_conversation(session_id, max_bytes, stop, head_bytes),
-        )
-
-    def _kept(self, key: tuple[object, ...], read: Callable[[], Read]) -> Read:
+    def kept(self, key: tuple[object, ...], read: Callable[[], Read]) -> Read:
         """``read()``, or what it returned before while the log is unchanged (:mod:`.surfaces`).
         A request like any other: background walks wait, so a huge log's read does
         not share the interpreter with them."""
@@ -339,23 +352,24 @@ class SessionCatalog:
 
     # --- body search (opt-in) --------------------------------------------------------------------
 
-    def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> list[BodyMatch]:
-        """Body matches from what is indexed so far; the first call starts indexing message text."""
+    def want_bodies(self, records: Sequence[SessionRecord]) -> None:
+        """Body search was asked for: the first time, start indexing message text (in the
+        background, else here and now)."""
         if not self.feed.bodies.wanted:
             self.feed.bodies.wanted = True
             if self.background:
                 self._ask()
             else:
                 self.index.index_bodies(records)
-        return self.index.search_bodies(query, records, limit)
 
     # --- lifecycle -------------------------------------------------------------------------------
 
-    def close(self) -> None:
-        """Stop the background work and close the index (idempotent).
+    def stop(self) -> None:
+        """Stop the background work and leave the listing in the index (idempotent; the store's
+        :meth:`~.index.store.IndexedSessionStore.close` then writes its rows).
 
-        A source that is simply dropped (the server switched roots) is closed
-        when it is collected: its thread holds it only weakly.
+        A catalog whose store is simply dropped (the server switched roots) is stopped when it is
+        collected: its thread holds it only weakly.
         """
         if not self.scheduler.close():
             return
@@ -367,7 +381,6 @@ class SessionCatalog:
             self._keep_listing(final=True)
         except Exception:  # the rows still answer the next server
             LOG.exception("the listing could not be left in the index")
-        self.index.close()  # writes the rows the background thread had not written yet
 
     # --- watching --------------------------------------------------------------------------------
 
@@ -458,7 +471,7 @@ class SessionCatalog:
                 snapshot = dataclasses.replace(previous, taken=began)  # the same records: the feed has them
                 self.snapshot = snapshot
                 return snapshot
-            records = self.index.list_sessions(stop)
+            records = self.index.walk_listing(stop)
             walked = self.index.walked  # a new dict per walk, never changed after: shared
             if previous is not None:
                 # A stored listing's records are the index's word until this walk: kept only where

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from ..model import SessionRecord
 from .index.records import Verified, batches
 from .index.rows import Fingerprint, ReadAt
-from .index.store import IndexedSessionStore
 from .scheduler import Scheduler
 from .titles import TitleBoard
 
@@ -25,6 +26,21 @@ LOG = logging.getLogger("dsh_session_reference.store.catalog")
 VERIFY_BATCH_BYTES = 8 << 20
 SCAN_BATCH = 256
 """Claimed titles per scan a worker process runs (a scan reads the log, but does not replay it)."""
+
+
+class Index(Protocol):
+    """What the feed asks of the index whose worker it feeds
+    (:class:`~.index.store.IndexedSessionStore`, which has the feed as a part)."""
+
+    root: str
+
+    def bodies_to_index(self, records: Sequence[SessionRecord]) -> list[str]: ...
+
+    def put_bodies(self, found: Iterable[ReadAt[str]]) -> None: ...
+
+    def remember_verified(self, record: SessionRecord, found: Verified) -> None: ...
+
+    def flush(self, pause: Callable[[], object] | None = None) -> None: ...
 
 
 @dataclass
@@ -44,7 +60,7 @@ class BodyIndexing:
 class WorkerFeed:
     """Feeds the scheduler's worker process for a catalog over ``index`` (``titles``: its board)."""
 
-    def __init__(self, index: IndexedSessionStore, titles: TitleBoard, scheduler: Scheduler) -> None:
+    def __init__(self, index: Index, titles: TitleBoard, scheduler: Scheduler) -> None:
         self.index = index
         self.titles = titles
         self.scheduler = scheduler

@@ -25,7 +25,15 @@ from typing import Any
 
 from ..cancellation import AbortSignal, check
 from ..jsjson import js_normalize
-from ..model import SessionRecord, StoreError, SurfaceSnapshot, TitleObservation, kept_header
+from ..model import (
+    ConversationRead,
+    SessionRecord,
+    StoreError,
+    SurfaceSnapshot,
+    TitleObservation,
+    WarmListing,
+    kept_header,
+)
 from .jsvalue import UNDEFINED, strict_equal
 from .layout import encode_segment, log_path, resolve_root
 from .listing import (
@@ -247,7 +255,7 @@ class ReadsOnDemand:
         }
 
     def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
     ) -> list[TitleObservation]:
         """The latest ``session/title`` of each record's log; a log that fails to read gives an error."""
         seen: dict[str, TitleObservation] = {}
@@ -269,7 +277,8 @@ class ReadsOnDemand:
             events=result.surface,
         )
 
-    def titles_version(self) -> None:
+    def warm_listing(self, since: int | None, stop: AbortSignal | None = None) -> WarmListing | None:
+        """No listing is kept warm: every listing walks, every title read reads."""
         return None
 
     def titles_since(
@@ -313,7 +322,7 @@ class JsonlSessionStore(ReadsOnDemand):
         return walk_root(self.root, Walk(self.skips), segment, stop).artifact(session_id)
 
     def read_conversation(
-        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0
+        self, session_id: str, read: ConversationRead, stop: AbortSignal | None = None
     ) -> None:
         """Surfaces only: ``prepare`` over this store retains from :meth:`read_surface`, upstream's way."""
         return None

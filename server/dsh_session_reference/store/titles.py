@@ -22,7 +22,6 @@ from collections.abc import Callable, Container, Iterable
 from typing import Final, NamedTuple
 
 from ..cancellation import AbortSignal
-from ..candidates import candidate_rank
 from ..display import shortened
 from ..model import MAX_TITLE_CHARS, SessionRecord, TitleObservation
 from .index.rows import Fingerprint
@@ -173,24 +172,23 @@ class TitleBoard:
 
     # --- the verification queue -------------------------------------------------------------------
 
-    def hint_ranked(
+    def hint_in_order(
         self,
         listed: list[tuple[int, SessionRecord, Fingerprint]],
         root_real: str,
-        target_cwd: str | None,
         stop: AbortSignal | None,
     ) -> list[tuple[int, TitleObservation]]:
         """Hints for listed logs whose titles are too many to read now (each ``(position, record,
-        fingerprint)``), in ``listCandidates``' rank order for ``target_cwd`` as far as the time
-        allows (:data:`HINT_BUDGET` for the first request, :data:`LATER_HINT_BUDGET` after; the rest
-        are labelled by their id and scanned behind), every one queued for a worker process to
-        verify for the next request."""
+        fingerprint)``), in the order asked (the core asks in ``listCandidates``' rank order) as
+        far as the time allows (:data:`HINT_BUDGET` for the first request, :data:`LATER_HINT_BUDGET`
+        after; the rest are labelled by their id and scanned behind), every one queued for a worker
+        process to verify for the next request."""
         hints: list[tuple[int, TitleObservation]] = []
         later: dict[str, tuple[SessionRecord, Fingerprint]] = {}
         verify: dict[str, SessionRecord] = {}
         deadline = time.monotonic() + (LATER_HINT_BUDGET if self._hinted else HINT_BUDGET)
         self._hinted = True
-        for index, record, fp in sorted(listed, key=lambda item: candidate_rank(item[1].cwd, target_cwd)):
+        for index, record, fp in listed:
             location = str(record.location)
             if time.monotonic() < deadline:
                 hint = TitleObservation(record.id, title=self.hint(location, root_real, stop))

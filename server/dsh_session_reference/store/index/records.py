@@ -37,8 +37,8 @@ def read_texts(root: str, paths: Sequence[str], read: Callable[[str, str], T]) -
     return [ReadAt(path, kept[1], kept[0]) for path, kept in found if kept is not None]
 
 
-def batches(records: Sequence[SessionRecord], max_bytes: int, max_count: int) -> list[list[SessionRecord]]:
-    """Records grouped so each batch reads about ``max_bytes`` of logs (sizes from the log files)."""
+def batches(records: Sequence[SessionRecord], batch_bytes: int, max_count: int) -> list[list[SessionRecord]]:
+    """Records grouped so each batch reads about ``batch_bytes`` of logs (sizes from the log files)."""
     grouped: list[list[SessionRecord]] = []
     current: list[SessionRecord] = []
     size = 0
@@ -47,7 +47,7 @@ def batches(records: Sequence[SessionRecord], max_bytes: int, max_count: int) ->
             weight = os.lstat(record.location or "").st_size
         except OSError:
             weight = 0
-        if current and (size + weight > max_bytes or len(current) >= max_count):
+        if current and (size + weight > batch_bytes or len(current) >= max_count):
             grouped.append(current)
             current, size = [], 0
         current.append(record)

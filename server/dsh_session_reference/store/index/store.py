@@ -3,7 +3,10 @@
 It holds the rows (loaded from :mod:`.database` on first use, written behind), walks the root
 through them (:mod:`.walk`), answers titles from them, verifies many cold titles in worker
 processes, and reads huge logs for ``prepare`` apart. What misses is read with the plain reading
-functions (:mod:`..jsonl_store`, :mod:`..listing`).
+functions (:mod:`..jsonl_store`, :mod:`..listing`). As the editor's live store it has and starts its
+catalog (:meth:`IndexedSessionStore.start_catalog`, :mod:`..catalog`): the listing kept in memory,
+the title board, the kept reads, the background round, watching and write-behind, which its
+reads ask.
 
 The rows (which ones are loaded, kept, written, pruned) are its base, :class:`.table.RowTable`;
 what else stands alone is in modules of its own: :mod:`.database`, :mod:`.rows`, :mod:`.walk`,
@@ -14,18 +17,21 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ...cancellation import AbortSignal, check
-from ...conversation import ConversationKeeper
 from ...jsjson import js_normalize
 from ...model import (
     BodyMatch,
+    ConversationRead,
     ConversationSnapshot,
     SessionRecord,
+    StoreChange,
+    SurfaceSnapshot,
     TitleObservation,
+    WarmListing,
 )
 from ..jsonl_store import (
     ReadsOnDemand,
@@ -35,6 +41,8 @@ from ..jsonl_store import (
 )
 from ..layout import resolve_root
 from ..listing import Artifact, Skips, Walk, record_at
+from ..surface import SurfaceKeeper
+from ..surfaces import Read
 from ..workers import run_apart
 from .bodies import fts_query, message_text
 from .kept import StoredListing, kept_listing, listing_pieces
@@ -51,6 +59,10 @@ from .rows import (
 from .table import RowTable
 from .verify import TitleWorkers
 from .walk import stored_walk, walk_rows
+
+if TYPE_CHECKING:
+    from ..catalog import SessionCatalog
+    from ..scheduler import Scheduler
 
 LOG = logging.getLogger("dsh_session_reference.index")
 
@@ -98,6 +110,21 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         self.apart_bytes = apart_bytes
         self.autoflush = autoflush
         self._title_workers = TitleWorkers(workers)
+        self.catalog: SessionCatalog | None = None
+        """The parts this store has as the editor's live store (:meth:`start_catalog`)."""
+
+    def start_catalog(
+        self, *, background: bool = True, scheduler: Scheduler | None = None
+    ) -> IndexedSessionStore:
+        """Have and start a catalog (:class:`..catalog.SessionCatalog`): the listing kept in
+        memory and the title board its reads answer from, and with ``background`` its thread,
+        worker process and write-behind (without it every answer stays exact and synchronous, as
+        the CLI's body search wants). Imported here, not above: a CLI run without it does not pay
+        for its imports."""
+        from ..catalog import SessionCatalog
+
+        self.catalog = SessionCatalog(self, background=background, scheduler=scheduler)
+        return self
 
     def start_title_workers(self) -> None:
         """Start the worker processes a cold title read will use, now, if the index file does not
@@ -108,13 +135,47 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
             self._title_workers.start()
 
     def close(self) -> None:
-        """Stop the title workers, write what is pending and close the index file."""
+        """Stop the catalog's background work, the title workers, write what is pending and close
+        the index file."""
+        if self.catalog is not None:
+            self.catalog.stop()
         self._title_workers.close()
         super().close()
 
     # --- SessionSource ---------------------------------------------------------------------------
 
     def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
+        """A walk, or the catalog's latest listing: its own list, shared (callers must not mutate
+        it): the candidate table knows an unchanged listing by this very object, where a copy
+        compared record by record cost 30-40 ms a request at 200,000 sessions, before the request
+        could look at its cancellation."""
+        catalog = self.catalog
+        return self.walk_listing(stop) if catalog is None else catalog.listing(stop).records
+
+    def find_records(
+        self, session_ids: Iterable[str], stop: AbortSignal | None = None
+    ) -> dict[str, SessionRecord]:
+        """The listed record of each id that has one: from the catalog's listing (kept in memory),
+        else each found where its log must be."""
+        catalog = self.catalog
+        if catalog is None:
+            return super().find_records(session_ids, stop)
+        by_id = catalog.listing(stop).by_id
+        return {session_id: by_id[session_id] for session_id in session_ids if session_id in by_id}
+
+    def warm_listing(self, since: int | None, stop: AbortSignal | None = None) -> WarmListing | None:
+        """The catalog's listing and titles version (:meth:`..catalog.SessionCatalog.warm`); ``None``
+        without a catalog (nothing is kept warm)."""
+        return None if self.catalog is None else self.catalog.warm(since, stop)
+
+    def titles_since(
+        self, version: int, stop: AbortSignal | None = None
+    ) -> tuple[int, dict[str, TitleObservation]]:
+        catalog = self.catalog
+        return (version, {}) if catalog is None else catalog.changed_titles(version, stop)
+
+    def walk_listing(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
+        """Every session, walked now through the rows (:func:`.walk.walk_rows`)."""
         walk = self._walking = Walk(self.skips)
         try:
             return walk_rows(self, walk, None, stop, self.workers).listing()
@@ -162,8 +223,18 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         self._database().write_listing(pieces)
 
     def read_titles(
-        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None, target_cwd: str | None = None
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
     ) -> list[TitleObservation]:
+        """Each record's title: from the catalog's title board when there is one (hints included:
+        :meth:`..catalog.SessionCatalog.titles_of`), else :meth:`read_titles_exact`."""
+        catalog = self.catalog
+        return self.read_titles_exact(records, stop) if catalog is None else catalog.titles_of(records, stop)
+
+    def read_titles_exact(
+        self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
+    ) -> list[TitleObservation]:
+        """Each record's title from the rows, else read (in worker processes when many cold logs
+        are worth it), and kept."""
         try:
             if self.workers > 1:
                 self._verify_in_workers(records, stop)
@@ -194,36 +265,41 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
 
     # --- bounded reads ---------------------------------------------------------------------------
 
-    def read_conversation(
-        self, session_id: str, max_bytes: int, stop: AbortSignal | None = None, head_bytes: int = 0
-    ) -> ConversationSnapshot:
-        """What ``prepare`` needs of a session for a ``max_bytes`` budget, without holding the log.
+    def read_surface(self, session_id: str, stop: AbortSignal | None = None) -> SurfaceSnapshot:
+        """``readSurface``, kept by the catalog while the log is unchanged (:mod:`..surfaces`)."""
+        return self._kept(("surface", session_id), partial(super().read_surface, session_id, stop))
 
-        The same header, ``capturedThroughSeq`` and errors as :meth:`read_surface`;
-        the conversation keeps only what retention can use (see ``conversation.py``),
-        so retention over it is byte-identical to retention over the surface. A log
-        over ``apart_bytes`` is read in a process of its own (see ``__init__``). ``head_bytes``:
-        the first messages' texts kept as well (a transcript's head, see :class:`ConversationKeeper`).
-        """
+    def read_conversation(
+        self, session_id: str, read: ConversationRead, stop: AbortSignal | None = None
+    ) -> ConversationSnapshot:
+        """What ``prepare`` needs of a session, without holding the log: ``read`` folds replays of
+        it (the same header, ``capturedThroughSeq`` and errors as :meth:`read_surface`), kept by
+        the catalog while the log is unchanged. A log over ``apart_bytes`` is read in a process of
+        its own (see ``__init__``)."""
+        return self._kept(
+            ("conversation", session_id, read), partial(self._read_conversation, session_id, read, stop)
+        )
+
+    def _kept(self, key: tuple[object, ...], read: Callable[[], Read]) -> Read:
+        catalog = self.catalog
+        return read() if catalog is None else catalog.kept(key, read)
+
+    def _read_conversation(
+        self, session_id: str, read: ConversationRead, stop: AbortSignal | None
+    ) -> ConversationSnapshot:
         session_id = js_normalize(session_id)
         artifact = self.locate(session_id, stop)
         if self.apart_bytes is not None and _replay_bytes(artifact) > self.apart_bytes:
             conversation: ConversationSnapshot = run_apart(
-                "read_conversation", self.root, session_id, max_bytes, head_bytes, stop=stop
+                "read_conversation", self.root, session_id, read, stop=stop
             )
             return conversation
-        keeper: ConversationKeeper | None = ConversationKeeper(max_bytes, head_bytes=head_bytes)
-        reads = 0
-        while keeper is not None:
+
+        def replayed(keeper: SurfaceKeeper) -> tuple[SessionRecord, int | None]:
             header, result = self.replay(session_id, artifact, keeper, stop)
-            reads += 1
-            kept, keeper = keeper, keeper.again(reads)
-        return ConversationSnapshot(
-            session=record_at(artifact.path, header),
-            captured_through_seq=result.captured_through_seq,
-            items=kept.conversation(),
-            max_bytes=max_bytes,
-        )
+            return record_at(artifact.path, header), result.captured_through_seq
+
+        return read.fold(replayed)
 
     # --- titles ----------------------------------------------------------------------------------
 
@@ -276,7 +352,10 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         return len(stale)
 
     def search_bodies(self, query: str, records: Sequence[SessionRecord], limit: int) -> list[BodyMatch]:
-        """Listed sessions whose indexed message text matches ``query`` (word prefixes), best first."""
+        """Listed sessions whose indexed message text matches ``query`` (word prefixes), best first;
+        the catalog's first search starts indexing message text."""
+        if self.catalog is not None:
+            self.catalog.want_bodies(records)
         match = fts_query(query)
         if match is None or limit <= 0:
             return []
@@ -289,6 +368,30 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
             if len(found) >= limit:
                 break
         return found
+
+    # --- the live store's lifecycle (:class:`~...model.LiveSource`) -------------------------------
+
+    def touch(self) -> None:
+        if self.catalog is not None:
+            self.catalog.touch()
+
+    def background_work(self) -> tuple[str, int] | None:
+        return None if self.catalog is None else self.catalog.background_work()
+
+    def stop_bodies(self) -> None:
+        if self.catalog is not None:
+            self.catalog.stop_bodies()
+
+    def resume_bodies(self) -> None:
+        if self.catalog is not None:
+            self.catalog.resume_bodies()
+
+    def watch(self, listener: Callable[[StoreChange], None]) -> str | None:
+        return "this store has no catalog" if self.catalog is None else self.catalog.watch(listener)
+
+    def watch_sessions(self, session_ids: Iterable[str]) -> None:
+        if self.catalog is not None:
+            self.catalog.watch_sessions(session_ids)
 
 
 ZSTD_EXPANSION: Final = 3

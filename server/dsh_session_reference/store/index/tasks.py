@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, Final
 
-from ...model import ConversationSnapshot, SessionRecord
+from ...model import ConversationRead, ConversationSnapshot, SessionRecord
 from ..jsonl_store import JsonlSessionStore
 from ..layout import PLAIN_NAME, ZSTD_NAME
 from ..listing import Skips, Walk
@@ -32,14 +32,10 @@ def verify_titles(root: str, records: Sequence[SessionRecord]) -> list[Verified]
     return [kept_read(str(record.location), partial(store.read_title, record, None)) for record in records]
 
 
-def read_conversation(
-    root: str, session_id: str, max_bytes: int, head_bytes: int = 0
-) -> ConversationSnapshot:
+def read_conversation(root: str, session_id: str, read: ConversationRead) -> ConversationSnapshot:
     """:meth:`IndexedSessionStore.read_conversation` without an index (runs in a worker process:
     locating one session and replaying its log never touch the index)."""
-    return IndexedSessionStore(root, persistent=False).read_conversation(
-        session_id, max_bytes, head_bytes=head_bytes
-    )
+    return IndexedSessionStore(root, persistent=False).read_conversation(session_id, read)
 
 
 def read_headers(
