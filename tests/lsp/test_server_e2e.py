@@ -56,6 +56,7 @@ async def test_server_advertises_what_editors_need(s: Session) -> None:
         "dshSessionReference.transcript",
         "dshSessionReference.modelText",
         "dshSessionReference.insertMention",
+        "dshSessionReference.send",
     }
     assert capabilities.definition_provider and capabilities.document_link_provider
     assert capabilities.workspace_symbol_provider and capabilities.inlay_hint_provider
