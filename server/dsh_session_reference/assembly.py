@@ -28,10 +28,12 @@ from .resolver import SessionReferenceResolver
 from .store.layout import dsh_home, resolve_root, root_origin, root_problem
 
 __all__ = [
+    "ROOT_NOT_FOUND",
     "dsh_profile_budgets",
     "make_resolver",
     "open_live",
     "open_source",
+    "root_failure",
     "root_origin",
     "root_problem",
     "sessions_root",
@@ -41,6 +43,18 @@ __all__ = [
 ]
 """``root_problem`` and ``root_origin`` (:mod:`.store.layout`) are the front ends' words for a root
 that is missing or no folder, given here so neither front end reaches into the store."""
+
+ROOT_NOT_FOUND = "SESSIONS_ROOT_NOT_FOUND"
+"""The code both front ends give a root that is missing or no folder (upstream has none: it lists
+such a root as empty, or fails its listing)."""
+
+
+def root_failure(root: str, origin: str) -> str | None:
+    """What is wrong with ``root`` (from ``origin``, :func:`root_origin`'s words), as both front ends
+    say it, or ``None`` for a root that is a directory."""
+    problem = root_problem(root)
+    return None if problem is None else f'sessions root "{root}" ({origin}) {problem}'
+
 
 TARGET_ENV = "DSH_SESSION_ID"
 """dsh sets it in the sessions it runs: the session a message is written for, excluded as self."""

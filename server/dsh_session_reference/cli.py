@@ -46,7 +46,7 @@ PROGRESS_EVERY = 0.2
 """Seconds between redraws of the terminal progress line."""
 EXIT_USAGE = 2
 MISSING_PACKAGE = "MISSING_PACKAGE"
-ROOT_NOT_FOUND = "SESSIONS_ROOT_NOT_FOUND"
+ROOT_NOT_FOUND = assembly.ROOT_NOT_FOUND
 BAD_SETTING = "BAD_SETTING"
 STORE_COMMANDS = ("candidates", "prepare", "check")
 """The commands that read the sessions root: a root that is not there is an error for them."""
@@ -460,10 +460,9 @@ def main(
         _log_to_terminal()
     if args.command in STORE_COMMANDS:
         root = args.root = assembly.sessions_root(args.sessions)
-        problem = assembly.root_problem(root)
-        if problem is not None:
-            origin = assembly.root_origin(args.sessions, "from --sessions")
-            return _fail(args, ROOT_NOT_FOUND, f'sessions root "{root}" ({origin}) {problem}')
+        failure = assembly.root_failure(root, assembly.root_origin(args.sessions, "from --sessions"))
+        if failure is not None:
+            return _fail(args, ROOT_NOT_FOUND, failure)
     try:
         match args.command:
             case "candidates":

@@ -14,6 +14,7 @@ this process (the caller reads them bounded, see ``assembly.dsh_profile_budgets`
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -39,9 +40,19 @@ BUDGET_KEYS: Final = ("maxReferences", "candidateLimit", "maxReferenceBytes")
 
 def profile_name_problem(name: str) -> str | None:
     """Why dsh would refuse ``name`` as a profile (its ``resolveProfileDir`` rule), else ``None``:
-    a name is one folder under ``$DSH_HOME/profiles``, never a path."""
+    a name is one folder under ``$DSH_HOME/profiles``, never a path. A message quotes at most 80
+    characters of it (a client may send megabytes, and each message is kept to be said once)."""
+    shown = repr(name if len(name) <= 80 else name[:80] + "…")
     if name in ("", ".", "..", "node_modules") or "/" in name or "\\" in name or "\0" in name:
-        return f"dsh: invalid profile name {name!r}"
+        return f"dsh: invalid profile name {shown}"
+    if os.path.splitdrive(name)[0]:  # Windows: "C:x" joined to the home drops the home
+        return f"dsh: invalid profile name {shown} (a drive, not a folder under the home)"
+    try:
+        encoded = name.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (JSON's "\ud800"): no file name holds it
+        return f"profile name {shown} is not text a file name can hold"
+    if len(encoded) > 255:  # no file system's folder name is longer
+        return f"profile name {shown} is longer than a folder name can be"
     return None
 
 
@@ -62,6 +73,9 @@ class ProfileBudgets:
     values: Mapping[str, int] = field(default_factory=dict)
     origins: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    unknown: Mapping[str, str] = field(default_factory=dict)
+    """Budgets whose dsh value this reader cannot know, and why (a ``!!js`` value, a file not
+    read after the one that set it...): the Budgets block says so beside the value it shows."""
 
 
 def _value_problem(key: str, value: object) -> str | None:
@@ -76,14 +90,27 @@ def _value_problem(key: str, value: object) -> str | None:
     return None
 
 
+def _truthy(value: object) -> bool:
+    """JavaScript's truthiness of a YAML value, as dsh's patch code tests ``insert`` and ``name``:
+    ``null``, ``false``, ``0``, ``NaN`` and ``""`` are false; every list and mapping (even empty) true."""
+    if isinstance(value, list | dict):
+        return True
+    if isinstance(value, float) and value != value:
+        return False
+    return bool(value)
+
+
 def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> ProfileBudgets:
     """The session-reference row's config after ``layers`` (in dsh's order), as budgets."""
     warnings: list[str] = []
     config: object = None
     decided_by: str | None = None
+    unread: list[str] = []
+    """Layers not read since the last one that set the row's config: any of them may set it."""
     for layer in layers:
         if layer.problem is not None:
             warnings.append(f"dsh profile {profile!r}: {layer.label}: {layer.problem}; not read")
+            unread.append(layer.label)
             continue
         if layer.text is None:
             continue
@@ -91,34 +118,49 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
             patches = parse_yaml(layer.text)
         except YamlSubsetError as error:
             warnings.append(f"dsh profile {profile!r}: {layer.label}: {error}; budgets from it are ignored")
+            unread.append(layer.label)
             continue
-        if patches is None:
-            continue
-        if not isinstance(patches, list):
+        if not isinstance(patches, list) or not all(isinstance(patch, dict) for patch in patches):
+            # dsh refuses an empty file too (js-yaml reads it as undefined), and a list with any
+            # entry that is not a mapping: it does not start, so no budget of this file is its.
             warnings.append(
-                f"dsh profile {profile!r}: {layer.label} is not a YAML list of patches (dsh refuses it too)"
+                f"dsh profile {profile!r}: {layer.label} is not a YAML list of patch mappings "
+                "(dsh refuses it too)"
             )
             continue
         for patch in patches:
-            if not isinstance(patch, dict):
-                continue
             inserted = patch.get("insert")
-            if isinstance(inserted, list):
-                for row in inserted:
-                    if isinstance(row, dict) and row.get("id") == ROW_ID:
-                        config, decided_by = row.get("config"), layer.label
+            if _truthy(inserted):  # dsh's test: any truthy insert makes an insert patch
+                rows = (
+                    [row for row in inserted if isinstance(row, dict)] if isinstance(inserted, list) else []
+                )
+                ours = [row for row in rows if row.get("id") == ROW_ID]
+                if ours and _truthy(patch.get("id")):
+                    said = f"dsh profile {profile!r}: {layer.label}: a {ROW_ID} row inserted into a group"
+                    if not any(warning.startswith(said) for warning in warnings):  # once a file
+                        warnings.append(f"{said}, which this reader does not follow; its budgets are ignored")
+                    config, decided_by, unread = None, layer.label, [f"{layer.label} (a group insert)"]
+                elif ours:
+                    config, decided_by, unread = ours[-1].get("config"), layer.label, []
                 continue
-            if patch.get("id") != ROW_ID or patch.get("name", PLUGIN) != PLUGIN:
-                continue  # dsh skips a patch whose name differs from the row's
+            if patch.get("id") != ROW_ID:
+                continue
+            name = patch.get("name")
+            if _truthy(name) and name != PLUGIN:
+                continue  # dsh skips a patch whose (non-empty) name differs from the row's
             if "config" in patch:
-                config, decided_by = patch["config"], layer.label
+                config, decided_by, unread = patch["config"], layer.label, []
     values: dict[str, int] = {}
     origins: dict[str, str] = {}
+    unknown: dict[str, str] = {}
+    if unread:
+        unknown = dict.fromkeys(BUDGET_KEYS, f"{', '.join(unread)} not read")
     if isinstance(config, JsExpression):
         warnings.append(
             f"dsh profile {profile!r}: {decided_by}: the {ROW_ID} config is a !!js expression, "
             "which is never evaluated here; its budgets are not known"
         )
+        unknown = dict.fromkeys(BUDGET_KEYS, f"the {ROW_ID} config in {decided_by} is a !!js expression")
     elif isinstance(config, dict):
         for key in BUDGET_KEYS:
             if key not in config:
@@ -126,6 +168,8 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
             problem = _value_problem(key, config[key])
             if problem is not None:
                 warnings.append(f"dsh profile {profile!r}: {decided_by}: {key} {problem}; ignored")
+                if isinstance(config[key], JsExpression | OtherNumber):  # dsh reads a number here
+                    unknown.setdefault(key, f"it is {_form(config[key])} in {decided_by}")
                 continue
             values[key] = int(config[key])
             origins[key] = f"dsh profile {profile!r} ({decided_by})"
@@ -133,7 +177,13 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
         warnings.append(
             f"dsh profile {profile!r}: {decided_by}: the {ROW_ID} config is not a mapping; ignored"
         )
-    return ProfileBudgets(values, origins, tuple(warnings))
+    return ProfileBudgets(values, origins, tuple(warnings), unknown)
+
+
+def _form(value: JsExpression | OtherNumber) -> str:
+    """How a value this reader does not read is written, shortened for one line."""
+    text = f"!!js {value.source}" if isinstance(value, JsExpression) else str(value)
+    return repr(text if len(text) <= 40 else text[:39] + "…")
 
 
 _DEFAULTS: Final = (MAX_REFERENCES, DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES)
@@ -157,9 +207,13 @@ def combine_limits(
             clamped, why = clamp_budget(key, value) if bounded else (value, None)
             if why is not None and clamped is not None:
                 warnings.append(f"{origin}: {why}; using {clamped:,}, so the preview may omit what dsh keeps")
+                # The Budgets block must not say dsh's profile set the bound: it set more.
+                origin = f"this server's bound, below the {value:,} of {origin}"
                 value = clamped
         else:
             value, origin = default, DSH_DEFAULT
+        if key not in own and key in profile.unknown:  # never a number dsh may not use, unqualified
+            origin = f"{origin}, but dsh's may differ: {profile.unknown[key]}"
         values.append(value)
         origins.append(origin)
     return ResolverConfig(values[0], values[1], values[2], (origins[0], origins[1], origins[2])), warnings

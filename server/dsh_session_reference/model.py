@@ -9,6 +9,8 @@ blocking on purpose; the resolver runs them in worker threads and passes a
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
@@ -88,6 +90,44 @@ class TitleObservation:
 
 MAX_TITLE_CHARS: Final = 1_024
 """The longest title a listing keeps (a query that matches only past it finds nothing there)."""
+
+MAX_HEADER_CHARS: Final = 4_096
+"""The longest header string (a cwd, an agent preset, a parent session) a listing keeps whole:
+PATH_MAX, so no cwd dsh can run in is cut. Every listed header is held, kept in the index and in
+the listing a server leaves, and three logs with an 8 MB cwd made a 713 MB CLI. ``prepare`` reads
+the header afresh from the log, so the model gets the cwd whole, as upstream sends it."""
+_CUT: Final = "…(cut, sha-256 "
+_CUT_CHARS: Final = MAX_HEADER_CHARS + len(_CUT) + 64 + 1
+
+
+def kept_text(value: str) -> str:
+    """``value``, or past :data:`MAX_HEADER_CHARS` (and a marker's length) its first characters
+    and the SHA-256 of all of it: two different values never keep the same text (a cut value is
+    longer than any value kept whole up to the bound, and names its whole), so a cwd still ranks
+    as equal only to itself. Cutting a kept value leaves it as it is."""
+    if len(value) <= _CUT_CHARS:
+        return value
+    digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{value[:MAX_HEADER_CHARS]}{_CUT}{digest})"
+
+
+def kept_header(header: dict[str, Any]) -> dict[str, Any]:
+    """A listed header with every string :func:`kept_text` keeps (a value JSON spells in over
+    :data:`MAX_HEADER_CHARS`, which only a hand-made header holds, as that JSON cut); ``header``
+    itself when nothing is cut (the usual case: no copy)."""
+    cut: dict[str, Any] | None = None
+    for key, value in header.items():
+        if type(value) is str:
+            kept: Any = kept_text(value)
+        elif type(value) in (dict, list):
+            text = json.dumps(value, ensure_ascii=False)
+            kept = kept_text(text) if len(text) > MAX_HEADER_CHARS else value
+        else:
+            continue
+        if kept is not value:
+            cut = dict(header) if cut is None else cut
+            cut[key] = kept
+    return header if cut is None else cut
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from .model import (
     SessionSource,
     SurfaceSnapshot,
     TitleObservation,
+    kept_text,
 )
 from .retention import RetainedSource, retain_referenced_session
 from .snapshot import AdditionalContext, build_additional_context
@@ -60,6 +61,11 @@ class AgentRef:
 
     id: str | None
     cwd: str | None = None
+
+    def __post_init__(self) -> None:
+        # Compared with listed cwds, which are kept bounded: a long cwd as they keep it.
+        if self.cwd is not None:
+            object.__setattr__(self, "cwd", kept_text(self.cwd))
 
 
 @dataclass(frozen=True)

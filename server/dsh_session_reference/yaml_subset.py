@@ -20,6 +20,9 @@ MAX_DEPTH: Final = 64
 """Nesting (block or flow) deeper than this is refused; profile files nest four or five levels."""
 
 _INT = re.compile(r"[-+]?[0-9]+\Z")
+_EXACT_DIGITS: Final = 24
+"""An integer longer than this is read as JavaScript reads it, a double: past every safe integer
+anyway, and Python's ``int()`` refuses strings of more than 4,300 digits (a ``ValueError``)."""
 _FLOAT = re.compile(r"(?:[-+]?[0-9]+(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?|\.[0-9]+(?:[eE][-+]?[0-9]+)?)\Z")
 _OTHER_NUMBER = re.compile(r"[-+]?(?:0[box][0-9a-fA-F_]+|\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))\Z")
 _ESCAPES: Final = {
@@ -73,8 +76,8 @@ def _strip_comment(text: str) -> str:
         elif char in "\"'" and (index == 0 or text[index - 1] in " \t[{,:"):
             quote = char
         elif char == "#" and (index == 0 or text[index - 1] in " \t"):
-            return text[:index].rstrip()
-    return text.rstrip()
+            return text[:index].rstrip(" \t")
+    return text.rstrip(" \t")
 
 
 def plain_value(text: str) -> object:
@@ -86,7 +89,7 @@ def plain_value(text: str) -> object:
     if text in ("false", "False", "FALSE"):
         return False
     if _INT.match(text):
-        return int(text)
+        return int(text) if len(text) <= _EXACT_DIGITS else float(text)
     if _FLOAT.match(text):
         return float(text)
     if _OTHER_NUMBER.match(text) or ("_" in text and _INT.match(text.replace("_", ""))):
@@ -94,14 +97,23 @@ def plain_value(text: str) -> object:
     return text
 
 
+_NON_PRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f\ufffe\uffff\ud800-\udfff]")
+"""What js-yaml refuses anywhere in a stream ("the stream contains non-printable characters")."""
+
+
 class _Parser:
     def __init__(self, text: str) -> None:
+        if (bad := _NON_PRINTABLE.search(text)) is not None:
+            line = text.count("\n", 0, bad.start()) + 1
+            raise YamlSubsetError(line, f"a character YAML does not allow ({bad.group()!r})")
         self.lines: list[_Line] = []
-        for number, raw in enumerate(text.replace("\r\n", "\n").split("\n"), start=1):
+        # A lone CR ends a line too (YAML's line breaks; js-yaml reads a CR-only file as lines).
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        for number, raw in enumerate(lines, start=1):
             body = raw.lstrip(" ")
             if body.startswith("\t") and not _is_blank(body.lstrip(" \t")):
                 raise YamlSubsetError(number, "a tab in indentation")
-            self.lines.append(_Line(number, len(raw) - len(body), body.rstrip()))
+            self.lines.append(_Line(number, len(raw) - len(body), body.rstrip(" \t")))
         self.at = 0
 
     # -- lines ---------------------------------------------------------------------------------
@@ -119,7 +131,7 @@ class _Parser:
         if first is not None and first.text.startswith("%"):
             raise YamlSubsetError(first.number, "YAML directives are not read")
         if first is not None and first.indent == 0 and (first.text == "---" or first.text.startswith("--- ")):
-            rest = first.text[3:].strip()
+            rest = first.text[3:].strip(" \t")
             if rest and not rest.startswith("#"):
                 raise YamlSubsetError(first.number, "content on the document-start line is not read")
             self.at += 1
@@ -207,16 +219,16 @@ class _Parser:
         if text[:1] in ("'", '"'):
             value, end = _quoted(text, 0, line.number)
             after = text[end:].lstrip(" ")
-            if after == ":" or after.startswith(": "):
-                return str(value), after[1:].lstrip(" ")
+            if after == ":" or after.startswith((": ", ":\t")):
+                return str(value), after[1:].lstrip(" \t")
             return None
         if text[:1] in "[{&*!|>%@`" or text.startswith("- ") or text == "-":
             return None
-        for match in re.finditer(r":(?: |$)", text):
+        for match in re.finditer(r":(?:[ \t]|$)", text):
             key = text[: match.start()]
             if " #" in key:
                 return None
-            return key.rstrip(" "), text[match.end() :].lstrip(" ")
+            return key.rstrip(" \t"), text[match.end() :].lstrip(" \t")
         return None
 
     # -- values on a line ----------------------------------------------------------------------
@@ -342,7 +354,7 @@ class _Flow:
         self.number = number
 
     def skip_space(self) -> None:
-        while self.at < len(self.text) and self.text[self.at] == " ":
+        while self.at < len(self.text) and self.text[self.at] in " \t":
             self.at += 1
 
     def peek(self) -> str:
@@ -392,6 +404,8 @@ class _Flow:
 
     def scalar(self, *, key: bool) -> object:
         char = self.peek()
+        if key and char == "?" and self.text[self.at + 1 : self.at + 2] in (" ", "\t", ""):
+            raise YamlSubsetError(self.number, "complex mapping keys are not read")
         if char in "'\"":
             value, self.at = _quoted(self.text, self.at, self.number)
             return value
@@ -411,13 +425,13 @@ class _Flow:
             here = self.text[self.at]
             if here in ",[]{}":
                 break
-            ends_key = self.text[self.at + 1 : self.at + 2] in (" ", ",", "}", "]", "")
+            ends_key = self.text[self.at + 1 : self.at + 2] in (" ", "\t", ",", "}", "]", "")
             if here == ":" and (key or not tagged) and ends_key:
                 break
             self.at += 1
         if self.at >= len(self.text):
             raise _NeedMore
-        text = self.text[start : self.at].strip(" ")
+        text = self.text[start : self.at].strip(" \t")
         return JsExpression(text) if tagged else plain_value(text)
 
 

@@ -13,12 +13,13 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 from lsp_support import default_specs, wait_until, write_store
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from dsh_session_reference.analysis import UNKNOWN_SESSION
 from dsh_session_reference.cli import ROOT_NOT_FOUND
@@ -225,3 +226,52 @@ async def test_empty_project_directories_do_not_make_every_completion_walk(
         assert during <= 1, f"{during:.1f} walks of the root for 6 completions"  # it was one each
         assert slowest < 1.0
         assert vm_kb(server_pid(s), "VmHWM") < 300 * 1024
+
+
+def fifo_root(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def loop_root(path: Path) -> Path:
+    os.symlink(path, path)  # a link to itself: every stat of it is ELOOP
+    return path
+
+
+def file_root(path: Path) -> Path:
+    path.write_text("not a directory")
+    return path
+
+
+@pytest.mark.parametrize("make", [file_root, fifo_root, loop_root], ids=["file", "fifo", "symlink loop"])
+async def test_every_request_over_a_root_that_is_no_directory_says_so(
+    tmp_path: Path, workspace: Path, make: Callable[[Path], Path]
+) -> None:
+    """Before (issue 35): ``workspace/symbol``, the candidates and transcript commands and
+    ``workspace/textDocumentContent`` of a transcript answered InternalError (-32603, a traceback).
+    Each now says what the CLI says, with its code: the root and why it cannot be one."""
+    root = make(tmp_path / "sessions")
+    log = tmp_path / "server.log"
+    transcript = "dsh-transcript:/Title.txt?" + "0198c2a4-7b1e-7c3d-9f00-123456789abc"
+    async with lsp_session(audited_server_command(), audited_env(log), workspace, root) as s:
+        doc = s.open(workspace, "@")
+        requests: dict[str, Callable[[], Awaitable[object]]] = {
+            "workspace/symbol": lambda: s.client.workspace_symbol_async(
+                types.WorkspaceSymbolParams(query="")
+            ),
+            "candidates": lambda: s.command("dshSessionReference.candidates", {"documentUri": doc}),
+            "transcript": lambda: s.command("dshSessionReference.transcript", transcript),
+            "textDocumentContent": lambda: s.client.workspace_text_document_content_async(
+                types.TextDocumentContentParams(uri=transcript)
+            ),
+        }
+        for name, request in requests.items():
+            with pytest.raises(JsonRpcException) as raised:
+                await request()
+            error = raised.value
+            assert error.code != types.ErrorCodes.InternalError, (name, error)
+            message = str(error)
+            assert ROOT_NOT_FOUND in message and str(root) in message, (name, message)
+            assert "Traceback" not in message, (name, message)
+        completion = await s.complete(doc)
+        assert list(completion.items) == []

@@ -25,7 +25,7 @@ from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
 from .actions import PREVIEW_COMMAND, workspace_edit
 from .completion import shown
-from .contract import Command, Feature, Services
+from .contract import Command, Feature, Services, root_errors
 from .documents import text_of
 from .preview import Preview, build_model_text, build_preview, document_summary, referenced_sessions
 from .progress import CLIENT_REQUEST_TIMEOUT
@@ -310,8 +310,10 @@ class Commands(Feature):
     )
 
     def commands(self) -> Mapping[str, Command]:
+        """Each answered with the root's problem when it fails on a root that is no directory
+        (:func:`.contract.root_errors`)."""
         return {
-            name: partial(command, self.ls)
+            name: root_errors(self.ls, partial(command, self.ls))
             for name, command in (
                 (PREVIEW_COMMAND, _shown_preview(PREVIEW_COMMAND, model_text=False)),
                 (MODEL_TEXT_COMMAND, _shown_preview(MODEL_TEXT_COMMAND, model_text=True)),

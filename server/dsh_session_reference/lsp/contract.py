@@ -18,12 +18,13 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Final, Protocol
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from ..analysis import Analysis
+from ..assembly import ROOT_NOT_FOUND, root_failure
 from ..dsh_profile import ProfileBudgets
 from ..lines import Encoding
 from ..model import LiveSource
@@ -109,6 +110,8 @@ class Services(ProgressHost, Protocol):
 
     def report_root(self) -> None: ...
 
+    def root_origin(self) -> str: ...
+
     async def warm_up(self) -> None: ...
 
     # --- documents and their analyses -----------------------------------------------------------
@@ -158,11 +161,14 @@ class Services(ProgressHost, Protocol):
 @dataclass(frozen=True)
 class Handler:
     """One LSP method a feature answers: pygls registers ``function`` for ``method`` and puts
-    ``options`` in the server's capabilities."""
+    ``options`` in the server's capabilities. A request that reads the store (``reads_store``) is
+    answered with the root's problem when it fails on a root that is no directory
+    (:func:`root_errors`)."""
 
     method: str
     function: Callable[[Any], Any]
     options: Any = None
+    reads_store: bool = False
 
 
 Command = Callable[..., Awaitable[Any]]
@@ -209,6 +215,39 @@ class Feature:
 
     def stop(self) -> None:
         """Shutdown: stop the work this feature has in flight."""
+
+
+REQUEST_FAILED: Final = int(types.LSPErrorCodes.RequestFailed)
+"""-32803: the request was well formed and cannot be answered (LSP 3.17)."""
+
+
+def root_error(ls: Services) -> JsonRpcException | None:
+    """A request's answer while the sessions root is missing or no directory (a file, a FIFO, a
+    symlink loop): the CLI's code and words, as ``RequestFailed``; ``None`` for a directory."""
+    failure = root_failure(ls.engine.root, ls.root_origin())
+    if failure is None:
+        return None
+    data = {"code": ROOT_NOT_FOUND, "message": failure}
+    return JsonRpcException(f"{ROOT_NOT_FOUND}: {failure}", REQUEST_FAILED, data)
+
+
+def root_errors(ls: Services, function: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+    """``function`` answering with :func:`root_error` where it fails while the root is no directory:
+    a store cannot list such a root and raises on every read, which pygls would answer as
+    InternalError with a traceback. An error of the request's own (bad params) goes out as is."""
+
+    async def answered(*args: Any) -> Any:
+        try:
+            return await function(*args)
+        except (JsonRpcException, asyncio.CancelledError):
+            raise
+        except Exception:
+            error = root_error(ls)
+            if error is None:
+                raise
+            raise error from None
+
+    return answered
 
 
 async def ask_client(request: Callable[[None], Awaitable[object]]) -> None:

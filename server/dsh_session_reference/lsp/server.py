@@ -215,16 +215,19 @@ class DshLanguageServer(LanguageServer):
         if self._root_reported == (root, problem):
             return
         self._root_reported = (root, problem)
-        if self.settings.sessions_root:
-            origin = f"from the {SECTION}.sessionsRoot setting"
-        else:
-            origin = root_origin(self.sessions_fallback, "from the server's --sessions option")
+        origin = self.root_origin()
         message = (
             f'dsh: the sessions root "{root}" ({origin}) {problem}, so no sessions can be listed or '
             f"mentioned. Set {SECTION}.sessionsRoot to your dsh sessions folder."
         )
         LOG.warning("%s", message)
         self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=message))
+
+    def root_origin(self) -> str:
+        """Where the sessions root came from, in words for a message."""
+        if self.settings.sessions_root:
+            return f"from the {SECTION}.sessionsRoot setting"
+        return root_origin(self.sessions_fallback, "from the server's --sessions option")
 
     async def reconfigure(self, raw: object = None) -> bool:
         """Merge ``raw`` (pushed settings), then our section from ``workspace/configuration`` when

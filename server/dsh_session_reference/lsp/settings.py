@@ -117,6 +117,14 @@ def section_of(raw: object) -> Mapping[str, Any] | None:
     return None
 
 
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def apply_settings(current: Settings, raw: object) -> tuple[Settings, list[str]]:
     """``current`` updated by the keys present in ``raw``; ``null`` resets a key to its default.
 
@@ -148,6 +156,9 @@ def apply_settings(current: Settings, raw: object) -> tuple[Settings, list[str]]
                 changes[attribute] = clamped
                 if why is not None:
                     warnings.append(f"{name}: {why}; using {clamped:,}")
+        elif isinstance(value, str) and not _is_unicode(value):
+            # JSON's "\ud800" is a lone surrogate: no path holds it (os calls raise on it).
+            warnings.append(f"{name} {value[:80]!r} is not Unicode text; keeping {kept!r}")
         elif key == "profile" and isinstance(value, str) and value and profile_name_problem(value):
             warnings.append(f"{name}: {profile_name_problem(value)}; keeping {kept!r}")
         elif isinstance(value, kind):

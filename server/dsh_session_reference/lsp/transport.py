@@ -88,10 +88,11 @@ class FrameReader:
                 text = value.strip()
                 if not text.isdigit():
                     raise FramingError(f"Content-Length is not a number: {_shown(text)}")
-                length = int(text)
+                # int() refuses over 4,300 digits (ValueError); no length that long is under the bound.
+                length = int(text) if len(text) <= 20 else MAX_MESSAGE_BYTES + 1
                 if length > MAX_MESSAGE_BYTES:
                     raise FramingError(
-                        f"Content-Length {length} is over the {MAX_MESSAGE_BYTES >> 20} MiB "
+                        f"Content-Length {_shown(text)} is over the {MAX_MESSAGE_BYTES >> 20} MiB "
                         "a message may have"
                     )
         if length is None:
@@ -208,6 +209,13 @@ def _workers_ended(within: float) -> bool:
     return not any(thread.name.startswith(WORKER_PREFIX) for thread in threading.enumerate())
 
 
+def _json_int(text: str) -> int | float:
+    """A JSON integer; past Python's int-string limit (4,300 digits, else ``ValueError`` and the
+    request went unanswered: an ``initialize`` left the client waiting) a double, as JavaScript's
+    ``JSON.parse`` reads every number. No setting takes a value that large anyway."""
+    return int(text) if len(text) <= 4_000 else float(text)
+
+
 async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.Event) -> None:
     loop = asyncio.get_running_loop()
     with ThreadPoolExecutor(1, thread_name_prefix="dsh-lsp-reader") as reading:
@@ -216,7 +224,7 @@ async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.
             if body is None:
                 return
             try:
-                message = json.loads(body, object_hook=server.protocol.structure_message)
+                message = json.loads(body, object_hook=server.protocol.structure_message, parse_int=_json_int)
             except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the length did not fit
                 parse_error = {"code": -32700, "message": f"Parse error: {error}"}
                 server.protocol.send_raw({"jsonrpc": "2.0", "id": None, "error": parse_error})

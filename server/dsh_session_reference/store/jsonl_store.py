@@ -25,7 +25,7 @@ from typing import Any
 
 from ..cancellation import AbortSignal, check
 from ..jsjson import js_normalize
-from ..model import SessionRecord, StoreError, SurfaceSnapshot, TitleObservation
+from ..model import SessionRecord, StoreError, SurfaceSnapshot, TitleObservation, kept_header
 from .jsvalue import UNDEFINED, strict_equal
 from .layout import encode_segment, log_path, resolve_root
 from .listing import (
@@ -168,7 +168,7 @@ def replay(
             f"{failure.name}: {failure.message}",
             CORRUPT_SESSION,
         ) from failure
-    if not headers_compatible(meta, artifact.header):
+    if not headers_compatible(kept_header(meta), artifact.header):  # the listed header is kept bounded
         raise StoreError(f'session source headers conflict for session "{session_id}"', SOURCE_CONFLICT)
     return meta, result
 

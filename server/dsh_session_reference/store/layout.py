@@ -88,21 +88,19 @@ def project_key(cwd: str) -> str:
 
 
 def _project_key(cwd: str) -> str:
+    """Each run of separators one ``-``, every other code unit itself or escaped, leading ``-`` cut,
+    the first 251 characters kept. Each character makes at least one, so only the first 251
+    after the runs are joined and the leading ``-`` cut are looked at one by one: a cwd of 8 MB
+    made 8 million strings here (a 300 MB listing, 2 s a log)."""
     if cwd == "":
         raise ValueError("cannot encode an empty project path")
-    readable: list[str] = []
-    separator_run = False
-    for unit in _code_units(cwd):
-        char = chr(unit)
-        if char in "/\\:":
-            if not separator_run:
-                readable.append("-")
-            separator_run = True
-        else:
-            readable.append(_escape_unit(unit))
-            separator_run = False
-    slug = "".join(readable).lstrip("-") or "root"
-    return f"--{slug[:251]}--"
+    head = _SEPARATOR_RUN.sub("-", cwd).lstrip("-")[:SLUG_CHARS]  # an escape never starts with -
+    slug = "".join(_escape_unit(unit) for unit in _code_units(head)) or "root"
+    return f"--{slug[:SLUG_CHARS]}--"
+
+
+_SEPARATOR_RUN: Final = re.compile(r"[/\\:]+")
+SLUG_CHARS: Final = 251
 
 
 _project_key_cached = functools.lru_cache(maxsize=4096)(_project_key)

@@ -28,8 +28,9 @@ from typing import Any, Final
 
 from ..cancellation import AbortSignal, check
 from ..collation import locale_compare_key
+from ..display import SHOWN_CHARS, shortened
 from ..jsjson import js_stringify
-from ..model import SessionRecord, StoreError
+from ..model import MAX_HEADER_CHARS, SessionRecord, StoreError, kept_header
 from .jsvalue import UNDEFINED, js_string
 from .layout import PLAIN_NAME, ZSTD_NAME, Compression, decode_segment, is_real, log_path
 from .log_header import parse_header_meta, read_first_line
@@ -42,6 +43,10 @@ NOT_FOUND = "SESSION_QUERY_SESSION_NOT_FOUND"
 PERSISTENCE_FAILED = "SESSION_QUERY_PERSISTENCE_FAILED"
 
 _FLAT_SUFFIXES = (".jsonl.zstd", ".jsonl")
+
+NAME_MAX: Final = 255
+"""The longest file name (bytes; UTF-16 units on Windows) a file system holds: no session
+directory is named by a longer id."""
 
 MAX_REPORTED: Final = 10_000
 """Skipped artifacts remembered as already logged (each is logged once, up to this many)."""
@@ -353,7 +358,8 @@ def inspect_log(
     if meta is None:
         return None  # an empty, torn or non-header first line hides the session, as upstream
     problem = identity_problem(root, path, meta, compression)
-    return Artifact(path, compression, meta) if problem is None else problem
+    # Kept with its strings bounded; ``prepare`` reads the header afresh (the model gets it whole).
+    return Artifact(path, compression, kept_header(meta)) if problem is None else problem
 
 
 def identity_problem(root: str, path: str, meta: Mapping[str, Any], compression: Compression) -> str | None:
@@ -364,12 +370,18 @@ def identity_problem(root: str, path: str, meta: Mapping[str, Any], compression:
         # a session without a usable cwd is skipped here instead.
         return f'corrupt session log "{path}": header cwd {js_string(cwd)} is not a string'
     project_cwd = cwd if isinstance(cwd, str) else None
+    if len(meta["id"]) > NAME_MAX:  # its directory name, a character or more for each of its own
+        shown_id = shortened(meta["id"], SHOWN_CHARS)
+        return f'corrupt session log "{path}": header id "{shown_id}" is longer than a file name can be'
     try:
         expected = log_path(root, project_cwd, meta["id"], compression)
     except ValueError:
         return f'corrupt session log "{path}": header id cannot name a storage path'
     if path != expected and not _same_file(path, expected):
-        return f'corrupt session log "{path}": header id "{meta["id"]}" and cwd identify "{expected}"'
+        # A reason is kept for as long as the log is listed: the id (and the path it makes) is
+        # bounded by nothing in a log that names another session.
+        shown_id, shown_path = shortened(meta["id"], SHOWN_CHARS), shortened(expected, MAX_HEADER_CHARS)
+        return f'corrupt session log "{path}": header id "{shown_id}" and cwd identify "{shown_path}"'
     return None
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Final
 
 from ..commands import Commands
-from ..contract import Feature, wrapped
+from ..contract import Feature, root_errors, wrapped
 from ..send import Send
 from ..server import DshLanguageServer
 from .actions import CodeActions
@@ -40,7 +40,8 @@ FEATURES: Final[tuple[type[Feature], ...]] = (
 def install(server: DshLanguageServer, feature: Feature) -> None:
     """Register what ``feature`` declares on ``server`` and tell it the server's events."""
     for handler in feature.handlers():
-        server.feature(handler.method, handler.options)(wrapped(handler.function))
+        function = root_errors(server, handler.function) if handler.reads_store else handler.function
+        server.feature(handler.method, handler.options)(wrapped(function))
     for name, command in feature.commands().items():
         server.command(name)(wrapped(command))
     server.features.append(feature)

@@ -22,7 +22,7 @@ class CodeActions(Feature):
         options = types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Source],
         )
-        return (Handler(types.TEXT_DOCUMENT_CODE_ACTION, self.code_action, options),)
+        return (Handler(types.TEXT_DOCUMENT_CODE_ACTION, self.code_action, options, reads_store=True),)
 
     async def code_action(
         self, params: types.CodeActionParams

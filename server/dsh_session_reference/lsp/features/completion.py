@@ -56,8 +56,8 @@ class Completion(Feature):
     def handlers(self) -> Sequence[Handler]:
         options = types.CompletionOptions(trigger_characters=["@"], resolve_provider=True)
         return (
-            Handler(types.TEXT_DOCUMENT_COMPLETION, self.completion, options),
-            Handler(types.COMPLETION_ITEM_RESOLVE, self.resolve),
+            Handler(types.TEXT_DOCUMENT_COMPLETION, self.completion, options, reads_store=True),
+            Handler(types.COMPLETION_ITEM_RESOLVE, self.resolve, reads_store=True),
         )
 
     def reset(self) -> None:

@@ -23,7 +23,7 @@ class Content(Feature):
     reads: ClassVar = "the whole analysis, through the preview (build_preview, build_model_text)"
 
     def handlers(self) -> Sequence[Handler]:
-        return (Handler(types.WORKSPACE_TEXT_DOCUMENT_CONTENT, self.content),)
+        return (Handler(types.WORKSPACE_TEXT_DOCUMENT_CONTENT, self.content, reads_store=True),)
 
     async def content(self, params: types.TextDocumentContentParams) -> types.TextDocumentContentResult:
         if session_of_transcript(params.uri) is not None:

@@ -42,7 +42,7 @@ class Diagnostics(Feature):
         options = types.DiagnosticOptions(
             identifier=SOURCE, inter_file_dependencies=False, workspace_diagnostics=False
         )
-        return (Handler(types.TEXT_DOCUMENT_DIAGNOSTIC, self.diagnostic, options),)
+        return (Handler(types.TEXT_DOCUMENT_DIAGNOSTIC, self.diagnostic, options, reads_store=True),)
 
     async def diagnostic(
         self, params: types.DocumentDiagnosticParams

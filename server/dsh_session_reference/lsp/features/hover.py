@@ -19,7 +19,7 @@ class Hover(Feature):
     reads: ClassVar = "the mention at the cursor: its span, reference and retained source (hover_text)"
 
     def handlers(self) -> Sequence[Handler]:
-        return (Handler(types.TEXT_DOCUMENT_HOVER, self.hover),)
+        return (Handler(types.TEXT_DOCUMENT_HOVER, self.hover, reads_store=True),)
 
     async def hover(self, params: types.HoverParams) -> types.Hover | None:
         ls = self.ls

@@ -40,9 +40,13 @@ class InlineCosts(Feature):
                 types.TEXT_DOCUMENT_INLAY_HINT,
                 self.inlay_hint,
                 types.InlayHintOptions(resolve_provider=False),
+                reads_store=True,
             ),
             Handler(
-                types.TEXT_DOCUMENT_CODE_LENS, self.code_lens, types.CodeLensOptions(resolve_provider=False)
+                types.TEXT_DOCUMENT_CODE_LENS,
+                self.code_lens,
+                types.CodeLensOptions(resolve_provider=False),
+                reads_store=True,
             ),
         )
 

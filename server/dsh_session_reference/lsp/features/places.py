@@ -27,14 +27,15 @@ class Places(Feature):
 
     def handlers(self) -> Sequence[Handler]:
         return (
-            Handler(types.TEXT_DOCUMENT_DEFINITION, self.definition),
+            Handler(types.TEXT_DOCUMENT_DEFINITION, self.definition, reads_store=True),
             Handler(
                 types.TEXT_DOCUMENT_DOCUMENT_LINK,
                 self.document_link,
                 types.DocumentLinkOptions(resolve_provider=True),
+                reads_store=True,
             ),
-            Handler(types.DOCUMENT_LINK_RESOLVE, self.document_link_resolve),
-            Handler(types.WORKSPACE_SYMBOL, self.workspace_symbol),
+            Handler(types.DOCUMENT_LINK_RESOLVE, self.document_link_resolve, reads_store=True),
+            Handler(types.WORKSPACE_SYMBOL, self.workspace_symbol, reads_store=True),
         )
 
     async def definition(self, params: types.DefinitionParams) -> types.Location | None:

@@ -17,10 +17,10 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
-from ...model import SessionRecord, TitleObservation
+from ...model import SessionRecord, TitleObservation, kept_header
 from ..layout import is_walk_relative
 from ..listing import record_at
-from .rows import Fingerprint, Untrusted, regular_fingerprint, too_many_missing
+from .rows import Fingerprint, Untrusted, non_negative_safe, regular_fingerprint, too_many_missing
 
 
 class StoredListing(NamedTuple):
@@ -38,6 +38,8 @@ class StoredListing(NamedTuple):
 
 
 _FIVE_INTS: Final = [int] * 5
+_FP_BOUND: Final = 1 << 64
+"""A fingerprint's numbers are ``st_*`` fields: 64-bit."""
 
 LISTING_VERSION: Final = 2
 """The kept listing's format: a first line ``{"v": 2, "d": directories}``, then one line per entry."""
@@ -97,7 +99,7 @@ def kept_listing(chunks: Iterable[bytes], root: str) -> StoredListing | None:
     gc.disable()
     try:
         return _kept_listing(_lines(chunks), root)
-    except (Untrusted, ValueError):
+    except (Untrusted, ValueError, RecursionError):  # RecursionError: nesting past the stack
         return None
     finally:
         if collecting:
@@ -136,7 +138,7 @@ def _entries(lines: Iterator[bytes]) -> Iterator[object]:
 
 def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
     first = json.loads(next(lines, b"null"))
-    if not (type(first) is dict and first.get("v") == LISTING_VERSION and type(first.get("d")) is int):
+    if not (type(first) is dict and first.get("v") == LISTING_VERSION and non_negative_safe(first.get("d"))):
         return None
     prefix = os.path.join(root, "")
     records: list[SessionRecord] = []
@@ -153,10 +155,16 @@ def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
         if path in walked:
             return None
         if not (
-            type(header) is dict and type(header.get("id")) is str and type(header.get("createdAt")) is int
+            type(header) is dict
+            and type(header.get("id")) is str
+            and non_negative_safe(header.get("createdAt"))
         ):
             return None
-        if not (type(fp) is list and list(map(type, fp)) == _FIVE_INTS):
+        if not (
+            type(fp) is list
+            and list(map(type, fp)) == _FIVE_INTS
+            and all(-_FP_BOUND < number < _FP_BOUND for number in fp)
+        ):
             return None
         if title is not None:
             if not (type(title) is list and len(title) == 2):
@@ -170,7 +178,7 @@ def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
                 return None
             continue
         walked[path] = Fingerprint(*fp)
-        record = record_at(path, header)  # a header of its own, fresh from this parse
+        record = record_at(path, kept_header(header))  # a header of its own, fresh from this parse
         records.append(record)
         if title is not None:
             titles[path] = TitleObservation(record.id, title=title[0], error=title[1])

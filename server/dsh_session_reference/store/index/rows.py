@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 import time
@@ -18,6 +19,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
+from ...model import kept_header
+from ..jsvalue import MAX_SAFE_INTEGER
 from ..layout import LOG_NAMES, Compression
 
 T = TypeVar("T")
@@ -81,6 +84,13 @@ def too_many_missing(missing: int, present: int) -> bool:
     folder can add rows (a checksum is no signature); a log they name must be there, so what a forged
     document can make us hold is bounded by the root, and reading one stops past this."""
     return missing > MAX_MISSING + present // 8
+
+
+def non_negative_safe(value: object) -> bool:
+    """A non-negative safe integer: the ``createdAt`` a header can hold (upstream's ``isHeaderLine``),
+    or a count. A number read back from the cache folder must be one, so a forged one stays a number
+    every date, sort and comparison can take."""
+    return type(value) is int and 0 <= value <= MAX_SAFE_INTEGER
 
 
 class Untrusted(Exception):
@@ -173,11 +183,18 @@ def fp_text(fp: Fingerprint) -> str:
     return ":".join(str(part) for part in fp)
 
 
+_FP_PART: Final = "(?:0|-?[1-9][0-9]{0,19})"
+_FP_TEXT: Final = re.compile(f"{_FP_PART}(?::{_FP_PART}){{4}}")
+"""What :func:`fp_text` writes: five ASCII integers of at most 20 digits (``st_*`` fields are 64-bit;
+a time before 1970 is negative).
+``isdecimal`` alone also passes ``"٣"`` and 5,000 digits, on which ``int()`` raises ``ValueError``."""
+
+
 def fp_parse(text: str) -> Fingerprint:
-    parts = text.split(":")
-    if len(parts) != 5 or not all(part.isdecimal() for part in parts):  # what int() reads
+    """A stored fingerprint; :class:`Untrusted` (so a rebuild) for what :func:`fp_text` never writes."""
+    if _FP_TEXT.fullmatch(text) is None:
         raise Untrusted("malformed fingerprint")
-    return Fingerprint(*map(int, parts))
+    return Fingerprint(*map(int, text.split(":")))
 
 
 def path_key(text: str) -> bytes:
@@ -227,12 +244,16 @@ def parse_listing(text: str | None, path: str) -> ListingEntry | None:
             and artifact[1] in LOG_NAMES
             and isinstance(artifact[2], dict)
             and isinstance(artifact[2].get("id"), str)
-            and type(artifact[2].get("createdAt")) is int
+            and non_negative_safe(artifact[2].get("createdAt"))
         ):
             return None
         listed, compression, header = artifact
         artifacts.append(
-            (None if listed == path else listed, _COMPRESSIONS[compression], _compact_header(header))
+            (
+                None if listed == path else listed,
+                _COMPRESSIONS[compression],
+                _compact_header(kept_header(header)),
+            )
         )
     blocks: list[tuple[str, str, str]] = []
     for block in value["b"]:
@@ -268,7 +289,7 @@ def _json_object(text: str) -> dict[str, Any] | None:
     """A stored entry's JSON object, or ``None`` for text this code did not write."""
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # 5,000 digits (int's limit); nesting past the stack
         return None
     return value if isinstance(value, dict) else None
 
