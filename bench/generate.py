@@ -129,11 +129,15 @@ class StoreSpec:
     medium: int = 3
     medium_kb: float = 500.0
     seed: int = 5
+    median_kb: float = 50.0
+    """The median log's size (log-normal spread, at least 3 KB: one turn with its title and tools);
+    a store of hundreds of thousands of sessions uses small ones, to fit a disk and an hour."""
 
     @property
     def name(self) -> str:
         huge = f"-huge{self.huge}x{self.huge_mb:g}mb" if self.huge else ""
-        return f"s{self.sessions}-{self.compression}{huge}-seed{self.seed}-v{GENERATOR_VERSION}"
+        median = "" if self.median_kb == 50.0 else f"-median{self.median_kb:g}kb"
+        return f"s{self.sessions}-{self.compression}{huge}{median}-seed{self.seed}-v{GENERATOR_VERSION}"
 
 
 @dataclass
@@ -288,7 +292,7 @@ def plan_sessions(spec: StoreSpec) -> list[SessionPlan]:
         session_id = _uuid7(rng, created)
         weights = [10 if n < 7 else 1 for n in range(len(projects))]
         cwd = None if rng.random() < 0.06 else rng.choices(projects, weights)[0]
-        size = int(min(20e6, max(3_000.0, math.exp(rng.gauss(math.log(50_000), 1.0)))))
+        size = int(min(20e6, max(3_000.0, math.exp(rng.gauss(math.log(spec.median_kb * 1000), 1.0)))))
         if index in {1 + 7 * k for k in range(spec.medium)}:
             size = int(spec.medium_kb * 1000)
         if index in {3 + 11 * k for k in range(spec.huge)}:
@@ -477,7 +481,8 @@ def ensure_store(spec: StoreSpec, *, workers: int | None = None, log: Any = prin
     root = home / "sessions"
     if manifest_path.exists():
         manifest = Manifest.load(manifest_path)
-        if manifest.spec == asdict(spec) and root.is_dir():
+        # A manifest written before a field existed holds that field's default.
+        if {"median_kb": 50.0, **manifest.spec} == asdict(spec) and root.is_dir():
             return manifest
     if home.exists():
         shutil.rmtree(home)

@@ -23,7 +23,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
@@ -393,10 +393,27 @@ class Server:
         )
         return time.perf_counter() - started, result
 
-    async def stop(self) -> None:
+    async def stop(self) -> float:
+        """``shutdown`` then ``exit``; the seconds from ``exit`` until the process has ended."""
         await self.client.shutdown_async(None)
+        server = self.client._server
+        started = time.perf_counter()
         self.client.exit(None)
+        if server is not None:
+            await asyncio.wait_for(server.wait(), 60)
+        exited = time.perf_counter() - started
         await self.client.stop()  # type: ignore[no-untyped-call]
+        return exited
+
+    async def cancel_storm(self, method: str, params: Any, count: int) -> None:
+        """``count`` requests of ``method``, each cancelled (``$/cancelRequest``) as soon as sent,
+        as a client does when the user types on (Go to session, a symbol search)."""
+        futures = []
+        for number in range(count):
+            msg_id = f"storm-{method}-{number}-{time.monotonic_ns()}"
+            futures.append(self.client.protocol.send_request(method, params, msg_id=msg_id))
+            self.client.cancel_request(types.CancelParams(id=msg_id))
+        await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)
 
 
 # --- the suite -------------------------------------------------------------------------------------
@@ -410,13 +427,23 @@ class Settings:
     warm_runs: int
     typing_rounds: int
     upstream_query_runs: int
+    scale: bool = False
+    """Only the language server's costs of a very big root (:meth:`Suite.run_scale`): memory, the
+    first ``@``, ``exit`` and storms of cancelled requests; no CLI, no upstream."""
 
 
 SETTINGS: dict[str, Settings] = {
     "quick": Settings("quick", StoreSpec(sessions=1000, huge=3, huge_mb=20), 3, 7, 5, 2),
     "standard": Settings("standard", StoreSpec(sessions=10000, huge=3, huge_mb=107), 3, 7, 5, 2),
     "full": Settings("full", StoreSpec(sessions=50000, huge=3, huge_mb=107), 2, 5, 3, 1),
+    # 200,000 small logs (about 3 GB of JSONL; generating them takes about 10 minutes on two cores).
+    "200k": Settings(
+        "200k", StoreSpec(sessions=200_000, huge=0, medium=3, median_kb=3), 1, 3, 2, 0, scale=True
+    ),
 }
+
+STORM_CANDIDATES: Final = 100
+STORM_SYMBOLS: Final = 300
 
 
 class Suite:
@@ -722,7 +749,51 @@ class Suite:
         """Upstream's results for this store (the package and the store do not change between runs)."""
         return Path(self.m.root).parent / "upstream-results.json"
 
+    async def run_scale(self) -> None:
+        """A very big root: a fresh server over an empty index, typed against, then one reopened over
+        the index it left, with storms of cancelled requests; peak memory and ``exit`` of each."""
+        query = self.m.query
+        for name, cache in (("empty index", self.scratch / "scale-cache"), ("index a server left", None)):
+            server = Server(self.m.root, cache or self.scratch / "scale-cache", self.m.target_id)
+            await server.start()
+            first = self.measure(f"first `@` completion with a query, fresh server, {name}")
+            elapsed, found = await server.complete(f"see @{query}")
+            first.ours.append(elapsed)
+            first.note = f"{found} items; first answer in {server.first_answer * 1000:.0f} ms"
+            typing = self.measure(f"`@` completion round trip while typing, {name}")
+            for _ in range(self.s.typing_rounds):
+                typing.ours.append((await server.complete("compare @"))[0])
+                for typed in (query, "client-07"):
+                    for end in range(1, len(typed) + 1):
+                        typing.ours.append((await server.complete("compare @" + typed[:end]))[0])
+            if cache is None:
+                for method, params, count in (
+                    (
+                        types.WORKSPACE_EXECUTE_COMMAND,
+                        types.ExecuteCommandParams(
+                            command="dshSessionReference.candidates", arguments=[{"query": ""}]
+                        ),
+                        STORM_CANDIDATES,
+                    ),
+                    (types.WORKSPACE_SYMBOL, types.WorkspaceSymbolParams(query=""), STORM_SYMBOLS),
+                ):
+                    storm = self.measure(
+                        f"`@` after {count} cancelled `{method}` requests", "< 0.5 s after the last cancel"
+                    )
+                    for _ in range(self.s.warm_runs):
+                        await server.cancel_storm(method, params, count)
+                        storm.ours.append((await server.complete(f"see @{query}"))[0])
+            rss, peak = server.rss_mb()
+            memory = self.measure(f"language server peak RSS, listed and typed against, {name}", "<= 300 MB")
+            memory.ours_rss = peak
+            memory.note = f"RSS {rss:.0f} MB at the end"
+            self.measure(f"`exit` until the process ended, {name}", "< 1 s").ours.append(await server.stop())
+            self.log(f"ours: {name} done")
+
     def run(self, *, reuse_upstream: bool = False) -> None:
+        if self.s.scale:
+            asyncio.run(self.run_scale())
+            return
         ours = self.run_ours_cold()
         asyncio.run(self.run_ours_server())
         cache = self.upstream_cache()

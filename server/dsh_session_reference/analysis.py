@@ -11,7 +11,10 @@ error finding exactly when ``parse`` + ``prepare`` of its text would fail.
 - self reference: every mention of the target session (checked before dedupe);
 - too many: mentions of each distinct session beyond ``maxReferences``;
 - read failure / unknown session and byte budget: ``read_surface`` and retention of the
-  sessions ``prepare`` would read, using the first mention's label as ``prepare`` does.
+  sessions ``prepare`` would read, using the first mention's label as ``prepare`` does;
+- labels (warnings: the mention is sound, but a person would misread it): a label that is not
+  the session's own (its title, else its id, as upstream labels a candidate), and one holding
+  what a chip would not show as itself. An editor draws neither as a chip.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from .cancellation import AbortSignal, Cancelled
-from .display import display_inline_text, display_label, shortened
+from .display import display_label, legible, shortened
 from .errors import BUDGET_EXCEEDED, SessionReferenceError
 from .jsjson import js_normalize, js_stringify
+from .labels import STALE_LABEL, misleading_labels, own_label
 from .model import ConversationSnapshot, SessionRecord, SurfaceSnapshot
 from .resolver import AgentRef, SessionReferenceResolver
 from .retention import RetainedSource
@@ -42,7 +46,6 @@ UNKNOWN_SESSION: Final = "unknown-session"
 READ_FAILED: Final = "read-failed"
 BUDGET_EXCEEDED_CODE: Final = "budget-exceeded"
 DUPLICATE_REFERENCE: Final = "duplicate-reference"
-STALE_LABEL: Final = "stale-label"
 MORE_PROBLEMS: Final = "more-problems"
 
 MAX_KEPT_SPANS: Final = 10_000
@@ -303,14 +306,9 @@ async def read_reference(
 
 def quoted(text: str) -> str:
     """A title, label or id as a message names it: quoted as JS would, at most
-    :data:`~.display.SHOWN_CHARS` characters of it."""
-    return js_stringify(display_label(text))
-
-
-def is_current_label(label: str | None, title: str) -> bool:
-    """Whether a mention's label is the session's title: as dsh wrote it, or as a mention of it
-    is inserted (escaped, and shortened when it is long)."""
-    return label in (title, display_inline_text(title), display_label(title))
+    :data:`~.display.SHOWN_CHARS` characters of it, with nothing in it a person would misread
+    (:func:`~.display.legible`)."""
+    return js_stringify(legible(text))
 
 
 def _invalid_message(span: MentionSpan, intended: Intended | None, missing: frozenset[str]) -> str:
@@ -444,16 +442,32 @@ def _reference_findings(
         else:
             out.append(Finding(*first, "error", READ_FAILED, shortened(error.message, MAX_DETAIL), sid))
         return out
-    title = reference.title
-    if title is not None:
-        differs = f" differs from the session's current title {quoted(title)}"
-        out.extend(
-            Finding(
-                span.start, span.end, "hint", STALE_LABEL, f"the label {quoted(span.label)}{differs}", sid
+    out.extend(_label_findings(reference))
+    return out
+
+
+def _label_findings(reference: Reference) -> list[Finding]:
+    """A warning on each mention :func:`misleading_labels` finds. Editors show neither as a chip."""
+    misleading = misleading_labels(reference.title, reference.session_id, reference.spans)
+    if not misleading:
+        return []
+    own = own_label(reference.title, reference.session_id)
+    whose = f"session {quoted(own)}" if reference.title is not None else f"the untitled session {quoted(own)}"
+    messages: dict[tuple[str, str | None], str] = {}  # one message per label, shared by its mentions
+    out: list[Finding] = []
+    for span in reference.spans:
+        if span.start not in misleading or span.label is None:
+            continue
+        code, part = misleading[span.start]
+        key = (span.label, part)
+        if key not in messages:
+            messages[key] = (
+                f"this mention sends {whose}, but its label reads {quoted(span.label)}: "
+                "the model gets that session under this label"
+                if code == STALE_LABEL
+                else f"the label of {whose} holds {part}; it is shown as written"
             )
-            for span in spans
-            if span.kind == "markdown" and span.label is not None and not is_current_label(span.label, title)
-        )
+        out.append(Finding(span.start, span.end, "warning", code, messages[key], reference.session_id))
     return out
 
 

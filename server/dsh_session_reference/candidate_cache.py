@@ -12,8 +12,10 @@ a title verified in the background relabels one row rather than rebuilding the t
 from __future__ import annotations
 
 import operator
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Final
 
 from .cancellation import AbortSignal
 from .candidates import CandidateTable, Row, label_for
@@ -36,6 +38,11 @@ class CandidateCache:
 
     def __init__(self) -> None:
         self._kept: _Kept | None = None
+        self._lock = threading.Lock()
+        """One request builds or relabels the table at a time; the others then take its work
+        (a storm of requests while titles are verified relabelled the table once each, side by
+        side, and each copy of a 20,000-row table held the interpreter before the request could
+        see its cancellation)."""
 
     def table(
         self, source: SessionSource, version: int, stop: AbortSignal, target_cwd: str | None
@@ -47,9 +54,21 @@ class CandidateCache:
         ``target_cwd`` (a cold store hints them in that order, so the first popup's top rows are
         the right ones); the same listing is relabelled only where a title changed.
         """
+        while not self._lock.acquire(timeout=LOCK_POLL):
+            stop.check()
+        try:
+            stop.check()
+            return self._table(source, version, stop, target_cwd)
+        finally:
+            self._lock.release()
+
+    def _table(
+        self, source: SessionSource, version: int, stop: AbortSignal, target_cwd: str | None
+    ) -> CandidateTable:
         records = source.list_sessions(stop)
+        stop.check()
         kept = self._kept
-        if kept is None or not _same_list(kept.records, records):
+        if kept is None or not _same_list(kept.records, records, stop):
             observations = source.read_titles(records, stop, target_cwd)
             rows = [
                 Row(record, label_for(record, seen))
@@ -57,6 +76,7 @@ class CandidateCache:
             ]
             kept = _Kept(records, version, CandidateTable(rows))
         if source.titles_version() != kept.version:
+            stop.check()
             kept = _relabelled(kept, *source.titles_since(kept.version, stop))
         self._kept = kept
         return kept.table
@@ -81,7 +101,22 @@ def _relabelled(kept: _Kept, version: int, changed: Mapping[str, TitleObservatio
     return _Kept(kept.records, version, table, positions)
 
 
-def _same_list(kept: list[SessionRecord], records: list[SessionRecord]) -> bool:
+LOCK_POLL: Final = 0.05
+"""Seconds between two looks at the stop signal while another request builds the table."""
+SAME_LIST_STEP: Final = 8192
+"""Records compared between two looks at the stop signal (about 1 ms)."""
+
+
+def _same_list(kept: list[SessionRecord], records: list[SessionRecord], stop: AbortSignal) -> bool:
     """Whether two listings hold the same record objects (a re-walk of an unchanged small root
-    builds a new list of the same records)."""
-    return kept is records or (len(kept) == len(records) and all(map(operator.is_, kept, records)))
+    builds a new list of the same records; a big root's served listing is the same list)."""
+    if kept is records:
+        return True
+    if len(kept) != len(records):
+        return False
+    for start in range(0, len(kept), SAME_LIST_STEP):
+        stop.check()
+        end = start + SAME_LIST_STEP
+        if not all(map(operator.is_, kept[start:end], records[start:end])):
+            return False
+    return True

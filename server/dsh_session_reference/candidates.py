@@ -52,7 +52,7 @@ def label_for(record: SessionRecord, observation: TitleObservation) -> str:
     return record.id if title is None else title
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Row:
     """One listed session and the label ``listCandidates`` shows for it."""
 

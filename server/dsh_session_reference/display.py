@@ -47,13 +47,73 @@ def display_label(text: str, limit: int = SHOWN_CHARS) -> str:
     return shortened(display_inline_text(text[: limit + 1]), limit)
 
 
-_CONTROL_BUT_LINE_BREAKS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+UNSEEN: Final = re.compile(
+    "[\x00-\x1f\x7f-\x9f\xad\u034f\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u115f\u1160"
+    "\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u2028-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0"
+    "\ufff9-\ufffb\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
+    "\U000e0000-\U000e0fff]"
+)
+"""Characters a person does not see as themselves: controls (line breaks included), Unicode's
+format characters (zero-width spaces and joiners, bidi embeddings, overrides and isolates, the
+byte-order mark, tags), line and paragraph separators, variation selectors and the blank fillers.
+A label holding one can read as other text than it is (``\u202e`` reverses what follows it)."""
+
+
+def unseen(text: str) -> str | None:
+    """The first character of ``text`` a person would not see as itself, as ``U+202E``."""
+    found = UNSEEN.search(text)
+    return None if found is None else f"U+{ord(found.group()):04X}"
+
+
+def _code_point(match: re.Match[str]) -> str:
+    return f"\\u{{{ord(match.group()):x}}}"
+
+
+def legible(text: str, limit: int = SHOWN_CHARS) -> str:
+    """:func:`display_label`, and every other character :data:`UNSEEN` holds as ``\\u{202e}``: how a
+    message or hint meant only for a person names a title or label (never what is inserted or
+    sent, which keeps upstream's :func:`display_inline_text`)."""
+    return UNSEEN.sub(_code_point, display_label(text, limit))
+
+
+_CONTROL_BUT_LINE_BREAKS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{{{code:x}}}"
 
 
 def display_block_text(text: str) -> str:
     """Text shown over several lines (a message quoted in a hover): controls as ``\\xNN`` as
-    :func:`display_inline_text` shows them, but line breaks and tabs kept for a person to read."""
-    return _CONTROL_BUT_LINE_BREAKS.sub(_hex, text.replace("\r\n", "\n"))
+    :func:`display_inline_text` shows them, but line breaks (``\\n``, ``\\r\\n``) and tabs kept for
+    a person to read; a lone ``\\r`` and the separators U+2028 and U+2029, which some editors and
+    terminals break a line at and others do not, escaped."""
+    return _CONTROL_BUT_LINE_BREAKS.sub(_escaped, text.replace("\r\n", "\n"))
+
+
+GUTTER: Final = "│"
+"""What every line of message text starts with wherever a person reads it among lines of our own
+(the preview, the transcript, the CLI's report): a message's line can then never pass for a
+heading, a notice or an accounting line, whatever it says (issue 35: an assistant message spelled
+a third "user" heading and a notice of 41 omitted messages). No line of ours starts with it."""
+
+_LINE_BREAK = re.compile("\r\n|\r|\n")
+
+
+def gutter(text: str, indent: str = "") -> list[str]:
+    """``text``'s lines, split wherever LSP and terminals break a line (``\\r\\n``, ``\\r``,
+    ``\\n``), each after ``indent`` and :data:`GUTTER` and a space (an empty line: the gutter
+    alone). The text after the gutter is the line exactly: :func:`quoted_lines` for reading,
+    or as the model receives it (the CLI's ``prepare``)."""
+    return [f"{indent}{GUTTER} {line}" if line else f"{indent}{GUTTER}" for line in _LINE_BREAK.split(text)]
+
+
+def quoted_lines(text: str, indent: str = "") -> list[str]:
+    """Message text for reading among lines of our own: controls escaped
+    (:func:`display_block_text`), long lines wrapped (:func:`wrapped`), each line in the
+    :func:`gutter`. The one way the preview, the transcript and the CLI's report show a message."""
+    return gutter(wrapped(display_block_text(text), WRAP_COLUMNS - len(GUTTER) - 1), indent)
 
 
 def kilobytes(count: int) -> str:
@@ -62,6 +122,13 @@ def kilobytes(count: int) -> str:
     with it (hints, the code lens, hovers, the preview, transcripts, the VS Code status bar)."""
     value = count / 1024
     return f"{value:,.0f}" if value >= 100 or value == int(value) else f"{value:.1f}"
+
+
+def token_count(tokens: int, exact: bool) -> str:
+    """``4,612 tokens`` when DeepSeek's tokenizer counted them, ``~4,612 tokens, estimated``
+    otherwise: the one way a token count is written, everywhere (the VS Code extension's
+    ``formatTokens`` writes the same, a test compares them)."""
+    return f"{tokens:,} tokens" if exact else f"~{tokens:,} tokens, estimated"
 
 
 def size(count: int) -> str:
@@ -79,18 +146,18 @@ WRAP_COLUMNS: Final = 100
 """Where text for reading (the preview) is wrapped: editors do not wrap a virtual document."""
 
 
-def wrapped(text: str) -> str:
-    """``text`` with each line longer than :data:`WRAP_COLUMNS` broken at spaces (a word longer
-    than that is cut), the rest as it is: short lines, blank lines and the indentation of code stay."""
+def wrapped(text: str, columns: int = WRAP_COLUMNS) -> str:
+    """``text`` with each line longer than ``columns`` broken at spaces (a word longer than that is
+    cut), the rest as it is: short lines, blank lines and the indentation of code stay."""
     out: list[str] = []
     for line in text.split("\n"):
-        if len(line) <= WRAP_COLUMNS:
+        if len(line) <= columns:
             out.append(line)
             continue
-        indent = line[: len(line) - len(line.lstrip(" \t"))][: WRAP_COLUMNS // 2]
+        indent = line[: len(line) - len(line.lstrip(" \t"))][: columns // 2]
         out += textwrap.wrap(
             line,
-            WRAP_COLUMNS,
+            columns,
             subsequent_indent=indent,
             expand_tabs=False,
             replace_whitespace=False,

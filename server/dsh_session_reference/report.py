@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .config import ResolverConfig
-from .display import display_block_text, display_label, kilobytes, share, wrapped
+from .display import GUTTER, display_label, gutter, kilobytes, quoted_lines, share, wrapped
 from .jsjson import js_byte_length
 from .model import ConversationSnapshot, SurfaceSnapshot
 from .resolver import PreparedMessage
@@ -25,6 +25,9 @@ from .transcript import model_view
 TOKENIZER_WAIT = 5.0
 """Seconds a report waits for DeepSeek's tokenizer to load (once per process) before it estimates."""
 RULE = "-" * 72
+WHAT_FOLLOWS_THE_GUTTER = (
+    f"(each line of a message follows “{GUTTER} ”; what follows it is the model's, byte for byte)"
+)
 
 
 def _yes(flag: bool) -> str:
@@ -106,8 +109,11 @@ def render_prepared_report(
     readable_text: str, prepared: PreparedMessage, config: ResolverConfig, *, counter: TokenCounter = COUNTER
 ) -> str:
     """The accounting first (a snapshot can be 64 KB of one JSON line, and the cost is what a
-    reader looks for), then the two user-role messages as the model sees them, byte for byte, in
-    upstream 0.1.0-rc.8's order: the readable direct message, then the snapshot after it.
+    reader looks for), then the two user-role messages as the model sees them, in upstream
+    0.1.0-rc.8's order: the readable direct message, then the snapshot after it. Each line of a
+    message is in the :func:`~.display.gutter`, after which it is the model's byte for byte (a
+    message's own line can then not pass for one of this report's); ``prepare --json`` gives
+    them bare.
 
     Blocking: it waits for the tokenizer's load (both callers are one-off, not per keystroke,
     and the language server calls it in a thread), so its counts are exact where they can be.
@@ -116,11 +122,11 @@ def render_prepared_report(
     counter.wait(TOKENIZER_WAIT)
     context = prepared.additional_context
     parts = render_accounting(prepared, config, readable_text, counter)
-    parts += ["", "What the model receives", "======================", ""]
+    parts += ["", "What the model receives", "======================", WHAT_FOLLOWS_THE_GUTTER, ""]
     if context is None:
-        return "\n".join([*parts, "Message (user)", RULE, readable_text, RULE])
-    parts += ["Message 1 of 2 (user): your message, with @labels", RULE, readable_text, RULE, ""]
-    parts += ["Message 2 of 2 (user): referenced-session snapshot", RULE, context.text, RULE, ""]
+        return "\n".join([*parts, "Message (user)", RULE, *gutter(readable_text), RULE])
+    parts += ["Message 1 of 2 (user): your message, with @labels", RULE, *gutter(readable_text), RULE, ""]
+    parts += ["Message 2 of 2 (user): referenced-session snapshot", RULE, *gutter(context.text), RULE, ""]
     parts.append("dsh appends the snapshot right after your message.")
     return "\n".join(parts)
 
@@ -148,5 +154,5 @@ def render_readable_report(
             parts += ["", *_source_table(index, source, budget), "", "    What the model reads of it:", ""]
             parts += [f"    {line}" if line else "" for line in view]
     heading = "Your message (sent first, then the snapshot)" if context is not None else "Your message"
-    parts += ["", heading, RULE, wrapped(display_block_text(readable_text)), RULE]
+    parts += ["", heading, RULE, *quoted_lines(readable_text), RULE]
     return "\n".join(parts)

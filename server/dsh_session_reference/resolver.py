@@ -203,6 +203,7 @@ class SessionReferenceResolver:
                 table = self._listing_table(needle, self_id, agent.cwd, cap, stop)
             else:
                 table = self.candidates.table(source, version, stop, agent.cwd)
+            stop.check()
             return table.select(needle, self_id, agent.cwd, cap, stop)
 
         rows = await run_blocking(select, signal)
@@ -333,7 +334,14 @@ async def run_blocking(work: Callable[[AbortSignal], T], signal: AbortSignal | N
     """Run one blocking store call in a thread, raced against ``signal`` (``work`` gets the stop
     signal the store checks)."""
     stop = AbortSignal()
-    return await _race(asyncio.to_thread(work, stop), signal, stop)
+    return await _race(asyncio.to_thread(_unless_stopped, work, stop), signal, stop)
+
+
+def _unless_stopped(work: Callable[[AbortSignal], T], stop: AbortSignal) -> T:
+    """``work(stop)``, unless ``stop`` was aborted while the work waited for a thread (a storm of
+    cancelled requests queues many)."""
+    stop.check()
+    return work(stop)
 
 
 def _retrieve(task: asyncio.Future[Any]) -> None:

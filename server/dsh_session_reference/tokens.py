@@ -29,6 +29,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Final
 
+from .display import token_count
 from .jsjson import js_byte_length
 
 LOG = logging.getLogger(__name__)
@@ -59,17 +60,9 @@ class TokenCount:
     def __add__(self, other: TokenCount) -> TokenCount:
         return TokenCount(self.tokens + other.tokens, self.exact and other.exact)
 
-    def describe(self, *, short: bool = False) -> str:
-        """``4,612 tokens`` or ``~4,612 tokens, estimated``; ``short``: ``4.6k tokens`` or
-        ``~4.6k tokens, estimated``."""
-        amount = _short(self.tokens) if short else f"{self.tokens:,}"
-        if self.exact:
-            return f"{amount} tokens"
-        return f"~{amount} tokens, estimated"
-
-
-def _short(tokens: int) -> str:
-    return f"{tokens / 1000:.1f}k" if tokens >= 1000 else str(tokens)
+    def describe(self) -> str:
+        """``4,612 tokens`` or ``~4,612 tokens, estimated``: :func:`..display.token_count`."""
+        return token_count(self.tokens, self.exact)
 
 
 def tokenizer_file() -> str | None:

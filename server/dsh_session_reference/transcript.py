@@ -17,13 +17,12 @@ from typing import Any, Final
 
 from .conversation import message_counts
 from .display import (
-    display_block_text,
     display_inline_text,
     display_label,
     kilobytes,
+    quoted_lines,
     readable_time,
     share,
-    wrapped,
 )
 from .jsjson import js_byte_length
 from .model import ConversationSnapshot
@@ -221,8 +220,8 @@ def _heading(index: int, item: ConversationItem) -> str:
 
 def model_view(items: Sequence[ConversationItem], retained: RetainedSource) -> list[str]:
     """What the model reads of a session, for a person: each message ``prepare`` keeps, with its
-    heading and its text as retention left it (real line breaks, long lines wrapped), and one
-    notice where the budget omits a run of messages."""
+    heading and its text as retention left it (real line breaks, long lines wrapped, each line in
+    the :func:`~.display.gutter`), and one notice where the budget omits a run of messages."""
     omitted = _omitted(items, retained)
     texts = iter(retained.data["conversation"])
     lines: list[str] = []
@@ -233,7 +232,7 @@ def model_view(items: Sequence[ConversationItem], retained: RetainedSource) -> l
             continue
         _flush(lines, run, "older message", "the budget omits")
         text = next(texts)["text"]
-        lines += [_heading(index, item) + " ──", wrapped(display_block_text(text)), ""]
+        lines += [_heading(index, item) + " ──", *quoted_lines(text), ""]
     _flush(lines, run, "older message", "the budget omits")
     return lines or ["(no messages)"]
 
@@ -252,12 +251,12 @@ def _entry(index: int, item: ConversationItem, kept_bytes: int | None, *, kept: 
         tail = text.tail.decode("utf-8", "ignore")
         hidden = text.utf8_bytes - len(text.head) - len(text.tail)
         lines += [
-            wrapped(display_block_text(head)),
+            *quoted_lines(head),
             f"[… {hidden:,} bytes of this message not shown …]",
-            wrapped(display_block_text(tail)),
+            *quoted_lines(tail),
         ]
     else:
-        lines.append(wrapped(display_block_text(text)))
+        lines += quoted_lines(text)
     return [*lines, ""]
 
 

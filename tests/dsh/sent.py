@@ -3,22 +3,27 @@ of thing: the user-role messages of one turn, byte for byte."""
 
 from __future__ import annotations
 
+from dsh_session_reference.display import GUTTER
 from dsh_session_reference.report import RULE
 
 from .model import SNAPSHOT_START, Recorded, is_human, message_text
 
 
 def shown_messages(model_text: str) -> list[str]:
-    """The user-role messages the model-facing text shows, byte for byte (``render_prepared_report``)."""
-    one = f"Message (user)\n{RULE}\n"
-    if one in model_text:
-        return [model_text[model_text.index(one) + len(one) : model_text.rindex(f"\n{RULE}\n")]]
-    first = f"Message 1 of 2 (user): your message, with @labels\n{RULE}\n"
-    second = f"\n{RULE}\n\nMessage 2 of 2 (user): referenced-session snapshot\n{RULE}\n"
-    end = f"\n{RULE}\n\ndsh appends the snapshot right after your message."
-    start = model_text.index(first) + len(first)
-    middle = model_text.index(second, start)
-    return [model_text[start:middle], model_text[middle + len(second) : model_text.rindex(end)]]
+    """The user-role messages the model-facing text shows (``render_prepared_report``: the CLI's
+    ``prepare`` and the server's model text), each the lines between two rules after "What the model
+    receives", with the gutter every line of a message follows taken off: what is left is the
+    model's text byte for byte (a ``\r`` in a message would come back as a line break: the tests'
+    messages have none)."""
+    tail = model_text.split("What the model receives\n", 1)[1]
+    pieces = tail.split(f"\n{RULE}\n")
+    # heading, message, blank + heading, message, ...: every second piece is a message
+    return ["\n".join(_ungutter(line) for line in piece.split("\n")) for piece in pieces[1::2]]
+
+
+def _ungutter(line: str) -> str:
+    assert line.startswith(GUTTER), f"a message line outside the gutter: {line!r}"
+    return line.removeprefix(GUTTER).removeprefix(" ")
 
 
 def sent_messages(request: Recorded) -> list[str]:

@@ -24,7 +24,6 @@ from typing import Any
 import pytest
 
 from dsh_session_reference.main import main
-from dsh_session_reference.report import RULE
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.store.jsonl_store import JsonlSessionStore
 from dsh_session_reference.uri import (
@@ -35,6 +34,7 @@ from editors.lsp_stdio import Client
 
 from .conftest import ODD_TITLE, RealStore
 from .model import RUNTIME_CONTEXT_START, SNAPSHOT_START, Recorded, message_text
+from .sent import shown_messages
 
 pytestmark = pytest.mark.dsh
 
@@ -104,15 +104,6 @@ def user_messages_of_turn(request: Recorded) -> list[str]:
             break
         turn.append(text)
     return turn
-
-
-def model_facing_messages(report: str) -> list[str]:
-    """The user messages the CLI's ``prepare`` report (and the server's model text) shows, each
-    between two rules, after "What the model receives"."""
-    tail = report.split("What the model receives\n", 1)[1]
-    pieces = tail.split(RULE + "\n")
-    # heading, message, "\n" + heading, message, ... : every second piece is a message + "\n"
-    return [piece.removesuffix("\n") for piece in pieces[1::2]]
 
 
 # --- every log ------------------------------------------------------------------------------------
@@ -277,10 +268,10 @@ def test_the_request_dsh_sends_equals_prepare_and_the_model_text(
             _count("messages: prepare == model request")
             # The human report and the server's model text show the same two messages.
             report = cli(real_store, "prepare", "--target", real_store.ids["target"], str(prompt)).stdout
-            assert model_facing_messages(report) == theirs, name
+            assert shown_messages(report) == theirs, name
             exact = server.model_text(prompt)
             assert exact["ok"] is True and exact["text"] == report, name
-            assert model_facing_messages(exact["text"]) == theirs, name
+            assert shown_messages(exact["text"]) == theirs, name
             _count("messages: model text == model request")
             if len(ours) == 2:
                 assert theirs[1].startswith(SNAPSHOT_START)

@@ -38,6 +38,7 @@ from dsh_session_reference.uri import (
     scan_session_references,
 )
 from editors.environment import isolated_env
+from editors.mentions import STALE_LABEL
 from editors.ranking import ranking_sessions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -201,7 +202,7 @@ def scenario(tmp_path: Path, installed_bin: Path) -> Scenario:
     assert len(candidates) >= 3, "the sample store needs a few sessions besides the target"
     fixed = candidates[0]
     bad_uri = noncanonical_uri(fixed.session_id)
-    bad_line = f"Compare with @[earlier work]({bad_uri}) before you start."
+    bad_line = f"Compare with @[{STALE_LABEL}]({bad_uri}) before you start."
     prompt = workspace / "prompt.md"
     last_line = "Also ask about"
     prompt.write_text(f"# Next step\n\n{bad_line}\n{last_line}\n", encoding="utf-8")

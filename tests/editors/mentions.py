@@ -4,6 +4,11 @@ from __future__ import annotations
 
 from dsh_session_reference.uri import scan_session_references
 
+STALE_LABEL = "earlier work"
+"""The label of the scenario prompt's noncanonical mention: not its session's title, so once its URI
+is fixed it is a sound mention with a ``stale-label`` warning, written out rather than drawn as a
+chip (as a chip it would read as a session other than the one it sends)."""
+
 
 def as_chips(line: str) -> str:
     """``line`` with each valid labelled mention as ``@`` and its label as written: the ``[`` and the

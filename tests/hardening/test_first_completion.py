@@ -51,9 +51,8 @@ async def test_a_completion_that_cannot_list_in_time_shows_one_listing_row(
         )
         assert row.filter_text == "@dep" and row.data == LISTING_DATA
         assert row.detail is not None
-        assert re.fullmatch(
-            r"([\d,]+ read so far|reading the sessions folder); the sessions follow", row.detail
-        )
+        # Short, so VS Code's default popup shows it whole beside the label.
+        assert re.fullmatch(r"[\d,]+ read|reading the folder", row.detail)
         begun = await s.command(GATE, True)
         assert begun == 1
         # Asked again while that listing runs: the same row, and no second listing beside it.

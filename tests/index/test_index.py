@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from dsh_session_reference.assembly import start_spare_worker
 from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
 from dsh_session_reference.store import JsonlSessionStore
 from dsh_session_reference.store import workers as workers_module
@@ -458,6 +459,26 @@ def test_a_spare_worker_is_taken_by_a_cold_walk_and_dropped_by_a_warm_one(
     same(root, warm_index, ids)  # nothing unseen: no readers, and the spare is stopped
     assert workers_module._spare is None and unused._process.wait(timeout=5) is not None
     warm_index.close()
+
+
+def test_the_server_starts_a_spare_worker_only_while_no_index_is_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every start after the first answers from the index it finds and takes no spare: one started
+    anyway only competed with the server's own start for the CPU."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    started: list[bool] = []
+    monkeypatch.setattr(workers_module, "start_spare", lambda: started.append(True))
+    start_spare_worker()  # no cache folder at all
+    index_dir = Path(default_index_dir())
+    index_dir.mkdir(parents=True)
+    (index_dir / "notes.txt").write_text("not an index")
+    start_spare_worker()
+    assert started == [True, True]
+    (index_dir / "0123456789abcdef0123456789abcdef.sqlite3").write_bytes(b"")
+    start_spare_worker()
+    assert started == [True, True]
 
 
 def test_pending_rows_are_written_in_pausable_transactions(

@@ -20,12 +20,17 @@ from dsh_session_reference.check import check_files
 from dsh_session_reference.display import (
     display_block_text,
     display_inline_text,
+    gutter,
     readable_time,
     relative_time,
     short_age,
 )
 from dsh_session_reference.lsp.actions import PREVIEW_COMMAND, PREVIEW_KIND, code_actions, fixes_for
 from dsh_session_reference.lsp.completion import (
+    DESCRIPTION_GAP,
+    DESCRIPTION_SCALE,
+    ROW_COLUMNS,
+    columns,
     completion_items,
     find_trigger,
     item_data,
@@ -328,7 +333,7 @@ async def test_every_problem_is_found_where_it_is(
         (codes.NONCANONICAL_URI, "error", 1),
         (codes.SELF_REFERENCE, "error", 2),
         (codes.UNKNOWN_SESSION, "error", 3),
-        (codes.STALE_LABEL, "hint", 4),
+        (codes.STALE_LABEL, "warning", 4),
         (codes.DUPLICATE_REFERENCE, "hint", 5),
         (codes.MALFORMED_URI, "error", 6),
     }
@@ -687,7 +692,10 @@ async def test_the_model_text_is_what_prepare_prints(
     assert model.ok and model.text == render_prepared_report(parsed.text, prepared, resolver.config) + "\n"
     assert model.uri.startswith("dsh-preview:/p.md%20%28model%20text%29.txt?") and is_model_text(model.uri)
     assert document_of_preview(model.uri) == "file:///w/p.md"
-    assert prepared.additional_context is not None and prepared.additional_context.text in model.text
+    assert prepared.additional_context is not None
+    # Each line of both messages after the gutter, exactly: no line of theirs reads as the report's.
+    assert "\n".join(gutter(prepared.additional_context.text)) in model.text
+    assert "\n".join(gutter(parsed.text)) in model.text
     failed = await build_model_text(
         "file:///w/p.md", await analyze(mention(TARGET_ID), resolver, agent), resolver, agent
     )
@@ -710,9 +718,9 @@ async def test_the_preview_is_made_for_reading(resolver: SessionReferenceResolve
     headings = [line.strip() for line in lines if line.strip().startswith("── ")]
     assert headings[0].startswith("── 1 · user · 20") and headings[0].endswith(" UTC ──")
     assert any(line.strip().startswith("── 2 · assistant · ") for line in lines)
-    assert "    How should we split uri.py?" in lines
-    assert "    " + "x" * 100 in lines  # s-gamma's 3,000-character message, wrapped
-    assert "Please compare @Refactor <the> parser and @big." in lines
+    assert "    │ How should we split uri.py?" in lines  # every line of a message in the gutter
+    assert "    │ " + "x" * 98 in lines  # s-gamma's 3,000-character message, wrapped at 100 with the gutter
+    assert "│ Please compare @Refactor <the> parser and @big." in lines
     assert "\\u003c" not in preview.text
     untitled = await build_preview("file:///w/p.md", analysis, resolver, AgentRef(None, "/w"))
     assert untitled.text.splitlines()[2].startswith("target session: none")
@@ -763,3 +771,56 @@ def test_cache_sees_new_sessions_and_titles(tmp_path: Path) -> None:
     assert source.read_surface("one") is first  # unchanged log: served from memory
     append_title(root, "one", "Again")
     assert source.read_surface("one") is not first
+
+
+def test_rows_fit_vscodes_default_popup_with_age_and_project_whole() -> None:
+    """VS Code cuts a row's description (age, project) before its label when both do not fit its
+    default popup: for a client that declares its row width and filters on filterText the label is
+    shortened instead, to that width with the description at its smaller size; a client filtering on
+    the label, or declaring no width, gets it whole, and what a pick inserts and resolve reads keep
+    the whole title."""
+    title = "Investigate editor extension packaging follow-up, then the release notes"
+    candidates = [
+        Candidate("s-1", title, "/home/dev/editor-extension", NOW_MS - 330 * 86_400_000),
+        Candidate("s-2", "翻译文档的术语表" * 4, "/home/dev/web-client", NOW_MS - 86_400_000),
+        Candidate("s-3", "Short title", "/home/dev/" + "x" * 80, NOW_MS),
+    ]
+    edit_range = types.Range(start=types.Position(0, 0), end=types.Position(0, 1))
+    items = completion_items(
+        candidates, edit_range, now_ms=NOW_MS, label_details=True, row_columns=ROW_COLUMNS
+    )
+    for item in items:
+        description = item.label_details.description if item.label_details else None
+        assert description is not None
+        used = columns(item.label) + DESCRIPTION_GAP + DESCRIPTION_SCALE * columns(description)
+        assert used <= ROW_COLUMNS, (item.label, description)
+    assert items[0].label.endswith("…") and title.startswith(items[0].label[:-1])
+    assert items[0].label_details == types.CompletionItemLabelDetails(description="11 mo · editor-extension")
+    assert items[1].label_details == types.CompletionItemLabelDetails(description="1 d · web-client")
+    assert items[2].label == "Short title" and "…" in (items[2].label_details.description or "")  # type: ignore[union-attr]
+    assert item_data(items[0]) == ("s-1", title)
+    assert items[0].text_edit.new_text == mention("s-1", title)  # type: ignore[union-attr]
+    assert items[0].filter_text is not None and title in items[0].filter_text
+    whole = completion_items(
+        candidates, edit_range, now_ms=NOW_MS, label_details=True, filter_text=False, row_columns=ROW_COLUMNS
+    )
+    undeclared = completion_items(candidates, edit_range, now_ms=NOW_MS, label_details=True)
+    for rows in (whole, undeclared):
+        assert [item.label for item in rows] == [title, "翻译文档的术语表" * 4, "Short title"]
+
+
+def test_a_row_width_is_taken_only_as_a_client_declares_a_plausible_one() -> None:
+    """``completionRowColumns`` comes from the client (the VS Code extension declares its popup's
+    width); a value no popup has, or of another type, leaves the titles whole."""
+    from dsh_session_reference.lsp.features import create_server
+
+    ls = create_server(None)
+    declared: list[object] = [46, 80.5, True, 5, "46", 1e9, None]
+    seen = []
+    for width in declared:
+        ours = {} if width is None else {"completionRowColumns": width}
+        ls.protocol.client_capabilities = types.ClientCapabilities(experimental={"dshSessionReference": ours})
+        seen.append(ls.completion_columns())
+    assert seen == [46.0, 80.5, None, None, None, None, None]
+    ls.protocol.client_capabilities = types.ClientCapabilities()
+    assert ls.completion_columns() is None

@@ -32,7 +32,8 @@ def test_the_overrides_keep_pygls_signatures() -> None:
     """An override that drifted from its base would be called wrongly by pygls."""
     import inspect
 
-    for name in ("_execute_handler", "_handle_cancel_notification", "structure_message", "handle_message"):
+    names = ("_execute_handler", "_handle_cancel_notification", "_send_handler_result", "structure_message")
+    for name in (*names, "handle_message"):
         ours = tuple(inspect.signature(getattr(DshProtocol, name)).parameters)
         theirs = tuple(inspect.signature(getattr(LanguageServerProtocol, name)).parameters)
         assert ours == theirs, name

@@ -262,3 +262,28 @@ async def test_a_cancel_that_arrives_after_the_answer_is_not_an_error(
     await asyncio.sleep(0.1)
     stderr = capfd.readouterr().err
     assert "Cancel notification" not in stderr and "WARNING" not in stderr, stderr
+
+
+@pytest.mark.asyncio(loop_scope="function")
+async def test_an_ordinary_mistake_is_one_line_at_info_not_a_traceback(
+    short_lived: LanguageClient, workspace: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Following a broken mention (``dsh-session:IiJ``) or asking for a document that is not open
+    is answered with InvalidParams; pygls logged each such answer as a 20-line traceback at ERROR,
+    which VS Code's output channel shows as the server failing."""
+    s: Session = short_lived.session  # type: ignore[attr-defined]
+    asks = [
+        ("dshSessionReference.transcript", "dsh-session:IiJ"),
+        ("dshSessionReference.documentSummary", "file:///nowhere/not-open.md"),
+    ]
+    for command, argument in asks:
+        with pytest.raises(JsonRpcInvalidParams):
+            await s.command(command, argument)
+    await s.client.shutdown_async(None)
+    s.client.exit(None)
+    server = s.client._server
+    assert server is not None
+    assert await asyncio.wait_for(server.wait(), 20) == 0
+    await asyncio.sleep(0.1)
+    stderr = capfd.readouterr().err
+    assert "Traceback" not in stderr and "ERROR" not in stderr, stderr

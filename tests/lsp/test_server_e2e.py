@@ -172,7 +172,7 @@ async def test_diagnostics_flag_every_problem_with_stable_codes(s: Session, work
     )
     assert by_code["noncanonical-uri"].severity == types.DiagnosticSeverity.Error
     assert by_code["duplicate-reference"].severity == types.DiagnosticSeverity.Hint
-    assert by_code["stale-label"].severity == types.DiagnosticSeverity.Hint
+    assert by_code["stale-label"].severity == types.DiagnosticSeverity.Warning
     assert by_code["too-many-references"].range.start.line == 6  # the fourth distinct session
 
 
@@ -272,6 +272,35 @@ async def test_preview_command_shows_what_the_model_receives(s: Session, workspa
     exact = await s.command("dshSessionReference.modelText", uri)
     assert exact["ok"] is True and exact["uri"] != result["uri"] and exact["uri"].startswith("dsh-preview:")
     assert "## Referenced sessions" in exact["text"] and "<referenced-sessions>" in exact["text"]
+
+
+async def test_a_preview_uri_stands_for_its_prompt_and_a_new_setting_is_told(
+    s: Session, workspace: Path
+) -> None:
+    """A button on a preview (VS Code's title bar) passes the preview's own URI: the commands take
+    it for its prompt (it answered "… is not open and is no file"). A new budget changes every
+    preview: a client that shows them is told, once the server has the setting."""
+    uri = s.open(workspace, f"Compare {ALPHA}.")
+    preview = await s.command("dshSessionReference.preview", uri)
+    exact = await s.command("dshSessionReference.modelText", preview["uri"])
+    assert exact == await s.command("dshSessionReference.modelText", uri)
+    again = await s.command("dshSessionReference.preview", exact["uri"])
+    assert again["uri"] == preview["uri"] and again["text"] == preview["text"]
+    if s.preset != "visual-studio-code@1.139":
+        return  # told only to a client that shows the documents (or asked to be)
+    s.contents.clear()
+    budget = {"dshSessionReference": {"maxReferenceBytes": 4096}}
+    s.client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=budget))
+    try:
+        await wait_until(
+            lambda: any(preview["uri"] in uris and exact["uri"] in uris for uris in s.contents), 5
+        )
+        smaller = await s.command("dshSessionReference.preview", uri)
+        assert "4 KB" in smaller["text"] and smaller["text"] != preview["text"]
+    finally:
+        s.client.workspace_did_change_configuration(
+            types.DidChangeConfigurationParams(settings={"dshSessionReference": {"maxReferenceBytes": 65536}})
+        )
 
 
 async def test_preview_of_a_failing_message_shows_the_error(s: Session, workspace: Path) -> None:

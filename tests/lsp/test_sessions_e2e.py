@@ -78,8 +78,8 @@ async def test_definition_and_links_open_the_transcript(s: Session, workspace: P
     assert "title:     Refactor the parser" in lines
     assert "session:   s-alpha" in lines
     heading = next(line for line in lines if line.startswith("── 1 · user · ") and line.endswith(" UTC ──"))
-    assert lines.index(heading) < lines.index("How should we split uri.py?")
-    assert lines[-1] == "Done: uri.py now has a lenient scanner."  # newest last
+    assert lines.index(heading) < lines.index("│ How should we split uri.py?")  # message text in the gutter
+    assert lines[-1] == "│ Done: uri.py now has a lenient scanner."  # newest last
     assert "mention:   keeps 4 of 4 messages" in content.text
 
 
@@ -242,7 +242,8 @@ async def test_inlay_hints_and_code_lens_show_each_mention_cost(s: Session, work
     labels = [hint.label for hint in hints]
     assert labels[0].startswith("4 msgs · ") and labels[0].endswith(" / 64 KB")
     assert labels[1].startswith("2 msgs · ")
-    assert labels[2] == "counted once"
+    # "again" is not the session's title: the hint says which session that mention sends.
+    assert labels[2] == "sends “Refactor the parser” · counted once"
     assert hints[0].position == s.position(uri, text.index(" @[s-gamma]"))
     lenses = await s.client.text_document_code_lens_async(
         types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri))
@@ -250,7 +251,7 @@ async def test_inlay_hints_and_code_lens_show_each_mention_cost(s: Session, work
     assert [lens.range.start.line for lens in lenses] == [1, 1]
     # DeepSeek's count once its tokenizer has loaded (in the background), an estimate saying so before.
     assert re.fullmatch(
-        r"2 sessions · [\d.]+ KB in all \((~[\d.]+k? tokens, estimated|[\d.]+k? tokens)\)",
+        r"2 sessions · [\d.]+ KB in all \((~\d{1,3}(,\d{3})* tokens, estimated|\d{1,3}(,\d{3})* tokens)\)",
         lenses[0].command.title,
     )
     assert lenses[1].command.title == "Preview"
@@ -307,7 +308,8 @@ async def test_a_transcript_counts_as_the_mention_it_was_opened_from(s: Session,
         r"mention:   keeps (\d+) of \d+ messages\n +([\d.,]+ KB of [\d,]+ KB \(([\d,]+) of)", content.text
     )
     assert served is not None and 'for a mention labelled "the x and y session"' in content.text
-    assert hint.label.startswith(f"{served.group(1)} msgs · ")
+    # s-gamma is untitled: a label other than its id says which session it sends.
+    assert hint.label.startswith(f"sends “s-gamma” · {served.group(1)} msgs · ")
     assert f"mentioning it costs {served.group(2)} 65,536 bytes" in str(hint.tooltip)
     by_title = await s.command("dshSessionReference.transcript", "s-gamma")
     titled = re.search(

@@ -58,7 +58,7 @@ def test_the_header_and_the_messages_newest_last() -> None:
     assert "cwd:       /home/dev/shop" in lines
     assert "events:    through seq 12" in lines
     assert "messages:  1 from the user, 1 reply" in lines
-    assert lines[-2:] == ["── 2 · assistant ──", "first answer"]
+    assert lines[-2:] == ["── 2 · assistant ──", "│ first answer"]  # message text in the gutter
     assert "budget omits" not in text
     assert lines[7] == "mention:   keeps 2 of 2 messages"
     assert lines[8] == "           0.2 KB of 64 KB (181 of 65,536 bytes, 0.3%)"
@@ -113,7 +113,7 @@ def test_a_message_the_read_did_not_keep_is_a_gap_with_its_size() -> None:
     ]
     text = render(items, 65_536, max_bytes=65_536)
     assert "[… 2 messages (10,000 bytes) not shown: a transcript shows a session's first 64 KB" in text
-    assert "head\n[… 89,992 bytes of this message not shown …]\ntail" in text
+    assert "│ head\n[… 89,992 bytes of this message not shown …]\n│ tail" in text
     assert text.index("budget omits 3 messages") < text.index("head\n[…")  # all but the newest go
 
 

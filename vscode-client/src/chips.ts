@@ -1,7 +1,9 @@
 // Which mentions read as chips (`@Title` and its cost, the `(dsh-session:…)` part out of sight),
 // and which characters of each are hidden. The server judges the mentions: it links each mention
-// of a session the sessions root lists (over the whole mention), and flags each mention dsh would
-// refuse with an error diagnostic. Nothing here parses a mention again: it only finds the `[` and
+// of a session the sessions root lists (over the whole mention), flags each mention dsh would
+// refuse with an error diagnostic, and each whose label would make a chip read as other than the
+// session it sends (a label that is not the session's title, a bidi override, a zero-width space)
+// with a warning. Nothing here parses a mention again: it only finds the `[` and
 // the `](dsh-session:` inside a span the server linked, and gives up on any span that does not
 // look like one. Offsets are the document's (UTF-16 code units); pure, so it is unit tested.
 
@@ -52,23 +54,34 @@ export function chipOf(text: string, start: number): Chip | undefined {
   };
 }
 
+/**
+ * Whether a diagnostic of this severity (VS Code's numbering: 0 error, 1 warning, 2 information,
+ * 3 hint) keeps the mentions it touches written out. A warning does: the server warns where a
+ * chip would read as another session than the one sent (its label is not that session's title)
+ * or would hide part of its label; only the text as written shows what is sent.
+ */
+export function flagged(severity: number): boolean {
+  return severity <= 1;
+}
+
 /** Whether two spans meet, edges included (a cursor at either end of a mention touches it). */
 export function touches(a: Span, b: Span): boolean {
   return a.start <= b.end && b.start <= a.end;
 }
 
 /**
- * The linked mentions no error diagnostic touches, in document order and each once. An error
- * that only touches a mention's edge still keeps it written out: an invalid mention is never
- * hidden, and neither is a sound one whose neighbour is wrong.
+ * The linked mentions no flagged diagnostic (an error or a warning, see {@link flagged}) touches,
+ * in document order and each once. A flag that only touches a mention's edge still keeps it
+ * written out: an invalid or misleading mention is never hidden, and neither is a sound one
+ * whose neighbour is wrong.
  */
-export function soundMentions(links: readonly Span[], errors: readonly Span[]): Span[] {
+export function soundMentions(links: readonly Span[], flags: readonly Span[]): Span[] {
   const seen = new Set<string>();
   return [...links]
     .sort((a, b) => a.start - b.start || a.end - b.end)
     .filter((link) => {
       const key = `${link.start}:${link.end}`;
-      if (seen.has(key) || errors.some((error) => touches(link, error))) {
+      if (seen.has(key) || flags.some((flag) => touches(link, flag))) {
         return false;
       }
       seen.add(key);

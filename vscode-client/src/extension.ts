@@ -3,26 +3,27 @@
 
 import * as vscode from 'vscode';
 
+import { atToken } from './atToken';
 import { errorText } from './format';
 import { goToSession } from './goToSession';
 import { MentionChips } from './mentionChips';
 import { MentionLinks } from './mentionLinks';
 import { insertSessionMention } from './mentionPicker';
-import { asPreviewResult, asTranscriptResult, changedContent, CLIENT_COMMANDS, isRequestCancelled, PREVIEW_SCHEME, SERVER_COMMANDS, TRANSCRIPT_SCHEME } from './protocol';
-import { PreviewDocuments } from './preview';
+import { asPreviewResult, asTranscriptResult, changedContent, CLIENT_COMMANDS, PREVIEW_SCHEME, SERVER_COMMANDS, TRANSCRIPT_SCHEME } from './protocol';
+import { PreviewDocuments, promptUriOf } from './preview';
+import { PreviewFollower } from './previewFollower';
 import { Sender } from './send';
 import { CLIENT_NAME, ServerController } from './serverController';
-import { SECTION } from './settings';
 import { MentionStatus } from './statusBar';
 import { selectTargetSession, TargetStore } from './targetPicker';
 import { TranscriptDocuments } from './transcript';
 
 let controller: ServerController | undefined;
 
-/** Quiet time after the last edit before an open preview is rendered again. */
-const PREVIEW_REFRESH_MS = 400;
 /** How long after a start the editor may not yet know the completion provider (see reopenCompletion). */
 const STARTUP_RETRIGGER_MS = 2000;
+/** How long after a keystroke in that time reopenCompletion looks whether its completion got rows. */
+const REOPEN_CHECK_MS = 300;
 
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
@@ -48,47 +49,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     void vscode.commands.executeCommand('setContext', 'dshSessionReference.sessionsAtHand', prompt || document?.uri.scheme === TRANSCRIPT_SCHEME);
   };
 
-  // An open preview follows its prompt: edits, a new target or limit, and the server's restart
-  // each re-render it (debounced) in place, without taking the focus.
-  const previewed = new Map<string, vscode.Uri>();
-  const stale = new Set<string>();
-  let refreshTimer: ReturnType<typeof setTimeout> | undefined;
-  const refreshPreviews = async (): Promise<void> => {
-    const documents = [...stale];
-    stale.clear();
-    for (const documentUri of documents) {
-      const previewUri = previewed.get(documentUri);
-      if (previewUri === undefined || !vscode.workspace.textDocuments.some((doc) => doc.uri.toString() === previewUri.toString())) {
-        previewed.delete(documentUri);
-        continue;
-      }
-      try {
-        server.previewShown(previewUri);
-        const result = asPreviewResult(await server.executeCommand(SERVER_COMMANDS.preview, [documentUri]));
-        previews.update(previewUri, result.text);
-      } catch (error) {
-        if (isRequestCancelled(error)) {
-          // A stopping server drops the refresh; the preview already says it is not running, and
-          // is prepared again once the server runs (seen when a restart raced a refresh).
-          continue;
-        }
-        output.warn(`refreshing the preview of ${documentUri}: ${errorText(error)}`);
-        previews.markStale(previewUri, `preparing it again failed (${errorText(error)})`);
-      }
-    }
-  };
-  const scheduleRefresh = (documentUri?: string): void => {
-    for (const uri of documentUri === undefined ? previewed.keys() : [documentUri]) {
-      if (previewed.has(uri)) {
-        stale.add(uri);
-      }
-    }
-    if (stale.size > 0) {
-      clearTimeout(refreshTimer);
-      refreshTimer = setTimeout(() => void refreshPreviews(), PREVIEW_REFRESH_MS);
-    }
-  };
-
   // An `@` typed while the server was starting found no one to ask, and VS Code would not ask
   // again by itself: once the client has started, ask if the cursor sits on an `@` token. The
   // editor learns of the new completion provider a moment later still (its registration crosses
@@ -102,36 +62,36 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
     const position = editor.selection.active;
     const before = editor.document.lineAt(position.line).text.slice(0, position.character);
-    if (/(^|\s)@[^\s"[]*$/u.test(before)) {
+    // The extension answers an `@` itself while the server starts (StartupCompletions): what is
+    // left is one typed before it was active, or in that moment. One whose completion got rows has
+    // its popup open, which VS Code asks again by itself when a provider registers (triggerSuggest
+    // would close and reopen it).
+    if (atToken(before) !== undefined && !server.completions.answeredAt(editor.document, position)) {
       void vscode.commands.executeCommand('editor.action.triggerSuggest');
     }
   };
 
-  // The server's session logs changed under open virtual documents: fetch the transcripts again,
-  // and prepare the previews again from their prompts (a preview VS Code reopened after a reload,
-  // with no prompt known here, is fetched again like a transcript).
+  // The server's session logs changed under open transcripts: fetch them again (previews are
+  // prepared again by the follower).
   const contentChanged = (params: unknown): void => {
-    const changed = changedContent(params);
-    transcripts.refresh(changed.transcripts.map((uri) => vscode.Uri.parse(uri)));
-    const byPreview = new Map([...previewed].map(([documentUri, previewUri]) => [previewUri.toString(), documentUri]));
-    for (const uri of changed.previews.map((text) => vscode.Uri.parse(text))) {
-      const documentUri = byPreview.get(uri.toString());
-      if (documentUri !== undefined) {
-        scheduleRefresh(documentUri);
-      } else {
-        previews.refetch(uri);
-      }
-    }
+    transcripts.refresh(changedContent(params).transcripts.map((uri) => vscode.Uri.parse(uri)));
   };
 
   // Run by the menus and the status bar with no argument (the active editor), by the explorer
   // with a Uri, and by the server's "Preview" code lens with [documentUri] as a string.
+  // The summary a preview leaves in the status bar for a few seconds goes as soon as a prompt or a
+  // setting changes: it would read beside figures that no longer agree with it.
+  let summaryMessage: vscode.Disposable | undefined;
+  const dropSummary = (): void => {
+    summaryMessage?.dispose();
+    summaryMessage = undefined;
+  };
+  // With a preview in front (the status bar item still shows its prompt's figures), its prompt.
   const previewContext = async (resource?: vscode.Uri | string): Promise<void> => {
-    const uri = typeof resource === 'string' ? vscode.Uri.parse(resource) : resource;
-    const document =
-      uri instanceof vscode.Uri
-        ? vscode.workspace.textDocuments.find((doc) => doc.uri.toString() === uri.toString())
-        : vscode.window.activeTextEditor?.document;
+    const given = typeof resource === 'string' ? vscode.Uri.parse(resource) : resource;
+    const shown = given instanceof vscode.Uri ? given : vscode.window.activeTextEditor?.document.uri;
+    const uri = shown?.scheme === PREVIEW_SCHEME ? promptUriOf(shown) : shown;
+    const document = uri === undefined ? undefined : vscode.workspace.textDocuments.find((doc) => doc.uri.toString() === uri.toString());
     if (document === undefined || !server.selects(document)) {
       void vscode.window.showInformationMessage(
         'Open a prompt (Markdown, plain text or DSH Prompt) to preview the context its session mentions add.',
@@ -143,10 +103,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       const uri = vscode.Uri.parse(result.uri);
       previews.update(uri, result.text);
       server.previewShown(uri);
-      previewed.set(document.uri.toString(), uri);
       await previews.show(uri);
       if (result.summary !== '') {
-        vscode.window.setStatusBarMessage(`DSH: ${result.summary}`, 6000);
+        summaryMessage?.dispose();
+        summaryMessage = vscode.window.setStatusBarMessage(`DSH: ${result.summary}`, 6000);
       }
     } catch (error) {
       void vscode.window.showErrorMessage(`Could not preview the referenced-session context: ${errorText(error)}`);
@@ -154,11 +114,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   };
 
   // The exact text the model receives (what `dsh-session-reference prepare` prints), for the
-  // active prompt, or for the prompt of the preview in front.
+  // active prompt, or for the prompt of the preview in front. The preview's title bar passes the
+  // preview's own URI: its prompt is asked for.
   const showModelText = async (resource?: vscode.Uri | string): Promise<void> => {
-    const active = vscode.window.activeTextEditor?.document;
     const given = typeof resource === 'string' ? vscode.Uri.parse(resource) : resource;
-    const target = given ?? (active?.uri.scheme === PREVIEW_SCHEME ? vscode.Uri.parse(active.uri.query) : active?.uri);
+    const shown = given ?? vscode.window.activeTextEditor?.document.uri;
+    const target = shown?.scheme === PREVIEW_SCHEME ? promptUriOf(shown) : shown;
     if (target === undefined) {
       void vscode.window.showInformationMessage('Open a prompt to see the text the model receives for it.');
       return;
@@ -167,6 +128,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       const result = asPreviewResult(await server.executeCommand(SERVER_COMMANDS.modelText, [target.toString()]), SERVER_COMMANDS.modelText);
       const uri = vscode.Uri.parse(result.uri);
       previews.update(uri, result.text);
+      server.previewShown(uri);
       await previews.show(uri);
     } catch (error) {
       void vscode.window.showErrorMessage(`Could not show the model-facing text: ${errorText(error)}`);
@@ -183,6 +145,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     new MentionLinks(async (sessionUri) => asTranscriptResult(await server.executeCommand(SERVER_COMMANDS.transcript, [sessionUri])).uri).register(),
     server,
     server.onDidChangeContent(contentChanged),
+    new PreviewFollower(server, previews),
+    vscode.workspace.onDidChangeTextDocument((event) => {
+      if (event.document.uri.scheme !== PREVIEW_SCHEME && event.contentChanges.length > 0 && server.selects(event.document)) {
+        dropSummary();
+      }
+    }),
+    vscode.workspace.onDidChangeConfiguration(dropSummary),
+    { dispose: dropSummary },
     vscode.workspace.onDidCloseTextDocument((document) => {
       if (document.uri.scheme === TRANSCRIPT_SCHEME) {
         transcripts.forget(document.uri);
@@ -192,40 +162,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     new MentionChips(server),
     server.onDidChangeState(updateContext),
     vscode.window.onDidChangeActiveTextEditor(updateContext),
-    vscode.workspace.onDidChangeTextDocument((event) => scheduleRefresh(event.document.uri.toString())),
-    vscode.workspace.onDidChangeConfiguration((event) => {
-      if (event.affectsConfiguration(SECTION)) {
-        scheduleRefresh();
-      }
-    }),
     server.onDidChangeState((state) => {
       if (state === 'running') {
-        // A preview VS Code restored with the window follows its prompt too: the preview URI's
-        // query is the prompt's URI.
-        const known = new Set([...previewed.values()].map((uri) => uri.toString()));
-        for (const document of vscode.workspace.textDocuments) {
-          if (document.uri.scheme === PREVIEW_SCHEME && !known.has(document.uri.toString()) && document.uri.query !== '') {
-            previewed.set(document.uri.query, document.uri);
-          }
-        }
-        scheduleRefresh();
         transcripts.refresh();
-      } else {
-        for (const previewUri of previewed.values()) {
-          previews.markStale(previewUri, 'the DSH language server is not running');
-        }
       }
     }),
     server.onDidStart(() => {
       startedAt = Date.now();
-      reopenCompletion();
+      setTimeout(reopenCompletion, REOPEN_CHECK_MS);
     }),
     vscode.window.onDidChangeTextEditorSelection((event) => {
       if (Date.now() - startedAt < STARTUP_RETRIGGER_MS && event.textEditor === vscode.window.activeTextEditor) {
-        reopenCompletion();
+        // After the completion that this keystroke asks for has had time to answer.
+        setTimeout(reopenCompletion, REOPEN_CHECK_MS);
       }
     }),
-    { dispose: () => clearTimeout(refreshTimer) },
     vscode.commands.registerCommand(CLIENT_COMMANDS.previewContext, previewContext),
     vscode.commands.registerCommand(CLIENT_COMMANDS.showModelText, showModelText),
     vscode.commands.registerCommand(CLIENT_COMMANDS.selectTarget, () => selectTargetSession(server, targets)),
@@ -239,6 +190,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(CLIENT_COMMANDS.sendToDsh, (resource?: vscode.Uri | string) => sender.send(resource)),
   );
   updateContext();
+  reopenCompletion(); // an `@` typed before the extension was active gets "Starting dsh…"
   await server.start();
   updateContext();
 }

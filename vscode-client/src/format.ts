@@ -173,12 +173,33 @@ export function staleNotice(reason: string, preparedAt: Date): string {
   );
 }
 
+/**
+ * The first lines of a preview whose prompt is no longer open: it was prepared from the file as
+ * saved (`onDisk`), or the prompt is gone (deleted, renamed, or an untitled one closed), so the
+ * text below is the last it had, and says so.
+ */
+export function promptGoneNotice(name: string, onDisk: boolean, preparedAt: Date): string {
+  if (onDisk) {
+    return (
+      `PROMPT CLOSED: ${name} is not open; this is the context of the file as saved on disk.\n` +
+      `Prepared at ${clockTime(preparedAt)}; it follows the prompt again once the prompt is open.\n\n`
+    );
+  }
+  return (
+    `PROMPT GONE: ${name} was deleted, renamed or closed unsaved; this preview no longer follows it.\n` +
+    `This is the context as prepared at ${clockTime(preparedAt)}, for the text the prompt had then.\n\n`
+  );
+}
+
 /** The tooltip's last line: which Python runs the server, and why that one. */
 export function interpreterLine(choice: InterpreterChoice, version: string): string {
   return `Server: Python ${version}, ${choice.executable}, from ${choice.origin}.`;
 }
 
-/** `3,086 tokens` when DeepSeek's tokenizer counted them, `~3,086 tokens, estimated` otherwise. */
+/**
+ * `3,086 tokens` when DeepSeek's tokenizer counted them, `~3,086 tokens, estimated` otherwise: the
+ * server's `display.token_count`, which the code lens, hovers and the preview write (a test compares them).
+ */
 export function formatTokens(tokens: number, exact: boolean): string {
   const shown = tokens.toLocaleString('en-US');
   return exact ? `${shown} tokens` : `~${shown} tokens, estimated`;

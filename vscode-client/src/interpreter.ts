@@ -317,3 +317,19 @@ export function probeProblems(choice: InterpreterChoice, probe: ProbeResult): Pr
   }
   return problems;
 }
+
+/**
+ * What a probe's result depends on, as a string: the interpreter's real file (a virtual
+ * environment's `python` is a link to it) with its size and modification time, and the launcher
+ * and extension version that ran the probe. Undefined when the file cannot be read. A probe kept
+ * under this key is valid while the key is the same (see ServerController's probe cache).
+ */
+export async function probeKey(executable: string, launcher: string, extensionVersion: string): Promise<string | undefined> {
+  try {
+    const real = await fs.realpath(executable);
+    const stat = await fs.stat(real);
+    return JSON.stringify([executable, real, stat.size, stat.mtimeMs, launcher, extensionVersion]);
+  } catch {
+    return undefined;
+  }
+}

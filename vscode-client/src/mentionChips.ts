@@ -3,14 +3,18 @@
 // The text itself never changes, so copy, search, undo and the cursor's columns are the
 // document's; a mention a cursor or selection touches is shown as written, so it is edited as
 // text. Which mentions are sound is the server's word (see chips.ts): its transcript links and
-// its error diagnostics.
+// its error and warning diagnostics (a label that is not the title of the session it sends is a
+// warning: such a mention is never drawn as a chip, so it cannot read as another session).
 //
 // VS Code gives extensions no way to take characters out of a line's layout: the characters are
-// hidden by the decoration's CSS (`display: none`), and soft wrapping still counts them.
+// hidden by the decoration's CSS (`display: none`), and soft wrapping still counts them (its line
+// breaks are computed from the text and injected text such as inlay hints, never from decorations;
+// folding hides whole lines only). So a chip's cost hint is drawn right after its label, before
+// the hidden URI (`hintAt`): a wrap then never puts a row of hidden text between chip and hint.
 
 import * as vscode from 'vscode';
 
-import { Change, Chip, chipOf, collapsed, shiftChips, soundMentions, Span } from './chips';
+import { Change, Chip, chipOf, collapsed, flagged, shiftChips, soundMentions, Span } from './chips';
 import { errorText } from './format';
 import { transcriptLinkRanges } from './protocol';
 import { ServerController } from './serverController';
@@ -50,6 +54,7 @@ export class MentionChips implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[];
 
   constructor(private readonly controller: ServerController) {
+    controller.placeHints = (document, position) => this.hintAt(document, position);
     this.disposables = [
       this.hidden,
       this.chipStart,
@@ -149,7 +154,7 @@ export class MentionChips implements vscode.Disposable {
     );
     const errors = vscode.languages
       .getDiagnostics(document.uri)
-      .filter((diagnostic) => diagnostic.source === SOURCE && diagnostic.severity === vscode.DiagnosticSeverity.Error)
+      .filter((diagnostic) => diagnostic.source === SOURCE && flagged(diagnostic.severity))
       .map((diagnostic) => offsets(diagnostic.range));
     const chips = soundMentions(linked, errors)
       .slice(0, MAX_CHIPS)
@@ -188,6 +193,22 @@ export class MentionChips implements vscode.Disposable {
     }
   }
 
+  /**
+   * Where the server's hint at `position` is drawn: after the label of a chip that ends there and
+   * is collapsed in every editor showing it (so it reads `@Title 2 msgs · 1.2 / 64 KB`, the URI out
+   * of sight after it); anywhere else, where the server put it.
+   */
+  hintAt(document: vscode.TextDocument, position: vscode.Position): vscode.Position {
+    const offset = document.offsetAt(position);
+    const chip = this.judged.get(document.uri.toString())?.chips.find((candidate) => candidate.mention.end === offset);
+    if (chip === undefined) {
+      return position;
+    }
+    const editors = vscode.window.visibleTextEditors.filter((editor) => editor.document === document);
+    const shown = editors.every((editor) => collapsed([chip], editor.selections.map((selection) => ({ start: document.offsetAt(selection.start), end: document.offsetAt(selection.end) }))).length === 1);
+    return shown && editors.length > 0 ? document.positionAt(chip.label.end) : position;
+  }
+
   private draw(editor: vscode.TextEditor): void {
     const document = editor.document;
     const chips = this.judged.get(document.uri.toString())?.chips ?? [];
@@ -197,7 +218,11 @@ export class MentionChips implements vscode.Disposable {
     if (this.drawn.get(editor) === key) {
       return;
     }
+    const before = this.drawn.get(editor);
     this.drawn.set(editor, key);
+    if (before !== undefined || key !== '') {
+      this.controller.refreshInlayHints(); // the hints of chips collapsed or written out move
+    }
     const range = (span: Span): vscode.Range => new vscode.Range(document.positionAt(span.start), document.positionAt(span.end));
     editor.setDecorations(this.hidden, shown.flatMap((chip) => chip.hidden.map(range)));
     editor.setDecorations(this.chipStart, shown.map((chip) => range(chip.at)));

@@ -2,7 +2,8 @@
 // it is served from here first; a preview VS Code reopens later (after a reload) is fetched from
 // the server's `workspace/textDocumentContent`. Re-running the command updates an open preview
 // in place instead of opening another tab. A preview that can no longer be prepared again keeps
-// its last text under an "OUT OF DATE" notice.
+// its last text under an "OUT OF DATE" notice, one whose prompt is gone under a notice saying so.
+// What keeps each open preview following its prompt is previewFollower.ts.
 //
 // Served as a read-only file system, not a text document content provider: VS Code keeps no
 // editor of a content provider's document across a reload, and left the editor group the preview
@@ -11,11 +12,17 @@
 
 import * as vscode from 'vscode';
 
-import { staleNotice } from './format';
-import { PREVIEW_SCHEME } from './protocol';
+import { promptGoneNotice, staleNotice } from './format';
+import { PREVIEW_SCHEME, promptOfPreview } from './protocol';
 
 /** The language of previews (package.json): word wrap on, no brackets. */
 export const PREVIEW_LANGUAGE = 'dsh-preview';
+
+/** The prompt a preview follows, as VS Code writes its URI (the key its documents are found by). */
+export function promptUriOf(preview: vscode.Uri): vscode.Uri | undefined {
+  const prompt = promptOfPreview(preview.toString());
+  return prompt === undefined ? undefined : vscode.Uri.parse(prompt);
+}
 
 interface Prepared {
   readonly text: string;
@@ -98,17 +105,36 @@ export class PreviewDocuments implements vscode.FileSystemProvider, vscode.TextD
     return 'This preview is out of date. Run "DSH: Preview referenced-session context" on the prompt again.\n';
   }
 
-  /** A freshly prepared text (clears any stale notice). */
-  update(uri: vscode.Uri, text: string): void {
+  /** A freshly prepared text (clears any stale notice), under `notice` when one is given. */
+  update(uri: vscode.Uri, text: string, notice = ''): void {
     const key = uri.toString();
     this.prepared.set(key, { text, at: new Date() });
-    this.display(key, uri, text);
+    this.display(key, uri, notice + text);
   }
 
-  /** Fetches a preview whose prompt this window does not know from the server again. */
-  refetch(uri: vscode.Uri): void {
-    this.texts.delete(uri.toString());
-    this.changed(uri);
+  /** When the preview was last prepared (undefined: never in this window). */
+  preparedAt(uri: vscode.Uri): Date | undefined {
+    return this.prepared.get(uri.toString())?.at;
+  }
+
+  /** The previews this window holds a text of, open or not. */
+  known(): vscode.Uri[] {
+    return [...this.texts.keys()].map((key) => vscode.Uri.parse(key));
+  }
+
+  /** Drops a preview's text (its document closed, or its prompt changed while it was not open):
+   * the next read asks the server, which prepares it from the prompt as it is then. */
+  forget(uri: vscode.Uri): void {
+    const key = uri.toString();
+    this.texts.delete(key);
+    this.prepared.delete(key);
+  }
+
+  /** The prompt of the preview is gone: its last text, under a notice that says so. */
+  markGone(uri: vscode.Uri, name: string): void {
+    const key = uri.toString();
+    const last = this.prepared.get(key);
+    this.display(key, uri, promptGoneNotice(name, false, last?.at ?? new Date()) + (last?.text ?? ''));
   }
 
   /** Keeps the last prepared text, under a notice that says why it may no longer be current. */

@@ -277,3 +277,38 @@ export function changedContent(params: unknown): { transcripts: string[]; previe
     previews: unique.filter((uri) => uri.startsWith(`${PREVIEW_SCHEME}:`)),
   };
 }
+
+/** The name ending of a preview of the exact model-facing text (the server's `MODEL_TEXT_SUFFIX`). */
+const MODEL_TEXT_SUFFIX = ' (model text).txt';
+
+/**
+ * The prompt a `dsh-preview:` URI was made for (its query, percent-encoded by the server's
+ * `preview_uri`), or undefined for any other URI. Each preview names its prompt, so a preview
+ * VS Code restores after a reload finds its prompt again without anything remembered here.
+ */
+export function promptOfPreview(previewUri: string): string | undefined {
+  if (!previewUri.startsWith(`${PREVIEW_SCHEME}:`)) {
+    return undefined;
+  }
+  const query = previewUri.indexOf('?');
+  if (query < 0 || query === previewUri.length - 1) {
+    return undefined;
+  }
+  const end = previewUri.indexOf('#', query);
+  try {
+    return decodeURIComponent(previewUri.slice(query + 1, end < 0 ? undefined : end));
+  } catch {
+    return undefined; // not percent-encoding the server wrote
+  }
+}
+
+/** Whether a `dsh-preview:` URI shows the exact model-facing text rather than the readable context. */
+export function isModelTextPreview(previewUri: string): boolean {
+  const query = previewUri.indexOf('?');
+  const path = query < 0 ? previewUri : previewUri.slice(0, query);
+  try {
+    return decodeURIComponent(path).endsWith(MODEL_TEXT_SUFFIX);
+  } catch {
+    return false;
+  }
+}

@@ -32,6 +32,7 @@ import {
   InterpreterChoice,
   InterpreterNotFound,
   probeInterpreter,
+  probeKey,
   probeProblems,
   ProbeResult,
 } from './interpreter';
@@ -45,6 +46,7 @@ import {
   SERVER_COMMANDS,
 } from './protocol';
 import { RestartPolicy } from './restartPolicy';
+import { quietRaces, serverStdio } from './serverLog';
 import { TraceChannel } from './traceChannel';
 import {
   didChangeConfigurationParams,
@@ -56,6 +58,7 @@ import {
   serverLogLevel,
   toServerSettings,
 } from './settings';
+import { StartupCompletions } from './startupCompletion';
 
 export const CLIENT_ID = 'dshSessionReference';
 export const CLIENT_NAME = 'DSH Session Reference';
@@ -68,6 +71,22 @@ const LISTING_RETRY_MS = 250;
  */
 const MAX_LISTING_RETRIES = 100;
 const RESTART_WINDOW_MS = 3 * 60_000;
+/** Columns of the editor font one suggest row has room for at the popup's default 430 px. */
+const COMPLETION_ROW_COLUMNS = 46;
+/**
+ * Where the last probe that found no problem is kept (globalState): a start with the same
+ * interpreter file, launcher and extension version skips the probe, a whole Python start (0.2-0.5 s
+ * of every window's first `@`), and probes again a while after the server runs.
+ */
+const PROBE_CACHE = 'dshSessionReference.probe';
+
+/** How long after a start on a kept probe the interpreter is probed again. */
+const PROBE_RECHECK_MS = 20_000;
+
+interface KeptProbe {
+  readonly key: string;
+  readonly probe: ProbeResult;
+}
 
 export type ServerState = 'starting' | 'running' | 'stopped';
 
@@ -116,7 +135,8 @@ function exited(child: ChildProcess | undefined, timeoutMs: number): Promise<voi
  * Tells the server which client commands it may name where LSP has no request: the one that
  * opens the completion popup (a quick fix for a mention no session answers leaves an `@` and
  * opens the list to pick from), and the extension's own preview (the code lens "Preview" runs
- * it with [documentUri], so the preview opens beside the prompt and follows it).
+ * it with [documentUri], so the preview opens beside the prompt and follows it). And how wide a
+ * completion row is (COMPLETION_ROW_COLUMNS).
  */
 export class SuggestCommandFeature implements StaticFeature {
   fillClientCapabilities(capabilities: ClientCapabilities): void {
@@ -125,6 +145,9 @@ export class SuggestCommandFeature implements StaticFeature {
       dshSessionReference: {
         triggerSuggestCommand: 'editor.action.triggerSuggest',
         previewCommand: CLIENT_COMMANDS.previewContext,
+        // What a row of the suggest popup has room for at its default width: the server shortens
+        // long titles so that each row's age and project stay whole (lsp/completion.py).
+        completionRowColumns: COMPLETION_ROW_COLUMNS,
       },
     };
   }
@@ -148,13 +171,22 @@ export class ServerController implements vscode.Disposable {
   private readonly startedEmitter = new vscode.EventEmitter<void>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly traceChannel = new TraceChannel();
+  /** The `@` popup before the server answers, and asking again with the popup kept open. */
+  readonly completions = new StartupCompletions(
+    (document) => this.selects(document),
+    () => this.client?.isRunning() === true,
+  );
   private selector: LanguageFilter[] = toDocumentSelector(undefined);
   private previewCommandsInFlight = 0;
+  /** When the extension activated (this controller was made), until the first rows of sessions. */
+  private activatedAt: number | undefined = Date.now();
   /** Completions answered only "Listing dsh sessions…" in a row (see MAX_LISTING_RETRIES). */
   private listingRetries = 0;
   private readonly previewsShownAt = new Map<string, number>();
   private _state: ServerState = 'stopped';
   private watchingPythonExtension = false;
+  /** Set when the server is started on a kept probe (see PROBE_CACHE): probed again once it runs. */
+  private recheckProbe: { choice: InterpreterChoice; key: string } | undefined;
   /** The interpreter the running (or last started) server uses, and why: for the tooltip. */
   interpreter: { choice: InterpreterChoice; version: string } | undefined;
 
@@ -178,12 +210,15 @@ export class ServerController implements vscode.Disposable {
       this.contentChangedEmitter,
       this.startedEmitter,
       this.traceChannel,
+      this.completions,
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
         this.output.info('workspace trusted; restarting the server to use its interpreter');
         void this.restart();
       }),
     );
+    // The default languages until the first start reads the documentSelector setting.
+    this.completions.register(this.selector);
   }
 
   get state(): ServerState {
@@ -223,7 +258,7 @@ export class ServerController implements vscode.Disposable {
     if (client === undefined || !client.isRunning()) {
       throw new Error('The DSH Session Reference server is not running. Run "DSH: Restart server" or see "DSH: Show output".');
     }
-    const isPreview = command === 'dshSessionReference.preview';
+    const isPreview = command === SERVER_COMMANDS.preview || command === SERVER_COMMANDS.modelText;
     if (isPreview) {
       this.previewCommandsInFlight += 1;
     }
@@ -252,12 +287,36 @@ export class ServerController implements vscode.Disposable {
    * The server's `textDocument/documentLink` reply for a document, raw (see `transcriptLinkRanges`).
    * The client sends the document's pending edits first, so the reply is for its current text.
    */
+  /**
+   * Where an inlay hint the server places at `position` is drawn instead (see `MentionChips.hintAt`):
+   * after a chip's visible label rather than after its hidden URI, so a soft wrap never puts rows of
+   * hidden text between the chip and its cost.
+   */
+  placeHints: (document: vscode.TextDocument, position: vscode.Position) => vscode.Position = (_, position) => position;
+
+  /** Asks VS Code for the inlay hints of the open documents again (a chip collapsed or expanded). */
+  refreshInlayHints(): void {
+    const feature = this.client?.getFeature('textDocument/inlayHint');
+    for (const document of vscode.workspace.textDocuments) {
+      feature?.getProvider(document)?.onDidChangeInlayHints.fire();
+    }
+  }
+
   async documentLinks(uri: vscode.Uri, token: vscode.CancellationToken): Promise<unknown> {
     const client = this.client;
     if (client === undefined || !client.isRunning()) {
       return [];
     }
     return client.sendRequest('textDocument/documentLink', { textDocument: { uri: uri.toString() } }, token);
+  }
+
+  /**
+   * Has VS Code ask for `document`'s code lenses again. After an edit it sometimes asks no more
+   * (seen in the e2e: a lens kept "dsh would not send this" for 20 s after the fix, no request
+   * sent); the status bar calls this when the prompt's figures it reads have changed.
+   */
+  refreshCodeLenses(document: vscode.TextDocument): void {
+    this.client?.getFeature('textDocument/codeLens').getProvider(document)?.onDidChangeCodeLensEmitter.fire();
   }
 
   /** Asks the server for a virtual document's text (LSP 3.18 `workspace/textDocumentContent`). */
@@ -300,17 +359,17 @@ export class ServerController implements vscode.Disposable {
   }
 
   /**
-   * Opens the suggestions again at `position` in a little while, if the user is still there (same
-   * document version, same cursor): the server answered before it had listed the sessions.
+   * Asks for the completion at `position` again in a little while, if the user is still there
+   * (same document version, same cursor), keeping the popup open: the server answered before it
+   * had listed the sessions.
    */
   private askAgainSoon(document: vscode.TextDocument, position: vscode.Position): void {
     const version = document.version;
     setTimeout(() => {
       const editor = vscode.window.activeTextEditor;
       if (editor?.document === document && document.version === version && editor.selection.active.isEqual(position)) {
-        this.output.trace("completion: asking again (the sessions are still being listed)");
-        // Triggered while its popup shows, VS Code keeps the answer it has: closed first.
-        void vscode.commands.executeCommand('hideSuggestWidget').then(() => vscode.commands.executeCommand('editor.action.triggerSuggest'));
+        this.output.trace('completion: asking again (the sessions are still being listed)');
+        this.completions.askAgain();
       }
     }, LISTING_RETRY_MS);
   }
@@ -434,21 +493,26 @@ export class ServerController implements vscode.Disposable {
       this.output.info(`not using the Python extension's environment: ${choice.passedOver}`);
     }
     this.output.info(`interpreter: ${choice.executable} (from ${choice.origin})`);
+    const key = await probeKey(choice.executable, this.launcher, String(this.context.extension.packageJSON.version));
+    const kept = this.context.globalState.get<KeptProbe>(PROBE_CACHE);
     let probe: ProbeResult;
-    try {
-      probe = await probeInterpreter(choice.executable, {
-        launcher: this.launcher,
-        cwd: this.context.extensionPath,
-        env: process.env,
-      });
-    } catch (error) {
-      void this.notifyOnce(
-        'interpreter',
-        'error',
-        `DSH Session Reference could not use ${choice.origin}: ${errorText(error)}`,
-        ['Open Settings', 'Show Output'],
-      );
-      return undefined;
+    if (key !== undefined && kept?.key === key) {
+      probe = kept.probe;
+      this.recheckProbe = { choice, key };
+    } else {
+      try {
+        probe = await this.probe(choice);
+      } catch (error) {
+        void this.notifyOnce(
+          'interpreter',
+          'error',
+          `DSH Session Reference could not use ${choice.origin}: ${errorText(error)}`,
+          ['Open Settings', 'Show Output'],
+        );
+        return undefined;
+      }
+      const clean = probeProblems(choice, probe).every((problem) => problem.severity === 'info');
+      await this.context.globalState.update(PROBE_CACHE, clean && key !== undefined ? { key, probe } : undefined);
     }
     this.output.info(`Python ${formatVersion(probe.version)} on ${probe.platform}`);
     this.interpreter = { choice, version: formatVersion(probe.version) };
@@ -468,6 +532,33 @@ export class ServerController implements vscode.Disposable {
     return { choice, probe };
   }
 
+  private probe(choice: InterpreterChoice): Promise<ProbeResult> {
+    return probeInterpreter(choice.executable, { launcher: this.launcher, cwd: this.context.extensionPath, env: process.env });
+  }
+
+  /**
+   * The server started on a kept probe: probe again now it runs. A different result replaces the
+   * kept one; one with problems restarts the server, which then probes and says what is wrong.
+   */
+  private async recheck(check: { choice: InterpreterChoice; key: string }): Promise<void> {
+    let fresh: ProbeResult | undefined;
+    try {
+      fresh = await this.probe(check.choice);
+    } catch {
+      fresh = undefined;
+    }
+    const kept = this.context.globalState.get<KeptProbe>(PROBE_CACHE);
+    if (fresh !== undefined && JSON.stringify(kept?.probe) === JSON.stringify(fresh)) {
+      return;
+    }
+    const clean = fresh !== undefined && probeProblems(check.choice, fresh).every((problem) => problem.severity === 'info');
+    await this.context.globalState.update(PROBE_CACHE, clean ? { key: check.key, probe: fresh } : undefined);
+    if (!clean) {
+      this.output.info('the interpreter no longer probes as it did; restarting the server to check it');
+      void this.restart();
+    }
+  }
+
   private get launcher(): string {
     return this.context.asAbsolutePath('python/launch_server.py');
   }
@@ -479,6 +570,7 @@ export class ServerController implements vscode.Disposable {
     this.setState('starting');
     this.selector = toDocumentSelector(userValue(vscode.workspace.getConfiguration(SECTION), 'documentSelector'));
     const resolved = await this.resolveInterpreter();
+    this.completions.register(this.selector); // the setting's languages, if not the default ones
     if (resolved === undefined) {
       this.setState('stopped');
       return;
@@ -516,13 +608,21 @@ export class ServerController implements vscode.Disposable {
         this.setState('starting');
       }
     });
+    const recheck = this.recheckProbe;
+    this.recheckProbe = undefined;
     try {
       await client.start();
       this.output.info('server started');
       if (isCurrent()) {
         this.startedEmitter.fire();
       }
+      if (recheck !== undefined) {
+        // Not beside the server's own start (its first listing): both would share two cores.
+        setTimeout(() => void this.recheck(recheck), PROBE_RECHECK_MS);
+      }
     } catch (error) {
+      // Whatever the kept probe said, the next start probes again.
+      await this.context.globalState.update(PROBE_CACHE, undefined);
       this.output.error(`server failed to start: ${String(error)}`);
       this.client = undefined;
       this.setState('stopped');
@@ -555,7 +655,8 @@ export class ServerController implements vscode.Disposable {
   private clientOptions(isCurrent: () => boolean): LanguageClientOptions {
     return {
       documentSelector: this.selector,
-      outputChannel: this.output,
+      outputChannel: quietRaces(this.output),
+      stdioOptions: serverStdio(),
       traceOutputChannel: this.traceChannel,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: { [SECTION]: currentServerSettings() },
@@ -586,6 +687,7 @@ export class ServerController implements vscode.Disposable {
         provideInlayHints: async (document, range, token, next) => {
           const hints = await next(document, range, token);
           for (const hint of hints ?? []) {
+            hint.position = this.placeHints(document, hint.position);
             if (typeof hint.label === 'string') {
               hint.label = unbreakable(hint.label);
             } else {
@@ -598,11 +700,20 @@ export class ServerController implements vscode.Disposable {
         },
         // While the server is still listing the sessions (a fresh server over a big root), its
         // answer is one "Listing dsh sessions…" row: ask again shortly, so the sessions replace
-        // it without another key pressed.
+        // it without another key pressed and without the popup closing in between.
         provideCompletionItem: async (document, position, context, token, next) => {
           const result = await next(document, position, context, token);
+          const items = Array.isArray(result) ? result : result?.items;
+          if (items !== undefined && items.length > 0) {
+            this.completions.answered(document, position);
+          }
           if (!isListingOnly(result)) {
             this.listingRetries = 0;
+            if (this.activatedAt !== undefined && items !== undefined && items.length > 0) {
+              // What a user waits for after opening a window (docs/benchmarks.md quotes it).
+              this.output.info(`first completion with sessions: ${Date.now() - this.activatedAt} ms after activation`);
+              this.activatedAt = undefined;
+            }
           } else if (this.listingRetries < MAX_LISTING_RETRIES) {
             this.listingRetries += 1;
             this.askAgainSoon(document, position);

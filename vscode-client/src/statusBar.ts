@@ -6,16 +6,33 @@ import * as vscode from 'vscode';
 
 import { errorText, formatStatus, interpreterLine, statusTarget } from './format';
 import { asDocumentSummary, DocumentSummary, PREVIEW_SCHEME, SERVER_COMMANDS } from './protocol';
+import { promptUriOf } from './preview';
 import { ServerController } from './serverController';
 import { TargetStore } from './targetPicker';
 
 const REFRESH_DELAY_MS = 300;
+
+/**
+ * The prompt whose figures the item shows: the active editor's document, or, with a preview in
+ * front, the prompt it previews (kept current like any other: a setting changed while the preview
+ * has the focus changes the figures beside it too).
+ */
+function shownPrompt(): vscode.TextDocument | undefined {
+  const document = vscode.window.activeTextEditor?.document;
+  if (document?.uri.scheme !== PREVIEW_SCHEME) {
+    return document;
+  }
+  const prompt = promptUriOf(document.uri)?.toString();
+  return vscode.workspace.textDocuments.find((candidate) => candidate.uri.toString() === prompt);
+}
 
 export class MentionStatus implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('dshSessionReference.status', vscode.StatusBarAlignment.Right, 100);
   private readonly disposables: vscode.Disposable[] = [this.item];
   private timer: NodeJS.Timeout | undefined;
   private generation = 0;
+  /** The figures last read for each prompt (see refresh). */
+  private readonly figures = new Map<string, string>();
 
   constructor(
     private readonly controller: ServerController,
@@ -25,12 +42,12 @@ export class MentionStatus implements vscode.Disposable {
     this.disposables.push(
       vscode.window.onDidChangeActiveTextEditor(() => this.schedule(0)),
       vscode.workspace.onDidChangeTextDocument((event) => {
-        if (event.document === vscode.window.activeTextEditor?.document) {
+        if (event.document === shownPrompt()) {
           this.schedule(REFRESH_DELAY_MS);
         }
       }),
       vscode.languages.onDidChangeDiagnostics((event) => {
-        const active = vscode.window.activeTextEditor?.document.uri.toString();
+        const active = shownPrompt()?.uri.toString();
         if (event.uris.some((uri) => uri.toString() === active)) {
           this.schedule(REFRESH_DELAY_MS);
         }
@@ -57,10 +74,7 @@ export class MentionStatus implements vscode.Disposable {
 
   private async refresh(): Promise<void> {
     const generation = ++this.generation;
-    const document = vscode.window.activeTextEditor?.document;
-    if (document?.uri.scheme === PREVIEW_SCHEME) {
-      return; // looking at a prompt's preview: keep showing that prompt's figures
-    }
+    const document = shownPrompt();
     if (document === undefined || !this.controller.selects(document)) {
       this.item.hide();
       return;
@@ -82,6 +96,15 @@ export class MentionStatus implements vscode.Disposable {
     }
     if (generation !== this.generation) {
       return;
+    }
+    // The code lens shows the same figures: when they changed, VS Code is asked for it again.
+    const figures = summary === undefined ? undefined : JSON.stringify([summary.mentions, summary.sessions, summary.errors, summary.bytes, summary.tokens]);
+    if (figures !== undefined && this.figures.get(document.uri.toString()) !== figures) {
+      const known = this.figures.has(document.uri.toString());
+      this.figures.set(document.uri.toString(), figures);
+      if (known) {
+        this.controller.refreshCodeLenses(document);
+      }
     }
     // The server knows the target best (it also reads $DSH_SESSION_ID) and its title.
     const target = summary?.target;

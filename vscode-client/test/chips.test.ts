@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { chipOf, collapsed, shiftChips, soundMentions, Span } from '../src/chips';
+import { chipOf, collapsed, flagged, shiftChips, soundMentions, Span } from '../src/chips';
 
 const MENTION = '@[Fix the zstd reader](dsh-session:IjAxOThjMmE3LTMzMzMtN2MzZC05ZjAwLTAwMDAwMDAwMDAwZCI)';
 
@@ -83,6 +83,13 @@ describe('soundMentions', () => {
       { start: 40, end: 60 },
     ]);
     assert.deepEqual(soundMentions(links, [{ start: 21, end: 39 }]).length, 3);
+  });
+
+  test('errors and warnings keep a mention written out, information and hints do not', () => {
+    // A warning is what the server gives a label that is not the title of the session it sends:
+    // `@[Harmless refactor](dsh-session:<the secrets session>)` must never read `@Harmless refactor`.
+    const severities = [0, 1, 2, 3].filter(flagged);
+    assert.deepEqual(severities, [0, 1]);
   });
 });
 

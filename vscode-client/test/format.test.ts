@@ -13,6 +13,7 @@ import {
   parseCreatedAt,
   relativeTime,
   shortId,
+  promptGoneNotice,
   staleNotice,
   statusTarget,
   unbreakable,
@@ -176,6 +177,22 @@ describe('staleNotice', () => {
       'OUT OF DATE: the DSH language server is not running.\n' +
         'Prepared at 09:05:07; it refreshes by itself once it can.\n\n',
     );
+  });
+});
+
+describe('promptGoneNotice', () => {
+  const at = new Date(2026, 2, 10, 9, 5, 7);
+  test('a closed prompt: prepared from the file on disk, and says so', () => {
+    assert.equal(
+      promptGoneNotice('prompt.md', true, at),
+      'PROMPT CLOSED: prompt.md is not open; this is the context of the file as saved on disk.\n' +
+        'Prepared at 09:05:07; it follows the prompt again once the prompt is open.\n\n',
+    );
+  });
+  test('a prompt that is gone: the last text, said to follow nothing', () => {
+    const notice = promptGoneNotice('prompt.md', false, at);
+    assert.match(notice, /^PROMPT GONE: prompt\.md was deleted, renamed or closed unsaved; this preview no longer follows it\.\n/u);
+    assert.match(notice, /as prepared at 09:05:07/u);
   });
 });
 

@@ -18,6 +18,7 @@ import {
   LookupInput,
   parseProbeOutput,
   probeInterpreter,
+  probeKey,
   probeProblems,
   ProbeResult,
   tooOldMessage,
@@ -279,5 +280,22 @@ describe('probeProblems', () => {
     assert.equal(broken.length, 1);
     assert.equal(broken[0].severity, 'fatal');
     assert.match(broken[0].message, /could not load with Python 3\.12\.1 .*cannot import name/);
+  });
+});
+
+describe('probeKey', () => {
+  test('the same interpreter file gives the same key; a changed or missing one does not', async () => {
+    const folder = await fs.mkdtemp(path.join(os.tmpdir(), 'probe-key-'));
+    const python = path.join(folder, 'python3.12');
+    await fs.writeFile(python, '#!/bin/sh\n');
+    const link = path.join(folder, 'python');
+    await fs.symlink(python, link);
+    const first = await probeKey(link, '/ext/launch_server.py', '0.1.0');
+    assert.ok(first !== undefined);
+    assert.equal(await probeKey(link, '/ext/launch_server.py', '0.1.0'), first);
+    assert.notEqual(await probeKey(link, '/ext/launch_server.py', '0.1.1'), first);
+    await fs.utimes(python, new Date(2020, 0, 1), new Date(2020, 0, 1));
+    assert.notEqual(await probeKey(link, '/ext/launch_server.py', '0.1.0'), first);
+    assert.equal(await probeKey(path.join(folder, 'missing'), '/ext/launch_server.py', '0.1.0'), undefined);
   });
 });

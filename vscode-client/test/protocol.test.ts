@@ -16,7 +16,9 @@ import {
   changedContent,
   CLIENT_COMMANDS,
   isListingOnly,
+  isModelTextPreview,
   isRequestCancelled,
+  promptOfPreview,
   ProtocolError,
   SERVER_COMMANDS,
   transcriptLinkRanges,
@@ -190,4 +192,17 @@ test('isListingOnly: only an answer that is the one listing row asks again', () 
   assert.equal(isListingOnly({ items: [{ label: 'x', data: { listing: 'yes' } }] }), false);
   assert.equal(isListingOnly(undefined), false);
   assert.equal(isListingOnly(null), false);
+});
+
+test('promptOfPreview / isModelTextPreview: a preview URI names its prompt (the server writes it percent-encoded)', () => {
+  // As the server's preview_uri writes them, and as VS Code's Uri.toString() writes them back.
+  const context = 'dsh-preview:/prompt.md%20%28context%29.txt?file%3A%2F%2F%2Fw%2Fmy%20dir%2Fprompt.md';
+  const model = 'dsh-preview:/prompt.md%20(model%20text).txt?file%3A%2F%2F%2Fw%2Fprompt.md';
+  assert.equal(promptOfPreview(context), 'file:///w/my dir/prompt.md');
+  assert.equal(promptOfPreview(model), 'file:///w/prompt.md');
+  assert.equal(isModelTextPreview(context), false);
+  assert.equal(isModelTextPreview(model), true);
+  assert.equal(promptOfPreview('dsh-preview:/x.txt'), undefined, 'no query: no prompt');
+  assert.equal(promptOfPreview('dsh-preview:/x.txt?%E0%A4%A'), undefined, 'broken encoding: no prompt');
+  assert.equal(promptOfPreview('file:///w/prompt.md?x'), undefined, 'not a preview');
 });

@@ -19,14 +19,13 @@ from ..analysis import (
     MALFORMED_URI,
     NONCANONICAL_URI,
     SELF_REFERENCE,
-    STALE_LABEL,
     TOO_MANY_REFERENCES,
     UNKNOWN_SESSION,
     Analysis,
-    is_current_label,
+    quoted,
 )
 from ..display import display_label
-from ..jsjson import js_stringify
+from ..labels import STALE_LABEL, is_current_label, own_label
 from ..lines import Encoding
 from ..uri import MentionSpan, encode_session_reference_uri, format_session_reference_mention
 from .diagnostics import SOURCE
@@ -107,10 +106,15 @@ def _span_fixes(analysis: Analysis, span: MentionSpan) -> Iterator[Fix]:
                 (),
                 span=span,
             )
-        elif title is not None and not is_current_label(span.label, title):
-            label = display_label(title)
+        elif (
+            reference is not None
+            and reference.record is not None
+            and not is_current_label(span.label, own := own_label(title, span.session_id))
+        ):
+            label = display_label(own)
+            what = "current title" if title is not None else "session's id (it has no title)"
             yield Fix(
-                f"Refresh the label to the current title {js_stringify(label)}",
+                f"Refresh the label to the {what} {quoted(own)}",
                 span.start,
                 span.end,
                 format_session_reference_mention(span.session_id, label),

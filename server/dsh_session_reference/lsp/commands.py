@@ -25,9 +25,16 @@ from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
 from .actions import PREVIEW_COMMAND, workspace_edit
 from .completion import shown
-from .contract import Command, Feature, Services, root_errors
+from .contract import Command, Feature, Services, cancel_grace, root_errors
 from .documents import text_of
-from .preview import Preview, build_model_text, build_preview, document_summary, referenced_sessions
+from .preview import (
+    Preview,
+    build_model_text,
+    build_preview,
+    document_of_preview,
+    document_summary,
+    referenced_sessions,
+)
 from .progress import CLIENT_REQUEST_TIMEOUT
 from .sessions import (
     TRANSCRIPT_SCHEME,
@@ -58,7 +65,9 @@ def _shown_preview(command: str, *, model_text: bool) -> Callable[..., Awaitable
     summarised where it cannot be."""
 
     async def handler(ls: Services, *args: Any) -> dict[str, Any]:
-        uri = _uri_argument(args, command)
+        asked = _uri_argument(args, command)
+        # A preview's own URI stands for its prompt (a client's button on the preview passes it).
+        uri = document_of_preview(asked) or asked
         with ls.tracked_command():
             preview = await preview_of(ls, uri, model_text=model_text)
             if preview is None:
@@ -97,6 +106,7 @@ async def _candidates_command(ls: Services, *args: Any) -> list[dict[str, Any]]:
     if (uri is not None and not isinstance(uri, str)) or not isinstance(query, str):
         raise JsonRpcInvalidParams(f"{CANDIDATES_COMMAND}: documentUri and query must be strings")
     with ls.tracked_command():
+        await cancel_grace()
         agent = await ls.agent_for(uri)
         candidates = await ls.engine.resolver.list_candidates(agent, query)
         return [candidate_row(candidate) for candidate in candidates]

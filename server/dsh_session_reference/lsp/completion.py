@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -38,6 +39,24 @@ LISTING_LABEL: Final = "Listing dsh sessions…"
 LISTING_DATA: Final = {"listing": True}
 """That row's ``data``: how a client tells it from a session's row (the VS Code extension asks
 again while it shows)."""
+
+ROW_COLUMNS: Final = 46.0
+"""What one row of VS Code's suggestion popup has room for, in columns of the editor's monospace
+font, at its default width (430 px) and font (14 px: 8.4 px a column; the icon and padding take
+the rest): what the VS Code extension declares as ``completionRowColumns``. VS Code draws
+``labelDetails.description`` at 85% of the font size, after a gap of 1.1 of its ems, and cuts it
+before the label (it shrinks four times as fast), so a row whose label and description do not
+fit loses its age and project first: for a client that declares its row width, the label is
+shortened instead (:func:`fitted_row`). The whole title is in the row's documentation and its
+filter text. Other clients (Neovim's and Emacs' menus grow to fit) get whole titles."""
+MIN_ROW_COLUMNS: Final = 24
+MAX_ROW_COLUMNS: Final = 1000
+"""The row widths a client may declare; any other value is ignored (rows keep whole titles)."""
+DESCRIPTION_SCALE: Final = 0.85
+DESCRIPTION_GAP: Final = 1.6
+"""The gap before the description, in columns (1.1 em at 85%, and a little to spare)."""
+MIN_LABEL_COLUMNS: Final = 16
+"""A label keeps at least this much; past it a very long project name is shortened too."""
 
 MAX_TOKEN_LENGTH: Final = 512
 """A longer run of non-space text before the cursor is not a mention being typed."""
@@ -161,6 +180,7 @@ def completion_items(
     label_details: bool,
     typed: str = "@",
     filter_text: bool = True,
+    row_columns: float | None = None,
 ) -> list[types.CompletionItem]:
     """One item per candidate, in ``list_candidates`` order.
 
@@ -171,6 +191,7 @@ def completion_items(
     survive a keystroke typed before the next answer arrives. Neovim 0.7 inserts
     at the cursor instead of the edit's start whenever ``filterText`` is present:
     clients with ``insertReplaceSupport`` get it; the others filter on the label.
+    ``row_columns``: what the client declared one row has room for (:data:`ROW_COLUMNS`).
     """
     width = max(4, len(str(len(candidates))))
     items: list[types.CompletionItem] = []
@@ -183,9 +204,14 @@ def completion_items(
         parts = [short_age(candidate.created_at, now_ms), *([row.project] if row.project else [])]
         if body is not None:
             parts.insert(0, BODY_MARK)
+        label = row.label
         if label_details:
             # The id is the last line of the documentation: a detail would show it again, and
             # wrapped, above the title there.
+            if filter_text and row_columns is not None:
+                # A client that filters on filterText reads the label only: it may be shortened
+                # so that age and project stay whole (a client filtering on the label gets it all).
+                label, parts = fitted_row(row.label, parts, row_columns)
             details = types.CompletionItemLabelDetails(description=" · ".join(parts))
             detail = None
         else:
@@ -200,7 +226,7 @@ def completion_items(
             searchable = f"{typed} {body.matched} {row.searchable}"
         items.append(
             types.CompletionItem(
-                label=row.label,
+                label=label,
                 label_details=details,
                 kind=types.CompletionItemKind.Reference,
                 detail=detail,
@@ -211,6 +237,41 @@ def completion_items(
             )
         )
     return items
+
+
+def columns(text: str) -> int:
+    """Columns ``text`` takes in a monospace font: East Asian wide and fullwidth characters two."""
+    return sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in text)
+
+
+def clipped(text: str, room: int) -> str:
+    """``text`` in at most ``room`` columns, its last one ``…`` when cut."""
+    if columns(text) <= room:
+        return text
+    kept, used = [], 1
+    for char in text:
+        used += columns(char)
+        if used > room:
+            break
+        kept.append(char)
+    return "".join(kept) + "…"
+
+
+def fitted_row(label: str, parts: list[str], row_columns: float = ROW_COLUMNS) -> tuple[str, list[str]]:
+    """A row's label and description parts (``[age, project]``, a body row's mark first) that fit
+    ``row_columns`` together: the label is shortened first, down to :data:`MIN_LABEL_COLUMNS`;
+    only then the project (the last part), so the age is never cut."""
+
+    def room_for_label(shown: list[str]) -> int:
+        return int(row_columns - DESCRIPTION_GAP - DESCRIPTION_SCALE * columns(" · ".join(shown)))
+
+    room = room_for_label(parts)
+    if room < MIN_LABEL_COLUMNS and len(parts) > 1:
+        fixed = columns(" · ".join(parts[:-1])) + 3
+        project_room = int((row_columns - DESCRIPTION_GAP - MIN_LABEL_COLUMNS) / DESCRIPTION_SCALE) - fixed
+        parts = [*parts[:-1], clipped(parts[-1], max(4, project_room))]
+        room = room_for_label(parts)
+    return clipped(label, max(MIN_LABEL_COLUMNS, room)), parts
 
 
 def item_data(item: types.CompletionItem) -> tuple[str, str] | None:
@@ -239,11 +300,11 @@ def listing_item(edit_range: types.Range, typed: str, read: int) -> types.Comple
     shut while the user waits. It inserts nothing: its edit puts back what was typed. Its filter
     text is what was typed, so the client keeps it whatever the query; the list is incomplete, so
     the next keystroke (or the VS Code extension, at once) asks again."""
-    so_far = f"{read:,} read so far" if read else "reading the sessions folder"
     return types.CompletionItem(
         label=LISTING_LABEL,
         kind=types.CompletionItemKind.Text,
-        detail=f"{so_far}; the sessions follow",
+        # Short enough to read whole beside the label in VS Code's default popup.
+        detail=f"{read:,} read" if read else "reading the folder",
         sort_text="0",
         filter_text=typed,
         text_edit=types.TextEdit(range=edit_range, new_text=typed),

@@ -99,6 +99,8 @@ class Services(ProgressHost, Protocol):
 
     def client_command(self, key: str) -> str | None: ...
 
+    def completion_columns(self) -> float | None: ...
+
     # --- settings and the engine ----------------------------------------------------------------
     def apply(self, raw: object) -> bool: ...
 
@@ -216,6 +218,9 @@ class Feature:
     def stop(self) -> None:
         """Shutdown: stop the work this feature has in flight."""
 
+    async def warm_up(self) -> None:
+        """A new root or new settings: the work worth doing before the first request asks."""
+
 
 REQUEST_FAILED: Final = int(types.LSPErrorCodes.RequestFailed)
 """-32803: the request was well formed and cannot be answered (LSP 3.17)."""
@@ -248,6 +253,17 @@ def root_errors(ls: Services, function: Callable[..., Awaitable[Any]]) -> Callab
             raise error from None
 
     return answered
+
+
+CANCEL_GRACE: Final = 0.002
+"""Seconds a listing request (a symbol search, the session picker's candidates) waits before its
+work: a client that types on sends ``$/cancelRequest`` right behind it, and a request cancelled
+meanwhile never starts (300 cancelled ``workspace/symbol`` requests had each built its answer)."""
+
+
+async def cancel_grace() -> None:
+    """Let a ``$/cancelRequest`` already on its way reach this request before it works."""
+    await asyncio.sleep(CANCEL_GRACE)
 
 
 async def ask_client(request: Callable[[None], Awaitable[object]]) -> None:

@@ -16,7 +16,15 @@ from lsprotocol import types
 
 from ..analysis import Analysis, Intended, Reference, read_reference
 from ..conversation import message_counts, readable
-from ..display import display_block_text, display_label, readable_time, relative_time, share, shortened
+from ..display import (
+    display_block_text,
+    display_label,
+    legible,
+    readable_time,
+    relative_time,
+    share,
+    shortened,
+)
 from ..resolver import SessionReferenceResolver, find_session
 from ..retention import RetainedSource, conversation_items
 from ..tokens import TokenCount
@@ -56,7 +64,7 @@ def session_summary(
     code: Callable[[str], str] = _code_span if markdown else _plain
     reference, record = facts.reference, facts.reference.record
     title = reference.title if reference.title is not None else reference.label
-    label = display_label(title) or "(a session with an empty id)"
+    label = legible(title) or "(a session with an empty id)"
     lines: list[str] = [f"**{text(label)}**" if markdown else label]
     id_line: list[str] = []
     if title != reference.session_id:

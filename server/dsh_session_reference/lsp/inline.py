@@ -7,17 +7,21 @@ preview or the diagnostics: no second rule decides what a mention costs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from lsprotocol import types
 
 from ..analysis import Analysis
-from ..display import display_label, kilobytes
+from ..display import kilobytes, legible
+from ..labels import STALE_LABEL, misleading_labels, own_label
 from ..lines import Encoding
 from ..tokens import TokenCount
 from ..transcript import cost_label
 from .hover import cost_line
 from .positions import LineIndex
+
+HINT_TITLE_CHARS: Final = 60
+"""The most characters of a title a hint names (a hint shares its row with the prompt's text)."""
 
 
 def inlay_hints(
@@ -25,7 +29,8 @@ def inlay_hints(
 ) -> list[types.InlayHint]:
     """After each mention of a session ``prepare`` would include, in ``[start, end]``: what that
     session costs (``12 msgs · 5.8 / 64 KB``, ``· truncated`` when retention cut it); after a
-    repeated mention, that it is counted once."""
+    repeated mention, that it is counted once. A mention whose label is not its session's own
+    (a ``stale-label`` warning) says first which session it sends: ``sends “Title” · …``."""
     hints: list[tuple[int, types.InlayHint]] = []
     for reference in analysis.references:
         retained = reference.retained
@@ -33,8 +38,11 @@ def inlay_hints(
             continue
         # Made once per session, shared by its mentions (a title per hint multiplied a 300 KB
         # title by 2,000 mentions into a 572 MB answer).
-        title = display_label(reference.title if reference.title is not None else reference.label)
+        title = legible(reference.title if reference.title is not None else reference.label)
         once = f"{title} is mentioned above: prepare includes it once"
+        misleading = misleading_labels(reference.title, reference.session_id, reference.spans)
+        relabelled = {start for start, (code, _) in misleading.items() if code == STALE_LABEL}
+        sends = f"sends “{legible(own_label(reference.title, reference.session_id), HINT_TITLE_CHARS)}” · "
         for number, span in enumerate(reference.spans):
             if not start <= span.end <= end:
                 continue
@@ -43,6 +51,8 @@ def inlay_hints(
                 tooltip = f"{title}: {cost_line(retained, analysis.max_reference_bytes, reference.tokens)}"
             else:
                 label, tooltip = "counted once", once
+            if span.start in relabelled:
+                label = sends + label
             hint = types.InlayHint(
                 position=index.position_at(span.end, encoding),
                 label=label,
@@ -77,7 +87,7 @@ def code_lenses(
 
 
 def _total(summary: dict[str, Any]) -> str:
-    """``3 sessions · 18.2 KB in all (4.6k tokens)`` (``~4.6k tokens, estimated`` without DeepSeek's
+    """``3 sessions · 18.2 KB in all (4,612 tokens)`` (``~4,612 tokens, estimated`` without DeepSeek's
     tokenizer), or the errors that stop it."""
     errors = summary["errors"]
     if summary["bytes"] is None:
@@ -86,5 +96,5 @@ def _total(summary: dict[str, Any]) -> str:
     tokens = TokenCount(summary["tokens"], summary["tokensExact"])
     return (
         f"{sessions} session{'' if sessions == 1 else 's'} · {kilobytes(summary['bytes'])} KB in all "
-        f"({tokens.describe(short=True)})"
+        f"({tokens.describe()})"
     )

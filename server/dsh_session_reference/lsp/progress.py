@@ -11,6 +11,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from lsprotocol import types
@@ -99,13 +100,30 @@ async def _progress_token(ls: ProgressHost) -> str | None:
     return token
 
 
-async def list_with_progress(ls: ProgressHost, source: LiveSource) -> None:
-    """List ``source``; if that takes longer than :data:`PROGRESS_AFTER`, show it as work-done
-    progress (begin, a report every :data:`PROGRESS_EVERY`, end) in clients that support it,
-    so a cold root of thousands of logs is seen to be read, not taken for a hang."""
+async def list_with_progress(
+    ls: ProgressHost,
+    source: LiveSource,
+    waiting: asyncio.Event | None = None,
+    then: Callable[[], asyncio.Future[Any] | None] | None = None,
+) -> None:
+    """List ``source``; if that takes longer than :data:`PROGRESS_AFTER`, or someone is ``waiting``
+    for it (a completion answered "Listing dsh sessions…"), show it as work-done progress (begin,
+    a report every :data:`PROGRESS_EVERY`, end) in clients that support it, so a cold root of
+    thousands of logs is seen to be read, not taken for a hang (VS Code shows window progress
+    150 ms after it begins: a popup waiting on the listing has it in the status bar within 0.5 s).
+    Once shown, it stays while the future ``then`` gives is running: the completion still waiting
+    after the listing, on the titles of the sessions it ranks (its popup still says "Listing")."""
     work = asyncio.ensure_future(asyncio.to_thread(source.list_sessions))
-    done, _ = await asyncio.wait({work}, timeout=PROGRESS_AFTER)
-    shown = not done and ls.capability("window.work_done_progress", False)
+    watched: set[asyncio.Future[Any]] = {work}
+    wanted = None if waiting is None else asyncio.ensure_future(waiting.wait())
+    if wanted is not None:
+        watched.add(wanted)
+    try:
+        await asyncio.wait(watched, timeout=PROGRESS_AFTER, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if wanted is not None:
+            wanted.cancel()
+    shown = not work.done() and ls.capability("window.work_done_progress", False)
     token = await _progress_token(ls) if shown else None
     if token is not None:
         progress = ls.work_done_progress
@@ -119,6 +137,11 @@ async def list_with_progress(ls: ProgressHost, source: LiveSource) -> None:
                 await asyncio.wait({work}, timeout=PROGRESS_EVERY)
                 if not work.done():
                     progress.report(token, types.WorkDoneProgressReport(message=message()))
+            following = None if then is None else then()
+            if following is not None and not following.done():
+                titles = f"{message()}; reading titles"
+                progress.report(token, types.WorkDoneProgressReport(message=titles))
+                await asyncio.wait({following})
         finally:
             progress.end(token, types.WorkDoneProgressEnd(message=message()))
     await work

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.client import LanguageClient
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
@@ -154,6 +154,20 @@ class DshProtocol(LanguageServerProtocol):
         future = self._request_futures.get(msg_id)
         if future is not None:
             future.add_done_callback(lambda _: self._request_futures.pop(msg_id, None))
+
+    def _send_handler_result(self, future: Any, *, msg_id: int | str) -> None:
+        """A request's answer. An error a handler raises on purpose (a ``JsonRpcException``: a
+        broken or unknown mention, a document that is not open, a bad argument) answers an
+        ordinary mistake: one line at info, where pygls logs a traceback at error (which editors
+        show as the server failing). Anything else is a bug and keeps pygls' traceback."""
+        if not future.cancelled():
+            error = future.exception()
+            if isinstance(error, JsonRpcException) and not isinstance(error, JsonRpcInternalError):
+                self._request_futures.pop(msg_id, None)
+                LOG.info("request %r answered with an error: %s", msg_id, error)
+                self._send_response(msg_id, error=error.to_response_error())
+                return
+        super()._send_handler_result(future, msg_id=msg_id)
 
     def _handle_cancel_notification(self, msg_id: int | str) -> None:
         if not isinstance(msg_id, (int, str)):

@@ -39,13 +39,14 @@ from ..dsh_profile import ProfileBudgets
 from ..lines import Encoding
 from ..model import LiveSource
 from ..resolver import AgentRef, SessionReferenceResolver, find_session
+from .completion import MAX_ROW_COLUMNS, MIN_ROW_COLUMNS
 from .contract import Analysed, Feature
 from .documents import Document, DocumentStore
 from .idle_gc import IdleCollector
 from .live import Live
 from .positions import LineIndex
 from .preview import KeptPreviews, document_of_preview
-from .progress import CLIENT_REQUEST_TIMEOUT, list_with_progress
+from .progress import CLIENT_REQUEST_TIMEOUT
 from .pygls_patches import DshProtocol
 from .settings import SECTION, OnceWarnings, Settings, apply_settings, resolve_limits
 
@@ -146,6 +147,16 @@ class DshLanguageServer(LanguageServer):
         the server's command, which can only ask to show a document."""
         command = self._ours().get(key)
         return command if isinstance(command, str) and command else None
+
+    def completion_columns(self) -> float | None:
+        """The columns one completion row has room for, as the client declares them in
+        ``experimental.dshSessionReference.completionRowColumns`` (the VS Code extension: its
+        popup's default width, see :data:`.completion.ROW_COLUMNS`); ``None`` when it does not, or
+        declares a number no popup has (rows then carry whole titles)."""
+        columns = self._ours().get("completionRowColumns")
+        if isinstance(columns, bool) or not isinstance(columns, int | float):
+            return None
+        return float(columns) if MIN_ROW_COLUMNS <= columns <= MAX_ROW_COLUMNS else None
 
     def _ours(self) -> dict[str, Any]:
         """The client's ``experimental.dshSessionReference`` capabilities (empty when none)."""
@@ -250,15 +261,10 @@ class DshLanguageServer(LanguageServer):
         return changed or bool(self._warnings)
 
     async def warm_up(self) -> None:
-        """List the root and find the target before the first ``@``: a big root over a cold index
-        takes seconds to list, which would otherwise be spent while the user waits for a popup
-        (a request that arrives meanwhile shares this listing rather than starting its own)."""
-        source = self.engine.source
-        try:
-            await list_with_progress(self, source)
-            await self.agent_for(None)
-        except Exception as error:  # the first request meets the same problem and reports it
-            LOG.info("listing the sessions root ahead of requests failed: %s", error)
+        """The work each feature does ahead of its first request on a new root or settings (the
+        completion lists the root and finds the target before the first ``@``)."""
+        for feature in self.features:
+            await feature.warm_up()
 
     async def settings_changed(self) -> None:
         """Re-check every open document under the new settings (a new root is listed ahead); hints
@@ -268,6 +274,7 @@ class DshLanguageServer(LanguageServer):
             self.window_show_message(types.ShowMessageParams(type=types.MessageType.Warning, message=warning))
         self.report_root()
         self.redraw(document.uri for document in self.documents)
+        self.content_changed(self.previews.uris)  # a new budget, target or root: previews read differently
 
     async def refresh(self, documents: list[str], transcripts: list[str]) -> None:
         """The store changed under ``documents`` and served ``transcripts`` (:class:`.live.Live`
@@ -278,12 +285,17 @@ class DshLanguageServer(LanguageServer):
         content = transcripts + [uri for uri in self.previews.uris if document_of_preview(uri) in documents]
         if documents:
             self.redraw(documents)
-        # Only to clients that asked (``experimental.dshSessionReference.contentChanged: true``) or
-        # show our virtual documents through ``workspace/textDocumentContent``: others would only
-        # log an unknown method.
-        if content and (self.content_registered or self._ours().get("contentChanged") is True):
-            self.protocol.notify(CONTENT_CHANGED, {"uris": content})
+        self.content_changed(content)
         await asyncio.gather(*(self.analysis(uri) for uri in documents), return_exceptions=True)
+
+    def content_changed(self, uris: list[str]) -> None:
+        """Tell the client that the virtual documents ``uris`` may read differently.
+
+        Only to clients that asked (``experimental.dshSessionReference.contentChanged: true``) or
+        show our virtual documents through ``workspace/textDocumentContent``: others would only
+        log an unknown method."""
+        if uris and (self.content_registered or self._ours().get("contentChanged") is True):
+            self.protocol.notify(CONTENT_CHANGED, {"uris": uris})
 
     def redraw(self, uris: Iterable[str]) -> None:
         """Have the client show anew what each feature shows for ``uris`` (diagnostics, inlay hints

@@ -17,6 +17,7 @@ from lsprotocol import types
 from ..analysis import Analysis, Reference
 from ..candidates import label_for
 from ..display import display_inline_text, display_label, relative_time
+from ..labels import misleading_labels
 from ..lines import Encoding
 from ..model import SessionSource
 from ..resolver import Candidate, find_titled
@@ -96,10 +97,18 @@ def document_links(
     the session shares, or, where that is long, what resolves it (``documentLink/resolve``), so
     the answer grows with the mentions, not with mentions times label."""
     targets = {reference.session_id: reference_transcript(reference) for reference in analysis.references}
+    # A mention whose label misleads gets its target only when followed, as a long one does: editors
+    # draw a chip only over a link that has its target, so none draws such a mention as a chip, in
+    # the same answer and with no wait for the warning that says why.
+    misleading = {
+        reference.session_id: misleading_labels(reference.title, reference.session_id, reference.spans)
+        for reference in analysis.references
+        if reference.record is not None
+    }
     links = []
     for start, end, reference in _linked(analysis):
         target = targets[reference.session_id]
-        eager = len(target) <= MAX_LINK_TARGET
+        eager = len(target) <= MAX_LINK_TARGET and start not in misleading[reference.session_id]
         links.append(
             types.DocumentLink(
                 range=index.range_of(start, end, encoding),

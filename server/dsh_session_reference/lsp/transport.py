@@ -18,6 +18,7 @@ restarts it.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import json
 import logging
@@ -27,7 +28,7 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Final
+from typing import Final, NoReturn
 
 from pygls.io_ import StdoutWriter
 
@@ -145,8 +146,8 @@ def _shown(data: bytes) -> str:
     return repr(data[:80])[2:-1]
 
 
-def serve_stdio(server: DshLanguageServer) -> int:
-    """Serve one client over stdio until it exits; the process's exit status.
+def serve_stdio(server: DshLanguageServer) -> NoReturn:
+    """Serve one client over stdio until it exits, then end the process with its exit status.
 
     ``0`` after ``shutdown`` and ``exit``, ``1`` for ``exit`` without ``shutdown`` (the LSP
     specification; pygls' own loop loses the status) or a stream that broke the framing.
@@ -177,12 +178,20 @@ def serve_stdio(server: DshLanguageServer) -> int:
     if not _workers_ended(EXIT_GRACE_SECONDS):
         # Python would wait for them before it exits, for as long as they run.
         LOG.warning("exiting with work still running in worker threads")
-        logging.shutdown()
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(OSError, ValueError):  # closed with the connection
-                stream.flush()
-        os._exit(status)
-    return status
+    _end(status)
+
+
+def _end(status: int) -> NoReturn:
+    """End the process with ``status``: the exit handlers run (a catalog leaves its index, in
+    bounded time), then the process ends without the interpreter taking its heap apart object by
+    object, which took 10-13 s after ``exit`` at 200,000 sessions (millions of objects freed and
+    collected one by one, for memory the process is about to give back whole)."""
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # closed with the connection
+            stream.flush()
+    os._exit(status)
 
 
 def _close(loop: asyncio.AbstractEventLoop, workers: ThreadPoolExecutor) -> None:

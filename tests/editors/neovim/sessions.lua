@@ -10,6 +10,7 @@
 --   insert_id  the session the picker chooses
 --   query      what `<Leader>ds` searches for
 --   chip       what the inserted mention's line reads once concealed (`@` and its label)
+--   relabelled a line with a mention of the inserted session labelled as another session: never a chip
 --   one_allowed  last, allow one session (didChangeConfiguration) and see the others' mentions
 --              written out again: the prompt must reference more than one session
 -- and records into `H.result.sessions`; last, the screen with the cursor off and on a mention.
@@ -175,6 +176,23 @@ function M.run(H, bufnr, done)
                     -- On the mention's line the text reads as written.
                     vim.api.nvim_win_set_cursor(0, { spec.line + 1, 0 })
                     out.chips.cursor_line = shown_lines(bufnr)[spec.line + 1]
+                    -- 6b. A mention of the inserted session labelled with another session's title,
+                    -- appended as a last line: a warning, and it reads as written, never as a chip of
+                    -- that other title. The line is taken out again afterwards.
+                    local last = vim.api.nvim_buf_line_count(bufnr)
+                    vim.api.nvim_buf_set_lines(bufnr, last, last, false, { spec.relabelled })
+                    vim.api.nvim_win_set_cursor(0, { 1, 0 })
+                    wait_for("the relabelled mention warned about and written out", function()
+                      for _, d in ipairs(vim.diagnostic.get(bufnr, { severity = vim.diagnostic.severity.WARN })) do
+                        local shown = shown_lines(bufnr)
+                        if d.code == "stale-label" and d.lnum == last and shown[last + 1]:find("dsh-session:", 1, true) then
+                          return { shown = shown[last + 1], message = d.message }
+                        end
+                      end
+                      return false
+                    end, function(relabelled)
+                    out.chips.relabelled = relabelled
+                    vim.api.nvim_buf_set_lines(bufnr, last, last + 1, false, {})
                     -- 7. One session allowed: the other sessions' mentions are errors (too many
                     -- references), so they read as written again; the first stays a chip.
                     if not spec.one_allowed then
@@ -204,6 +222,7 @@ function M.run(H, bufnr, done)
                     end, function(shown)
                       out.chips.one_allowed = shown
                       done()
+                    end)
                     end)
                   end)
                 end)

@@ -45,7 +45,7 @@ from dsh_session_reference.uri import (
     parse_session_reference_text,
     scan_session_references,
 )
-from editors.mentions import as_chips
+from editors.mentions import STALE_LABEL, as_chips
 from editors.ranking import RANKING_QUERIES, ranked_for
 
 if TYPE_CHECKING:
@@ -117,8 +117,17 @@ def _sessions_spec(scenario: Scenario, *, one_allowed: bool) -> dict[str, Any]:
         "insert_id": inserted.session_id,
         "query": SYMBOL_QUERY,
         "chip": chip,
+        "relabelled": _relabelled(scenario),
         "one_allowed": one_allowed,
     }
+
+
+def _relabelled(scenario: Scenario) -> str:
+    """A mention of the inserted session (the third candidate) labelled with the first candidate's
+    title: as a chip it would read as that other session."""
+    inserted, other = scenario.candidates[2], scenario.candidates[0]
+    assert inserted.label != other.label
+    return format_session_reference_mention(inserted.session_id, display_inline_text(other.label))
 
 
 def _transcript(scenario: Scenario, session_id: str) -> tuple[str | None, list[str]]:
@@ -205,7 +214,9 @@ def _assert_sessions(result: dict[str, Any], scenario: Scenario, *, prepared: bo
     assert len(shown) >= len(sessions["lines_at_end"]), chips
     hinted = {(h["line"], h["label"]) for h in sessions.get("hints", [])}
     for number, line in enumerate(sessions["lines_at_end"]):
-        sound = prepared or number == INSERT_LINE  # unprepared: the noncanonical mention is an error
+        # Unprepared: the noncanonical mention is an error. Prepared: its label is not its session's
+        # title (a warning), so it reads as written too.
+        sound = number == INSERT_LINE or (prepared and f"@[{STALE_LABEL}]" not in line)
         expected = as_chips(line) if sound else line
         if "dsh-session:" in line:
             assert sound != ("dsh-session:" in shown[number]), (number, line, shown[number])
@@ -216,6 +227,11 @@ def _assert_sessions(result: dict[str, Any], scenario: Scenario, *, prepared: bo
         assert shown[number][len(drawn) :][:1] in ("", " "), (number, shown[number], drawn)
     inserted_line = sessions["lines_at_end"][INSERT_LINE]
     assert chips["cursor_line"].startswith(inserted_line), chips
+    # A mention labelled with another session's title reads as written, with a warning that names
+    # the session it sends (as a chip it read as the other session: issue 35).
+    relabelled = chips["relabelled"]
+    assert relabelled["shown"].startswith(_relabelled(scenario)), relabelled
+    assert display_inline_text(inserted.label) in relabelled["message"], relabelled
     if prepared:
         # One session allowed: the first (the inserted one) stays a chip, the others' mentions
         # are errors now and read as written.

@@ -12,9 +12,11 @@
 //   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives;
 //   "first-at": the first `@` typed as soon as the prompt shows (the server still starting), timed
 //   with no other key until real rows show (spec: placeholderPattern, waitMs); "send": the
-//   model-facing text copied, then "DSH: Send to dsh" (spec: statusPattern).
+//   model-facing text copied, then "DSH: Send to dsh" (spec: statusPattern);
+//   "seen": what a chip and the preview show of what is sent, and a chip line's wrapped rows
+//   (spec: forgedMention, soundMention, forgedHeading, chipText, afterChip).
 
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 
@@ -445,36 +447,25 @@ async function main() {
     return { lines };
   });
 
+  // Mode "start-and-rows": see startAndRows.
+  if (spec.mode === 'start-and-rows') {
+    await startAndRows(page, promptEditor);
+    return;
+  }
+
   if (spec.mode === 'first-at') {
     await step('first-at', page, async () => firstAt(page, promptEditor));
-    await step('broken-link', page, async () => {
-      // Ctrl+click on a broken mention's URI (Markdown makes it a link): no empty tab, no modal
-      // error, a status bar message that says why.
-      await page.keyboard.press('Escape');
-      const before = await editorGroups(page);
-      const payload = promptEditor.locator('.view-line span span', { hasText: spec.brokenPayload }).last();
-      const [x, y] = await centre(payload);
-      await page.keyboard.down('Control');
-      await page.mouse.move(x, y);
-      await page.waitForTimeout(300);
-      await page.mouse.click(x, y);
-      await page.keyboard.up('Control');
-      const messages = () => page.locator('.statusbar-item').allInnerTexts();
-      const status = await waitFor(messages, (texts) => texts.some((text) => text.includes('DSH:')), 'no status bar message').catch(() => messages());
-      await page.waitForTimeout(1000); // a tab VS Code opened for the URI would be there by now
-      await screenshot(page, 'broken-link');
-      return {
-        before,
-        after: await editorGroups(page),
-        dialogs: await page.locator('.monaco-dialog-box').count(),
-        status: status.map((text) => text.replace(/\s+/g, ' ').trim()).filter((text) => text.includes('DSH:')),
-      };
-    });
+    await step('broken-link', page, async () => brokenLink(page, promptEditor));
     return;
   }
 
   if (spec.mode === 'send') {
     await sendToDsh(page, promptEditor, promptName);
+    return;
+  }
+
+  if (spec.mode === 'seen') {
+    await seen(page, promptEditor);
     return;
   }
 
@@ -521,6 +512,38 @@ async function main() {
     await promptEditor.locator('.squiggly-error').first().waitFor({ state: 'detached', timeout: STEP_TIMEOUT });
     const lines = await visibleLines(promptEditor);
     return { chosen: titles[index], lines };
+  });
+
+  await step('relabelled', page, async () => {
+    // The fixed mention keeps its label, which is not its session's title: a warning squiggle; with
+    // the cursor away it reads as written (not as a chip of that label), its hint naming the session
+    // it sends. "Refresh the label" then labels it with the title, and it is a chip.
+    const squiggle = promptEditor.locator('.squiggly-warning').first();
+    await squiggle.waitFor();
+    await promptEditor.locator('.view-line', { hasText: 'Next' }).first().click();
+    const line = (all, text) => all.find((candidate) => candidate.text.includes(text));
+    const lines = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) => (line(all, spec.staleMention)?.hints.some((hint) => hint.startsWith('sends')) && line(all, spec.staleMention).shown === line(all, spec.staleMention).text) ?? false,
+      'the relabelled mention is not written out with a hint naming the session it sends',
+    );
+    await screenshot(page, 'relabelled-written-out');
+    const hover = (await (await hoverMarker(page, squiggle)).innerText()).trim();
+    const rows = await openQuickFixMenu(page, squiggle);
+    const titles = (await rows.allInnerTexts()).map((text) => text.trim());
+    const index = titles.findIndex((title) => title.startsWith('Refresh the label'));
+    if (index < 0) {
+      throw new Error(`no "Refresh the label" quick fix among ${JSON.stringify(titles)}`);
+    }
+    await rows.nth(index).click();
+    await squiggle.waitFor({ state: 'detached', timeout: STEP_TIMEOUT });
+    await promptEditor.locator('.view-line', { hasText: 'Next' }).first().click();
+    const after = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) => line(all, spec.refreshedMention) !== undefined && !line(all, spec.refreshedMention).shown.includes('dsh-session:'),
+      'the relabelled mention did not become a chip',
+    );
+    return { before: line(lines, spec.staleMention), hover, titles, after: line(after, spec.refreshedMention) };
   });
 
   await step('completion', page, async () => {
@@ -978,6 +1001,10 @@ async function main() {
     await page.keyboard.press('Enter');
     await page.locator('.quick-input-widget').waitFor({ state: 'hidden', timeout: STEP_TIMEOUT });
     const lines = await waitForLines(promptEditor, (l) => l.some((line) => line.startsWith('See @[')), 'the picked mention was not inserted');
+    // The cursor is left after the mention once the command's reply is in (the edit shows before
+    // it; on a loaded machine, typing then replaced the selection the command was run on).
+    const selection = async () => (await page.locator('.statusbar-item').allInnerTexts()).map((text) => text.trim()).find((text) => /^Ln \d+, Col \d+/.test(text)) ?? '';
+    await waitFor(selection, (text) => text !== '' && !text.includes('selected'), 'the selection did not collapse after the inserted mention');
     // The cursor is left after the mention: typing goes on the same line.
     await page.keyboard.type(' too', { delay: 40 });
     const after = await waitForLines(promptEditor, (l) => l.some((line) => line.startsWith('See @[') && line.endsWith(' too')), 'typing after the insertion did not continue the line');
@@ -1097,6 +1124,8 @@ async function main() {
     return { before, after: await editorGroups(page), preview, language };
   });
 
+  await reloadedPreview(page, promptEditor);
+
   await step('model-text', page, async () => {
     // The exact text the model receives is one command away from the preview.
     await page.locator('.tab', { hasText: '(context)' }).first().click();
@@ -1109,6 +1138,8 @@ async function main() {
     const language = await languageShown(page, 'DSH Preview');
     return { tabTitle: (await tab.innerText()).replace(/\s+/g, ' ').trim(), lines, language };
   });
+
+  await promptGone(page);
 }
 
 /**
@@ -1209,6 +1240,331 @@ async function firstAt(page, promptEditor) {
   return { serverMs, first, rows, timeline, line };
 }
 
+/**
+ * The editor's rendered view rows (a wrapped line is several), top to bottom: whether the row
+ * starts a line (it has a line number), what a person reads in it (`shown`: hidden characters
+ * left out, inlay hints too) and its inlay hints.
+ */
+async function renderedRows(editor) {
+  return editor.evaluate((root) => {
+    const numbered = new Set(
+      [...root.querySelectorAll('.margin-view-overlays > div')]
+        .filter((row) => (row.querySelector('.line-numbers')?.textContent ?? '').trim() !== '')
+        .map((row) => Math.round(parseFloat(row.style.top || '0'))),
+    );
+    const clean = (text) => text.replace(/\u00a0/g, ' ').replace(/\u2215/g, '/').replace(/\u2024/g, '.').replace(/\u201a/g, ',');
+    return [...root.querySelectorAll('.view-lines .view-line')]
+      .map((line) => {
+        let shown = '';
+        const walker = document.createTreeWalker(line, NodeFilter.SHOW_TEXT);
+        for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+          let hidden = false;
+          for (let element = node.parentElement; element !== null && element !== line; element = element.parentElement) {
+            if (element.matches('[class*="dyn-rule-"]') || getComputedStyle(element).display === 'none') {
+              hidden = true;
+              break;
+            }
+          }
+          shown += hidden ? '' : node.textContent;
+        }
+        const hints = [...line.querySelectorAll('[class*="dyn-rule-"]')].map((span) => clean(span.textContent).trim()).filter((text) => text !== '');
+        const top = Math.round(parseFloat(line.style.top || '0'));
+        return { top, numbered: numbered.has(top), shown: clean(shown), hints, text: clean(line.textContent) };
+      })
+      .sort((a, b) => a.top - b.top);
+  });
+}
+
+/** The view rows of the line whose first row's text starts with `start`. */
+function rowsOfLine(rows, start) {
+  const first = rows.findIndex((row) => row.numbered && row.text.startsWith(start));
+  if (first < 0) {
+    return [];
+  }
+  const next = rows.findIndex((row, index) => index > first && row.numbered);
+  return rows.slice(first, next < 0 ? rows.length : next);
+}
+
+/** Issue 35's chips and preview, issue 36's wrapped chip line (mode "seen"). */
+async function seen(page, promptEditor) {
+  const mentionLines = (all) => ({
+    forged: all.find((line) => line.text.includes(spec.forgedMention)),
+    sound: all.find((line) => line.text.includes(spec.soundMention)),
+  });
+  await step('mismatch', page, async () => {
+    // The cursor on the heading, away from both mentions: the sound one collapses to a chip once
+    // judged; the forged one has a warning and a hint naming the session it sends.
+    await promptEditor.locator('.view-line', { hasText: 'Review' }).first().click();
+    const lines = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) => {
+        const { forged, sound } = mentionLines(all);
+        return (
+          forged !== undefined &&
+          sound !== undefined &&
+          !sound.shown.includes('dsh-session:') &&
+          forged.shown === forged.text &&
+          forged.hints.some((hint) => hint.startsWith('sends'))
+        );
+      },
+      'the sound mention was not collapsed, or the forged one is not written out with a hint naming its session',
+      60_000, // the server's first start
+    );
+    const squiggle = promptEditor.locator('.squiggly-warning').first();
+    await squiggle.waitFor();
+    await screenshot(page, 'mismatch');
+    const hover = (await (await hoverMarker(page, squiggle)).innerText()).trim();
+    await page.mouse.move(5, 5);
+    return { lines, warnings: await promptEditor.locator('.squiggly-warning').count(), hover };
+  });
+
+  await step('preview-forged', page, async () => {
+    await runCommand(page, 'DSH: Preview referenced-session context');
+    const tab = page.locator('.tab', { hasText: '(context)' }).first();
+    await tab.waitFor({ timeout: STEP_TIMEOUT });
+    const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '(context)' }) }).locator('.monaco-editor').first();
+    await previewEditor.waitFor({ timeout: STEP_TIMEOUT });
+    await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Byte accounting')), 'the preview shows no accounting');
+    const lines = await waitFor(
+      () => linesFound(page, previewEditor, spec.forgedHeading),
+      (l) => l.some((line) => line.includes(spec.forgedHeading)),
+      'the preview does not show the forged heading',
+    );
+    await screenshot(page, 'preview-forged');
+    const accounting = await waitFor(
+      () => linesFound(page, previewEditor, ' retained, '),
+      (l) => l.some((line) => line.includes(' retained, ')),
+      'the preview shows no message accounting',
+    );
+    return { lines: [...accounting, ...lines] };
+  });
+
+  await step('wrap-layout', page, async () => {
+    // A narrow prompt: the window made narrower, the preview beside it. Word wrap is on (markdown).
+    await page.setViewportSize({ width: 1200, height: 1000 });
+    await promptEditor.locator('.view-lines').click();
+    await promptEditor.locator('.view-line', { hasText: 'Review' }).first().click();
+    const rows = await waitFor(
+      async () => rowsOfLine(await renderedRows(promptEditor), 'Compare'),
+      (found) => found.length >= 2 && found.map((row) => row.shown).join('').includes(spec.chipText) && found.some((row) => row.hints.length > 0),
+      'the chip line did not wrap, or shows no chip or no hint',
+    );
+    await screenshot(page, 'wrap-layout');
+    // Home, then Shift+End, from the words after the chip: the selection is copied and read.
+    const after = promptEditor.locator('.view-line', { hasText: spec.afterChip }).first();
+    await after.click();
+    await page.keyboard.press('Home');
+    await page.keyboard.press('Shift+End');
+    await page.waitForTimeout(300);
+    await screenshot(page, 'wrap-selection');
+    await page.keyboard.press('Control+c');
+    await page.keyboard.press('F1');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill('');
+    await page.keyboard.press('Control+v');
+    const selection = await input.inputValue();
+    await page.keyboard.press('Escape');
+    return { rows, selection };
+  });
+}
+
+/** The open preview's editor (its group), the `(context)` tab made active first. */
+async function previewEditorOf(page, kind = '(context)') {
+  await page.locator('.tab', { hasText: kind }).first().click();
+  return page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: kind }) }).locator('.monaco-editor').first();
+}
+
+/** The code lens above the first mention, as shown. */
+async function lensText(promptEditor) {
+  const lens = promptEditor.locator('.codelens-decoration').first();
+  return (await lens.count()) > 0 ? (await lens.innerText()).replace(/\s+/g, ' ').trim() : '';
+}
+
+/** Toasts on screen now, each as one line. */
+async function toasts(page) {
+  return (await page.locator('.notifications-toasts .notification-toast').allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim());
+}
+
+/**
+ * After the window's reload, with the restored preview open beside the prompt: the preview follows
+ * the prompt as a fresh one does (a broken mention added makes it say dsh would not send it, at
+ * the top, within the refresh time; removed, the accounting is back), every button shown works
+ * (the model-facing text from the preview's title bar, the status bar item with the preview in
+ * front), and a budget changed while the preview has the focus changes the status bar's figure
+ * with the code lens'.
+ */
+async function reloadedPreview(page, promptEditor) {
+  await step('reload-follows', page, async () => {
+    const lensBefore = await waitFor(() => lensText(promptEditor), (text) => text.includes('KB in all'), 'no code lens total after the reload');
+    await toLastTextLine(page, promptEditor);
+    const written = JSON.stringify(await visibleLines(promptEditor));
+    const typed = Date.now();
+    await page.keyboard.insertText(`\nSee @[x](dsh-session:${spec.brokenPayload}) too`);
+    const lens = await waitFor(() => lensText(promptEditor), (text) => text.includes('dsh would not send this'), 'the code lens did not count the broken mention');
+    const lensMs = Date.now() - typed;
+    const previewEditor = await previewEditorOf(page);
+    const failed = await waitFor(
+      () => linesFound(page, previewEditor, 'Referenced-session context preview'),
+      (lines) => lines.some((line) => line.includes('prepare failed')),
+      'the restored preview did not follow the prompt',
+    );
+    const previewMs = Date.now() - typed;
+    // The preview has the focus: the status bar still shows the prompt's figures, its error too.
+    const status = await waitForStatus(page, /mentions? 1$/, 'the status bar shows no error beside the preview');
+    await screenshot(page, 'reload-follows-broken');
+    // Back in the prompt (its tab: the cursor stays after the inserted line), the line is taken
+    // out in one edit, as a person would delete it.
+    await page.locator('.tab', { hasText: path.basename(spec.prompt) }).filter({ hasNotText: '(' }).first().click();
+    await page.keyboard.press('End');
+    await page.keyboard.press('Shift+Home');
+    await page.keyboard.press('Shift+ArrowLeft');
+    await page.keyboard.press('Backspace');
+    const restored = await waitFor(
+      () => linesFound(page, previewEditor, 'Referenced-session context preview'),
+      (lines) => lines.some((line) => line.includes('Byte accounting')) && !lines.some((line) => line.includes('prepare failed')),
+      'the restored preview did not follow the fix',
+    );
+    const lensAfter = await waitFor(() => lensText(promptEditor), (text) => text.includes('KB in all'), 'the code lens did not follow the fix');
+    const prompt = await visibleLines(promptEditor);
+    return { lensBefore, lens, lensMs, failed, previewMs, status, restored, lensAfter, prompt, undone: JSON.stringify(prompt) === written };
+  });
+
+  await step('title-bar-model-text', page, async () => {
+    await previewEditorOf(page);
+    const button = page.locator('.editor-group-container.active .editor-actions .action-label[aria-label*="Show model-facing text"]').first();
+    await button.waitFor({ timeout: STEP_TIMEOUT });
+    await button.click();
+    const tab = page.locator('.tab.active', { hasText: '(model text)' }).first();
+    await tab.waitFor({ timeout: STEP_TIMEOUT });
+    const editor = page.locator('.editor-group-container', { has: tab }).locator('.monaco-editor').first();
+    const lines = await waitForLines(editor, (l) => l.length > 5, 'the model-facing text from the title bar stayed empty');
+    await page.waitForTimeout(500); // a toast saying it failed would be up by now
+    return { lines, toasts: await toasts(page) };
+  });
+
+  await step('status-bar-with-preview', page, async () => {
+    await previewEditorOf(page);
+    const status = await waitForStatus(page, /KB$/, 'the status bar shows no size with the preview in front');
+    await page.locator('.statusbar-item', { has: page.locator('.codicon-references') }).first().click();
+    await page.waitForTimeout(1500); // the preview is prepared again; a toast would be up by now
+    const previewEditor = await previewEditorOf(page);
+    const lines = await waitFor(
+      () => linesFound(page, previewEditor, 'Referenced-session context preview'),
+      (l) => l.some((line) => line.includes('Byte accounting')),
+      'the preview is gone after the status bar click',
+    );
+    return { status, toasts: await toasts(page), groups: await editorGroups(page), lines: lines.slice(0, 3) };
+  });
+
+  await step('budget-with-preview', page, async () => {
+    const settingsFile = path.join(path.dirname(spec.prompt), '.vscode', 'settings.json');
+    const original = readFileSync(settingsFile, 'utf8');
+    const lensBefore = await waitFor(() => lensText(promptEditor), (text) => text.includes('KB in all'), 'no code lens total');
+    await previewEditorOf(page);
+    const statusBefore = await waitForStatus(page, /KB$/, 'no size in the status bar');
+    writeFileSync(settingsFile, JSON.stringify({ ...JSON.parse(original), 'dshSessionReference.maxReferenceBytes': spec.smallBudget }, null, 2));
+    const lensAfter = await waitFor(() => lensText(promptEditor), (text) => text !== lensBefore && text.includes('Preview'), 'the code lens did not follow the budget');
+    // Read beside the lens while the preview keeps the focus: the same figure, once both settled.
+    const size = (text) => /· ([\d.,]+ KB) in all/.exec(text)?.[1];
+    const statusAfter = await waitFor(
+      () => statusText(page),
+      (text) => (size(lensAfter) === undefined ? !/KB$/.test(text) : text.endsWith(`· ${size(lensAfter)}`)),
+      'the status bar did not follow the budget beside the preview',
+    ).catch(() => statusText(page));
+    const active = (await page.locator('.editor-group-container.active .tab.active').allInnerTexts()).map((text) => text.trim());
+    await screenshot(page, 'budget-with-preview');
+    writeFileSync(settingsFile, original);
+    const lensRestored = await waitFor(() => lensText(promptEditor), (text) => text === lensBefore, 'the code lens did not follow the restored budget').catch(() => lensText(promptEditor));
+    const statusRestored = await waitFor(() => statusText(page), (text) => text === statusBefore, 'the status bar did not follow the restored budget').catch(() => statusText(page));
+    return { lensBefore, statusBefore, lensAfter, statusAfter, active, lensRestored, statusRestored };
+  });
+}
+
+/**
+ * A second prompt is previewed, then closed (its preview says it shows the file as saved), then
+ * deleted (its preview says the prompt is gone, above the last text it had).
+ */
+async function promptGone(page) {
+  await step('prompt-gone', page, async () => {
+    const name = path.basename(spec.gonePrompt);
+    await page.keyboard.press('Control+p');
+    const input = page.locator('.quick-input-widget input');
+    await input.waitFor({ state: 'visible' });
+    await input.fill(name);
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: name }).first().waitFor();
+    await page.keyboard.press('Enter');
+    const promptTab = page.locator(`.tab[data-resource-name="${name}"]`).first();
+    await promptTab.waitFor();
+    const goneEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: name }) }).locator('.monaco-editor').first();
+    await waitForLines(goneEditor, (l) => l.some((line) => line.includes('dsh-session:')), 'the second prompt did not render');
+    await waitForStatus(page, /KB$/, 'the second prompt has no figures');
+    await runCommand(page, 'DSH: Preview referenced-session context');
+    const kind = `${name} (context)`;
+    await page.locator('.tab', { hasText: kind }).first().waitFor();
+    const previewEditor = await previewEditorOf(page, kind);
+    const fresh = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('Referenced-session context preview')), 'the second preview stayed empty');
+    await promptTab.click();
+    await page.keyboard.press('Control+w');
+    await promptTab.waitFor({ state: 'detached' });
+    const closed = await waitForLines(previewEditor, (l) => l.some((line) => line.startsWith('PROMPT CLOSED')), 'the preview did not say its prompt is closed');
+    unlinkSync(spec.gonePrompt);
+    const gone = await waitForLines(previewEditor, (l) => l.some((line) => line.startsWith('PROMPT GONE')), 'the preview did not say its prompt is gone');
+    await screenshot(page, 'prompt-gone');
+    return { fresh: fresh.slice(0, 3), closed: closed.slice(0, 6), gone: gone.slice(0, 6) };
+  });
+}
+
+/**
+ * Ctrl+click on a broken mention's URI (VS Code's Markdown support makes it a link): its hover is
+ * read first, then the tabs every 20 ms for 1.5 s after the click, then the status bar.
+ */
+async function brokenLink(page, promptEditor) {
+  await page.keyboard.press('Escape');
+  const before = await editorGroups(page);
+  const payload = promptEditor.locator('.view-line span span', { hasText: spec.brokenPayload }).last();
+  const [x, y] = await centre(payload);
+  // VS Code asks for links again once the server runs; its hover then shows the mention's problem.
+  await page.mouse.move(x, y);
+  const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'dsh-session-reference' }).first();
+  await hover.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
+  await page.waitForTimeout(500); // the link's part of the hover, when there is one, comes with it
+  const hoverText = (await hover.innerText()).replace(/\s+/g, ' ').trim();
+  await screenshot(page, 'broken-link-hover');
+  await page.mouse.move(5, 5);
+  await page.keyboard.press('Escape');
+  await page.waitForTimeout(300);
+  await page.keyboard.down('Control');
+  await page.mouse.move(x, y);
+  await page.waitForTimeout(300);
+  const underlined = await promptEditor.locator('.detected-link-active').count();
+  await page.mouse.click(x, y);
+  await page.keyboard.up('Control');
+  const seen = [];
+  const watched = Date.now();
+  while (Date.now() - watched < 1500) {
+    const groups = await editorGroups(page);
+    if (JSON.stringify(groups) !== JSON.stringify(before) && !seen.some((s) => JSON.stringify(s) === JSON.stringify(groups))) {
+      seen.push(groups);
+    }
+    await page.waitForTimeout(20);
+  }
+  const messages = () => page.locator('.statusbar-item').allInnerTexts();
+  const status = await waitFor(messages, (texts) => texts.some((text) => text.includes('DSH:')), 'no status bar message').catch(() => messages());
+  const breadcrumbs = (await page.locator('.breadcrumbs-control').allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim());
+  await screenshot(page, 'broken-link');
+  return {
+    before,
+    after: await editorGroups(page),
+    seen,
+    hover: hoverText,
+    underlined,
+    breadcrumbs,
+    status: status.map((text) => text.replace(/\s+/g, ' ').trim()).filter((text) => text.includes('DSH:')),
+    dialogs: await page.locator('.monaco-dialog-box').count(),
+  };
+}
+
 /** Each editor group's tab titles, left to right. */
 async function editorGroups(page) {
   const groups = page.locator('.editor-group-container');
@@ -1217,6 +1573,165 @@ async function editorGroups(page) {
     out.push((await groups.nth(i).locator('.tab').allInnerTexts()).map((text) => text.replace(/\s*\n\s*/g, '').trim()));
   }
   return out;
+}
+
+/**
+ * The suggest popup's rendered rows, in list order: each row's label and description as shown,
+ * and whether VS Code cut either (its text wider than its box: drawn with an ellipsis).
+ */
+async function popupRowParts(page) {
+  return page.locator('.editor-widget.suggest-widget.visible .monaco-list-row').evaluateAll((elements) =>
+    elements
+      .map((row) => {
+        const label = row.querySelector('.monaco-icon-label .label-name') ?? row.querySelector('.label-name');
+        const description = row.querySelector('.details-label');
+        const left = row.querySelector('.contents > .main > .left');
+        const shown = (element) => element !== null && element.getClientRects().length > 0;
+        const cut = (element) => shown(element) && element.scrollWidth > element.clientWidth + 1;
+        return {
+          index: Number(row.getAttribute('data-index')),
+          label: label?.textContent ?? '',
+          description: shown(description) ? (description?.textContent ?? '') : '',
+          reference: row.querySelector('.codicon-symbol-reference') !== null,
+          labelCut: cut(label) || cut(left),
+          descriptionCut: cut(description),
+          widths: {
+            row: row.clientWidth,
+            label: label?.scrollWidth ?? 0,
+            labelBox: left?.clientWidth ?? 0,
+            description: description?.scrollWidth ?? 0,
+            descriptionBox: description?.clientWidth ?? 0,
+          },
+        };
+      })
+      .sort((a, b) => a.index - b.index),
+  );
+}
+
+/**
+ * Every row of the open popup (VS Code renders only those in view): read a page at a time,
+ * PageDown between, until the last row has been read; then back to the first row.
+ */
+async function allPopupRows(page) {
+  const rows = new Map();
+  let pages = 0;
+  // The first PageDown only moves the focus to the last row in view: stop after two that add none.
+  for (let idle = 0; idle < 2 && pages < 30; pages++) {
+    const before = rows.size;
+    for (const row of await popupRowParts(page)) {
+      rows.set(row.index, row);
+    }
+    idle = rows.size === before ? idle + 1 : 0;
+    await page.keyboard.press('PageDown');
+    await page.waitForTimeout(150);
+  }
+  for (; pages > 0; pages--) {
+    await page.keyboard.press('PageUp');
+  }
+  return [...rows.values()].sort((a, b) => a.index - b.index);
+}
+
+/** The popup's rows once they stop changing for 800 ms, all of them read. */
+async function settledPopupRows(page, what) {
+  let seen = '';
+  let stableSince = Date.now();
+  const started = Date.now();
+  for (;;) {
+    const now = JSON.stringify((await popupRowParts(page)).map((row) => [row.label, row.reference]));
+    if (now !== seen) {
+      seen = now;
+      stableSince = Date.now();
+    } else if (Date.now() - stableSince > 800 && now.includes('true')) {
+      break;
+    }
+    if (Date.now() - started > STEP_TIMEOUT) {
+      throw new Error(`${what}: the popup never settled on session rows; last seen ${seen}`);
+    }
+    await page.waitForTimeout(100);
+  }
+  await screenshot(page, `rows-${what.replace(/[^a-z0-9]+/gi, '-')}`);
+  return allPopupRows(page);
+}
+
+/**
+ * Types ` @` at the end of the prompt the moment it shows, then only watches every 20 ms: the
+ * popup's first rows (ours: the placeholders and session rows), whether it is open at all, and
+ * the status bar, until session rows show. `closedAfterFirst` counts the samples in which the
+ * popup was shut after it had first opened.
+ */
+async function watchFirstAt(page, promptEditor, name) {
+  await toLastTextLine(page, promptEditor);
+  await page.keyboard.type(' @');
+  const typed = Date.now();
+  const placeholder = new RegExp(spec.placeholderPattern);
+  const timeline = [];
+  let seen = '';
+  let first = null;
+  let rows = null;
+  let closedAfterFirst = 0;
+  let progressShot = false;
+  while (Date.now() - typed < spec.waitMs) {
+    const shown = await popupRowParts(page);
+    const ours = shown.filter((row) => row.reference || placeholder.test(row.label));
+    const status = (await page.locator('.statusbar-item').allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim()).filter((text) => text !== '');
+    const ms = Date.now() - typed;
+    if (first !== null && shown.length === 0) {
+      closedAfterFirst += 1;
+    }
+    const now = JSON.stringify([shown.slice(0, 2).map((row) => [row.label, row.description]), status]);
+    if (now !== seen) {
+      seen = now;
+      timeline.push({ ms, rows: shown.slice(0, 2).map((row) => `${row.label} | ${row.description}`), count: shown.length, status });
+    }
+    if (first === null && ours.length > 0) {
+      first = { ms, labels: ours.slice(0, 3).map((row) => row.label) };
+      log(`${name}: first popup after ${ms} ms: ${JSON.stringify(first.labels)}`);
+      await screenshot(page, `${name}-popup`);
+    }
+    if (!progressShot && shown.length > 0 && status.some((text) => text.startsWith('Listing dsh sessions'))) {
+      progressShot = true; // the listing row and the listing's progress in the status bar
+      await screenshot(page, `${name}-listing`);
+    }
+    if (ours.some((row) => row.reference)) {
+      rows = { ms, labels: ours.slice(0, 5).map((row) => row.label) };
+      log(`${name}: rows after ${ms} ms`);
+      break;
+    }
+    await page.waitForTimeout(20);
+  }
+  return { first, rows, closedAfterFirst, timeline };
+}
+
+/**
+ * Mode "start-and-rows": `@` typed the moment the prompt shows, watched until the sessions replace
+ * the placeholder rows; then every row measured for `@` and spec.rowQueries; then the window
+ * reloaded (the index kept) and `@` timed again (spec: placeholderPattern, waitMs, rowQueries).
+ */
+async function startAndRows(page, promptEditor) {
+  await step('start-at', page, async () => watchFirstAt(page, promptEditor, 'start-at'));
+  const rows = {};
+  await step('rows', page, async () => {
+    rows[''] = await settledPopupRows(page, 'at');
+    for (const query of spec.rowQueries) {
+      // From a fresh `@` (a popup closed by deleting back to it would not reopen as one types).
+      await page.keyboard.press('Backspace');
+      await page.keyboard.type(`@${query}`, { delay: 60 });
+      rows[query] = await settledPopupRows(page, `at-${query}`);
+      for (let i = 0; i < query.length; i++) {
+        await page.keyboard.press('Backspace');
+      }
+    }
+    return { rows };
+  });
+  await step('reload-at', page, async () => {
+    await page.keyboard.press('Escape');
+    await page.reload();
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+    await promptEditor.waitFor({ timeout: STEP_TIMEOUT });
+    await waitForLines(promptEditor, (l) => l.length > 2, 'the prompt did not render after the reload');
+    // The line may still end in the ` @` typed before the reload: ` @` after it is a new token.
+    return watchFirstAt(page, promptEditor, 'reload-at');
+  });
 }
 
 try {

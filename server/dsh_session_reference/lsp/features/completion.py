@@ -4,6 +4,7 @@ owning the completions in flight and the listing a slow answer left running."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Sequence
 from typing import Any, ClassVar, Final
@@ -16,6 +17,9 @@ from ...resolver import Candidate
 from ..completion import completion_items, find_trigger, item_data, listing_item
 from ..contract import Feature, Handler, Services
 from ..hover import documentation, read_session_facts, session_summary
+from ..progress import list_with_progress
+
+LOG = logging.getLogger(__name__)
 
 COMPLETION_PATIENCE: Final = 0.1
 """Seconds a completion waits for the session list before it answers with a single "Listing dsh
@@ -41,6 +45,7 @@ class Completion(Feature):
             "agent_for",
             "capability",
             "markdown",
+            "completion_columns",
             "window_log_message",
         }
     )
@@ -52,6 +57,8 @@ class Completion(Feature):
         self.pending_listing: asyncio.Future[Any] | None = None
         """A completion's listing still running after its answer went out (see
         :data:`COMPLETION_PATIENCE`)."""
+        self.listing_awaited = asyncio.Event()
+        """Set when a completion answered "Listing dsh sessions…": the listing's progress shows at once."""
 
     def handlers(self) -> Sequence[Handler]:
         options = types.CompletionOptions(trigger_characters=["@"], resolve_provider=True)
@@ -62,6 +69,18 @@ class Completion(Feature):
 
     def reset(self) -> None:
         self.pending_listing = None  # listed under the old settings (maybe a stalled old root)
+
+    async def warm_up(self) -> None:
+        """List the root and find the target before the first ``@``: a big root over a cold index
+        takes seconds to list, which would otherwise be spent while the user waits for a popup
+        (a request that arrives meanwhile shares this listing rather than starting its own)."""
+        source = self.ls.engine.source
+        try:
+            await list_with_progress(self.ls, source, self.listing_awaited, lambda: self.pending_listing)
+            self.listing_awaited.clear()
+            await self.ls.agent_for(None)
+        except Exception as error:  # the first request meets the same problem and reports it
+            LOG.info("listing the sessions root ahead of requests failed: %s", error)
 
     def stop(self) -> None:
         for signal in self.running.values():
@@ -86,6 +105,7 @@ class Completion(Feature):
         typed = document.index[trigger.at : trigger.cursor]
 
         def listing() -> types.CompletionList:
+            self.listing_awaited.set()
             row = listing_item(edit_range, typed, ls.catalog.walked_sessions)
             return types.CompletionList(is_incomplete=True, items=[row])
 
@@ -112,6 +132,7 @@ class Completion(Feature):
             filter_text=bool(
                 ls.capability("text_document.completion.completion_item.insert_replace_support")
             ),
+            row_columns=ls.completion_columns(),
         )
         return types.CompletionList(is_incomplete=True, items=items)
 

@@ -9,7 +9,7 @@ from typing import ClassVar, Final
 from lsprotocol import types
 
 from ...model import MAX_TITLE_CHARS
-from ..contract import Feature, Handler
+from ..contract import Feature, Handler, cancel_grace
 from ..sessions import TOP, definition, document_links, link_to_resolve, resolve_link, workspace_symbols
 from .completion import now_ms
 
@@ -61,6 +61,7 @@ class Places(Feature):
     async def workspace_symbol(self, params: types.WorkspaceSymbolParams) -> list[types.SymbolInformation]:
         if len(params.query) > MAX_SYMBOL_QUERY:
             return []
+        await cancel_grace()
         agent = await self.ls.agent_for(None)
         candidates = await self.ls.engine.resolver.list_candidates(agent, params.query)
         return workspace_symbols(candidates, now_ms())

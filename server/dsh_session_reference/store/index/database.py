@@ -110,7 +110,7 @@ def _checked_row(
         raise Untrusted("a row of the wrong types")
     if row_crc(path, fp, listing, listing_ns, title, title_ns) != crc:
         raise Untrusted(f"checksum mismatch for {path!r}")
-    return IndexRow(fp_parse(fp), listing, listing_ns, title, title_ns)
+    return IndexRow(fp_parse(fp), listing, listing_ns, title, title_ns).parse(path).parse_title()
 
 
 # --- the SQLite file ------------------------------------------------------------------------------
@@ -367,8 +367,10 @@ class IndexDatabase:
                 deletes.append((path_key(path),))
                 continue
             fp = fp_text(row.fp)
-            crc = row_crc(path, fp, row.listing, row.listing_ns, row.title, row.title_ns)
-            upserts.append((path_key(path), fp, row.listing, row.listing_ns, row.title, row.title_ns, crc))
+            listing = row.listing_text(path)
+            title = row.title_text()
+            crc = row_crc(path, fp, listing, row.listing_ns, title, row.title_ns)
+            upserts.append((path_key(path), fp, listing, row.listing_ns, title, row.title_ns, crc))
         with self._transaction("write") as conn:
             conn.executemany("DELETE FROM logs WHERE path = ?", deletes)
             conn.executemany(

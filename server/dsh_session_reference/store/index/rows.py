@@ -22,6 +22,7 @@ from typing import Any, Final, Generic, NamedTuple, TypeVar
 from ...model import kept_header
 from ..jsvalue import MAX_SAFE_INTEGER
 from ..layout import LOG_NAMES, Compression
+from ..listing import Misnamed
 
 T = TypeVar("T")
 
@@ -105,10 +106,11 @@ KeptHeader = tuple[Any, ...] | dict[str, Any]
 @dataclass(frozen=True, slots=True)
 class ListingEntry:
     """A listing entry, parsed: the artifacts it lists (a ``None`` path is the row's own) and
-    the blocks it reports as ``[segment, path, reason]``."""
+    the blocks it reports as ``[segment, path, reason]``, or as the :class:`~..listing.Misnamed`
+    the row's own log is (stored as ``"m": [header id, cwd]``)."""
 
     artifacts: tuple[tuple[str | None, Compression, KeptHeader], ...]
-    blocks: tuple[tuple[str, str, str], ...]
+    blocks: tuple[tuple[str, str, str] | Misnamed, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +125,10 @@ class TitleEntry:
 
 
 _UNPARSED: Final[Any] = object()
+PARSED: Final = ""
+""":attr:`IndexRow.listing` (or :attr:`~IndexRow.title`) once its entry is parsed: the text is made
+again from the entry when the row is written (:meth:`IndexRow.listing_text`). Keeping both, every
+listed header twice, was a quarter of a 200,000-session server's memory."""
 
 
 @dataclass(slots=True)
@@ -154,9 +160,24 @@ class IndexRow:
         """The listing entry, if fresh at ``fp``; ``path`` is this row's (its key in the index)."""
         if self.listing is None or not self.fresh(fp, self.listing_ns):
             return None
-        if self.parsed_listing is _UNPARSED:
-            self.parsed_listing = parse_listing(self.listing, path)
+        self.parse(path)
         return self.parsed_listing
+
+    def parse(self, path: str) -> IndexRow:
+        """This row, its listing entry parsed and its text let go (:data:`PARSED`); ``path`` is
+        this row's. Rows are parsed as they are made or loaded: a walk uses every one."""
+        if self.parsed_listing is _UNPARSED and self.listing:
+            self.parsed_listing = parse_listing(self.listing, path)
+            if self.parsed_listing is not None:
+                self.listing = PARSED
+        return self
+
+    def listing_text(self, path: str) -> str | None:
+        """The listing entry as stored in the file (made again from the parsed entry)."""
+        entry = self.parsed_listing
+        if self.listing == PARSED and isinstance(entry, ListingEntry):
+            return entry_text(entry, path)
+        return self.listing
 
     def listed_header(self, fp: Fingerprint, path: str) -> KeptHeader | None:
         """The header this row's listing entry holds, if it holds exactly one."""
@@ -174,9 +195,23 @@ class IndexRow:
     def title_value(self, fp: Fingerprint) -> TitleEntry | None:
         if self.title is None or not self.fresh(fp, self.title_ns):
             return None
-        if self.parsed_title is _UNPARSED:
-            self.parsed_title = _parse_title(self.title)
+        self.parse_title()
         return self.parsed_title
+
+    def parse_title(self) -> IndexRow:
+        """This row, its title entry parsed and its text let go (as :meth:`parse` does)."""
+        if self.parsed_title is _UNPARSED and self.title:
+            self.parsed_title = _parse_title(self.title)
+            if self.parsed_title is not None:
+                self.title = PARSED
+        return self
+
+    def title_text(self) -> str | None:
+        """The title entry as stored in the file (made again from the parsed entry)."""
+        entry = self.parsed_title
+        if self.title == PARSED and isinstance(entry, TitleEntry):
+            return title_entry_text(entry)
+        return self.title
 
 
 def fp_text(fp: Fingerprint) -> str:
@@ -255,15 +290,42 @@ def parse_listing(text: str | None, path: str) -> ListingEntry | None:
                 _compact_header(kept_header(header)),
             )
         )
-    blocks: list[tuple[str, str, str]] = []
+    blocks: list[tuple[str, str, str] | Misnamed] = []
     for block in value["b"]:
         if not (isinstance(block, list) and len(block) == 3 and all(isinstance(part, str) for part in block)):
             return None
-        blocks.append((block[0], block[1], block[2]))
+        blocks.append((block[0], path if block[1] == path else block[1], block[2]))
+    misnamed = value.get("m")
+    if misnamed is not None:
+        if not (
+            isinstance(misnamed, list)
+            and len(misnamed) == 2
+            and isinstance(misnamed[0], str)
+            and (misnamed[1] is None or isinstance(misnamed[1], str))
+        ):
+            return None
+        cwd = misnamed[1]
+        blocks.append(Misnamed(path, misnamed[0], None if cwd is None else sys.intern(cwd)))
     return ListingEntry(tuple(artifacts), tuple(blocks))
 
 
 _COMPRESSIONS: Final[dict[str, Compression]] = {"zstd": "zstd", "none": "none"}
+
+
+def entry_text(entry: ListingEntry, path: str) -> str:
+    """The stored text of the listing entry ``entry`` of the log at ``path``: what
+    :func:`parse_listing` reads back as ``entry``."""
+    value: dict[str, Any] = {
+        "a": [
+            [path if listed is None else listed, compression, header_dict(header)]
+            for listed, compression, header in entry.artifacts
+        ],
+        "b": [list(block) for block in entry.blocks if not isinstance(block, Misnamed)],
+    }
+    for block in entry.blocks:
+        if isinstance(block, Misnamed):
+            value["m"] = [block.session_id, block.cwd]
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
 def _compact_header(header: dict[str, Any]) -> KeptHeader:
@@ -292,6 +354,12 @@ def _json_object(text: str) -> dict[str, Any] | None:
     except (ValueError, RecursionError):  # 5,000 digits (int's limit); nesting past the stack
         return None
     return value if isinstance(value, dict) else None
+
+
+def title_entry_text(entry: TitleEntry) -> str:
+    """The stored text of a title entry: what :func:`_parse_title` reads back as ``entry``."""
+    value = {"i": entry.id, "h": entry.key, "t": entry.title, "e": entry.error}
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
 def _parse_title(text: str) -> TitleEntry | None:

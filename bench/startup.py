@@ -1,0 +1,132 @@
+"""``python -m bench.startup``: the language server's start, as an editor meets it, at 3,000 sessions.
+
+What a user waits for after opening a prompt is the time from the server's spawn to the first
+completion that holds sessions. Measured here over stdio from the spawn (Python's start and the
+server's imports included), asked as soon as ``initialized`` is sent and again every 250 ms while
+the answer is the "Listing dsh sessions…" row, as the VS Code extension asks:
+
+- over an empty index (the first start ever), with when the cold listing's work-done progress
+  began (VS Code shows it in the status bar);
+- over the index the previous server left (every later start).
+
+The real-VS-Code figure (the extension's activation to the first answer with sessions, code-server
+and Chromium included) comes from ``tests/editors/vscode/test_vscode.py``'s first-`@` test; both
+are quoted in docs/benchmarks.md. Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+from dsh_session_reference.lsp.completion import LISTING_DATA
+
+from .generate import StoreSpec, ensure_store
+
+LISTING_RETRY = 0.25
+
+
+async def start_once(root: str, cache: Path, target: str) -> dict[str, float]:
+    """One server's start: seconds from the spawn to ``initialize`` answered, to the first
+    completion answer, to the first with sessions, and to the listing's progress (if shown)."""
+    client = LanguageClient("dsh-startup-bench", "1")
+    marks: dict[str, float] = {}
+    started = time.perf_counter()
+
+    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+    def _create(params: types.WorkDoneProgressCreateParams) -> None:
+        return None
+
+    @client.feature(types.PROGRESS)
+    def _progress(params: types.ProgressParams) -> None:
+        value: Any = params.value
+        title = value.get("title") if isinstance(value, dict) else getattr(value, "title", None)
+        if title == "Listing dsh sessions" and "progress" not in marks:
+            marks["progress"] = time.perf_counter() - started
+
+    for method in (
+        types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
+        types.WINDOW_LOG_MESSAGE,
+        types.WINDOW_SHOW_MESSAGE,
+    ):
+        client.feature(method)(lambda params: None)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache), "DSH_SESSION_ID": target}
+    await client.start_io(sys.executable, "-m", "dsh_session_reference", "lsp", "--stdio", env=env)
+    capabilities = types.ClientCapabilities(
+        window=types.WindowClientCapabilities(work_done_progress=True),
+        text_document=types.TextDocumentClientCapabilities(
+            completion=types.CompletionClientCapabilities(
+                completion_item=types.ClientCompletionItemOptions(
+                    label_details_support=True, insert_replace_support=True
+                )
+            )
+        ),
+    )
+    options = {"dshSessionReference": {"sessionsRoot": root}}
+    await client.initialize_async(
+        types.InitializeParams(capabilities=capabilities, initialization_options=options)
+    )
+    marks["initialize"] = time.perf_counter() - started
+    client.initialized(types.InitializedParams())
+    uri = "file:///bench/prompt.md"
+    text = "see @"
+    document = types.TextDocumentItem(uri=uri, language_id="markdown", version=0, text=text)
+    client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=document))
+    params = types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=0, character=len(text)),
+    )
+    while True:
+        result = await client.text_document_completion_async(params)
+        marks.setdefault("first answer", time.perf_counter() - started)
+        assert isinstance(result, types.CompletionList)
+        if len(result.items) != 1 or result.items[0].data != LISTING_DATA:
+            marks["sessions"] = time.perf_counter() - started
+            break
+        await asyncio.sleep(LISTING_RETRY)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()  # type: ignore[no-untyped-call]
+    return marks
+
+
+async def run(sessions: int, kept_runs: int) -> None:
+    manifest = ensure_store(StoreSpec(sessions=sessions, huge=0, medium=0))
+    with tempfile.TemporaryDirectory(prefix="dsh-startup-") as cache_dir:
+        cache = Path(cache_dir)
+        cold = await start_once(manifest.root, cache, manifest.target_id)
+        print(f"empty index: {_line(cold)}")
+        kept = [await start_once(manifest.root, cache, manifest.target_id) for _ in range(kept_runs)]
+        for marks in kept:
+            print(f"kept index:  {_line(marks)}")
+        figures = [marks["sessions"] for marks in kept]
+        print(
+            f"kept index, spawn to sessions: median {statistics.median(figures) * 1000:.0f} ms, "
+            f"max {max(figures) * 1000:.0f} ms (n={len(figures)}, {sessions:,} sessions)"
+        )
+
+
+def _line(marks: dict[str, float]) -> str:
+    return ", ".join(f"{name} {seconds * 1000:.0f} ms" for name, seconds in marks.items())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.startup", description=__doc__)
+    parser.add_argument("--sessions", type=int, default=3000)
+    parser.add_argument("--runs", type=int, default=5, help="starts over the kept index")
+    args = parser.parse_args()
+    asyncio.run(run(args.sessions, args.runs))
+
+
+if __name__ == "__main__":
+    main()

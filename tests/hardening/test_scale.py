@@ -1,0 +1,222 @@
+"""A very big sessions root (issue 35, item 6): what a skipped log costs, how long ``exit`` takes, and
+what a storm of cancelled requests does to the next ``@``.
+
+The issue measured 200,000 sessions (``scripts/bench --setting 200k``, docs/benchmarks.md); these
+tests hold the same costs at sizes CI can afford: each failed on the code before its fix.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import math
+import time
+import tracemalloc
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from dsh_session_reference.assembly import open_live
+from dsh_session_reference.model import SessionRecord, StoreError
+from dsh_session_reference.store.catalog import SessionCatalog
+from dsh_session_reference.store.index.rows import Fingerprint, entry_text, parse_listing
+from dsh_session_reference.store.index.store import IndexedSessionStore
+from dsh_session_reference.store.layout import log_path
+from dsh_session_reference.store.listed import Listed
+from dsh_session_reference.store.writer import SessionLog, encode_log
+
+from .audit import audited_env, audited_server_command
+from .lsp_harness import lsp_session
+
+SKIPPED_LOGS = 20_000
+BYTES_PER_SKIPPED_LOG = 1_500
+"""Before: 1,966-2,178 bytes a skipped log (its row, the listing entry's text and a formatted
+message naming three paths); now about 1,040, most of it the row every log has (path, fingerprint)."""
+
+BASE_MS = 1_735_000_000_000
+
+
+def _session_id(number: int) -> str:
+    return f"0198c2a4-7b1e-7c3d-9f00-{number:012d}"
+
+
+def _log_bytes(session_id: str, cwd: str, title: str | None = None) -> bytes:
+    log = SessionLog(session_id, BASE_MS, cwd=cwd)
+    seq = log.user("hello")
+    if title is not None:
+        log.title(title, message_seqs=[seq])
+    log.commit()
+    return encode_log(log, "zstd")
+
+
+def _misnamed_root(base: Path, count: int) -> tuple[Path, bytes]:
+    """``count`` logs in dsh's format, each holding the header of one other session (0): none can
+    be listed, each is skipped with upstream's identity failure."""
+    root = base / "sessions"
+    data = _log_bytes(_session_id(0), "/home/dev/shop")
+    for number in range(1, count + 1):
+        path = Path(log_path(str(root), "/home/dev/shop", _session_id(number), "zstd"))
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+    return root, data
+
+
+def test_a_skipped_log_costs_a_constant(tmp_path: Path) -> None:
+    """Before: 150,000 logs whose header names another session kept 327 MB (1,966 bytes a log
+    here): each row held its listing entry's text and the parsed entry, each with a message that
+    spells out the log's path twice and the path its header names. Now a row keeps the header's id
+    and cwd, and the message is made when said (what is said: the next test)."""
+    root, _ = _misnamed_root(tmp_path, SKIPPED_LOGS)
+    gc.collect()
+    logging.disable(logging.WARNING)  # 20,000 warnings, each its own record, are not the store's
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        source = open_live(str(root), index_dir=tmp_path / "index")
+        try:
+            assert source.list_sessions() == []
+            assert source.list_sessions() == []  # the rows' turn: the same, from memory
+            gc.collect()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            source.close()
+    finally:
+        tracemalloc.stop()
+        logging.disable(logging.NOTSET)
+    assert kept / SKIPPED_LOGS < BYTES_PER_SKIPPED_LOG, f"{kept / SKIPPED_LOGS:.0f} bytes a skipped log"
+
+
+def test_a_skipped_log_says_the_same_from_its_log_and_from_its_row(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The report names the log, the id its header holds and the path that id names, as before,
+    whether the log was read or its row answered (a reopened index); so does a read of its id."""
+    root, _ = _misnamed_root(tmp_path, 3)
+    session = _session_id(2)
+    path = log_path(str(root), "/home/dev/shop", session, "zstd")
+    named = log_path(str(root), "/home/dev/shop", _session_id(0), "zstd")
+    message = f'corrupt session log "{path}": header id "{_session_id(0)}" and cwd identify "{named}"'
+    for _ in range(2):
+        caplog.clear()
+        store = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
+        try:
+            with caplog.at_level(logging.WARNING, logger="dsh_session_reference.store"):
+                assert store.list_sessions() == []
+            with pytest.raises(StoreError) as failure:
+                store.locate(session, None)
+        finally:
+            store.close()
+        assert str(failure.value) == f"session persistence listing failed: {message}"
+        said = [r.getMessage() for r in caplog.records if r.getMessage().startswith(f"skipping {path}:")]
+        assert said == [f"skipping {path}: {message}"]
+
+
+def test_a_forged_skipped_row_is_said_never_raised(tmp_path: Path) -> None:
+    """A row the cache folder's writer forged may name an id no path can hold: its message says so
+    (a walk never makes one), rather than failing the walk that says it."""
+    path = log_path(str(tmp_path), "/w", "s", "zstd")
+    entry = parse_listing('{"a":[],"b":[],"m":["",null]}', path)
+    assert entry is not None and len(entry.blocks) == 1
+    assert str(entry.blocks[0]) == f'corrupt session log "{path}": header id cannot name a storage path'
+    assert parse_listing(entry_text(entry, path), path) == entry
+
+
+EXIT_ROWS = 200_000
+CLOSE_BOUND = 3.0
+"""The issue's bound for ``exit`` is 1 s at any size (before: 2.6-3.7 s at 200,000 sessions; 14.9 s
+for this test's catalog). Closing writes for at most 0.5 s, then drops the rest; the margin is for a
+loaded CI machine (1.04 s was seen at a load average of 15), the figure itself is the benchmark's."""
+
+
+def test_closing_a_catalog_with_a_big_listing_and_many_rows_pending_is_prompt(tmp_path: Path) -> None:
+    """Before: a closing catalog wrote its whole listing (one JSON entry per session) and every
+    row not yet written: ``exit`` took 2.6-3.7 s at 200,000 sessions. Here 200,000 listed sessions
+    and as many pending rows (no logs are needed: what closing does with them is the question).
+    Now the rows are written for at most half a second, the rest dropped (a cache: read again next
+    time), and a listing over 10,000 sessions is left as the background last kept it."""
+    root = tmp_path / "sessions"
+    root.mkdir()
+    index = IndexedSessionStore(str(root), index_dir=tmp_path / "index", autoflush=False)
+    catalog = SessionCatalog(index)
+    records, walked = [], {}
+    for number in range(EXIT_ROWS):
+        session_id = _session_id(number)
+        location = log_path(str(root), "/home/dev/shop", session_id, "zstd")
+        fp = Fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+        header = {"id": session_id, "createdAt": BASE_MS - number, "cwd": "/home/dev/shop"}
+        records.append(SessionRecord(session_id, BASE_MS - number, "/home/dev/shop", header, location))
+        walked[location] = fp
+        index.keep_listing(location, fp, BASE_MS * 1_000_000, '{"a":[],"b":[]}')
+    catalog.snapshot = Listed.of(records, walked, -math.inf, EXIT_ROWS)
+    started = time.monotonic()
+    catalog.close()
+    took = time.monotonic() - started
+    assert took < CLOSE_BOUND, f"closing took {took:.2f} s"
+    # What was written is whole: the index opens again and answers from the rows it holds.
+    again = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
+    try:
+        assert again.stored_listing().records == []  # no log is there: every row is refused
+    finally:
+        again.close()
+
+
+STORM_SESSIONS = 20_000
+STORM_BOUND = 0.5
+"""The issue's bound for the ``@`` after a storm of cancelled requests (the issue's: 300
+``workspace/symbol`` requests, 100 candidates commands; before, at 200,000 sessions, 2.4 s and
+3.4 s on the issue's host)."""
+
+
+@pytest.fixture(scope="module")
+def big_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Twenty thousand small sessions in dsh's format, titled."""
+    root = tmp_path_factory.mktemp("big") / "sessions"
+    for number in range(STORM_SESSIONS):
+        session_id = _session_id(number)
+        cwd = f"/home/dev/project-{number % 40}"
+        path = Path(log_path(str(root), cwd, session_id, "zstd"))
+        path.parent.mkdir(parents=True)
+        path.write_bytes(_log_bytes(session_id, cwd, f"Session {number}"))
+    return root
+
+
+async def test_a_storm_of_cancelled_requests_does_not_hold_up_the_next_at(
+    big_root: Path, workspace: Path
+) -> None:
+    """Each cancelled ``workspace/symbol`` or candidates request did its work on the pool completion
+    shares (copying the listing and comparing the copy record by record with the one the candidate
+    table was built for; while titles were verified, relabelling the table, each request its own
+    copy) before it looked at its cancellation. Now the listing is shared, one request relabels
+    and the others take its table, and a listing request waits 2 ms for the cancel a typing client
+    sends right behind it. Right after a cold listing, with titles still being verified."""
+    async with lsp_session(
+        audited_server_command(), audited_env(workspace / "storm.log"), workspace, big_root
+    ) as s:
+        uri = s.open(workspace, "@1999")
+        deadline = time.monotonic() + 120
+        while not any(item.label == "Session 1999" for item in (await s.complete(uri)).items):
+            assert time.monotonic() < deadline, "the root was never listed with its titles"
+            await asyncio.sleep(0.25)  # a cold root's first listing, then its titles
+        for method, params, count in (
+            (types.WORKSPACE_SYMBOL, types.WorkspaceSymbolParams(query=""), 300),
+            (
+                types.WORKSPACE_EXECUTE_COMMAND,
+                types.ExecuteCommandParams(
+                    command="dshSessionReference.candidates", arguments=[{"query": ""}]
+                ),
+                100,
+            ),
+        ):
+            futures = []
+            for number in range(count):
+                msg_id = f"storm-{method}-{number}"
+                futures.append(s.client.protocol.send_request(method, params, msg_id=msg_id))
+                s.client.cancel_request(types.CancelParams(id=msg_id))
+            started = time.monotonic()
+            answer = await s.complete(uri)
+            took = time.monotonic() - started
+            assert any(item.label == "Session 1999" for item in answer.items)
+            assert took < STORM_BOUND, f"the @ after {count} cancelled {method}: {took:.2f} s"
+            await asyncio.gather(*(asyncio.wrap_future(f) for f in futures), return_exceptions=True)

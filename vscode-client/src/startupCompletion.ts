@@ -1,0 +1,98 @@
+// The `@` popup before the server can answer, and asking VS Code again without closing it.
+//
+// The language client registers its completion provider only once the server has answered
+// `initialize` (2-3 s after the window opens over a big store): an `@` typed before then found no
+// provider, and the popup stayed shut. This provider is registered at activation and answers such
+// an `@` with one "Starting dsh…" row, marked incomplete, while the client is not running; once it
+// runs, this one says nothing, so no row is ever doubled.
+//
+// VS Code asks its providers again, keeping the popup open with the rows it shows until the new
+// answer arrives, whenever a completion provider is registered or unregistered while a popup is
+// active (SuggestModel's `_updateActiveSuggestSession`: `trigger({ retrigger: true })`). That is how
+// the client's own registration replaces "Starting dsh…", and how `askAgain` replaces the server's
+// "Listing dsh sessions…" row with the sessions: it registers or unregisters a provider that
+// matches no document. `editor.action.triggerSuggest` instead closes an open popup and opens a new
+// one (a retrigger without `retrigger`), the flicker this replaces.
+
+import * as vscode from 'vscode';
+
+import { atToken, STARTING_DETAIL, STARTING_LABEL } from './atToken';
+
+/** A scheme no document has: the nudging provider is never asked. */
+const NUDGE_SELECTOR: vscode.DocumentSelector = { scheme: 'dsh-session-reference-nudge' };
+const NO_ANSWER: vscode.CompletionItemProvider = { provideCompletionItems: () => undefined };
+
+export class StartupCompletions implements vscode.CompletionItemProvider, vscode.Disposable {
+  private registration: vscode.Disposable | undefined;
+  private registeredFor: string | undefined;
+  private nudge: vscode.Disposable | undefined;
+  /** Where a completion was last answered with rows (ours or the server's), see `answeredAt`. */
+  private lastAnswer: string | undefined;
+
+  constructor(
+    private readonly selects: (document: vscode.TextDocument) => boolean,
+    private readonly serverRunning: () => boolean,
+  ) {}
+
+  /**
+   * Registers for `selector` (the documentSelector setting), with `@` as trigger character; again
+   * only when it changed (each registration makes VS Code ask an open popup's providers again).
+   */
+  register(selector: vscode.DocumentSelector): void {
+    const key = JSON.stringify(selector);
+    if (this.registration === undefined || key !== this.registeredFor) {
+      this.registration?.dispose();
+      this.registration = vscode.languages.registerCompletionItemProvider(selector, this, '@');
+      this.registeredFor = key;
+    }
+  }
+
+  provideCompletionItems(document: vscode.TextDocument, position: vscode.Position): vscode.CompletionList | undefined {
+    if (this.serverRunning() || !this.selects(document)) {
+      return undefined;
+    }
+    const token = atToken(document.lineAt(position.line).text.slice(0, position.character));
+    if (token === undefined) {
+      return undefined;
+    }
+    // Inserts nothing: accepted, it puts back what was typed. Its filter text is what was typed,
+    // so VS Code keeps it whatever follows the `@`.
+    const item = new vscode.CompletionItem(STARTING_LABEL, vscode.CompletionItemKind.Text);
+    item.detail = STARTING_DETAIL;
+    item.range = new vscode.Range(position.line, token.start, position.line, position.character);
+    item.insertText = token.typed;
+    item.filterText = token.typed;
+    item.sortText = '0';
+    this.answered(document, position);
+    return new vscode.CompletionList([item], true);
+  }
+
+  /** Notes that a completion at `position` got rows (the middleware calls it for the server's). */
+  answered(document: vscode.TextDocument, position: vscode.Position): void {
+    this.lastAnswer = answerKey(document, position);
+  }
+
+  /** Whether the last completion answered with rows was at `position` of `document` as it is now. */
+  answeredAt(document: vscode.TextDocument, position: vscode.Position): boolean {
+    return this.lastAnswer === answerKey(document, position);
+  }
+
+  /** Has VS Code ask every provider again, keeping an open popup open (see the file comment). */
+  askAgain(): void {
+    if (this.nudge === undefined) {
+      this.nudge = vscode.languages.registerCompletionItemProvider(NUDGE_SELECTOR, NO_ANSWER);
+    } else {
+      this.nudge.dispose();
+      this.nudge = undefined;
+    }
+  }
+
+  dispose(): void {
+    this.registration?.dispose();
+    this.nudge?.dispose();
+  }
+}
+
+function answerKey(document: vscode.TextDocument, position: vscode.Position): string {
+  return `${document.uri.toString()}#${document.version}:${position.line}:${position.character}`;
+}
