@@ -7,7 +7,7 @@
 // or id query lists nothing; the words after the first are matched against the location's path),
 // sorts the rest by its own score, and writes each location's path beside the name, which for a
 // transcript is the tab name, read as a file. So the server's sessions are left out of that list
-// (serverController's middleware) and searched here. The picker's last row hands what was typed
+// (server.ts's middleware) and searched here. The picker's last row hands what was typed
 // to Go to Symbol in Workspace, for the other symbols Ctrl+T finds elsewhere.
 
 import * as vscode from 'vscode';

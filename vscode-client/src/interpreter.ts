@@ -322,7 +322,7 @@ export function probeProblems(choice: InterpreterChoice, probe: ProbeResult): Pr
  * What a probe's result depends on, as a string: the interpreter's real file (a virtual
  * environment's `python` is a link to it) with its size and modification time, and the launcher
  * and extension version that ran the probe. Undefined when the file cannot be read. A probe kept
- * under this key is valid while the key is the same (see ServerController's probe cache).
+ * under this key is valid while the key is the same (see PythonInterpreter's probe cache, python.ts).
  */
 export async function probeKey(executable: string, launcher: string, extensionVersion: string): Promise<string | undefined> {
   try {

@@ -191,3 +191,34 @@ export class PreviewDocuments implements vscode.FileSystemProvider, vscode.TextD
     this.changedAt.clear();
   }
 }
+
+/**
+ * The previews the extension's own commands show. The server also asks to show each of them
+ * (`window/showDocument`), possibly just after its reply; that request is then answered without
+ * opening the document a second time (it would race the reply and flash a stale text).
+ */
+export class PreviewRequests {
+  private inFlight = 0;
+  private readonly shownAt = new Map<string, number>();
+
+  /** Runs a preview command; while it runs, the server's requests to show a preview are ours. */
+  async during<T>(command: () => Promise<T>): Promise<T> {
+    this.inFlight += 1;
+    try {
+      return await command();
+    } finally {
+      this.inFlight -= 1;
+    }
+  }
+
+  /** Records that a preview command showed `uri`. */
+  shown(uri: vscode.Uri): void {
+    this.shownAt.set(uri.toString(), Date.now());
+  }
+
+  /** True when the server's request to show `uri` is one a command has shown or is showing. */
+  ours(uri: vscode.Uri): boolean {
+    const shownAt = this.shownAt.get(uri.toString());
+    return this.inFlight > 0 || (shownAt !== undefined && Date.now() - shownAt < 10_000);
+  }
+}

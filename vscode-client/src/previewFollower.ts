@@ -52,7 +52,7 @@ export class PreviewFollower implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
 
   constructor(
-    private readonly server: ServerController,
+    private readonly controller: ServerController,
     private readonly previews: PreviewDocuments,
   ) {
     const promptEvent = (document: vscode.TextDocument): void => {
@@ -95,7 +95,7 @@ export class PreviewFollower implements vscode.Disposable {
           this.schedule();
         }
       }),
-      server.onDidChangeContent((params) => {
+      controller.onDidChangeContent((params) => {
         for (const preview of changedContent(params).previews) {
           const prompt = promptOfPreview(preview);
           if (prompt !== undefined) {
@@ -103,7 +103,7 @@ export class PreviewFollower implements vscode.Disposable {
           }
         }
       }),
-      server.onDidChangeState((state) => {
+      controller.onDidChangeState((state) => {
         if (state === 'running') {
           this.schedule();
         } else {
@@ -158,7 +158,7 @@ export class PreviewFollower implements vscode.Disposable {
   }
 
   private async prepare(preview: vscode.Uri, prompt: vscode.Uri): Promise<void> {
-    if (this.server.state !== 'running') {
+    if (this.controller.state !== 'running') {
       return; // prepared again when it runs; meanwhile the preview says it is out of date
     }
     const key = prompt.toString();
@@ -169,14 +169,14 @@ export class PreviewFollower implements vscode.Disposable {
     }
     const command = isModelTextPreview(preview.toString()) ? SERVER_COMMANDS.modelText : SERVER_COMMANDS.preview;
     try {
-      this.server.previewShown(preview); // the server's request to show it again is not needed
-      const result = asPreviewResult(await this.server.executeCommand(command, [key]), command);
+      this.controller.previewShown(preview); // the server's request to show it again is not needed
+      const result = asPreviewResult(await this.controller.executeCommand(command, [key]), command);
       this.previews.update(preview, result.text, open ? '' : promptGoneNotice(nameOf(prompt), true, new Date()));
     } catch (error) {
       if (isRequestCancelled(error)) {
         return; // a stopping server dropped it; prepared again once the server runs
       }
-      this.server.output.info(`preparing the preview ${preview.toString()} again: ${errorText(error)}`);
+      this.controller.output.info(`preparing the preview ${preview.toString()} again: ${errorText(error)}`);
       this.previews.markStale(preview, `preparing it again failed (${errorText(error)})`);
     }
   }

@@ -17,7 +17,7 @@ export class Sender {
   /** Prompts being sent: a second Send of the same prompt meanwhile would queue it twice in dsh. */
   private readonly sending = new Set<string>();
 
-  constructor(private readonly server: ServerController) {}
+  constructor(private readonly controller: ServerController) {}
 
   /** Run with no argument (the active prompt, or the prompt of the preview in front) or a Uri. */
   async send(resource?: vscode.Uri | string): Promise<void> {
@@ -25,7 +25,7 @@ export class Sender {
     const given = typeof resource === 'string' ? vscode.Uri.parse(resource) : resource;
     const uri = given ?? (active?.uri.scheme === PREVIEW_SCHEME ? vscode.Uri.parse(active.uri.query) : active?.uri);
     const document = uri === undefined ? undefined : vscode.workspace.textDocuments.find((doc) => doc.uri.toString() === uri.toString());
-    if (uri === undefined || (document !== undefined && !this.server.selects(document))) {
+    if (uri === undefined || (document !== undefined && !this.controller.selects(document))) {
       void vscode.window.showInformationMessage('Open a prompt (Markdown, plain text or DSH Prompt) to send it to dsh.');
       return;
     }
@@ -41,7 +41,7 @@ export class Sender {
     try {
       answer = await vscode.window.withProgress(
         { location: vscode.ProgressLocation.Window, title: 'DSH: sending to dsh…' },
-        () => this.server.executeCommand(SERVER_COMMANDS.send, [key, options]),
+        () => this.controller.executeCommand(SERVER_COMMANDS.send, [key, options]),
       );
     } catch (error) {
       await this.refused(error);

@@ -17,10 +17,15 @@
 import * as vscode from 'vscode';
 
 import { atToken, STARTING_DETAIL, STARTING_LABEL } from './atToken';
+import type { ServerController } from './serverController';
 
 /** A scheme no document has: the nudging provider is never asked. */
 const NUDGE_SELECTOR: vscode.DocumentSelector = { scheme: 'dsh-session-reference-nudge' };
 const NO_ANSWER: vscode.CompletionItemProvider = { provideCompletionItems: () => undefined };
+/** How long after a start the editor may not yet know the completion provider (see `reopenCompletion`). */
+const STARTUP_RETRIGGER_MS = 2000;
+/** How long after a keystroke in that time `reopenCompletion` looks whether its completion got rows. */
+const REOPEN_CHECK_MS = 300;
 
 export class StartupCompletions implements vscode.CompletionItemProvider, vscode.Disposable {
   private registration: vscode.Disposable | undefined;
@@ -95,4 +100,44 @@ export class StartupCompletions implements vscode.CompletionItemProvider, vscode
 
 function answerKey(document: vscode.TextDocument, position: vscode.Position): string {
   return `${document.uri.toString()}#${document.version}:${position.line}:${position.character}`;
+}
+
+/**
+ * An `@` typed while the server was starting found no one to ask, and VS Code would not ask again
+ * by itself: once the client has started, ask if the cursor sits on an `@` token. The editor learns
+ * of the new completion provider a moment later still (its registration crosses from the extension
+ * host; a clean-clone run typed `@` in that moment and got no popup), so for STARTUP_RETRIGGER_MS a
+ * cursor that comes to sit on an `@` token asks again too.
+ */
+export function reopenCompletionAfterStart(controller: ServerController): vscode.Disposable[] {
+  let startedAt = Number.NEGATIVE_INFINITY;
+  return [
+    controller.onDidStart(() => {
+      startedAt = Date.now();
+      setTimeout(() => reopenCompletion(controller), REOPEN_CHECK_MS);
+    }),
+    vscode.window.onDidChangeTextEditorSelection((event) => {
+      if (Date.now() - startedAt < STARTUP_RETRIGGER_MS && event.textEditor === vscode.window.activeTextEditor) {
+        // After the completion that this keystroke asks for has had time to answer.
+        setTimeout(() => reopenCompletion(controller), REOPEN_CHECK_MS);
+      }
+    }),
+  ];
+}
+
+/** Opens the completion popup if the cursor sits on an `@` token whose completion got no rows. */
+export function reopenCompletion(controller: ServerController): void {
+  const editor = vscode.window.activeTextEditor;
+  if (editor === undefined || !controller.selects(editor.document) || !editor.selection.isEmpty) {
+    return;
+  }
+  const position = editor.selection.active;
+  const before = editor.document.lineAt(position.line).text.slice(0, position.character);
+  // The extension answers an `@` itself while the server starts (StartupCompletions): what is
+  // left is one typed before it was active, or in that moment. One whose completion got rows has
+  // its popup open, which VS Code asks again by itself when a provider registers (triggerSuggest
+  // would close and reopen it).
+  if (atToken(before) !== undefined && !controller.completions.answeredAt(editor.document, position)) {
+    void vscode.commands.executeCommand('editor.action.triggerSuggest');
+  }
 }

@@ -8,7 +8,8 @@
 import * as vscode from 'vscode';
 
 import { staleNotice } from './format';
-import { TRANSCRIPT_SCHEME } from './protocol';
+import { changedContent, TRANSCRIPT_SCHEME } from './protocol';
+import type { ServerController } from './serverController';
 
 interface Fetched {
   readonly text: string;
@@ -27,6 +28,26 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider, 
 
   register(): vscode.Disposable {
     return vscode.workspace.registerTextDocumentContentProvider(TRANSCRIPT_SCHEME, this);
+  }
+
+  /**
+   * Keeps the open transcripts following the server: fetched again when it says their session
+   * logs changed and when it (re)starts; the text of one closed is forgotten.
+   */
+  follow(controller: ServerController): vscode.Disposable[] {
+    return [
+      controller.onDidChangeContent((params) => this.refresh(changedContent(params).transcripts.map((uri) => vscode.Uri.parse(uri)))),
+      controller.onDidChangeState((state) => {
+        if (state === 'running') {
+          this.refresh();
+        }
+      }),
+      vscode.workspace.onDidCloseTextDocument((document) => {
+        if (document.uri.scheme === TRANSCRIPT_SCHEME) {
+          this.forget(document.uri);
+        }
+      }),
+    ];
   }
 
   async provideTextDocumentContent(uri: vscode.Uri, token?: vscode.CancellationToken): Promise<string> {

@@ -259,8 +259,10 @@ async function hoverMarker(page, squiggle) {
   const hover = page.locator('.monaco-hover:not(.hidden) .marker.hover-contents').first();
   const started = Date.now();
   for (let attempt = 1; ; attempt += 1) {
-    await page.mouse.move(...(await centre(squiggle)));
     try {
+      // A squiggle can be drawn a moment before its text is (a chip being written out as its
+      // error arrives): no box yet is a reason to aim again, not a failure.
+      await page.mouse.move(...(await centre(squiggle)));
       await hover.waitFor({ state: 'visible', timeout: 4000 });
       return hover;
     } catch (error) {
@@ -1458,7 +1460,8 @@ async function reloadedPreview(page, promptEditor) {
   });
 
   await step('budget-with-preview', page, async () => {
-    const settingsFile = path.join(path.dirname(spec.prompt), '.vscode', 'settings.json');
+    // The budgets are machine settings, read from the user level only (see settings-change).
+    const settingsFile = spec.machineSettings;
     const original = readFileSync(settingsFile, 'utf8');
     const lensBefore = await waitFor(() => lensText(promptEditor), (text) => text.includes('KB in all'), 'no code lens total');
     await previewEditorOf(page);

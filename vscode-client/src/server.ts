@@ -1,0 +1,161 @@
+// The language client for one server process: how the server is started (the chosen interpreter
+// runs the bundled launcher), what the client declares, and the middleware that adapts the
+// server's answers to VS Code. Starting, stopping and restarting it is serverController.ts.
+
+import * as vscode from 'vscode';
+import {
+  ClientCapabilities,
+  CloseHandlerResult,
+  ConfigurationParams,
+  ErrorAction,
+  FeatureState,
+  LanguageClient,
+  LanguageClientOptions,
+  ResponseError,
+  RevealOutputChannelOn,
+  ServerOptions,
+  ShowDocumentParams,
+  ShowDocumentResult,
+  StaticFeature,
+  TransportKind,
+} from 'vscode-languageclient/node';
+
+import { unbreakable } from './format';
+import { ListingRetries } from './listingRetries';
+import { CLIENT_COMMANDS, PREVIEW_SCHEME } from './protocol';
+import { quietRaces, serverStdio } from './serverLog';
+import { LanguageFilter, SECTION } from './settings';
+import { TraceChannel } from './traceChannel';
+import { currentServerSettings, serverLogLevelSetting } from './workspaceSettings';
+
+export const CLIENT_ID = 'dshSessionReference';
+export const CLIENT_NAME = 'DSH Session Reference';
+/** Columns of the editor font one suggest row has room for at the popup's default 430 px. */
+const COMPLETION_ROW_COLUMNS = 46;
+
+/**
+ * The extension's own providers of the server's virtual documents, by scheme. When the server
+ * registers a scheme (`client/registerCapability` for `workspace/textDocumentContent`),
+ * vscode-languageclient registers a second provider for it; its middleware hands every request
+ * to these, so both providers give the same text (cache, stale notice, command fallback).
+ */
+export type ContentProviders = ReadonlyMap<string, vscode.TextDocumentContentProvider>;
+
+/** What the client hands to the rest of the extension, and asks of it. */
+export interface ClientParts {
+  readonly output: vscode.LogOutputChannel;
+  readonly traceChannel: TraceChannel;
+  readonly contentProviders: ContentProviders;
+  readonly listingRetries: ListingRetries;
+  /** The server's process closed: restart it or not (the crash policy). */
+  closed(): CloseHandlerResult;
+  /** Where an inlay hint the server places at `position` is drawn (see `MentionChips.hintAt`). */
+  placeHints(document: vscode.TextDocument, position: vscode.Position): vscode.Position;
+  /** Shows a `dsh-preview:` document the server asks to show; false lets VS Code do it. */
+  openPreview(uri: vscode.Uri): Promise<boolean>;
+}
+
+/**
+ * Tells the server which client commands it may name where LSP has no request: the one that
+ * opens the completion popup (a quick fix for a mention no session answers leaves an `@` and
+ * opens the list to pick from), and the extension's own preview (the code lens "Preview" runs
+ * it with [documentUri], so the preview opens beside the prompt and follows it). And how wide a
+ * completion row is (COMPLETION_ROW_COLUMNS).
+ */
+export class SuggestCommandFeature implements StaticFeature {
+  fillClientCapabilities(capabilities: ClientCapabilities): void {
+    capabilities.experimental = {
+      ...(capabilities.experimental as object | undefined),
+      dshSessionReference: {
+        triggerSuggestCommand: 'editor.action.triggerSuggest',
+        previewCommand: CLIENT_COMMANDS.previewContext,
+        // What a row of the suggest popup has room for at its default width: the server shortens
+        // long titles so that each row's age and project stay whole (lsp/completion.py).
+        completionRowColumns: COMPLETION_ROW_COLUMNS,
+      },
+    };
+  }
+
+  initialize(): void {}
+
+  getState(): FeatureState {
+    return { kind: 'static' };
+  }
+
+  clear(): void {}
+}
+
+/** A client (not started) for a server run by `executable` over the documents `selector` names. */
+export function createClient(executable: string, launcher: string, cwd: string, selector: LanguageFilter[], parts: ClientParts): LanguageClient {
+  const serverOptions: ServerOptions = {
+    command: executable,
+    args: [launcher, 'lsp', '--log-level', serverLogLevelSetting()],
+    transport: TransportKind.stdio,
+    options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
+  };
+  const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions(selector, parts));
+  client.registerFeature(new SuggestCommandFeature());
+  return client;
+}
+
+function clientOptions(selector: LanguageFilter[], parts: ClientParts): LanguageClientOptions {
+  return {
+    documentSelector: selector,
+    outputChannel: quietRaces(parts.output),
+    stdioOptions: serverStdio(),
+    traceOutputChannel: parts.traceChannel,
+    revealOutputChannelOn: RevealOutputChannelOn.Never,
+    initializationOptions: { [SECTION]: currentServerSettings() },
+    markdown: { isTrusted: false, supportHtml: false },
+    errorHandler: {
+      error: (_error, _message, count) => ({ action: (count ?? 0) <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown, handled: false }),
+      closed: () => parts.closed(),
+    },
+    middleware: {
+      // Each mention's cost reads as one piece, never cut by a soft wrap (see `unbreakable`).
+      provideInlayHints: async (document, range, token, next) => {
+        const hints = await next(document, range, token);
+        for (const hint of hints ?? []) {
+          hint.position = parts.placeHints(document, hint.position);
+          if (typeof hint.label === 'string') {
+            hint.label = unbreakable(hint.label);
+          } else {
+            for (const part of hint.label) {
+              part.value = unbreakable(part.value);
+            }
+          }
+        }
+        return hints;
+      },
+      provideCompletionItem: async (document, position, context, token, next) => {
+        const result = await next(document, position, context, token);
+        parts.listingRetries.answered(document, position, result);
+        return result;
+      },
+      // Sessions are searched in the extension's own picker (goToSession.ts says why Go to
+      // Symbol in Workspace cannot show them as dsh lists them); other clients list them.
+      provideWorkspaceSymbols: () => [],
+      provideTextDocumentContent: (uri, token, next) => {
+        const own = parts.contentProviders.get(uri.scheme);
+        return own === undefined ? next(uri, token) : own.provideTextDocumentContent(uri, token);
+      },
+      workspace: {
+        configuration: (params: ConfigurationParams, token, next) => {
+          if (params.items.every((item) => item.section === SECTION)) {
+            return params.items.map((item) => currentServerSettings(item.scopeUri ? vscode.Uri.parse(item.scopeUri) : undefined));
+          }
+          return next(params, token);
+        },
+      },
+      window: {
+        showDocument: async (params: ShowDocumentParams, token, next): Promise<ShowDocumentResult | ResponseError<void>> => {
+          const uri = vscode.Uri.parse(params.uri);
+          if (uri.scheme !== PREVIEW_SCHEME) {
+            return next(params, token);
+          }
+          return { success: await parts.openPreview(uri) };
+        },
+      },
+    },
+  };
+}
