@@ -23,9 +23,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
+from dsh_session_reference.lsp.contract import Feature
 from dsh_session_reference.lsp.features import create_server
+from dsh_session_reference.lsp.features.completion import Completion
+from dsh_session_reference.lsp.features.diagnostics import Diagnostics
 from dsh_session_reference.lsp.server import DshLanguageServer
 from dsh_session_reference.lsp.transport import serve_stdio
 from dsh_session_reference.resolver import SessionReferenceResolver
@@ -35,6 +38,7 @@ COMMAND = [sys.executable, "-m", "hardening.probed_server"]
 STATS = "dshHardening.stats"
 BLOCK = "dshHardening.block"
 GATE = "dshHardening.gateListings"
+F = TypeVar("F", bound=Feature)
 
 
 def _libc_trim() -> Callable[[int], int] | None:
@@ -56,6 +60,10 @@ def _rss_kb() -> int:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
 
 
+def _feature(ls: DshLanguageServer, kind: type[F]) -> F:
+    return next(feature for feature in ls.features if isinstance(feature, kind))
+
+
 async def _stats(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
     for _ in range(3):  # let tasks that have just finished run their done callbacks
         await asyncio.sleep(0)
@@ -68,8 +76,8 @@ async def _stats(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
         "taskNames": sorted(task.get_coro().__qualname__ for task in tasks),  # type: ignore[union-attr]
         "background": len(ls._background),
         "analyses": len(ls._analyses),
-        "pending": len(ls._pending),
-        "completions": len(ls._completions),
+        "pending": len(_feature(ls, Diagnostics).pending),
+        "completions": len(_feature(ls, Completion).running),
         "commands": len(ls._commands),
         "documents": len(documents),
         "texts": {uri: documents.get(uri) for uri in args if isinstance(uri, str)},

@@ -1,6 +1,7 @@
-"""The language server: state in :mod:`.server`, handlers in :mod:`.features`, every feature a plain function.
+"""The language server: shared services in :mod:`.server`, each feature an object in :mod:`.features` with a
+declared contract (:mod:`.contract`).
 
-Features take text, offsets and core results (:mod:`..analysis`, the resolver) and return
-lsprotocol values, so they are unit-tested without a client; this package imports the core,
+What a feature computes is a pure function of text, offsets and core results (:mod:`..analysis`,
+the resolver) returning lsprotocol values, unit-tested without a client; this package imports the core,
 :mod:`..assembly`, lsprotocol and pygls, and nothing of the store or the CLI.
 """

@@ -3,28 +3,29 @@ candidates, the document summary, transcripts and mention insertion, each transl
 its JSON arguments and the core.
 
 The preview and transcript documents are served by ``workspace/textDocumentContent`` too
-(:mod:`.features`), through :func:`preview_of` and :func:`transcript_of`.
+(:mod:`.features.content`), through :func:`preview_of` and :func:`transcript_of`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict
-from typing import Any, Final, TypeVar, cast
+from functools import partial
+from typing import Any, ClassVar, Final
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from ..analysis import analyze
-from ..assembly import ROOT_NOT_FOUND, root_failure, target_session
+from ..assembly import target_session
 from ..display import display_label
 from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
 from .actions import PREVIEW_COMMAND, workspace_edit
 from .completion import shown
+from .contract import Command, Feature, Services, cancel_grace, root_errors
 from .documents import text_of
 from .preview import (
     Preview,
@@ -35,7 +36,6 @@ from .preview import (
     referenced_sessions,
 )
 from .progress import CLIENT_REQUEST_TIMEOUT
-from .server import DshLanguageServer, cancel_grace
 from .sessions import (
     TRANSCRIPT_SCHEME,
     candidate_row,
@@ -53,42 +53,6 @@ TRANSCRIPT_COMMAND: Final = "dshSessionReference.transcript"
 INSERT_MENTION_COMMAND: Final = "dshSessionReference.insertMention"
 
 
-REQUEST_FAILED: Final = int(types.LSPErrorCodes.RequestFailed)
-"""-32803: the request was well formed and cannot be answered (LSP 3.17)."""
-
-Handler = TypeVar("Handler", bound=Callable[..., Awaitable[Any]])
-
-
-def root_error(ls: DshLanguageServer) -> JsonRpcException | None:
-    """A request's answer while the sessions root is missing or no directory (a file, a FIFO, a
-    symlink loop): the CLI's code and words, as ``RequestFailed``; ``None`` for a directory."""
-    failure = root_failure(ls.engine.root, ls.root_origin())
-    if failure is None:
-        return None
-    data = {"code": ROOT_NOT_FOUND, "message": failure}
-    return JsonRpcException(f"{ROOT_NOT_FOUND}: {failure}", REQUEST_FAILED, data)
-
-
-def root_errors(handler: Handler) -> Handler:
-    """``handler`` answering with :func:`root_error` where it fails while the root is no directory:
-    a store cannot list such a root and raises on every read, which pygls would answer as
-    InternalError with a traceback. An error of the request's own (bad params) goes out as is."""
-
-    @functools.wraps(handler)
-    async def answered(ls: DshLanguageServer, *args: Any) -> Any:
-        try:
-            return await handler(ls, *args)
-        except (JsonRpcException, asyncio.CancelledError):
-            raise
-        except Exception:
-            error = root_error(ls)
-            if error is None:
-                raise
-            raise error from None
-
-    return cast(Handler, answered)
-
-
 def _uri_argument(args: Sequence[Any], command: str, shape: str = "documentUri: string") -> str:
     if not args or not isinstance(args[0], str):
         raise JsonRpcInvalidParams(f"{command} expects [{shape}]")
@@ -100,7 +64,7 @@ def _shown_preview(command: str, *, model_text: bool) -> Callable[..., Awaitable
     the client shows documents; a preview (not the model text, whose summary says nothing) is
     summarised where it cannot be."""
 
-    async def handler(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+    async def handler(ls: Services, *args: Any) -> dict[str, Any]:
         asked = _uri_argument(args, command)
         # A preview's own URI stands for its prompt (a client's button on the preview passes it).
         uri = document_of_preview(asked) or asked
@@ -117,7 +81,7 @@ def _shown_preview(command: str, *, model_text: bool) -> Callable[..., Awaitable
     return handler
 
 
-async def _show_document(ls: DshLanguageServer, preview: Preview) -> None:
+async def _show_document(ls: Services, preview: Preview) -> None:
     params = types.ShowDocumentParams(uri=preview.uri, take_focus=True)
     try:
         result = await asyncio.wait_for(ls.window_show_document_async(params), CLIENT_REQUEST_TIMEOUT)
@@ -127,13 +91,13 @@ async def _show_document(ls: DshLanguageServer, preview: Preview) -> None:
         _say_summary(ls, preview)
 
 
-def _say_summary(ls: DshLanguageServer, preview: Preview) -> None:
+def _say_summary(ls: Services, preview: Preview) -> None:
     """The preview's one-line summary as a message, where the preview itself cannot be shown."""
     kind = types.MessageType.Info if preview.ok else types.MessageType.Error
     ls.window_show_message(types.ShowMessageParams(type=kind, message=f"dsh: {preview.summary}"))
 
 
-async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[str, Any]]:
+async def _candidates_command(ls: Services, *args: Any) -> list[dict[str, Any]]:
     options = args[0] if args and args[0] is not None else {}
     if not isinstance(options, dict):
         raise JsonRpcInvalidParams(f"{CANDIDATES_COMMAND} expects [{{documentUri?: string, query?: string}}]")
@@ -148,7 +112,7 @@ async def _candidates_command(ls: DshLanguageServer, *args: Any) -> list[dict[st
         return [candidate_row(candidate) for candidate in candidates]
 
 
-async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+async def _summary_command(ls: Services, *args: Any) -> dict[str, Any]:
     uri = _uri_argument(args, SUMMARY_COMMAND)
     with ls.tracked_command():
         result = await ls.analysis(uri)
@@ -163,7 +127,7 @@ async def _summary_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
         }
 
 
-async def target_json(ls: DshLanguageServer) -> dict[str, Any] | None:
+async def target_json(ls: Services) -> dict[str, Any] | None:
     """``documentSummary``'s ``target``: ``{sessionId, label, found}``, ``None`` without a target.
 
     The label is what ``list_candidates`` shows for a session
@@ -190,7 +154,7 @@ def _no_session(session_id: str) -> JsonRpcInvalidParams:
     return JsonRpcInvalidParams(f"the sessions root lists no session {display_label(session_id)!r}")
 
 
-async def transcript_of(ls: DshLanguageServer, asked: str) -> tuple[str, Transcript]:
+async def transcript_of(ls: Services, asked: str) -> tuple[str, Transcript]:
     """The transcript a ``dsh-transcript:`` URI, a mention's ``dsh-session:`` URI (a Markdown link
     followed in the editor) or a bare session id names, and its URI, remembered as served (the
     URI asked for) so that a change to its log tells the client. A URI that is no session's is
@@ -218,7 +182,7 @@ async def transcript_of(ls: DshLanguageServer, asked: str) -> tuple[str, Transcr
     return uri, transcript
 
 
-async def _transcript_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+async def _transcript_command(ls: Services, *args: Any) -> dict[str, Any]:
     asked = _uri_argument(args, TRANSCRIPT_COMMAND, f"sessionId or {TRANSCRIPT_SCHEME}: URI")
     with ls.tracked_command():
         uri, transcript = await transcript_of(ls, asked)
@@ -264,7 +228,7 @@ def _insertion(args: Sequence[Any]) -> tuple[str, types.Position, str, str | Non
     return uri, types.Position(line=line, character=character), session_id, replace
 
 
-async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+async def _insert_mention_command(ls: Services, *args: Any) -> dict[str, Any]:
     uri, cursor, session_id, replace = _insertion(args)
     document = ls.documents.get(uri)
     if document is None:
@@ -306,7 +270,7 @@ async def _insert_mention_command(ls: DshLanguageServer, *args: Any) -> dict[str
         return reply
 
 
-async def preview_of(ls: DshLanguageServer, uri: str, *, model_text: bool = False) -> Preview | None:
+async def preview_of(ls: Services, uri: str, *, model_text: bool = False) -> Preview | None:
     """The preview of a document (``model_text``: its exact model-facing text), open or a file on
     disk, kept for a client that asks for it again; ``None`` for one that is neither."""
     agent = await ls.agent_for(uri)
@@ -328,12 +292,44 @@ async def preview_of(ls: DshLanguageServer, uri: str, *, model_text: bool = Fals
     return preview
 
 
-def register(server: DshLanguageServer) -> None:
-    """Register every command on ``server`` (each answered with the root's problem when it fails
-    on a root that is no directory: :func:`root_errors`)."""
-    server.command(PREVIEW_COMMAND)(root_errors(_shown_preview(PREVIEW_COMMAND, model_text=False)))
-    server.command(MODEL_TEXT_COMMAND)(root_errors(_shown_preview(MODEL_TEXT_COMMAND, model_text=True)))
-    server.command(CANDIDATES_COMMAND)(root_errors(_candidates_command))
-    server.command(SUMMARY_COMMAND)(root_errors(_summary_command))
-    server.command(TRANSCRIPT_COMMAND)(root_errors(_transcript_command))
-    server.command(INSERT_MENTION_COMMAND)(root_errors(_insert_mention_command))
+class Commands(Feature):
+    """The commands, each a function of the services and its arguments; owns nothing (a preview
+    it makes is kept in ``previews``, a transcript it serves is followed by ``live``)."""
+
+    uses: ClassVar = frozenset(
+        {
+            "tracked_command",
+            "content_registered",
+            "capability",
+            "spawn",
+            "window_show_document_async",
+            "window_show_message",
+            "agent_for",
+            "engine",
+            "analysis",
+            "settings",
+            "live",
+            "documents",
+            "encoding",
+            "workspace_apply_edit_async",
+            "previews",
+        }
+    )
+    reads: ClassVar = (
+        "the whole analysis (previews, the summary), and the spans of one session's mentions (insertMention)"
+    )
+
+    def commands(self) -> Mapping[str, Command]:
+        """Each answered with the root's problem when it fails on a root that is no directory
+        (:func:`.contract.root_errors`)."""
+        return {
+            name: root_errors(self.ls, partial(command, self.ls))
+            for name, command in (
+                (PREVIEW_COMMAND, _shown_preview(PREVIEW_COMMAND, model_text=False)),
+                (MODEL_TEXT_COMMAND, _shown_preview(MODEL_TEXT_COMMAND, model_text=True)),
+                (CANDIDATES_COMMAND, _candidates_command),
+                (SUMMARY_COMMAND, _summary_command),
+                (TRANSCRIPT_COMMAND, _transcript_command),
+                (INSERT_MENTION_COMMAND, _insert_mention_command),
+            )
+        }

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from functools import partial
+from typing import Any, ClassVar, Final
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -39,10 +40,10 @@ from ..dsh_web import (
 from ..jsjson import js_byte_length
 from ..uri import composer_text
 from .commands import target_json
+from .contract import Command, Feature, Services
 from .documents import text_of
 from .dsh_web_client import NoAnswer, Unreachable, call
 from .preview import build_preview
-from .server import DshLanguageServer
 
 LOG = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ def web_url(given: str | None) -> str:
     return given or os.environ.get(URL_ENV) or DEFAULT_URL
 
 
-def _new_session_folder(ls: DshLanguageServer, uri: str) -> str | None:
+def _new_session_folder(ls: Services, uri: str) -> str | None:
     """Where a new session is made: the document's workspace folder, else its own folder."""
     folder = ls.folder_path(uri)
     if folder is None and uri.startswith("file:"):
@@ -87,7 +88,7 @@ def _new_session_folder(ls: DshLanguageServer, uri: str) -> str | None:
     return folder
 
 
-async def _send_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+async def _send_command(ls: Services, *args: Any) -> dict[str, Any]:
     uri, options = _arguments(args)
     with ls.tracked_command():
         try:
@@ -171,5 +172,13 @@ def _not_sent(url: str, error: Exception, target: str | None, created: str | Non
     return NotSent("dsh", said, dshWebUrl=url, code=error.code)
 
 
-def register(server: DshLanguageServer) -> None:
-    server.command(SEND_COMMAND)(_send_command)
+class Send(Feature):
+    """The send command; owns nothing."""
+
+    uses: ClassVar = frozenset(
+        {"tracked_command", "documents", "agent_for", "engine", "folder_path", "window_show_message"}
+    )
+    reads: ClassVar = "a fresh analysis of the trimmed text, as prepare reads it (not the document's)"
+
+    def commands(self) -> Mapping[str, Command]:
+        return {SEND_COMMAND: partial(_send_command, self.ls)}

@@ -1,12 +1,14 @@
-"""The server's state: documents, settings, the engine, analyses and the work in flight.
+"""The server's services: documents, settings, the engine, analyses and the work in flight, which
+every feature shares (:class:`.contract.Services`); the features own the rest.
 
 Threads and the event loop: documents, positions and scans of small texts run
 on the loop; store reads, big scans and retention run in worker threads (the
 resolver and :func:`.analysis.analyze` move them there), so one slow disk or a
 10 MB document never stalls typing. One analysis per document version is
 shared by diagnostics, hover, code actions and the status summary; a newer
-version cancels the older analysis, a newer completion cancels the older
-completion, and ``$/cancelRequest`` cancels requests and commands alike.
+version cancels the older analysis, and ``$/cancelRequest`` cancels requests
+and commands alike. The features are told of documents opened, changed and
+closed, of a redraw, a new engine and shutdown (:class:`.contract.Feature`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import contextlib
 import logging
 import os
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
@@ -38,13 +40,13 @@ from ..lines import Encoding
 from ..model import LiveSource
 from ..resolver import AgentRef, SessionReferenceResolver, find_session
 from .completion import MAX_ROW_COLUMNS, MIN_ROW_COLUMNS
-from .diagnostics import to_diagnostics
+from .contract import Analysed, Feature
 from .documents import Document, DocumentStore
 from .idle_gc import IdleCollector
 from .live import Live
 from .positions import LineIndex
 from .preview import KeptPreviews, document_of_preview
-from .progress import CLIENT_REQUEST_TIMEOUT, list_with_progress
+from .progress import CLIENT_REQUEST_TIMEOUT
 from .pygls_patches import DshProtocol
 from .settings import SECTION, OnceWarnings, Settings, apply_settings, resolve_limits
 
@@ -93,23 +95,9 @@ class _AnalysisRun:
     stop: AbortSignal
 
 
-@dataclass(frozen=True)
-class Analysed:
-    """An analysis with the index of the very text it analysed (offsets are into that text)."""
-
-    document: Document
-    analysis: Analysis
-    version: int | None
-    index: LineIndex
-
-    @property
-    def current(self) -> bool:
-        """Whether the document still holds the analysed text."""
-        return self.document.index is self.index
-
-
 class DshLanguageServer(LanguageServer):
-    """Server state: documents, settings, the engine, and the work in flight."""
+    """The services every feature is given: documents, settings, the engine, one analysis per
+    document version, and the work in flight."""
 
     protocol: DshProtocol
 
@@ -122,12 +110,6 @@ class DshLanguageServer(LanguageServer):
         self.content_registered = False
         self._engine: Engine | None = None
         self._analyses: dict[str, _AnalysisRun] = {}
-        self._pending: dict[str, asyncio.Task[None]] = {}
-        self._completions: dict[str, AbortSignal] = {}
-        self.pending_listing: asyncio.Future[Any] | None = None
-        """A completion's listing still running after its answer went out (see features.py)."""
-        self.listing_awaited = asyncio.Event()
-        """Set when a completion answered "Listing dsh sessions…": the listing's progress shows at once."""
         self._commands: dict[int | str, asyncio.Task[Any]] = {}
         self.previews = KeptPreviews()
         self.live = Live(self)
@@ -137,6 +119,9 @@ class DshLanguageServer(LanguageServer):
         self.limits, _ = resolve_limits(self.settings, self.profile)
         self._root_reported: tuple[str, str] | None = None
         self.idle_gc = IdleCollector()
+        self.features: list[Feature] = []
+        """The installed features (:func:`.features.create_server`), told of the events below in
+        this order."""
 
     def touch(self) -> None:
         """A message arrived: work that waits for an idle editor (full collections, the index's
@@ -203,7 +188,8 @@ class DshLanguageServer(LanguageServer):
     def _new_engine(self) -> Engine:
         """An engine for the current settings (the same root's keeps its warm cache)."""
         engine = self._engine = Engine(self._root(), self.settings, self.limits, self._engine)
-        self.pending_listing = None  # listed under the old settings (maybe a stalled old root)
+        for feature in self.features:
+            feature.reset()
         return engine
 
     def apply(self, raw: object) -> bool:
@@ -275,16 +261,10 @@ class DshLanguageServer(LanguageServer):
         return changed or bool(self._warnings)
 
     async def warm_up(self) -> None:
-        """List the root and find the target before the first ``@``: a big root over a cold index
-        takes seconds to list, which would otherwise be spent while the user waits for a popup
-        (a request that arrives meanwhile shares this listing rather than starting its own)."""
-        store = self.engine.store
-        try:
-            await list_with_progress(self, store, self.listing_awaited, lambda: self.pending_listing)
-            self.listing_awaited.clear()
-            await self.agent_for(None)
-        except Exception as error:  # the first request meets the same problem and reports it
-            LOG.info("listing the sessions root ahead of requests failed: %s", error)
+        """The work each feature does ahead of its first request on a new root or settings (the
+        completion lists the root and finds the target before the first ``@``)."""
+        for feature in self.features:
+            await feature.warm_up()
 
     async def settings_changed(self) -> None:
         """Re-check every open document under the new settings (a new root is listed ahead); hints
@@ -318,17 +298,11 @@ class DshLanguageServer(LanguageServer):
             self.protocol.notify(CONTENT_CHANGED, {"uris": uris})
 
     def redraw(self, uris: Iterable[str]) -> None:
-        """Have the client show new diagnostics for ``uris`` (pushed again, or asked for again by a
-        client that pulls them and takes refresh requests), and new inlay hints and code lenses."""
-        if not self.pull_diagnostics:
-            for uri in uris:
-                self.schedule_publish(uri, 0)
-        elif self.capability("workspace.diagnostics.refresh_support", False):
-            self.spawn(ask_client(self.workspace_diagnostic_refresh_async))
-        if self.capability("workspace.inlay_hint.refresh_support", False):
-            self.spawn(ask_client(self.workspace_inlay_hint_refresh_async))
-        if self.capability("workspace.code_lens.refresh_support", False):
-            self.spawn(ask_client(self.workspace_code_lens_refresh_async))
+        """Have the client show anew what each feature shows for ``uris`` (diagnostics, inlay hints
+        and code lenses)."""
+        uris = list(uris)
+        for feature in self.features:
+            feature.redraw(uris)
 
     # --- the session a document is written for ------------------------------------------------------
 
@@ -416,35 +390,6 @@ class DshLanguageServer(LanguageServer):
             run.stop.abort()
             run.task.cancel()
 
-    # --- pushed diagnostics ---------------------------------------------------------------------
-
-    def schedule_publish(self, uri: str, delay: float) -> None:
-        previous = self._pending.pop(uri, None)
-        if previous is not None:
-            previous.cancel()
-        self._pending[uri] = self.spawn(self._publish_after(uri, delay))
-
-    async def _publish_after(self, uri: str, delay: float) -> None:
-        if delay:
-            await asyncio.sleep(delay)
-        result = await self.analysis(uri)
-        if result is not None and result.current:
-            self.publish(uri, self.diagnostics_for(result, push=True), result.version)
-        if self._pending.get(uri) is asyncio.current_task():
-            del self._pending[uri]
-
-    def diagnostics_for(self, result: Analysed, *, push: bool) -> list[types.Diagnostic]:
-        path = "text_document.publish_diagnostics" if push else "text_document.diagnostic"
-        tags = types.DiagnosticTag.Unnecessary in (self.capability(f"{path}.tag_support.value_set") or [])
-        return to_diagnostics(result.analysis, result.index, self.encoding, tags_supported=tags)
-
-    def publish(self, uri: str, diagnostics: Sequence[types.Diagnostic], version: int | None = None) -> None:
-        if not self.capability("text_document.publish_diagnostics.version_support", False):
-            version = None
-        self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(uri=uri, diagnostics=list(diagnostics), version=version)
-        )
-
     # --- work in flight -----------------------------------------------------------------------------
 
     @property
@@ -461,18 +406,6 @@ class DshLanguageServer(LanguageServer):
         self._background.discard(task)
         if not task.cancelled() and (error := task.exception()) is not None:
             LOG.error("background work failed: %r", error, exc_info=error)
-
-    def begin_completion(self, uri: str) -> AbortSignal:
-        """A new completion for ``uri`` supersedes (aborts) the one still running."""
-        previous = self._completions.get(uri)
-        if previous is not None:
-            previous.abort("superseded")
-        signal = self._completions[uri] = AbortSignal()
-        return signal
-
-    def end_completion(self, uri: str, signal: AbortSignal) -> None:
-        if self._completions.get(uri) is signal:
-            del self._completions[uri]
 
     @contextlib.contextmanager
     def tracked_command(self) -> Iterator[None]:
@@ -495,25 +428,35 @@ class DshLanguageServer(LanguageServer):
             task.cancel()
 
     def stop_everything(self) -> None:
-        """On shutdown: stop analyses, completions, commands and background work."""
+        """On shutdown: stop analyses, what each feature has in flight, commands and background work."""
         for uri in list(self._analyses):
             self.drop_analysis(uri)
-        for signal in self._completions.values():
-            signal.abort("shutdown")
+        for feature in self.features:
+            feature.stop()
         for task in [*self._commands.values(), *self._background]:
             task.cancel()
 
-    # --- documents for commands ---------------------------------------------------------------------
+    # --- documents ------------------------------------------------------------------------------------
+
+    def opened(self, uri: str) -> None:
+        """A document opened (its text is kept)."""
+        for feature in self.features:
+            feature.opened(uri)
+
+    def changed(self, uri: str) -> None:
+        """A document was edited (its text is changed): its analysis is redone when next asked for."""
+        self.drop_analysis(uri)
+        for feature in self.features:
+            feature.changed(uri)
 
     def closed(self, uri: str) -> None:
-        """A document closed: nothing kept for it stays (its text, its analysis, a pending push, its
-        preview)."""
+        """A document closed: nothing kept for it stays (its text, its analysis, its preview, what
+        any feature kept for it)."""
         self.documents.close(uri)
         self.drop_analysis(uri)
-        pending = self._pending.pop(uri, None)  # a diagnostics push waiting for its quiet moment
-        if pending is not None:
-            pending.cancel()
         self.previews.forget(uri)
+        for feature in self.features:
+            feature.closed(uri)
 
     def analysis_done(self, uri: str) -> Analysis | None:
         """The document's finished analysis, if it has one (``None`` while one runs or failed)."""
@@ -521,20 +464,3 @@ class DshLanguageServer(LanguageServer):
         if run is None or not run.task.done() or run.task.cancelled() or run.task.exception() is not None:
             return None
         return run.task.result()
-
-
-CANCEL_GRACE: Final = 0.002
-"""Seconds a listing request (a symbol search, the session picker's candidates) waits before its
-work: a client that types on sends ``$/cancelRequest`` right behind it, and a request cancelled
-meanwhile never starts (300 cancelled ``workspace/symbol`` requests had each built its answer)."""
-
-
-async def cancel_grace() -> None:
-    """Let a ``$/cancelRequest`` already on its way reach this request before it works."""
-    await asyncio.sleep(CANCEL_GRACE)
-
-
-async def ask_client(request: Callable[[None], Awaitable[object]]) -> None:
-    """A refresh request to the client, whose answer (or silence) changes nothing here."""
-    with contextlib.suppress(JsonRpcException, TimeoutError):
-        await asyncio.wait_for(request(None), CLIENT_REQUEST_TIMEOUT)

@@ -1,0 +1,175 @@
+"""The completion feature: ``textDocument/completion`` after an ``@`` and ``completionItem/resolve``,
+owning the completions in flight and the listing a slow answer left running."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar, Final
+
+from lsprotocol import types
+
+from ...cancellation import AbortSignal
+from ...errors import CANCELLED, SessionReferenceError
+from ...resolver import Candidate
+from ..completion import completion_items, find_trigger, item_data, listing_item
+from ..contract import Feature, Handler, Services
+from ..hover import documentation, read_session_facts, session_summary
+from ..progress import list_with_progress
+
+LOG = logging.getLogger(__name__)
+
+COMPLETION_PATIENCE: Final = 0.1
+"""Seconds a completion waits for the session list before it answers with a single "Listing dsh
+sessions…" row (:func:`..completion.listing_item`): a fresh server over a big root lists for a
+second or more, and a popup that stays shut meanwhile reads as nothing happening. The listing goes
+on; the next ask waits on it rather than start another. Warm answers take a few milliseconds."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Completion(Feature):
+    """``@`` completion over ``listCandidates``; a newer completion of a document supersedes
+    (aborts) the older one."""
+
+    uses: ClassVar = frozenset(
+        {
+            "documents",
+            "encoding",
+            "engine",
+            "store",
+            "agent_for",
+            "capability",
+            "markdown",
+            "completion_columns",
+            "window_log_message",
+        }
+    )
+
+    def __init__(self, ls: Services) -> None:
+        super().__init__(ls)
+        self.running: dict[str, AbortSignal] = {}
+        """The completion in flight per document, stopped when a newer one starts."""
+        self.pending_listing: asyncio.Future[Any] | None = None
+        """A completion's listing still running after its answer went out (see
+        :data:`COMPLETION_PATIENCE`)."""
+        self.listing_awaited = asyncio.Event()
+        """Set when a completion answered "Listing dsh sessions…": the listing's progress shows at once."""
+
+    def handlers(self) -> Sequence[Handler]:
+        options = types.CompletionOptions(trigger_characters=["@"], resolve_provider=True)
+        return (
+            Handler(types.TEXT_DOCUMENT_COMPLETION, self.completion, options, reads_store=True),
+            Handler(types.COMPLETION_ITEM_RESOLVE, self.resolve, reads_store=True),
+        )
+
+    def reset(self) -> None:
+        self.pending_listing = None  # listed under the old settings (maybe a stalled old root)
+
+    async def warm_up(self) -> None:
+        """List the root and find the target before the first ``@``: a big root over a cold index
+        takes seconds to list, which would otherwise be spent while the user waits for a popup
+        (a request that arrives meanwhile shares this listing rather than starting its own)."""
+        source = self.ls.engine.store
+        try:
+            await list_with_progress(self.ls, source, self.listing_awaited, lambda: self.pending_listing)
+            self.listing_awaited.clear()
+            await self.ls.agent_for(None)
+        except Exception as error:  # the first request meets the same problem and reports it
+            LOG.info("listing the sessions root ahead of requests failed: %s", error)
+
+    def stop(self) -> None:
+        for signal in self.running.values():
+            signal.abort("shutdown")
+
+    async def completion(self, params: types.CompletionParams) -> types.CompletionList:
+        ls = self.ls
+        uri = params.text_document.uri
+        document = ls.documents.get(uri)
+        empty = types.CompletionList(is_incomplete=False, items=[])
+        if document is None:
+            return empty
+        cursor = document.index.offset_at(params.position, ls.encoding)
+        continuing = (
+            params.context is not None
+            and params.context.trigger_kind == types.CompletionTriggerKind.TriggerForIncompleteCompletions
+        )
+        trigger = find_trigger(document.index, cursor, continuing=continuing)
+        if trigger is None:
+            return empty
+        edit_range = document.index.range_of(trigger.at, trigger.cursor, ls.encoding)
+        typed = document.index[trigger.at : trigger.cursor]
+
+        def listing() -> types.CompletionList:
+            self.listing_awaited.set()
+            row = listing_item(edit_range, typed, ls.store.walked_sessions)
+            return types.CompletionList(is_incomplete=True, items=[row])
+
+        # An earlier answer's listing still running (a cold root): wait on it, not beside it.
+        pending = self.pending_listing
+        if pending is not None and not pending.done():
+            done, _ = await asyncio.wait({pending}, timeout=COMPLETION_PATIENCE)
+            if not done:
+                return listing()
+        signal = self._begin(uri)
+        running = asyncio.ensure_future(self._candidates(uri, trigger.query, signal))
+        done, _ = await asyncio.wait({running}, timeout=COMPLETION_PATIENCE)
+        if not done:
+            self.pending_listing = running
+            return listing()
+        items = completion_items(
+            running.result() or [],  # none when it failed or was superseded
+            edit_range,
+            now_ms=now_ms(),
+            label_details=bool(
+                ls.capability("text_document.completion.completion_item.label_details_support")
+            ),
+            typed=typed,
+            filter_text=bool(
+                ls.capability("text_document.completion.completion_item.insert_replace_support")
+            ),
+            row_columns=ls.completion_columns(),
+        )
+        return types.CompletionList(is_incomplete=True, items=items)
+
+    async def _candidates(self, uri: str, query: str, signal: AbortSignal) -> list[Candidate] | None:
+        """``listCandidates`` for a completion in ``uri``; ``None`` when it failed (said in the log) or
+        a newer completion superseded it. Never raises: its answer may be nobody's (see
+        :data:`COMPLETION_PATIENCE`)."""
+        try:
+            agent = await self.ls.agent_for(uri)
+            return await self.ls.engine.resolver.list_candidates(agent, query, signal=signal)
+        except Exception as error:  # an unreadable root: no rows, and say why in the log
+            if not (isinstance(error, SessionReferenceError) and error.code == CANCELLED):
+                self.ls.window_log_message(
+                    types.LogMessageParams(type=types.MessageType.Warning, message=f"completion: {error}")
+                )
+            return None
+        finally:
+            self._end(uri, signal)
+
+    def _begin(self, uri: str) -> AbortSignal:
+        """A new completion for ``uri`` supersedes (aborts) the one still running."""
+        previous = self.running.get(uri)
+        if previous is not None:
+            previous.abort("superseded")
+        signal = self.running[uri] = AbortSignal()
+        return signal
+
+    def _end(self, uri: str, signal: AbortSignal) -> None:
+        if self.running.get(uri) is signal:
+            del self.running[uri]
+
+    async def resolve(self, item: types.CompletionItem) -> types.CompletionItem:
+        data = item_data(item)
+        if data is None:
+            return item
+        facts = await read_session_facts(self.ls.engine.resolver, *data)
+        markdown = self.ls.markdown("text_document.completion.completion_item.documentation_format")
+        summary = session_summary(facts, markdown=markdown, now_ms=now_ms(), id_last=True)
+        item.documentation = documentation(summary, markdown)
+        return item
