@@ -15,6 +15,7 @@ The three budgets are ``None`` until the editor sets them: then dsh's own profil
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -117,9 +118,11 @@ def section_of(raw: object) -> Mapping[str, Any] | None:
     return None
 
 
-def _is_unicode(text: str) -> bool:
+def _is_path_text(text: str) -> bool:
+    """Whether the OS can take ``text`` (the file system's encoding, with the surrogate escapes
+    Python decodes undecodable bytes to: a root under ``caf\xe9`` comes as ``caf\udce9``)."""
     try:
-        text.encode("utf-8")
+        os.fsencode(text)
     except UnicodeEncodeError:
         return False
     return True
@@ -156,8 +159,8 @@ def apply_settings(current: Settings, raw: object) -> tuple[Settings, list[str]]
                 changes[attribute] = clamped
                 if why is not None:
                     warnings.append(f"{name}: {why}; using {clamped:,}")
-        elif isinstance(value, str) and not _is_unicode(value):
-            # JSON's "\ud800" is a lone surrogate: no path holds it (os calls raise on it).
+        elif isinstance(value, str) and not _is_path_text(value):
+            # JSON's "\ud800" is a lone surrogate no file name decodes to (os calls raise on it).
             warnings.append(f"{name} {value[:80]!r} is not Unicode text; keeping {kept!r}")
         elif key == "profile" and isinstance(value, str) and value and profile_name_problem(value):
             warnings.append(f"{name}: {profile_name_problem(value)}; keeping {kept!r}")
