@@ -20,13 +20,14 @@ import pytest
 from lsprotocol import types
 
 from dsh_session_reference.analysis import TOO_MANY_REFERENCES, UNKNOWN_SESSION
+from dsh_session_reference.dsh_profile import DEFAULT_PROFILE, PATCH_FILENAME
 from dsh_session_reference.errors import READ_FAILED, SessionReferenceError
 from dsh_session_reference.jsjson import js_normalize, js_stringify
 from dsh_session_reference.model import StoreError
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
 from dsh_session_reference.snapshot import PROMPT_PREFIX, PROMPT_SUFFIX
 from dsh_session_reference.store import JsonlSessionStore
-from dsh_session_reference.store.layout import encode_segment
+from dsh_session_reference.store.layout import dsh_home, encode_segment
 from dsh_session_reference.uri import (
     decode_session_reference_uri,
     encode_session_reference_uri,
@@ -92,15 +93,25 @@ def guarded_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+DSH_PROFILE_READS = {
+    os.path.join(dsh_home({}), "profiles", DEFAULT_PROFILE, PATCH_FILENAME),
+    os.path.join(dsh_home({}), PATCH_FILENAME),
+}
+"""The two files dsh composes its budgets from (the audited processes have no ``$DSH_HOME``): read,
+as documented, and nothing else of dsh's home."""
+
+
 def assert_contained(audit: Audit, root: Path, inputs: tuple[Path, ...] = ()) -> None:
     """Every path opened or listed is in the root, the interpreter's installation, a system file the
-    interpreter reads, or one of the test's own ``inputs``; none is the sentinel beside the root."""
+    interpreter reads, dsh's two profile files, or one of the test's own ``inputs``; none is the
+    sentinel beside the root."""
     stray = [
         path
         for path in audit.paths()
         if not is_under(path, root)
         and not interpreter_read(path)
         and not SYSTEM_READS.fullmatch(path)
+        and path not in DSH_PROFILE_READS
         and not any(is_under(path, given) for given in inputs)
     ]
     assert stray == []
