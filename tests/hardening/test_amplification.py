@@ -353,8 +353,10 @@ def test_a_workspace_cannot_move_the_sessions_root() -> None:
         "dshSessionReference.sessionsRoot",
         "dshSessionReference.interpreter",
         "dshSessionReference.profile",
+        "dshSessionReference.dshWebUrl",  # where a prompt goes: an address, not a path, as sensitive
     }
-    # Free text that is not an id names a path (a new such setting must be added here, and scoped so).
+    # Free text that is not an id names a path or an address (a new such setting must be added here,
+    # and scoped so).
     free_text = {
         key for key, value in settings.items() if value.get("type") == "string" and "enum" not in value
     }
