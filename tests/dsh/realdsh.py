@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsh_session_reference.uri import format_session_reference_mention
+
 from .model import ModelFixture
 
 REPO = Path(__file__).resolve().parents[2]
@@ -230,3 +232,64 @@ class DshWeb:
 
     def log(self) -> str:
         return self.log_path.read_text("utf-8", "replace")
+
+
+@dataclass
+class SendScene:
+    """The real dsh the send tests share: a scripted model, a dsh web in the workspace folder, and
+    two sessions it wrote there (the parser one long enough that its snapshot is cut), which the
+    prompts mention."""
+
+    model: ModelFixture
+    home: DshHome
+    web: DshWeb
+    sources: list[str]
+    before: set[str]
+    """The sessions dsh had once the sources were written: what a send did not create."""
+
+    def mentions(self, *labels: str) -> list[str]:
+        """Mentions of the sources, in order, with these labels."""
+        return [
+            format_session_reference_mention(sid, label)
+            for sid, label in zip(self.sources, labels, strict=False)
+        ]
+
+    def write_prompt(self, workspace: Path) -> Path:
+        """The editors' prompt file: a heading and a line that mentions both sources."""
+        parser, deploy = self.mentions("the parser", "deploy")
+        prompt = workspace / "ask.md"
+        prompt.write_text(
+            f"# Next step\n\nCompare {parser} with {deploy}: which is done?\n", encoding="utf-8"
+        )
+        return prompt
+
+    def created(self) -> list[dict[str, Any]]:
+        """The sessions dsh has now that it did not have once the sources were written."""
+        return [item for item in self.web.sessions() if item["sessionId"] not in self.before]
+
+
+@contextmanager
+def send_scene(workspace: Path, home: Path, long: int) -> Iterator[SendScene]:
+    """``SendScene`` with dsh's home in ``home``; the parser session's answer is ``long`` characters."""
+    with ModelFixture() as model:
+        dsh_home = DshHome(install_dsh(), home, model)
+        with dsh_home.web(cwd=workspace) as web:
+            sources = []
+            for text in (f"How should we split the parser? #long:{long}", "Write down the deploy steps"):
+                session_id = web.create(workspace)
+                web.prompt(session_id, text)
+                web.wait_idle(session_id)
+                sources.append(session_id)
+            before = {item["sessionId"] for item in web.sessions()}
+            yield SendScene(model, dsh_home, web, sources, before)
+
+
+def check_send_notice(message: str, created: list[dict[str, Any]], workspace: Path, url: str) -> None:
+    """What every editor says after a send without a target: two sessions referenced, the one new
+    session dsh made, in the workspace folder, at the host it went to."""
+    ((session,),) = [created]
+    assert session["cwd"] == str(workspace), session
+    assert message.startswith("Sent to dsh: 2 sessions referenced; "), message
+    assert message.endswith(f". Session: a new session ({session['sessionId']}) in {workspace}, at {url}."), (
+        message
+    )

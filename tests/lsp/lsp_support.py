@@ -386,6 +386,13 @@ async def start(client: LanguageClient, preset: str, params: types.InitializePar
     return session
 
 
+def configure(s: Session, **settings: Any) -> None:
+    """Change the ``dshSessionReference`` settings as a client does, by a configuration push."""
+    s.client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"dshSessionReference": settings})
+    )
+
+
 @contextlib.asynccontextmanager
 async def serving(
     client: LanguageClient, preset: str, params: types.InitializeParams, store: Path | None = None

@@ -16,6 +16,7 @@ import pytest
 import pytest_lsp
 from lsp_support import (
     Session,
+    configure,
     default_specs,
     initialize_params,
     server_config,
@@ -34,7 +35,6 @@ from dsh_session_reference.uri import format_session_reference_mention
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-SECTION = "dshSessionReference"
 CLIENT = "visual-studio-code@1.139"
 SEND = "dshSessionReference.send"
 NOWHERE = refused_url()
@@ -48,12 +48,6 @@ async def lsp(lsp_client: LanguageClient, workspace: Path, tmp_path_factory: pyt
     params = initialize_params(CLIENT, workspace, store, dshWebUrl=IGNORED)
     async with serving(lsp_client, CLIENT, params, store):
         yield
-
-
-def configure(s: Session, **settings: Any) -> None:
-    s.client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={SECTION: settings})
-    )
 
 
 async def refusal(s: Session, *arguments: Any) -> JsonRpcException:

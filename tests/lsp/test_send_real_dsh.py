@@ -10,80 +10,45 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_lsp
-from lsp_support import Session, initialize_params, server_config, serving
-from lsprotocol import types
+from lsp_support import Session, configure, initialize_params, server_config, serving
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
-from dsh.model import ModelFixture, Recorded
-from dsh.realdsh import DshHome, DshWeb, install_dsh
+from dsh.model import Recorded
+from dsh.realdsh import SendScene, send_scene
 from dsh.sent import sent_messages, shown_messages
 from dsh.web_double import refused_url
 from dsh_session_reference.uri import format_session_reference_mention
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.dsh]
 
-SECTION = "dshSessionReference"
 CLIENT = "visual-studio-code@1.139"
 SEND = "dshSessionReference.send"
 
 
-@dataclass
-class RealDsh:
-    model: ModelFixture
-    home: DshHome
-    web: DshWeb
-    sources: list[str]
-    """Sessions dsh wrote in the workspace folder before the tests: what the prompts mention."""
-
-
 @pytest.fixture(scope="module")
-def real_dsh(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDsh]:
-    with ExitStack() as stack:
-        model = stack.enter_context(ModelFixture())
-        home = DshHome(install_dsh(), tmp_path_factory.mktemp("dsh-home"), model)
-        web = stack.enter_context(home.web(cwd=workspace))
-        sources = []
-        for text in ("How should we split the parser? #long:3000", "Write down the deploy steps"):
-            session_id = web.create(workspace)
-            web.prompt(session_id, text)
-            web.wait_idle(session_id)
-            sources.append(session_id)
-        yield RealDsh(model, home, web, sources)
+def real_dsh(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SendScene]:
+    with send_scene(workspace, tmp_path_factory.mktemp("dsh-home"), long=3000) as scene:
+        yield scene
 
 
 @pytest_lsp.fixture(
     config=server_config({"DSH_SESSION_ID": "", "DSH_WEB_URL": refused_url()}), scope="module"
 )
-async def lsp(lsp_client: LanguageClient, workspace: Path, real_dsh: RealDsh):
+async def lsp(lsp_client: LanguageClient, workspace: Path, real_dsh: SendScene):
     store = real_dsh.home.sessions
     params = initialize_params(CLIENT, workspace, store)
     async with serving(lsp_client, CLIENT, params, store):
         yield
 
 
-def configure(s: Session, **settings: Any) -> None:
-    s.client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={SECTION: settings})
-    )
-
-
-def mentions(real_dsh: RealDsh, *labels: str) -> list[str]:
-    return [
-        format_session_reference_mention(sid, label)
-        for sid, label in zip(real_dsh.sources, labels, strict=False)
-    ]
-
-
 async def preview_then_send(
-    s: Session, real_dsh: RealDsh, uri: str
+    s: Session, real_dsh: SendScene, uri: str
 ) -> tuple[list[str], dict[str, Any], Recorded]:
     model_text = (await s.command("dshSessionReference.modelText", uri))["text"]
     mark = real_dsh.model.mark()
@@ -93,9 +58,9 @@ async def preview_then_send(
 
 
 async def test_without_a_target_the_prompt_starts_a_dsh_session_and_the_model_gets_the_preview(
-    s: Session, workspace: Path, real_dsh: RealDsh
+    s: Session, workspace: Path, real_dsh: SendScene
 ) -> None:
-    parser, deploy = mentions(real_dsh, "the parser", "deploy")
+    parser, deploy = real_dsh.mentions("the parser", "deploy")
     uri = s.open(workspace, f"\nCompare {parser} with {deploy}: which is done?\n")
     before = {item["sessionId"] for item in real_dsh.web.sessions()}
     shown, result, request = await preview_then_send(s, real_dsh, uri)
@@ -112,10 +77,10 @@ async def test_without_a_target_the_prompt_starts_a_dsh_session_and_the_model_ge
 
 
 async def test_with_a_target_the_prompt_goes_to_it_as_the_preview_shows(
-    s: Session, workspace: Path, real_dsh: RealDsh
+    s: Session, workspace: Path, real_dsh: SendScene
 ) -> None:
     target = real_dsh.sources[1]
-    (parser,) = mentions(real_dsh, "parser notes")
+    (parser,) = real_dsh.mentions("parser notes")
     uri = s.open(workspace, f"Go on from {parser}")
     configure(s, targetSessionId=target)
     try:
@@ -128,7 +93,9 @@ async def test_with_a_target_the_prompt_goes_to_it_as_the_preview_shows(
     real_dsh.web.wait_idle(target)
 
 
-async def test_a_prompt_dsh_would_refuse_is_not_sent(s: Session, workspace: Path, real_dsh: RealDsh) -> None:
+async def test_a_prompt_dsh_would_refuse_is_not_sent(
+    s: Session, workspace: Path, real_dsh: SendScene
+) -> None:
     uri = s.open(workspace, f"see {format_session_reference_mention('session-nobody', 'gone')}")
     mark = real_dsh.model.mark()
     sessions = len(real_dsh.web.sessions())
@@ -140,7 +107,7 @@ async def test_a_prompt_dsh_would_refuse_is_not_sent(s: Session, workspace: Path
 
 
 async def test_a_target_dsh_does_not_know_is_its_refusal(
-    s: Session, workspace: Path, real_dsh: RealDsh
+    s: Session, workspace: Path, real_dsh: SendScene
 ) -> None:
     uri = s.open(workspace, "hello")
     configure(s, targetSessionId="session-not-in-this-dsh")

@@ -14,10 +14,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from test_neovim import _lua_string, _nvim
 
-from dsh.model import ModelFixture
-from dsh.realdsh import DshHome, install_dsh
+from dsh.realdsh import check_send_notice, send_scene
 from dsh.sent import sent_messages, shown_messages
-from dsh_session_reference.uri import format_session_reference_mention
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -36,49 +34,28 @@ def test_neovim_sends_the_prompt_to_real_dsh(
     tmp_path: Path,
 ) -> None:
     workspace = scenario.workspace
-    with ModelFixture() as model:
-        home = DshHome(install_dsh(), tmp_path / "dsh-home", model)
-        with home.web(cwd=workspace) as web:
-            sources = []
-            for text in ("How should we split the parser? #long:2000", "Write down the deploy steps"):
-                session_id = web.create(workspace)
-                web.prompt(session_id, text)
-                web.wait_idle(session_id)
-                sources.append(session_id)
-            before = {item["sessionId"] for item in web.sessions()}
-            parser, deploy = (
-                format_session_reference_mention(session_id, label)
-                for session_id, label in zip(sources, ("the parser", "deploy"), strict=True)
-            )
-            prompt = workspace / "ask.md"
-            prompt.write_text(
-                f"# Next step\n\nCompare {parser} with {deploy}: which is done?\n", encoding="utf-8"
-            )
-            root = _lua_string(str(home.sessions))
-            config = documented_config(
-                "neovim-0.7",
-                {'sessionsRoot = "",': f"sessionsRoot = {root},"},
-            ) + documented_config(
-                "neovim-send",
-                {"{ notify = false }": f"{{ notify = false, dshWebUrl = {_lua_string(web.url)} }}"},
-            )
-            config_path = tmp_path / "init.lua"
-            config_path.write_text(config, encoding="utf-8")
-            mark = model.mark()
-            run = run_editor(
-                [_nvim("0.7"), "--headless", "--clean", "-n", "-u", str(DRIVER), str(prompt)],
-                dataclasses.replace(scenario, prompt=prompt),
-                {"config": str(config_path)},
-            )
-            assert run.result.get("error") is None, run.explain()
-            request = model.wait_for(mark, kind="text", timeout=30)
-            created = [item for item in web.sessions() if item["sessionId"] not in before]
-    ((session,),) = [created]
-    assert session["cwd"] == str(workspace)
+    with send_scene(workspace, tmp_path / "dsh-home", long=2000) as dsh:
+        prompt = dsh.write_prompt(workspace)
+        root = _lua_string(str(dsh.home.sessions))
+        config = documented_config(
+            "neovim-0.7",
+            {'sessionsRoot = "",': f"sessionsRoot = {root},"},
+        ) + documented_config(
+            "neovim-send",
+            {"{ notify = false }": f"{{ notify = false, dshWebUrl = {_lua_string(dsh.web.url)} }}"},
+        )
+        config_path = tmp_path / "init.lua"
+        config_path.write_text(config, encoding="utf-8")
+        mark = dsh.model.mark()
+        run = run_editor(
+            [_nvim("0.7"), "--headless", "--clean", "-n", "-u", str(DRIVER), str(prompt)],
+            dataclasses.replace(scenario, prompt=prompt),
+            {"config": str(config_path)},
+        )
+        assert run.result.get("error") is None, run.explain()
+        request = dsh.model.wait_for(mark, kind="text", timeout=30)
+        created = dsh.created()
     sent = run.result["sent"]
     assert sent["level"] == 2, sent  # vim.log.levels.INFO
-    assert sent["message"].startswith("Sent to dsh: 2 sessions referenced; "), sent
-    assert sent["message"].endswith(
-        f". Session: a new session ({session['sessionId']}) in {workspace}, at {web.url}."
-    ), sent
+    check_send_notice(sent["message"], created, workspace, dsh.web.url)
     assert sent_messages(request) == shown_messages(run.result["model_text"])

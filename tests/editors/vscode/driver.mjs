@@ -54,6 +54,19 @@ async function screenshot(page, name) {
   result.screenshots.push(file);
 }
 
+/** What the clipboard holds, read as a person would: pasted into the command palette's input, which is then closed. */
+async function pastedText(page) {
+  await page.keyboard.press('F1');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill('');
+  await page.keyboard.press('Control+v');
+  const text = await input.inputValue();
+  await page.keyboard.press('Escape');
+  await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+  return text;
+}
+
 /**
  * The editor's rendered logical lines, top to bottom (VS Code renders only the visible ones),
  * each with the inlay hints shown in it. A wrapped line is rendered as several view lines; only
@@ -834,14 +847,7 @@ async function main() {
     // Copying the line (Ctrl+C with no selection copies it whole) gives the document's text; it is
     // pasted into the command palette's input to be read.
     await page.keyboard.press('Control+c');
-    await page.keyboard.press('F1');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill('');
-    await page.keyboard.press('Control+v');
-    const copied = await input.inputValue();
-    await page.keyboard.press('Escape');
-    await page.locator('.quick-input-widget').waitFor({ state: 'hidden' });
+    const copied = await pastedText(page);
     // The cursor leaves it (a click on the first line): a chip again.
     await promptEditor.locator('.view-line', { hasText: 'Next' }).first().click();
     const again = await waitFor(
@@ -1360,13 +1366,7 @@ async function seen(page, promptEditor) {
     await page.waitForTimeout(300);
     await screenshot(page, 'wrap-selection');
     await page.keyboard.press('Control+c');
-    await page.keyboard.press('F1');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill('');
-    await page.keyboard.press('Control+v');
-    const selection = await input.inputValue();
-    await page.keyboard.press('Escape');
+    const selection = await pastedText(page);
     return { rows, selection };
   });
 }

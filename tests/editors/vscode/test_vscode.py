@@ -192,27 +192,33 @@ def test_node_unit_tests() -> None:
     assert summary.get("fail") == 0 and summary.get("pass", 0) >= 40, summary
 
 
-def test_the_status_bar_writes_every_size_as_the_server_does() -> None:
-    """The status bar's size (``formatBytes``, compiled as ``npm test`` compiles it) against the server's
-    ``kilobytes`` for every size below 1 MiB and some above: they stand side by side in the editor,
-    on the status bar and the code lens, and must never read differently."""
+def _compiled_format(expression: str, values: list[int]) -> list[str]:
+    """``expression`` over ``values`` in node, with ``format`` the client's ``format.js`` compiled as
+    ``npm test`` compiles it: the views' own code, its lines to set against the server's."""
     _ensure_node_modules()
     built = _run(["npm", "run", "pretest"], cwd=CLIENT, env=_npm_env(), timeout=BUILD_TIMEOUT_S)
     assert built.returncode == 0, built.stdout[-4000:]
     compiled = CLIENT / "out" / "src" / "format.js"
-    sizes = [*range(1 << 20), *(n * 7919 + (1 << 20) for n in range(2000))]
     script = (
-        f"const {{ formatBytes }} = require({json.dumps(str(compiled))});"
-        "const sizes = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-        "process.stdout.write(sizes.map(formatBytes).join('\\n'));"
+        f"const format = require({json.dumps(str(compiled))});"
+        "const values = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
+        f"process.stdout.write(({expression}).join('\\n'));"
     )
     node = shutil.which("node", path=_npm_env().get("PATH"))
     assert node is not None
     ran = subprocess.run(
-        [node, "-e", script], input=json.dumps(sizes), capture_output=True, text=True, timeout=120
+        [node, "-e", script], input=json.dumps(values), capture_output=True, text=True, timeout=120
     )
     assert ran.returncode == 0, ran.stderr[-2000:]
-    shown = ran.stdout.split("\n")
+    return ran.stdout.split("\n")
+
+
+def test_the_status_bar_writes_every_size_as_the_server_does() -> None:
+    """The status bar's size (``formatBytes``, compiled as ``npm test`` compiles it) against the server's
+    ``kilobytes`` for every size below 1 MiB and some above: they stand side by side in the editor,
+    on the status bar and the code lens, and must never read differently."""
+    sizes = [*range(1 << 20), *(n * 7919 + (1 << 20) for n in range(2000))]
+    shown = _compiled_format("values.map(format.formatBytes)", sizes)
     assert len(shown) == len(sizes)
     wrong = [(size, text) for size, text in zip(sizes, shown, strict=True) if text != f"{kilobytes(size)} KB"]
     assert not wrong, wrong[:20]
@@ -221,24 +227,11 @@ def test_the_status_bar_writes_every_size_as_the_server_does() -> None:
 def test_every_view_writes_a_token_count_as_the_server_does() -> None:
     """The status bar's token count (``formatTokens``) against the server's ``token_count``, which
     the code lens, hovers and the preview write: exact and estimated, around each separator."""
-    _ensure_node_modules()
-    built = _run(["npm", "run", "pretest"], cwd=CLIENT, env=_npm_env(), timeout=BUILD_TIMEOUT_S)
-    assert built.returncode == 0, built.stdout[-4000:]
-    compiled = CLIENT / "out" / "src" / "format.js"
     counts = [*range(2000), *(n * 997 for n in range(3000)), 999_999, 1_000_000, 12_345_678]
-    script = (
-        f"const {{ formatTokens }} = require({json.dumps(str(compiled))});"
-        "const counts = JSON.parse(require('fs').readFileSync(0, 'utf8'));"
-        "process.stdout.write(counts.flatMap((n) => [formatTokens(n, true), formatTokens(n, false)]).join('\\n'));"
+    shown = _compiled_format(
+        "values.flatMap((n) => [format.formatTokens(n, true), format.formatTokens(n, false)])", counts
     )
-    node = shutil.which("node", path=_npm_env().get("PATH"))
-    assert node is not None
-    ran = subprocess.run(
-        [node, "-e", script], input=json.dumps(counts), capture_output=True, text=True, timeout=120
-    )
-    assert ran.returncode == 0, ran.stderr[-2000:]
     expected = [token_count(n, exact) for n in counts for exact in (True, False)]
-    shown = ran.stdout.split("\n")
     wrong = [(want, got) for want, got in zip(expected, shown, strict=True) if want != got]
     assert not wrong, wrong[:20]
 

@@ -30,11 +30,9 @@ from test_vscode import (  # the fixtures and helpers of the other VS Code runs
     vsix,  # noqa: F401 - a fixture of the profile fixture
 )
 
-from dsh.model import ModelFixture
-from dsh.realdsh import DshHome, install_dsh
+from dsh.realdsh import check_send_notice, send_scene
 from dsh.sent import sent_messages, shown_messages
 from dsh.web_double import web_double
-from dsh_session_reference.uri import format_session_reference_mention
 
 pytestmark = [pytest.mark.editor, pytest.mark.dsh]
 
@@ -49,27 +47,14 @@ def test_vscode_sends_the_prompt_to_real_dsh_and_the_model_gets_its_model_facing
     workspace.mkdir()
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(workspace / ".venv")], check=True)
     with ExitStack() as stack:
-        model = stack.enter_context(ModelFixture())
-        home = DshHome(install_dsh(), tmp_path / "dsh-home", model)
-        web = stack.enter_context(home.web(cwd=workspace))
-        sources = []
-        for text in ("How should we split the parser? #long:3000", "Write down the deploy steps"):
-            session_id = web.create(workspace)
-            web.prompt(session_id, text)
-            web.wait_idle(session_id)
-            sources.append(session_id)
-        before = {item["sessionId"] for item in web.sessions()}
-        parser, deploy = (
-            format_session_reference_mention(session_id, label)
-            for session_id, label in zip(sources, ("the parser", "deploy"), strict=True)
-        )
-        prompt = workspace / "ask.md"
-        prompt.write_text(
-            f"# Next step\n\nCompare {parser} with {deploy}: which is done?\n", encoding="utf-8"
-        )
+        dsh = stack.enter_context(send_scene(workspace, tmp_path / "dsh-home", long=3000))
+        prompt = dsh.write_prompt(workspace)
         trap = stack.enter_context(web_double(status=500))
         profile.machine_settings(
-            {"dshSessionReference.sessionsRoot": str(home.sessions), "dshSessionReference.dshWebUrl": web.url}
+            {
+                "dshSessionReference.sessionsRoot": str(dsh.home.sessions),
+                "dshSessionReference.dshWebUrl": dsh.web.url,
+            }
         )
         _workspace_settings(workspace, {"dshSessionReference.dshWebUrl": trap.url})
         artifacts = _artifacts("send")
@@ -80,21 +65,16 @@ def test_vscode_sends_the_prompt_to_real_dsh_and_the_model_gets_its_model_facing
             tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
         ) as (url, _session):
             spec["url"] = url
-            mark = model.mark()
+            mark = dsh.model.mark()
             result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
             assert result["error"] is None, _explain(result, output, profile, artifacts)
-            request = model.wait_for(mark, kind="text", timeout=30)
-        created = [item for item in web.sessions() if item["sessionId"] not in before]
+            request = dsh.model.wait_for(mark, kind="text", timeout=30)
+        created = dsh.created()
         shown = shown_messages(result["steps"]["send-model-text"]["text"])
         message = result["steps"]["send"]["message"]
 
     # The notification: a new session, in the workspace folder, in the dsh web of the machine setting.
-    ((session,),) = [created]
-    assert session["cwd"] == str(workspace)
-    assert message.startswith("Sent to dsh: 2 sessions referenced; "), message
-    assert message.endswith(
-        f". Session: a new session ({session['sessionId']}) in {workspace}, at {web.url}."
-    ), message
+    check_send_notice(message, created, workspace, dsh.web.url)
     # What the model got is what the model-facing text showed just before: the message as dsh's
     # composer sends it (no final newline) and the snapshot of both sessions.
     assert shown[0] == "# Next step\n\nCompare @the parser with @deploy: which is done?"
