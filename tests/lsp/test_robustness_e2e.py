@@ -254,13 +254,7 @@ async def test_a_cancel_that_arrives_after_the_answer_is_not_an_error(
     for msg_id in ("answered", 987654):
         s.client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
     assert (await s.complete(uri)).items  # still serving
-    await s.client.shutdown_async(None)
-    s.client.exit(None)
-    server = s.client._server
-    assert server is not None
-    assert await asyncio.wait_for(server.wait(), 20) == 0
-    await asyncio.sleep(0.1)
-    stderr = capfd.readouterr().err
+    stderr = await _stderr_after_a_clean_exit(s, capfd)
     assert "Cancel notification" not in stderr and "WARNING" not in stderr, stderr
 
 
@@ -279,11 +273,16 @@ async def test_an_ordinary_mistake_is_one_line_at_info_not_a_traceback(
     for command, argument in asks:
         with pytest.raises(JsonRpcInvalidParams):
             await s.command(command, argument)
+    stderr = await _stderr_after_a_clean_exit(s, capfd)
+    assert "Traceback" not in stderr and "ERROR" not in stderr, stderr
+
+
+async def _stderr_after_a_clean_exit(s: Session, capfd: pytest.CaptureFixture[str]) -> str:
+    """Shut the server down, check it exits 0, and return everything it wrote to stderr."""
     await s.client.shutdown_async(None)
     s.client.exit(None)
     server = s.client._server
     assert server is not None
     assert await asyncio.wait_for(server.wait(), 20) == 0
     await asyncio.sleep(0.1)
-    stderr = capfd.readouterr().err
-    assert "Traceback" not in stderr and "ERROR" not in stderr, stderr
+    return capfd.readouterr().err
