@@ -128,9 +128,9 @@ def test_paths_of_any_bytes_round_trip_through_the_index(database: IndexDatabase
     assert sorted(database.load()[0]) == sorted(path for path, _ in made)
     assert database.load_row(made[0][0]) == IndexRow(made[0][1], listing="{}", listing_ns=9)
     surrogate = "/r/\ud83d/session.jsonl"  # no file system names it; the index still keeps it
-    database.write({surrogate: IndexRow((1, 2, 3, 4, 5), listing="{}", listing_ns=9)})
-    assert database.load_row(surrogate) == IndexRow((1, 2, 3, 4, 5), listing="{}", listing_ns=9)
-    database.put_body(surrogate, (1, 2, 3, 4, 5), "zebra \ud83d crossing")
+    database.write({surrogate: IndexRow(Fingerprint(1, 2, 3, 4, 5), listing="{}", listing_ns=9)})
+    assert database.load_row(surrogate) == IndexRow(Fingerprint(1, 2, 3, 4, 5), listing="{}", listing_ns=9)
+    database.put_body(surrogate, Fingerprint(1, 2, 3, 4, 5), "zebra \ud83d crossing")
     assert [path for path, _ in database.search_bodies('"crossing"*', 5)] == [surrogate]
 
 

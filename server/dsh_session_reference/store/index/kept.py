@@ -75,7 +75,7 @@ def listing_pieces(
         json.dumps(
             [
                 record.location[len(prefix) :],
-                walked[record.location],
+                list(walked[record.location]),
                 record.header,
                 None if title is None else [title.title, title.error],
             ],

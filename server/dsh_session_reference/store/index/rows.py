@@ -15,7 +15,7 @@ import stat
 import sys
 import time
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
@@ -33,15 +33,64 @@ LISTED: Final = "="
 """A title entry's header key meaning "the header of this row's listing entry" (never JSON)."""
 
 
-class Fingerprint(NamedTuple):
-    """What identifies one state of a regular file: a log whose fingerprint is unchanged holds
-    the same bytes (racily written ones aside: see :data:`RACY_NS`)."""
+_FP_FIELD: Final = 9
+"""Bytes a fingerprint spends on each of its five numbers: signed, so any 64-bit ``st_*`` value,
+and any number a stored fingerprint may spell (at most 20 digits), fits."""
+_FP_NAMES: Final = ("dev", "ino", "size", "mtime_ns", "ctime_ns")
 
-    dev: int
-    ino: int
-    size: int
-    mtime_ns: int
-    ctime_ns: int
+
+class Fingerprint(bytes):
+    """What identifies one state of a regular file: a log whose fingerprint is unchanged holds
+    the same bytes (racily written ones aside: see :data:`RACY_NS`).
+
+    Five numbers packed into one ``bytes``: a server keeps one for every listed log, and as a
+    tuple of five ``int`` objects each was about 250 bytes (50 MB at 200,000 sessions); packed,
+    94. Compared and hashed as bytes; iterated, it gives its five numbers.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, dev: int, ino: int, size: int, mtime_ns: int, ctime_ns: int) -> Fingerprint:
+        packed = b"".join(
+            number.to_bytes(_FP_FIELD, "little", signed=True) for number in (dev, ino, size, mtime_ns, ctime_ns)
+        )
+        return super().__new__(cls, packed)
+
+    def _field(self, index: int) -> int:
+        start = index * _FP_FIELD
+        return int.from_bytes(self[start : start + _FP_FIELD], "little", signed=True)
+
+    @property
+    def dev(self) -> int:
+        return self._field(0)
+
+    @property
+    def ino(self) -> int:
+        return self._field(1)
+
+    @property
+    def size(self) -> int:
+        return self._field(2)
+
+    @property
+    def mtime_ns(self) -> int:
+        return self._field(3)
+
+    @property
+    def ctime_ns(self) -> int:
+        return self._field(4)
+
+    def __iter__(self) -> Iterator[int]:  # type: ignore[override]
+        return (self._field(index) for index in range(len(_FP_NAMES)))
+
+    def __reduce__(self) -> tuple[type[Fingerprint], tuple[int, ...]]:
+        return (Fingerprint, tuple(self))
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={value}" for name, value in zip(_FP_NAMES, self, strict=True))
+        return f"Fingerprint({fields})"
+
+    __str__ = __repr__
 
 
 class ReadAt(NamedTuple, Generic[T]):
