@@ -779,8 +779,9 @@ def test_indexes_of_roots_that_are_gone_are_tidied_away(tmp_path: Path) -> None:
 
 
 def test_headers_json_spells_awkwardly_survive_the_kept_index_rows(tmp_path: Path) -> None:
-    """Index rows keep headers compactly (flat ones as key/value tuples, nested ones as dicts);
-    a hit, in this process or the next, must give back exactly the header the log holds."""
+    """Index rows keep headers compactly (a flat one as one dict its records share, a nested one
+    copied for each record); a hit, in this process or the next, must give back exactly the
+    header the log holds."""
     root = tmp_path / "sessions"
 
     def raw(session_id: str, escaped_id: str, fields: str) -> bytes:
@@ -802,8 +803,10 @@ def test_headers_json_spells_awkwardly_survive_the_kept_index_rows(tmp_path: Pat
     assert '"version":-0.0' in headers["flat"] and "1.1805916207174113e+21" in headers["flat"]  # a JS number
     assert '"parentSession":{"k":[1,{"x":null}]}' in headers["nested"]
     assert same(root, first, ids) == expected  # hits in this process
-    records = first.list_sessions()
-    for record in records:
-        record.header["mutated"] = True  # a caller's copy: the kept rows must not see it
-    assert same(root, first, ids) == expected
+    # A listed header is read-only (``SessionRecord.header`` is a Mapping): a flat one is the very
+    # dict its row keeps, shared by every listing made from that row; a nested one is copied, and
+    # one JSON cannot write (Infinity) has no row: read again by each walk.
+    again = {record.id: record.header for record in first.list_sessions()}
+    shared = {record.id for record in first.list_sessions() if record.header is again[record.id]}
+    assert shared == {"flat", "odd\ud800"}
     assert same(root, IndexedSessionStore(root, index_dir=tmp_path / "cache"), ids) == expected

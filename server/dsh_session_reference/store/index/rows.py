@@ -51,9 +51,8 @@ class Fingerprint(bytes):
     __slots__ = ()
 
     def __new__(cls, dev: int, ino: int, size: int, mtime_ns: int, ctime_ns: int) -> Fingerprint:
-        packed = b"".join(
-            number.to_bytes(_FP_FIELD, "little", signed=True) for number in (dev, ino, size, mtime_ns, ctime_ns)
-        )
+        numbers = (dev, ino, size, mtime_ns, ctime_ns)
+        packed = b"".join(number.to_bytes(_FP_FIELD, "little", signed=True) for number in numbers)
         return super().__new__(cls, packed)
 
     def _field(self, index: int) -> int:
@@ -80,7 +79,7 @@ class Fingerprint(bytes):
     def ctime_ns(self) -> int:
         return self._field(4)
 
-    def __iter__(self) -> Iterator[int]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[int]:
         return (self._field(index) for index in range(len(_FP_NAMES)))
 
     def __reduce__(self) -> tuple[type[Fingerprint], tuple[int, ...]]:
@@ -147,19 +146,54 @@ class Untrusted(Exception):
     """The index file is not one this code wrote for this root, or it is damaged."""
 
 
-KeptHeader = tuple[Any, ...] | dict[str, Any]
-"""A listed header as kept in memory: flat ones as ``(key, value, key, value, ...)`` with the keys
-(and cwd) interned, since a big root keeps one per log; one with nested values as its dict."""
+KeptHeader = dict[str, Any]
+"""A listed header as kept in memory: one dict, shared by the row and every record listed from it
+(:func:`header_dict`), a flat one's keys and cwd interned (:func:`compact_header`), since a big
+root keeps one per log. Keeping the row's as a flat tuple beside each record's dict cost 120 bytes
+a session."""
 
 
-@dataclass(frozen=True, slots=True)
+Artifacts = tuple[tuple[str | None, Compression, KeptHeader], ...]
+Blocks = tuple[tuple[str, str, str] | Misnamed, ...]
+
+
 class ListingEntry:
     """A listing entry, parsed: the artifacts it lists (a ``None`` path is the row's own) and
     the blocks it reports as ``[segment, path, reason]``, or as the :class:`~..listing.Misnamed`
-    the row's own log is (stored as ``"m": [header id, cwd]``)."""
+    the row's own log is (stored as ``"m": [header id, cwd]``).
 
-    artifacts: tuple[tuple[str | None, Compression, KeptHeader], ...]
-    blocks: tuple[tuple[str, str, str] | Misnamed, ...]
+    Nearly every entry is the row's own log, listed, with nothing blocked: that one keeps just its
+    compression and header, and makes its tuples when asked (a row keeps its entry for as long as
+    the root is listed, and the tuples were 136 bytes a session)."""
+
+    __slots__ = ("_compression", "_general", "_header")
+
+    def __init__(self, artifacts: Artifacts, blocks: Blocks) -> None:
+        self._general: tuple[Artifacts, Blocks] | None = None
+        if len(artifacts) == 1 and artifacts[0][0] is None and not blocks:
+            _, self._compression, self._header = artifacts[0]
+        else:
+            self._general = (tuple(artifacts), tuple(blocks))
+
+    @property
+    def artifacts(self) -> Artifacts:
+        if self._general is None:
+            return ((None, self._compression, self._header),)
+        return self._general[0]
+
+    @property
+    def blocks(self) -> Blocks:
+        return () if self._general is None else self._general[1]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ListingEntry):
+            return NotImplemented
+        return (self.artifacts, self.blocks) == (other.artifacts, other.blocks)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"ListingEntry(artifacts={self.artifacts!r}, blocks={self.blocks!r})"
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,8 +272,7 @@ class IndexRow:
         header = self.listed_header(fp, path)
         if header is None:
             return None
-        # A comparison key: a nested header is serialised as kept, not copied first.
-        return header_text(header if isinstance(header, dict) else header_dict(header))
+        return header_text(header)
 
     def title_value(self, fp: Fingerprint) -> TitleEntry | None:
         if self.title is None or not self.fresh(fp, self.title_ns):
@@ -336,7 +369,7 @@ def parse_listing(text: str | None, path: str) -> ListingEntry | None:
             (
                 None if listed == path else listed,
                 _COMPRESSIONS[compression],
-                _compact_header(kept_header(header)),
+                compact_header(kept_header(header)),
             )
         )
     blocks: list[tuple[str, str, str] | Misnamed] = []
@@ -366,7 +399,7 @@ def entry_text(entry: ListingEntry, path: str) -> str:
     :func:`parse_listing` reads back as ``entry``."""
     value: dict[str, Any] = {
         "a": [
-            [path if listed is None else listed, compression, header_dict(header)]
+            [path if listed is None else listed, compression, header]
             for listed, compression, header in entry.artifacts
         ],
         "b": [list(block) for block in entry.blocks if not isinstance(block, Misnamed)],
@@ -377,23 +410,29 @@ def entry_text(entry: ListingEntry, path: str) -> str:
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
-def _compact_header(header: dict[str, Any]) -> KeptHeader:
-    if any(type(value) in (dict, list) for value in header.values()):
+def _nested(header: KeptHeader) -> bool:
+    return any(type(value) in (dict, list) for value in header.values())
+
+
+def compact_header(header: dict[str, Any]) -> KeptHeader:
+    """``header`` as a row keeps it: a flat one with its keys and cwd interned (one string each for
+    the whole root, not one a log), one with nested values as it is."""
+    if _nested(header):
         return header
-    items: list[Any] = []
-    for key, value in header.items():
-        items.append(sys.intern(key))
-        items.append(sys.intern(value) if key == "cwd" and type(value) is str else value)
-    return tuple(items)
+    return {
+        sys.intern(key): sys.intern(value) if key == "cwd" and type(value) is str else value
+        for key, value in header.items()
+    }
 
 
 def header_dict(header: KeptHeader) -> dict[str, Any]:
-    """A fresh dict of a kept header (one holding nested values copied whole, so no two records
-    share them)."""
-    if isinstance(header, dict):
+    """The header a record listed from a row takes: the row's own dict when it is flat (shared:
+    nothing changes a listed header, and a big root keeps one per log), a copy when it holds
+    nested values (so no two records share those)."""
+    if _nested(header):
         copied: dict[str, Any] = json.loads(json.dumps(header))
         return copied
-    return dict(zip(header[::2], header[1::2], strict=True))
+    return header
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

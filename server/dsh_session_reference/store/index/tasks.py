@@ -52,8 +52,8 @@ def read_headers(
             continue
         path, fp = single
         entry = probe(root, Walk(skips), root_real, segment, path, fp, None)
-        if entry is not None:
-            found.append((path, fp, *entry))
+        if entry is not None:  # the text travels; the walk's process parses it into the row
+            found.append((path, fp, entry[0], entry[1]))
     return found
 
 

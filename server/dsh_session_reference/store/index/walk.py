@@ -37,6 +37,7 @@ from .kept import StoredListing
 from .rows import (
     Fingerprint,
     ListingEntry,
+    compact_header,
     fingerprint_of,
     header_dict,
     stable_read,
@@ -133,7 +134,6 @@ def _listed_from_row(rows: RowTable, scan: Walk, walk: _FullWalk | None, path: s
 
 def _replay_listing(scan: Walk, path: str, outcome: ListingEntry) -> None:
     for artifact_path, compression, header in outcome.artifacts:
-        # ``record()`` copies the header dict; only nested values would be shared.
         listed = path if artifact_path is None else artifact_path
         scan.artifacts.append(Artifact(listed, compression, header_dict(header)))
     for block in outcome.blocks:
@@ -183,15 +183,21 @@ def probe(
     path: str,
     fp: Fingerprint,
     stop: AbortSignal | None,
-) -> tuple[int, str] | None:
+) -> tuple[int, str, ListingEntry | None] | None:
     """The listing step for the one log ``path`` (just seen at ``fp``) into ``scan``, and the index
-    entry for it, ``(read at, listing text)``, unless the log changed while it was read.
+    entry for it, ``(read at, listing text, the entry parsed)``, unless the log changed while it
+    was read. The parsed entry, when the log is listed, holds the very header dict the walk's
+    record takes, so the row and the record share it.
 
     The ``lstat`` that found the log already told upstream's existence checks' answer:
     exactly this regular file. So the outcome depends on this log alone, and only its
     fingerprint is checked after.
     """
     found, unchanged, started = stable_read(path, partial(inspect_log, root, real, path, True, stop), fp)
+    parsed = None
+    if isinstance(found, Artifact) and found.path == path:
+        found = Artifact(found.path, found.compression, compact_header(found.header))
+        parsed = ListingEntry(((None, found.compression, found.header),), ())
     scan.note(segment, path, found)
     if unchanged is None:
         return None
@@ -204,7 +210,7 @@ def probe(
         text = json.dumps(outcome, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
     except ValueError:
         return None  # a header number JSON cannot spell (Infinity): listed, just not indexed
-    return started, text
+    return started, text, parsed
 
 
 def single_log(paths: tuple[str, str]) -> tuple[str, Fingerprint] | None:
