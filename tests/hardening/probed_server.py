@@ -9,6 +9,8 @@ work it tracks per document and request, its threads and its resident memory (af
 signal (as a read blocked on a stalled disk would), for the exit tests.
 ``dshHardening.gateListings`` holds every ``listCandidates`` at its start while
 closed (as a cold listing of a big root does), for the first-completion tests.
+The stats count the waits of a listing request's cancel grace (``graceWaits``), for
+the cancel-grace tests.
 """
 
 from __future__ import annotations
@@ -121,10 +123,31 @@ class _Gate:
         return self.listings
 
 
+class _Graces:
+    """Counts the timers a listing request waited for a ``$/cancelRequest`` behind it: the sleeps
+    called from a ``cancel_grace`` (found by the caller's name, whichever module holds it)."""
+
+    def __init__(self) -> None:
+        self.waited = 0
+        sleep = asyncio.sleep
+
+        async def counted(delay: float, result: Any = None) -> Any:
+            if sys._getframe(1).f_code.co_name == "cancel_grace":
+                self.waited += 1
+            return await sleep(delay, result)
+
+        asyncio.sleep = counted  # type: ignore[assignment]
+
+
 def main() -> None:
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
     server = create_server()
-    server.command(STATS)(_stats)
+    graces = _Graces()
+
+    async def stats_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
+        return {**await _stats(ls, *args), "graceWaits": graces.waited}
+
+    server.command(STATS)(stats_command)
     server.command(BLOCK)(_block)
     gate = _Gate()
 

@@ -98,6 +98,24 @@ def test_silence_between_messages_is_no_error(pipe: tuple[int, int]) -> None:
     assert reader.read() == b'{"late": true}'
 
 
+def test_a_message_is_waiting_from_its_first_byte_until_it_is_handled(pipe: tuple[int, int]) -> None:
+    """What a listing request's cancel grace asks (``DshLanguageServer.cancel_grace``): whether a
+    message has come behind it, in the pipe, in the reader's buffer or read and not yet handled."""
+    reader = FrameReader(pipe[0])
+    assert not reader.waiting()
+    os.write(pipe[1], frame({"a": 1}) + frame({"b": 2}))
+    assert reader.waiting()  # in the pipe
+    assert reader.read() == b'{"a": 1}'
+    reader.handled = reader.messages
+    assert reader.waiting()  # the second in the buffer
+    assert reader.read() == b'{"b": 2}'
+    assert reader.waiting()  # read, not yet handled
+    reader.handled = reader.messages
+    assert not reader.waiting()
+    os.write(pipe[1], b"C")
+    assert reader.waiting()  # a message's first byte
+
+
 # --- the real server --------------------------------------------------------------------------
 
 

@@ -25,7 +25,7 @@ from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
 from .actions import PREVIEW_COMMAND, workspace_edit
 from .completion import shown
-from .contract import Command, Feature, Services, cancel_grace, root_errors
+from .contract import Command, Feature, Services, root_errors
 from .documents import text_of
 from .preview import (
     Preview,
@@ -106,7 +106,7 @@ async def _candidates_command(ls: Services, *args: Any) -> list[dict[str, Any]]:
     if (uri is not None and not isinstance(uri, str)) or not isinstance(query, str):
         raise JsonRpcInvalidParams(f"{CANDIDATES_COMMAND}: documentUri and query must be strings")
     with ls.tracked_command():
-        await cancel_grace()
+        await ls.cancel_grace()
         agent = await ls.agent_for(uri)
         candidates = await ls.engine.resolver.list_candidates(agent, query)
         return [candidate_row(candidate) for candidate in candidates]
@@ -299,6 +299,7 @@ class Commands(Feature):
     uses: ClassVar = frozenset(
         {
             "tracked_command",
+            "cancel_grace",
             "content_registered",
             "capability",
             "spawn",

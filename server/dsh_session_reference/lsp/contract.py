@@ -134,6 +134,8 @@ class Services(ProgressHost, Protocol):
 
     def tracked_command(self) -> contextlib.AbstractContextManager[None]: ...
 
+    async def cancel_grace(self) -> None: ...
+
     def stop_everything(self) -> None: ...
 
     # --- what pygls sends -----------------------------------------------------------------------
@@ -253,17 +255,6 @@ def root_errors(ls: Services, function: Callable[..., Awaitable[Any]]) -> Callab
             raise error from None
 
     return answered
-
-
-CANCEL_GRACE: Final = 0.002
-"""Seconds a listing request (a symbol search, the session picker's candidates) waits before its
-work: a client that types on sends ``$/cancelRequest`` right behind it, and a request cancelled
-meanwhile never starts (300 cancelled ``workspace/symbol`` requests had each built its answer)."""
-
-
-async def cancel_grace() -> None:
-    """Let a ``$/cancelRequest`` already on its way reach this request before it works."""
-    await asyncio.sleep(CANCEL_GRACE)
 
 
 async def ask_client(request: Callable[[None], Awaitable[object]]) -> None:

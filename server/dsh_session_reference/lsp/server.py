@@ -18,7 +18,7 @@ import contextlib
 import logging
 import os
 import weakref
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final
@@ -55,6 +55,9 @@ LOG = logging.getLogger(__name__)
 NAME: Final = "dsh-session-reference"
 MAX_TARGETS: Final = 16
 """Target sessions whose record is remembered (a settings change may name a new one each time)."""
+CANCEL_GRACE: Final = 0.002
+"""Seconds a listing request (a symbol search, the session picker's candidates) waits before its
+work while a message is already waiting behind it (:meth:`DshLanguageServer.cancel_grace`)."""
 CONTENT_CHANGED: Final = "dshSessionReference/contentChanged"
 """Notification ``{uris}``: virtual documents this server served (previews, transcripts) that may
 read differently now; a client showing one asks for it again."""
@@ -95,6 +98,10 @@ class _AnalysisRun:
     stop: AbortSignal
 
 
+def _nothing_waiting() -> bool:
+    return False
+
+
 class DshLanguageServer(LanguageServer):
     """The services every feature is given: documents, settings, the engine, one analysis per
     document version, and the work in flight."""
@@ -122,6 +129,9 @@ class DshLanguageServer(LanguageServer):
         self.features: list[Feature] = []
         """The installed features (:func:`.features.create_server`), told of the events below in
         this order."""
+        self.message_waiting: Callable[[], bool] = _nothing_waiting
+        """Whether a message from the client has arrived and is not handled yet: the transport
+        sets it (:meth:`.transport.FrameReader.waiting`); without one nothing can be waiting."""
 
     def touch(self) -> None:
         """A message arrived: work that waits for an idle editor (full collections, the index's
@@ -420,6 +430,16 @@ class DshLanguageServer(LanguageServer):
             yield
         finally:
             self._commands.pop(msg_id, None)
+
+    async def cancel_grace(self) -> None:
+        """Let a ``$/cancelRequest`` already on its way reach this request before it works: a
+        client that sends a burst of requests and cancels sends each cancel right behind its
+        request, and a request cancelled meanwhile never starts (300 cancelled
+        ``workspace/symbol`` requests had each built its answer). Only while a message is
+        waiting: a request with nothing behind it has no cancel to wait for, and a fixed wait made
+        every warm candidates command 2.3 ms slower (1.4 -> 3.7 ms at 1,000 sessions)."""
+        if self.message_waiting():
+            await asyncio.sleep(CANCEL_GRACE)
 
     def cancel_command(self, msg_id: int | str) -> None:
         task = self._commands.pop(msg_id, None)

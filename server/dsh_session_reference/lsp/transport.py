@@ -68,6 +68,8 @@ class FrameReader:
         self._stall = stall_seconds
         self._can_wait = sys.platform != "win32"
         self.messages = 0
+        self.handled = 0
+        """Messages the caller has handled of those read (it counts them, see :meth:`waiting`)."""
 
     def read(self) -> bytes | None:
         """The next message body, or ``None`` when the stream ends between messages."""
@@ -101,6 +103,15 @@ class FrameReader:
         body = self._exactly(length)
         self.messages += 1
         return body
+
+    def waiting(self) -> bool:
+        """Whether a message has arrived that is not handled yet: read and not yet handled, in the
+        buffer, or in the pipe. Asked from the event loop's thread while :meth:`read` may wait in
+        its own; where a pipe cannot be looked into (Windows), one may always be waiting."""
+        if self.messages > self.handled or self._buffer or not self._can_wait:
+            return True
+        ready, _, _ = select.select([self._fd], [], [], 0)
+        return bool(ready)
 
     def _line(self, *, started: bool) -> bytes | None:
         """A header line without its line break (``\\r\\n``, or ``\\n`` alone); ``None`` when the
@@ -153,6 +164,7 @@ def serve_stdio(server: DshLanguageServer) -> NoReturn:
     specification; pygls' own loop loses the status) or a stream that broke the framing.
     """
     reader = FrameReader(sys.stdin.buffer.fileno())
+    server.message_waiting = reader.waiting
     stop = own_stop_event(server)
     server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
     status = 0
@@ -232,6 +244,8 @@ async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.
             body = await loop.run_in_executor(reading, reader.read)
             if body is None:
                 return
+            # Handled below before any other task runs: no request can see it as still waiting.
+            reader.handled = reader.messages
             try:
                 message = json.loads(body, object_hook=server.protocol.structure_message, parse_int=_json_int)
             except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the length did not fit

@@ -9,7 +9,7 @@ from typing import ClassVar, Final
 from lsprotocol import types
 
 from ...model import MAX_TITLE_CHARS
-from ..contract import Feature, Handler, cancel_grace
+from ..contract import Feature, Handler
 from ..sessions import TOP, definition, document_links, link_to_resolve, resolve_link, workspace_symbols
 from .completion import now_ms
 
@@ -22,7 +22,7 @@ against every session's fields."""
 class Places(Feature):
     """Owns nothing."""
 
-    uses: ClassVar = frozenset({"analysis", "encoding", "agent_for", "engine"})
+    uses: ClassVar = frozenset({"analysis", "encoding", "agent_for", "engine", "cancel_grace"})
     reads: ClassVar = "each valid mention's span and reference (definition, document_links)"
 
     def handlers(self) -> Sequence[Handler]:
@@ -61,7 +61,7 @@ class Places(Feature):
     async def workspace_symbol(self, params: types.WorkspaceSymbolParams) -> list[types.SymbolInformation]:
         if len(params.query) > MAX_SYMBOL_QUERY:
             return []
-        await cancel_grace()
+        await self.ls.cancel_grace()
         agent = await self.ls.agent_for(None)
         candidates = await self.ls.engine.resolver.list_candidates(agent, params.query)
         return workspace_symbols(candidates, now_ms())
