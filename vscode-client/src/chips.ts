@@ -135,3 +135,19 @@ export function shiftChips(chips: readonly Chip[], changes: readonly Change[]): 
 export function collapsed(chips: readonly Chip[], selections: readonly Span[]): Chip[] {
   return chips.filter((chip) => !selections.some((selection) => touches(chip.mention, selection)));
 }
+
+/**
+ * Where each `dsh-session:` link target of a Markdown link (`[label](dsh-session:…)`) starts,
+ * for the targets inside no span the server linked: the broken and unknown mentions, which VS
+ * Code's Markdown support would otherwise make links to nothing (see mentionLinks.ts).
+ */
+export function unlinkedTargets(text: string, linked: readonly Span[]): number[] {
+  const starts: number[] = [];
+  for (let found = text.indexOf(URI_OPEN); found >= 0; found = text.indexOf(URI_OPEN, found + 1)) {
+    const target = found + 2; // after `](`
+    if (!linked.some((span) => span.start <= target && target < span.end)) {
+      starts.push(target);
+    }
+  }
+  return starts;
+}

@@ -5,7 +5,7 @@ import * as vscode from 'vscode';
 
 import { goToSession } from './goToSession';
 import { MentionChips } from './mentionChips';
-import { MentionLinks } from './mentionLinks';
+import { BrokenMentionLinks, MentionLinks } from './mentionLinks';
 import { insertSessionMention } from './mentionPicker';
 import { PreviewDocuments } from './preview';
 import { PreviewCommands } from './previewCommands';
@@ -45,6 +45,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     previews.register(),
     transcripts,
     transcripts.register(),
+    BrokenMentionLinks.register(controller),
     new MentionLinks(async (sessionUri) => asTranscriptResult(await controller.executeCommand(SERVER_COMMANDS.transcript, [sessionUri])).uri).register(),
     controller,
     ...transcripts.follow(controller),

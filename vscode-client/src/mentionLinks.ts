@@ -9,7 +9,10 @@
 
 import * as vscode from 'vscode';
 
+import { Span, unlinkedTargets } from './chips';
 import { errorText } from './format';
+import { linkedRanges } from './protocol';
+import { ServerController } from './serverController';
 
 export const SESSION_SCHEME = 'dsh-session';
 
@@ -53,5 +56,74 @@ async function closeTabsOf(uri: vscode.Uri): Promise<void> {
       return;
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Run by a Ctrl+click on the boundary where a broken mention's link target starts (see below). */
+export const BROKEN_MENTION_COMMAND = 'dshSessionReference.brokenMentionClicked';
+
+/**
+ * VS Code's Markdown support makes every `[label](uri)` a link, a broken or unknown mention's
+ * too: its hover offered "Follow link", and a Ctrl+click opened a tab for its URI. A broken
+ * mention is no link. No extension can take back another's link, but VS Code merges the links of
+ * all providers, and a link drops each link it touches that came from a provider merged before
+ * it: built-in extensions' providers are merged first (VS Code orders them after all others of
+ * the same score, then reverses the order to merge), so an extension's link displaces the
+ * Markdown one. This provider gives each target the server did not link (a broken or unknown
+ * mention) an empty link where the target starts. An empty link has nothing to underline; its
+ * hover shows only with the pointer within a pixel of that boundary, and a Ctrl+click there only
+ * says in the status bar why the mention opens nothing. A target the server links keeps the
+ * server's link (over the whole mention), never touched by one of these.
+ */
+export class BrokenMentionLinks implements vscode.DocumentLinkProvider {
+  private constructor(private readonly controller: ServerController) {}
+
+  /**
+   * Registered at once, and again each time the server starts: a registration makes VS Code ask
+   * every open editor for its links again, and the server can tell which mentions are sound only
+   * once it runs (until then the Markdown links stand, and `MentionLinks` answers a click).
+   */
+  static register(controller: ServerController): vscode.Disposable {
+    const provider = new BrokenMentionLinks(controller);
+    let registration: vscode.Disposable | undefined;
+    const registerAgain = (): void => {
+      registration?.dispose();
+      registration = vscode.languages.registerDocumentLinkProvider({ language: 'markdown' }, provider);
+    };
+    registerAgain();
+    return vscode.Disposable.from(
+      controller.onDidStart(registerAgain),
+      vscode.commands.registerCommand(BROKEN_MENTION_COMMAND, () => {
+        vscode.window.setStatusBarMessage('$(warning) DSH: this mention names no session it can open; see the problem reported on it', 8000);
+      }),
+      new vscode.Disposable(() => registration?.dispose()),
+    );
+  }
+
+  async provideDocumentLinks(document: vscode.TextDocument, token: vscode.CancellationToken): Promise<vscode.DocumentLink[]> {
+    if (!this.controller.selects(document) || this.controller.state !== 'running') {
+      return [];
+    }
+    let links: unknown;
+    try {
+      links = await this.controller.documentLinks(document.uri, token);
+    } catch {
+      return []; // cancelled, or the server stopped: VS Code asks again after the next edit or start
+    }
+    if (token.isCancellationRequested) {
+      return [];
+    }
+    const linked = linkedRanges(links).map(
+      (range): Span => ({
+        start: document.offsetAt(new vscode.Position(range.start.line, range.start.character)),
+        end: document.offsetAt(new vscode.Position(range.end.line, range.end.character)),
+      }),
+    );
+    const target = vscode.Uri.parse(`command:${BROKEN_MENTION_COMMAND}`);
+    return unlinkedTargets(document.getText(), linked).map((offset) => {
+      const at = document.positionAt(offset);
+      // `new vscode.DocumentLink` refuses an empty range (it throws); VS Code reads only the fields.
+      return { range: new vscode.Range(at, at), target, tooltip: 'No session to open: see the problem reported on this mention' };
+    });
   }
 }

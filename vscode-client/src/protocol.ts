@@ -251,15 +251,31 @@ function isPosition(value: unknown): value is { line: number; character: number 
  * link over the whole mention. Links of any other kind, and malformed entries, are left out.
  */
 export function transcriptLinkRanges(value: unknown): LspRange[] {
+  return linksOf(value)
+    .filter((link) => link.target?.startsWith(`${TRANSCRIPT_SCHEME}:`) === true)
+    .map((link) => link.range);
+}
+
+/**
+ * The ranges of every link in the server's `textDocument/documentLink` reply, a link it sends
+ * without its target (resolved when followed: a long target, a misleading label) included:
+ * each covers a mention the server links. Malformed entries are left out.
+ */
+export function linkedRanges(value: unknown): LspRange[] {
+  return linksOf(value).map((link) => link.range);
+}
+
+function linksOf(value: unknown): { range: LspRange; target: string | undefined }[] {
   if (!Array.isArray(value)) {
     return [];
   }
-  return value.flatMap((link): LspRange[] => {
-    if (!isRecord(link) || !isRecord(link.range) || typeof link.target !== 'string' || !link.target.startsWith(`${TRANSCRIPT_SCHEME}:`)) {
+  return value.flatMap((link): { range: LspRange; target: string | undefined }[] => {
+    if (!isRecord(link) || !isRecord(link.range) || (link.target !== undefined && link.target !== null && typeof link.target !== 'string')) {
       return [];
     }
     const { start, end } = link.range;
-    return isPosition(start) && isPosition(end) ? [{ start: { line: start.line, character: start.character }, end: { line: end.line, character: end.character } }] : [];
+    const target = typeof link.target === 'string' ? link.target : undefined;
+    return isPosition(start) && isPosition(end) ? [{ range: { start: { line: start.line, character: start.character }, end: { line: end.line, character: end.character } }, target }] : [];
   });
 }
 

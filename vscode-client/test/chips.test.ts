@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { chipOf, collapsed, flagged, shiftChips, soundMentions, Span } from '../src/chips';
+import { chipOf, collapsed, flagged, shiftChips, soundMentions, Span, unlinkedTargets } from '../src/chips';
 
 const MENTION = '@[Fix the zstd reader](dsh-session:IjAxOThjMmE3LTMzMzMtN2MzZC05ZjAwLTAwMDAwMDAwMDAwZCI)';
 
@@ -138,4 +138,15 @@ describe('shiftChips', () => {
     ]);
     assert.deepEqual(moved.mention, { start: 102, end: end + 2 });
   });
+});
+
+test('unlinkedTargets: the link targets of mentions the server did not link, where each starts', () => {
+  const good = '@[ok](dsh-session:ImEi)';
+  const text = `${good} and @[x](dsh-session:IiJ) and [y](dsh-session:)`;
+  const linked: Span[] = [{ start: 0, end: good.length }];
+  const broken = text.indexOf('dsh-session:IiJ');
+  const empty = text.lastIndexOf('dsh-session:');
+  assert.deepEqual(unlinkedTargets(text, linked), [broken, empty]);
+  assert.deepEqual(unlinkedTargets(text, []), [good.indexOf('dsh-session:'), broken, empty]);
+  assert.deepEqual(unlinkedTargets('no mentions, dsh-session:abc bare', []), []);
 });

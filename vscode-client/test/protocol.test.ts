@@ -18,6 +18,7 @@ import {
   isListingOnly,
   isModelTextPreview,
   isRequestCancelled,
+  linkedRanges,
   promptOfPreview,
   ProtocolError,
   SERVER_COMMANDS,
@@ -134,6 +135,22 @@ describe('document links', () => {
       [range],
     );
     assert.deepEqual(transcriptLinkRanges(null), []);
+  });
+
+  test('every link the server sends counts as linked, one it resolves later (no target) too', () => {
+    const range = { start: { line: 2, character: 13 }, end: { line: 2, character: 90 } };
+    const later = { start: { line: 4, character: 0 }, end: { line: 4, character: 70 } };
+    assert.deepEqual(
+      linkedRanges([
+        { range, target: 'dsh-transcript:/Fix%20it.txt?s1' },
+        { range: later, target: null, data: { uri: 'file:///p.md', sessionId: 's1' } },
+        { range: { start: { line: 1 }, end: range.end } },
+        { range, target: 7 },
+        null,
+      ]),
+      [range, later],
+    );
+    assert.deepEqual(linkedRanges(undefined), []);
   });
 });
 

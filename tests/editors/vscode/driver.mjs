@@ -11,7 +11,8 @@
 //          wrapColumn?}
 //   mode "user-path": the whole path; "old-python": only the notification an unusable Python gives;
 //   "first-at": the first `@` typed as soon as the prompt shows (the server still starting), timed
-//   with no other key until real rows show (spec: placeholderPattern, waitMs); "send": the
+//   with no other key until real rows show (spec: placeholderPattern, waitMs), then a broken mention
+//   and a sound one typed beside it clicked (brokenPayload, validMention, validTitle); "send": the
 //   model-facing text copied, then "DSH: Send to dsh" (spec: statusPattern);
 //   "seen": what a chip and the preview show of what is sent, and a chip line's wrapped rows
 //   (spec: forgedMention, soundMention, forgedHeading, chipText, afterChip).
@@ -1519,15 +1520,29 @@ async function promptGone(page) {
 }
 
 /**
- * Ctrl+click on a broken mention's URI (VS Code's Markdown support makes it a link): its hover is
- * read first, then the tabs every 20 ms for 1.5 s after the click, then the status bar.
+ * A broken mention is no link, and a sound one is. A sound mention is typed on a line of its own;
+ * once VS Code shows it as a link (the server has judged the text), the broken mention's text
+ * must hold no part of a link. Then its hover, Ctrl+hover and Ctrl+click (tabs read every 20 ms
+ * for 1.5 s after it), a Ctrl+click on the boundary where its URI starts (the one place an
+ * extension's empty link sits, see mentionLinks.ts), and a Ctrl+click on the sound mention's chip,
+ * which opens its transcript.
  */
 async function brokenLink(page, promptEditor) {
   await page.keyboard.press('Escape');
+  await page.keyboard.press('Control+End');
+  await page.keyboard.insertText(`\n\nAlso ${spec.validMention} here.`);
+  await page.keyboard.press('Escape');
   const before = await editorGroups(page);
+  // The text of each span VS Code draws as (part of) a link.
+  const linkedSpans = () => promptEditor.evaluate((root) => [...root.querySelectorAll('.view-line .detected-link')].map((span) => span.textContent ?? ''));
+  const titleWord = spec.validTitle.split(' ')[0];
+  const linked = await waitFor(linkedSpans, (spans) => spans.join('').includes(titleWord), 'the sound mention never became a link');
+  const brokenHref = `dsh-session:${spec.brokenPayload}`;
+  const brokenLine = async () => (await visibleLines(promptEditor)).find((line) => line.includes(brokenHref)) ?? null;
+  const line = await brokenLine();
   const payload = promptEditor.locator('.view-line span span', { hasText: spec.brokenPayload }).last();
   const [x, y] = await centre(payload);
-  // VS Code asks for links again once the server runs; its hover then shows the mention's problem.
+  // The broken mention's hover: the server's problem, and a link's part when there is a link.
   await page.mouse.move(x, y);
   const hover = page.locator('.monaco-hover:not(.hidden)', { hasText: 'dsh-session-reference' }).first();
   await hover.waitFor({ state: 'visible', timeout: STEP_TIMEOUT });
@@ -1537,38 +1552,92 @@ async function brokenLink(page, promptEditor) {
   await page.mouse.move(5, 5);
   await page.keyboard.press('Escape');
   await page.waitForTimeout(300);
+  const watchTabs = async () => {
+    const seen = [];
+    const watched = Date.now();
+    while (Date.now() - watched < 1500) {
+      const groups = await editorGroups(page);
+      if (JSON.stringify(groups) !== JSON.stringify(before) && !seen.some((s) => JSON.stringify(s) === JSON.stringify(groups))) {
+        seen.push(groups);
+      }
+      await page.waitForTimeout(20);
+    }
+    return seen;
+  };
   await page.keyboard.down('Control');
   await page.mouse.move(x, y);
   await page.waitForTimeout(300);
   const underlined = await promptEditor.locator('.detected-link-active').count();
+  await screenshot(page, 'broken-link-ctrl-hover');
   await page.mouse.click(x, y);
   await page.keyboard.up('Control');
-  const seen = [];
-  const watched = Date.now();
-  while (Date.now() - watched < 1500) {
-    const groups = await editorGroups(page);
-    if (JSON.stringify(groups) !== JSON.stringify(before) && !seen.some((s) => JSON.stringify(s) === JSON.stringify(groups))) {
-      seen.push(groups);
-    }
-    await page.waitForTimeout(20);
-  }
-  const messages = () => page.locator('.statusbar-item').allInnerTexts();
-  const status = await waitFor(messages, (texts) => texts.some((text) => text.includes('DSH:')), 'no status bar message').catch(() => messages());
+  const seen = await watchTabs();
+  const statusTexts = async () => (await page.locator('.statusbar-item').allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim()).filter((text) => text.includes('DSH:'));
+  const status = await statusTexts();
   const breadcrumbs = (await page.locator('.breadcrumbs-control').allInnerTexts()).map((text) => text.replace(/\s+/g, ' ').trim());
   await screenshot(page, 'broken-link');
+  // The boundary where the broken URI starts, a pixel into its first character.
+  const [bx, by] = await promptEditor.evaluate((root, href) => {
+    for (const row of root.querySelectorAll('.view-line')) {
+      const at = (row.textContent ?? '').indexOf(`](${href})`);
+      if (at < 0) {
+        continue;
+      }
+      let left = at + 2;
+      const walker = document.createTreeWalker(row, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node !== null; node = walker.nextNode()) {
+        const length = node.textContent?.length ?? 0;
+        if (left < length) {
+          const range = document.createRange();
+          range.setStart(node, left);
+          range.setEnd(node, left + 1);
+          const box = range.getBoundingClientRect();
+          return [box.left + 1, box.top + box.height / 2];
+        }
+        left -= length;
+      }
+    }
+    throw new Error(`no ${href} on screen`);
+  }, brokenHref);
+  await page.keyboard.down('Control');
+  await page.mouse.move(bx, by);
+  await page.waitForTimeout(300);
+  await page.mouse.click(bx, by);
+  await page.keyboard.up('Control');
+  const seenAtBoundary = await watchTabs();
+  const statusAtBoundary = await waitFor(statusTexts, (texts) => texts.some((text) => text.includes('names no session')), 'no status bar message after a Ctrl+click where the URI starts').catch(() => statusTexts());
+  await screenshot(page, 'broken-link-boundary');
+  const after = await editorGroups(page);
+  // The sound mention, shown as a chip: a Ctrl+click on its title opens the session's transcript.
+  await page.mouse.move(5, 5);
+  const chip = promptEditor.locator('.view-line span.detected-link', { hasText: titleWord }).first();
+  const [vx, vy] = await centre(chip);
+  await page.keyboard.down('Control');
+  await page.mouse.move(vx, vy);
+  await page.waitForTimeout(300);
+  await page.mouse.click(vx, vy);
+  await page.keyboard.up('Control');
+  const tab = page.locator('.tab.active', { hasText: '.txt' }).first();
+  await tab.waitFor({ timeout: STEP_TIMEOUT });
+  const transcriptEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: '.txt' }) }).locator('.monaco-editor').first();
+  const transcript = await waitForLines(transcriptEditor, (l) => l.some((text) => text.startsWith('session:')), 'the sound mention opened no transcript');
+  await screenshot(page, 'valid-link-transcript');
   return {
+    line,
+    linked,
     before,
-    after: await editorGroups(page),
+    after,
     seen,
     hover: hoverText,
     underlined,
     breadcrumbs,
-    status: status.map((text) => text.replace(/\s+/g, ' ').trim()).filter((text) => text.includes('DSH:')),
+    status,
+    boundary: { seen: seenAtBoundary, status: statusAtBoundary },
     dialogs: await page.locator('.monaco-dialog-box').count(),
+    transcript: { tab: (await tab.innerText()).replace(/\s*\n\s*/g, '').trim(), lines: transcript.slice(0, 8) },
   };
 }
 
-/** Each editor group's tab titles, left to right. */
 async function editorGroups(page) {
   const groups = page.locator('.editor-group-container');
   const out = [];
