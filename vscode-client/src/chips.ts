@@ -151,3 +151,46 @@ export function unlinkedTargets(text: string, linked: readonly Span[]): number[]
   }
   return starts;
 }
+
+/**
+ * The column at which VS Code soft-wraps a document's lines, as far as an extension can know it:
+ * `Infinity` when lines never wrap (`editor.wordWrap` off), the set column for `wordWrapColumn`
+ * (counted in columns, so only with the `simple` wrapping strategy), and undefined when the
+ * wrap follows the editor's width (`on`, `bounded`): the extension API does not give an editor's
+ * width, and no decoration changes where a line breaks.
+ */
+export function wrapColumn(wordWrap: string, column: number, strategy: string): number | undefined {
+  if (wordWrap === 'off') {
+    return Infinity;
+  }
+  return wordWrap === 'wordWrapColumn' && strategy !== 'advanced' && Number.isFinite(column) && column >= 1 ? column : undefined;
+}
+
+/** Columns a line's text takes in VS Code's own count: a tab to the next stop, a wide character two. */
+export function columns(text: string, tabSize: number): number {
+  let width = 0;
+  for (const character of text) {
+    if (character === '\t') {
+      width += tabSize - (width % tabSize);
+    } else {
+      const code = character.codePointAt(0) ?? 0;
+      width += code > 0xffff || wide(code) ? 2 : 1;
+    }
+  }
+  return width;
+}
+
+/** VS Code's full-width ranges (`strings.isFullWidthCharacter`). */
+function wide(code: number): boolean {
+  return (code >= 0x2e80 && code <= 0xd7af) || (code >= 0xf900 && code <= 0xfaff) || (code >= 0xff01 && code <= 0xff5e);
+}
+
+/**
+ * Whether a line is laid out on one row: its text and the hints drawn in it (`hintColumns`) fit
+ * in `column` (see {@link wrapColumn}; undefined, unknown, never fits). A chip is drawn only on
+ * such a line: VS Code wraps a line by all its text, hidden or not, so on a wrapped line the
+ * hidden URI would leave blank rows and short rows between the chip and what follows it.
+ */
+export function oneRow(text: string, tabSize: number, hintColumns: number, column: number | undefined): boolean {
+  return column !== undefined && columns(text, tabSize) + hintColumns <= column;
+}

@@ -7,14 +7,21 @@
 // warning: such a mention is never drawn as a chip, so it cannot read as another session).
 //
 // VS Code gives extensions no way to take characters out of a line's layout: the characters are
-// hidden by the decoration's CSS (`display: none`), and soft wrapping still counts them (its line
-// breaks are computed from the text and injected text such as inlay hints, never from decorations;
-// folding hides whole lines only). So a chip's cost hint is drawn right after its label, before
-// the hidden URI (`hintAt`): a wrap then never puts a row of hidden text between chip and hint.
+// hidden by the decoration's CSS (`display: none`), and soft wrapping still counts them (both of
+// its line-break computers, `simple` and `advanced`, measure a line's text and injected text such
+// as inlay hints, never decorations; folding hides whole lines only). On a wrapped line a hidden
+// URI (about 65 columns) would leave blank rows, or rows cut short, between a chip and the words
+// after it, and Home/End would act on rows of hidden text. So a chip is drawn only on a line VS
+// Code lays out on one row: `editor.wordWrap` off, or a set `wordWrapColumn` that the line, its
+// hints included, fits in (chips.ts `wrapColumn`, `oneRow`). Where the wrap follows the editor's
+// width (`on`, `bounded`, Markdown's default) the extension cannot know it (the API gives no
+// editor width), so a mention reads as written there, tinted as a mention, its URI dimmed: its
+// line wraps by the text a person reads. A chip's cost hint is drawn right after its label
+// (`hintAt`), so it reads `@Title 2 msgs · …`.
 
 import * as vscode from 'vscode';
 
-import { Change, Chip, chipOf, collapsed, flagged, shiftChips, soundMentions, Span } from './chips';
+import { Change, Chip, chipOf, collapsed, columns, flagged, oneRow, shiftChips, soundMentions, Span, wrapColumn } from './chips';
 import { errorText } from './format';
 import { transcriptLinkRanges } from './protocol';
 import { ServerController } from './serverController';
@@ -27,6 +34,10 @@ const MAX_CHIPS = 2000;
 /** The `source` of the server's diagnostics. */
 const SOURCE = 'dsh-session-reference';
 export const COLLAPSE_SETTING = 'collapseMentions';
+/** Columns taken for the hint of a chip whose line's hints VS Code has not asked for yet. */
+const HINT_ALLOWANCE = 32;
+/** The editor settings that decide where a line wraps. */
+const WRAP_SETTINGS = ['editor.wordWrap', 'editor.wordWrapColumn', 'editor.wrappingStrategy', 'editor.tabSize'];
 /** The theme color `dshSessionReference.mentionChipBackground` (package.json), as CSS. */
 const CHIP_BACKGROUND = 'var(--vscode-dshSessionReference-mentionChipBackground)';
 
@@ -46,7 +57,11 @@ export class MentionChips implements vscode.Disposable {
   private readonly chipEnd = vscode.window.createTextEditorDecorationType({
     textDecoration: `none; background-color: ${CHIP_BACKGROUND}; border-radius: 0 3px 3px 0`,
   });
+  /** A written-out mention's `(dsh-session:…)`, dimmed: its `@[label]` is tinted as a chip's. */
+  private readonly uri = vscode.window.createTextEditorDecorationType({ textDecoration: 'none; opacity: 0.6' });
   private readonly judged = new Map<string, Judged>();
+  /** Per document, the columns the inlay hints take in each line holding a chip, as last drawn. */
+  private readonly hintColumns = new Map<string, Map<number, number>>();
   private readonly timers = new Map<string, ReturnType<typeof setTimeout>>();
   private readonly asking = new Map<string, vscode.CancellationTokenSource>();
   /** What each editor shows collapsed now, so a cursor move that changes nothing redraws nothing. */
@@ -55,10 +70,13 @@ export class MentionChips implements vscode.Disposable {
 
   constructor(private readonly controller: ServerController) {
     controller.placeHints = (document, position) => this.hintAt(document, position);
+    controller.hintsPlaced = (document, range, hints) => this.hintsPlaced(document, range, hints);
     this.disposables = [
       this.hidden,
       this.chipStart,
       this.chipEnd,
+      this.uri,
+      vscode.window.onDidChangeTextEditorOptions((event) => this.draw(event.textEditor)),
       vscode.window.onDidChangeVisibleTextEditors(() => this.refreshVisible()),
       vscode.window.onDidChangeTextEditorSelection((event) => this.draw(event.textEditor)),
       vscode.workspace.onDidChangeTextDocument((event) => this.edited(event)),
@@ -69,7 +87,8 @@ export class MentionChips implements vscode.Disposable {
         }
       }),
       vscode.workspace.onDidChangeConfiguration((event) => {
-        if (event.affectsConfiguration(`${SECTION}.${COLLAPSE_SETTING}`) || event.affectsConfiguration(`${SECTION}.documentSelector`)) {
+        const settings = [`${SECTION}.${COLLAPSE_SETTING}`, `${SECTION}.documentSelector`, ...WRAP_SETTINGS];
+        if (settings.some((setting) => event.affectsConfiguration(setting))) {
           this.refreshVisible();
         }
       }),
@@ -205,32 +224,99 @@ export class MentionChips implements vscode.Disposable {
       return position;
     }
     const editors = vscode.window.visibleTextEditors.filter((editor) => editor.document === document);
-    const shown = editors.every((editor) => collapsed([chip], editor.selections.map((selection) => ({ start: document.offsetAt(selection.start), end: document.offsetAt(selection.end) }))).length === 1);
+    const shown = editors.every((editor) => this.shownIn(editor).includes(chip));
     return shown && editors.length > 0 ? document.positionAt(chip.label.end) : position;
+  }
+
+  /**
+   * Records the columns the hints VS Code drew in `range` take in each line holding a chip, and
+   * redraws the document's editors where that changes whether a chip's line fits one row.
+   */
+  hintsPlaced(document: vscode.TextDocument, range: vscode.Range, hints: readonly vscode.InlayHint[]): void {
+    const uri = document.uri.toString();
+    const chips = this.judged.get(uri)?.chips ?? [];
+    const lines = this.hintColumns.get(uri) ?? new Map<number, number>();
+    const fresh = new Map<number, number>();
+    for (const chip of chips) {
+      const line = document.positionAt(chip.mention.start).line;
+      if (line >= range.start.line && line <= range.end.line) {
+        fresh.set(line, 0);
+      }
+    }
+    for (const hint of hints) {
+      const line = hint.position.line;
+      if (fresh.has(line)) {
+        const label = typeof hint.label === 'string' ? hint.label : hint.label.map((part) => part.value).join('');
+        fresh.set(line, (fresh.get(line) ?? 0) + columns(label, 1) + (hint.paddingLeft === true ? 1 : 0) + (hint.paddingRight === true ? 1 : 0));
+      }
+    }
+    const changed = [...fresh].some(([line, width]) => lines.get(line) !== width);
+    for (const [line, width] of fresh) {
+      lines.set(line, width);
+    }
+    this.hintColumns.set(uri, lines);
+    if (changed) {
+      this.drawAll(uri);
+    }
+  }
+
+  /**
+   * The chips `editor` shows collapsed: those no selection touches, on a line VS Code lays out on
+   * one row (the header says why).
+   */
+  private shownIn(editor: vscode.TextEditor): Chip[] {
+    const document = editor.document;
+    const uri = document.uri.toString();
+    const chips = this.judged.get(uri)?.chips ?? [];
+    const selections = editor.selections.map((selection) => ({ start: document.offsetAt(selection.start), end: document.offsetAt(selection.end) }));
+    const settings = vscode.workspace.getConfiguration('editor', document);
+    const column = wrapColumn(settings.get<string>('wordWrap', 'off'), settings.get<number>('wordWrapColumn', 80), settings.get<string>('wrappingStrategy', 'simple'));
+    const tabSize = typeof editor.options.tabSize === 'number' ? editor.options.tabSize : 4;
+    const hints = this.hintColumns.get(uri);
+    const perLine = new Map<number, number>();
+    for (const chip of chips) {
+      const line = document.positionAt(chip.mention.start).line;
+      perLine.set(line, (perLine.get(line) ?? 0) + 1);
+    }
+    return collapsed(chips, selections).filter((chip) => {
+      const line = document.positionAt(chip.mention.start).line;
+      const hintColumns = hints?.get(line) ?? HINT_ALLOWANCE * (perLine.get(line) ?? 1);
+      return oneRow(document.lineAt(line).text, tabSize, hintColumns, column);
+    });
   }
 
   private draw(editor: vscode.TextEditor): void {
     const document = editor.document;
     const chips = this.judged.get(document.uri.toString())?.chips ?? [];
-    const selections = editor.selections.map((selection) => ({ start: document.offsetAt(selection.start), end: document.offsetAt(selection.end) }));
-    const shown = collapsed(chips, selections);
-    const key = shown.map((chip) => `${chip.mention.start}:${chip.mention.end}`).join(',');
+    const shown = this.shownIn(editor);
+    const written = chips.filter((chip) => !shown.includes(chip));
+    const spans = (some: Chip[]): string => some.map((chip) => `${chip.mention.start}:${chip.mention.end}`).join(',');
+    const key = `${spans(shown)}|${spans(written)}`;
     if (this.drawn.get(editor) === key) {
       return;
     }
     const before = this.drawn.get(editor);
     this.drawn.set(editor, key);
-    if (before !== undefined || key !== '') {
+    if (before !== undefined || key !== '|') {
       this.controller.refreshInlayHints(); // the hints of chips collapsed or written out move
     }
     const range = (span: Span): vscode.Range => new vscode.Range(document.positionAt(span.start), document.positionAt(span.end));
     editor.setDecorations(this.hidden, shown.flatMap((chip) => chip.hidden.map(range)));
-    editor.setDecorations(this.chipStart, shown.map((chip) => range(chip.at)));
-    editor.setDecorations(this.chipEnd, shown.map((chip) => range(chip.label)));
+    // Written out: `@[` and `label]` tinted as the chip's `@` and label, the URI after them dimmed.
+    editor.setDecorations(this.chipStart, [
+      ...shown.map((chip) => range(chip.at)),
+      ...written.map((chip) => range({ start: chip.at.start, end: chip.hidden[0].end })),
+    ]);
+    editor.setDecorations(this.chipEnd, [
+      ...shown.map((chip) => range(chip.label)),
+      ...written.map((chip) => range({ start: chip.label.start, end: chip.hidden[1].start + 1 })),
+    ]);
+    editor.setDecorations(this.uri, written.map((chip) => range({ start: chip.hidden[1].start + 1, end: chip.mention.end })));
   }
 
   private forget(uri: string): void {
     this.judged.delete(uri);
+    this.hintColumns.delete(uri);
     clearTimeout(this.timers.get(uri));
     this.timers.delete(uri);
     this.asking.get(uri)?.cancel();

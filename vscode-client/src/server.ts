@@ -51,6 +51,8 @@ export interface ClientParts {
   closed(): CloseHandlerResult;
   /** Where an inlay hint the server places at `position` is drawn (see `MentionChips.hintAt`). */
   placeHints(document: vscode.TextDocument, position: vscode.Position): vscode.Position;
+  /** The hints drawn in `range` of `document`, as placed (a chip is drawn only where its line and hints fit one row). */
+  hintsPlaced(document: vscode.TextDocument, range: vscode.Range, hints: readonly vscode.InlayHint[]): void;
   /** Shows a `dsh-preview:` document the server asks to show; false lets VS Code do it. */
   openPreview(uri: vscode.Uri): Promise<boolean>;
 }
@@ -124,6 +126,9 @@ function clientOptions(selector: LanguageFilter[], parts: ClientParts): Language
               part.value = unbreakable(part.value);
             }
           }
+        }
+        if (hints !== undefined && hints !== null) {
+          parts.hintsPlaced(document, range, hints);
         }
         return hints;
       },

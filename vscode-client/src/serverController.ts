@@ -165,6 +165,9 @@ export class ServerController implements vscode.Disposable {
    */
   placeHints: (document: vscode.TextDocument, position: vscode.Position) => vscode.Position = (_, position) => position;
 
+  /** Told the hints drawn in a stretch of a document (see `MentionChips.hintsPlaced`). */
+  hintsPlaced: (document: vscode.TextDocument, range: vscode.Range, hints: readonly vscode.InlayHint[]) => void = () => undefined;
+
   /** Asks VS Code for the inlay hints of the open documents again (a chip collapsed or expanded). */
   refreshInlayHints(): void {
     const feature = this.client?.getFeature('textDocument/inlayHint');
@@ -299,6 +302,7 @@ export class ServerController implements vscode.Disposable {
       listingRetries: this.listingRetries,
       closed: () => (isCurrent() ? this.crashed() : { action: CloseAction.DoNotRestart, handled: true }),
       placeHints: (document, position) => this.placeHints(document, position),
+      hintsPlaced: (document, range, hints) => this.hintsPlaced(document, range, hints),
       openPreview: async (uri) => this.previewRequests.ours(uri) || (await this.openPreview(uri)),
     });
     client.onNotification(CONTENT_CHANGED_NOTIFICATION, (params: unknown) => {

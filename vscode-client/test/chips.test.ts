@@ -4,7 +4,18 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 
-import { chipOf, collapsed, flagged, shiftChips, soundMentions, Span, unlinkedTargets } from '../src/chips';
+import {
+  chipOf,
+  collapsed,
+  columns,
+  flagged,
+  oneRow,
+  shiftChips,
+  soundMentions,
+  Span,
+  unlinkedTargets,
+  wrapColumn,
+} from '../src/chips';
 
 const MENTION = '@[Fix the zstd reader](dsh-session:IjAxOThjMmE3LTMzMzMtN2MzZC05ZjAwLTAwMDAwMDAwMDAwZCI)';
 
@@ -149,4 +160,36 @@ test('unlinkedTargets: the link targets of mentions the server did not link, whe
   assert.deepEqual(unlinkedTargets(text, linked), [broken, empty]);
   assert.deepEqual(unlinkedTargets(text, []), [good.indexOf('dsh-session:'), broken, empty]);
   assert.deepEqual(unlinkedTargets('no mentions, dsh-session:abc bare', []), []);
+});
+
+describe('a chip only on a line laid out on one row', () => {
+  const line = `Compare the checkout flow with ${MENTION} and tell me what changed.`;
+
+  test('the wrap column an extension can know: none when lines never wrap, the set one, else unknown', () => {
+    assert.equal(wrapColumn('off', 80, 'simple'), Infinity);
+    assert.equal(wrapColumn('wordWrapColumn', 120, 'simple'), 120);
+    // The editor's width is not in the API: viewport wrapping is unknown, so is `bounded`.
+    assert.equal(wrapColumn('on', 80, 'simple'), undefined);
+    assert.equal(wrapColumn('bounded', 200, 'simple'), undefined);
+    // The advanced strategy measures pixels, which columns do not give for every font.
+    assert.equal(wrapColumn('wordWrapColumn', 120, 'advanced'), undefined);
+    assert.equal(wrapColumn('wordWrapColumn', Number.NaN, 'simple'), undefined);
+  });
+
+  test("columns are VS Code's: a tab to the next stop, a wide character or a surrogate pair two", () => {
+    assert.equal(columns('abc', 4), 3);
+    assert.equal(columns('a\tb', 4), 5);
+    assert.equal(columns('\t\t', 2), 4);
+    assert.equal(columns('日本', 4), 4);
+    assert.equal(columns('a😀', 4), 3);
+  });
+
+  test('the line and its hints must fit the column; an unknown column never fits', () => {
+    const width = line.length;
+    assert.ok(oneRow(line, 4, 0, Infinity));
+    assert.ok(oneRow(line, 4, 20, width + 20));
+    assert.ok(!oneRow(line, 4, 21, width + 20)); // the hint pushes it onto a second row
+    assert.ok(!oneRow(line, 4, 0, width - 1));
+    assert.ok(!oneRow(line, 4, 0, undefined));
+  });
 });

@@ -15,7 +15,7 @@
 //   and a sound one typed beside it clicked (brokenPayload, validMention, validTitle); "send": the
 //   model-facing text copied, then "DSH: Send to dsh" (spec: statusPattern);
 //   "seen": what a chip and the preview show of what is sent, and a chip line's wrapped rows
-//   (spec: forgedMention, soundMention, forgedHeading, chipText, afterChip).
+//   (spec: forgedMention, soundMention, forgedHeading).
 
 import { appendFileSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -554,10 +554,11 @@ async function main() {
     await rows.nth(index).click();
     await squiggle.waitFor({ state: 'detached', timeout: STEP_TIMEOUT });
     await promptEditor.locator('.view-line', { hasText: 'Next' }).first().click();
+    // Its line wraps at the editor's width, which an extension cannot know: it reads as written.
     const after = await waitFor(
       () => renderedLines(promptEditor),
-      (all) => line(all, spec.refreshedMention) !== undefined && !line(all, spec.refreshedMention).shown.includes('dsh-session:'),
-      'the relabelled mention did not become a chip',
+      (all) => line(all, spec.refreshedMention) !== undefined && line(all, spec.refreshedMention).hints.length > 0,
+      'the relabelled mention was not refreshed, or shows no hint',
     );
     return { before: line(lines, spec.staleMention), hover, titles, after: line(after, spec.refreshedMention) };
   });
@@ -634,14 +635,15 @@ async function main() {
     // The open preview follows the change on its own: dsh would now refuse the message.
     const previewEditor = page.locator('.editor-group-container', { has: page.locator('.tab', { hasText: '(context)' }) }).locator('.monaco-editor').first();
     const previewAfter = await waitForLines(previewEditor, (l) => l.some((line) => line.includes('prepare failed')), 'the open preview did not follow the new setting');
-    // The mention past the limit has an error: it reads as written, the other stays a chip.
+    // The mention past the limit has an error: it reads as written (so does the other here: its
+    // line wraps at the editor's width, where no chip is drawn).
     const lines = await waitFor(
       () => renderedLines(promptEditor),
       (all) => {
         const mentions = all.filter((line) => line.text.includes('@['));
-        return mentions.some((line) => line.shown === line.text) && mentions.some((line) => line.shown !== line.text);
+        return mentions.length >= 2 && mentions.every((line) => line.shown === line.text);
       },
-      'the mention past the limit is not shown as written next to a chip',
+      'the mention past the limit is not shown as written',
     );
     await screenshot(page, 'settings-change-error');
     writeFileSync(settingsFile, original);
@@ -812,9 +814,20 @@ async function main() {
   });
 
   await step('collapsed-mentions', page, async () => {
-    // The cursor is on the first line (the last step put it there): each sound mention reads as a
-    // chip, `@Title`, its cost hint after it.
+    // The cursor is on the first line (the last step put it there). Word wrap at the editor's
+    // width (Markdown's default): each mention reads as written, its cost hint after it, whole.
     const mentionLines = (all) => all.filter((line) => line.text.includes('@['));
+    const written = await waitFor(
+      () => renderedLines(promptEditor),
+      (all) => mentionLines(all).length >= spec.hintCount && mentionLines(all).every((line) => line.shown === line.text && line.hints.length > 0),
+      'the mentions on wrapped lines were not written out',
+    );
+    await screenshot(page, 'mentions-written');
+    // Word wrap off: the lines lay out on one row each, so each sound mention reads as a chip,
+    // `@Title`, its cost hint after it.
+    const settingsFile = path.join(path.dirname(spec.prompt), '.vscode', 'settings.json');
+    const original = readFileSync(settingsFile, 'utf8');
+    writeFileSync(settingsFile, JSON.stringify({ ...JSON.parse(original), '[markdown]': { 'editor.wordWrap': 'off' } }, null, 2));
     const lines = await waitFor(
       () => renderedLines(promptEditor),
       (all) =>
@@ -849,14 +862,16 @@ async function main() {
     // pasted into the command palette's input to be read.
     await page.keyboard.press('Control+c');
     const copied = await pastedText(page);
-    // The cursor leaves it (a click on the first line): a chip again.
-    await promptEditor.locator('.view-line', { hasText: 'Next' }).first().click();
+    // The cursor leaves it (a click on the first line, at its start: the unwrapped rows are wider
+    // than the editor): a chip again.
+    await promptEditor.locator('.view-line', { hasText: 'Next' }).first().click({ position: { x: 5, y: 5 } });
     const again = await waitFor(
       () => renderedLines(promptEditor),
       (all) => !all[first].shown.includes('dsh-session:'),
       'the mention did not collapse again once the cursor left it',
     );
-    return { lines, before, touching, copied, again: again[first] };
+    writeFileSync(settingsFile, original);
+    return { written: mentionLines(written), lines, before, touching, copied, again: again[first] };
   });
 
   await step('hints-whole', page, async () => {
@@ -1303,7 +1318,7 @@ async function seen(page, promptEditor) {
   await step('mismatch', page, async () => {
     // The cursor on the heading, away from both mentions: the sound one collapses to a chip once
     // judged; the forged one has a warning and a hint naming the session it sends.
-    await promptEditor.locator('.view-line', { hasText: 'Review' }).first().click();
+    await promptEditor.locator('.view-line', { hasText: 'Review' }).first().click({ position: { x: 5, y: 5 } });
     const lines = await waitFor(
       () => renderedLines(promptEditor),
       (all) => {
@@ -1349,19 +1364,28 @@ async function seen(page, promptEditor) {
   });
 
   await step('wrap-layout', page, async () => {
-    // A narrow prompt: the window made narrower, the preview beside it. Word wrap is on (markdown).
+    // A narrow prompt: the window made narrower, the preview beside it, and word wrap at the
+    // editor's width (VS Code's Markdown default) instead of the set column.
+    const settingsFile = path.join(path.dirname(spec.prompt), '.vscode', 'settings.json');
+    const settings = JSON.parse(readFileSync(settingsFile, 'utf8'));
+    writeFileSync(settingsFile, JSON.stringify({ ...settings, '[markdown]': { 'editor.wordWrap': 'on' } }, null, 2));
     await page.setViewportSize({ width: 1200, height: 1000 });
-    await promptEditor.locator('.view-lines').click();
-    await promptEditor.locator('.view-line', { hasText: 'Review' }).first().click();
+    // Settled once VS Code has asked for the hints again: the hint no longer drawn after the label
+    // (where it goes while the mention is a chip) but after the written mention, whole.
+    const bare = (text) => text.replace(/\s/g, '');
     const rows = await waitFor(
       async () => rowsOfLine(await renderedRows(promptEditor), 'Compare'),
-      (found) => found.length >= 2 && found.map((row) => row.shown).join('').includes(spec.chipText) && found.some((row) => row.hints.length > 0),
-      'the chip line did not wrap, or shows no chip or no hint',
+      (found) =>
+        found.length >= 2 &&
+        bare(found.map((row) => row.shown).join('')).includes(bare(spec.soundMention)) &&
+        bare(found.map((row) => row.text).join('')).includes(bare(spec.soundMention)) &&
+        found.some((row) => row.hints.length > 0),
+      'the mention line did not wrap, or shows no hint after its written mention',
     );
     await screenshot(page, 'wrap-layout');
-    // Home, then Shift+End, from the words after the chip: the selection is copied and read.
-    const after = promptEditor.locator('.view-line', { hasText: spec.afterChip }).first();
-    await after.click();
+    // Home, then Shift+End, on the line's last row: the selection is copied and read.
+    const last = rows[rows.length - 1].text.trim();
+    await promptEditor.locator('.view-line', { hasText: last }).last().click();
     await page.keyboard.press('Home');
     await page.keyboard.press('Shift+End');
     await page.waitForTimeout(300);

@@ -707,7 +707,8 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
 
     # 2a. Its label, "earlier work", is not its session's title: a warning (issue 35), and with the
     # cursor away it reads as written, never as a chip "@earlier work" (read from the DOM), its hint
-    # naming the session it sends. The quick fix "Refresh the label" makes it a chip of the title.
+    # naming the session it sends. The quick fix "Refresh the label" labels it with the title (its
+    # line wraps at the editor's width here, so it reads as written: see 10a).
     relabelled = steps["relabelled"]
     written = relabelled["before"]
     assert written["text"] == quick_fixed_line and written["shown"] == quick_fixed_line, relabelled
@@ -718,7 +719,7 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         f"Refresh the label to the current title {js_stringify(scenario.fixed_label)}" in relabelled["titles"]
     )
     assert relabelled["after"]["text"] == fixed_line, relabelled
-    assert relabelled["after"]["shown"] == as_chips(fixed_line), relabelled  # "@<title>"
+    assert relabelled["after"]["shown"] == fixed_line, relabelled
 
     # 3. `@` lists the sessions in upstream's rank order (the target excluded), with cwd and age.
     completion = steps["completion"]
@@ -759,9 +760,9 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     # ... and the open preview followed both changes on its own (no command run again).
     assert any("prepare failed: SESSION_REFERENCE_TOO_MANY:" in line for line in changed["previewAfter"])
     assert any("Byte accounting" in line for line in changed["previewRestored"]), changed
-    # ... and the mention with the error reads as written; the one within the limit stays a chip.
+    # ... and the mention with the error reads as written (so does the other: its line wraps).
     shown = {row["text"]: row["shown"] for row in changed["lines"]}
-    assert shown[accepted_line] == accepted_line and shown[fixed_line] == as_chips(fixed_line), shown
+    assert shown[accepted_line] == accepted_line and shown[fixed_line] == fixed_line, shown
 
     # 7. The target picker offers the same sessions, readable.
     items = steps["select-target"]["items"]
@@ -809,9 +810,15 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
         assert any(costs[session_id] in hint for hint in row["hints"]), (costs[session_id], row)
     assert not any(row["hints"] for row in hinted if "@[" not in row["text"]), hinted
 
-    # 10a. With the cursor elsewhere, each mention reads as a chip: `@` and its label, its URI out of
-    # sight, and its cost hint after it, whole.
+    # 10a. Word wrap at the editor's width (Markdown's default; the extension cannot know it): each
+    # mention reads as written, every character in sight (so no row of hidden text), its hint whole.
+    # With word wrap off, and the cursor elsewhere, each mention reads as a chip: `@` and its
+    # label, its URI out of sight, and its cost hint after it, whole.
     chips = steps["collapsed-mentions"]
+    for session_id, line_text in ((scenario.fixed_id, fixed_line), (picked.session_id, accepted_line)):
+        (row,) = [row for row in chips["written"] if row["text"] == line_text] or [None]
+        assert row is not None and row["shown"] == line_text, (line_text, chips["written"])
+        assert costs[session_id] in row["hints"], (costs[session_id], row)
     for session_id, line_text in ((scenario.fixed_id, fixed_line), (picked.session_id, accepted_line)):
         (row,) = [row for row in chips["lines"] if row["text"] == line_text] or [None]
         assert row is not None, (line_text, chips["lines"])
@@ -1508,20 +1515,27 @@ def _seen_store(root: Path) -> tuple[str, str]:
 @pytest.mark.editor
 @pytest.mark.timeout(900)
 def test_vscode_a_chip_reads_as_the_session_it_sends(tools: Tools, profile: Profile, tmp_path: Path) -> None:
-    """Issue 35's chip and preview, and issue 36's wrapped chip line, in the real editor.
+    """Issue 35's chip and preview, and issue 36's wrapped chip line, in the real editor, over a
+    store of more than 3,000 sessions.
 
     A mention labelled "Harmless refactor" that sends "Customer export (secrets)" is written out
     with a warning (read from the DOM: never `@Harmless refactor`), its hint naming the session it
-    sends; the mention of "Harmless refactor" labelled with its title is a chip. The preview of a
-    session whose reply spells a heading and a notice shows both only in the message's gutter.
-    With word wrap in a narrow editor, a chip line's rows are measured: no blank row between the
-    chip and its hint."""
+    sends; the mention of "Harmless refactor" labelled with its title is a chip where its line fits
+    the set wrap column. With word wrap at the editor's width, in a narrow editor, the rows of that
+    line are measured: it reads as written (VS Code wraps a line by all its text, hidden or not, and
+    gives extensions no editor width), so no row is blank, and Home then Shift+End selects a row as
+    it reads."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     sessions_root = tmp_path / "sessions"
     secrets_id, harmless_id = _seen_store(sessions_root)
+    backlog_sessions(sessions_root, BACKLOG)
     profile.machine_settings({"dshSessionReference.sessionsRoot": str(sessions_root)})
-    _workspace_settings(workspace, {"[markdown]": {"editor.wordWrap": "on"}})  # VS Code's default, said
+    # A set wrap column the chip's line fits in (the wrap-layout step switches to VS Code's Markdown
+    # default, wrapping at the editor's width).
+    _workspace_settings(
+        workspace, {"[markdown]": {"editor.wordWrap": "wordWrapColumn", "editor.wordWrapColumn": 200}}
+    )
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(workspace / ".venv")], check=True)
     forged = format_session_reference_mention(secrets_id, HARMLESS_TITLE)
     sound = format_session_reference_mention(harmless_id, HARMLESS_TITLE)
@@ -1539,8 +1553,6 @@ def test_vscode_a_chip_reads_as_the_session_it_sends(tools: Tools, profile: Prof
         forgedMention=forged,
         soundMention=sound,
         forgedHeading=FORGED_HEADING,
-        chipText=f"@{HARMLESS_TITLE}",
-        afterChip="tell me what changed",
     )
     with _code_server(
         tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
@@ -1572,15 +1584,18 @@ def test_vscode_a_chip_reads_as_the_session_it_sends(tools: Tools, profile: Prof
         assert found and all(bare(line) == bare(f"{GUTTER} {needle}") for line in found), (needle, preview)
     assert any(bare("2 original, 2 retained, 0 omitted") in bare(line) for line in preview["lines"]), preview
 
-    # 3. Word wrap in a narrow editor: the chip line wraps; no blank row between the chip and its hint.
+    # 3. Word wrap at the editor's width, in a narrow editor: the line wraps by the text a person
+    # reads. The mention is written out (tinted, not collapsed: a hidden URI would still take its
+    # columns and leave blank rows), every row shows text, and the hint is whole, after the URI.
     layout = steps["wrap-layout"]
     chip_rows = layout["rows"]
-    assert len(chip_rows) >= 2 and f"@{HARMLESS_TITLE}" in "".join(row["shown"] for row in chip_rows), layout
-    hint_at = next(i for i, row in enumerate(chip_rows) if row["hints"])
-    assert all(row["shown"].strip() for row in chip_rows[:hint_at]), chip_rows  # no blank row before the hint
-    assert chip_rows[hint_at]["hints"][0].startswith("2 msgs"), chip_rows
-    # Home, then Shift+End, on the row of the words after the chip selects that row as it reads
-    # (before: only the hidden "(dsh-session:…)" row, the chip unfolding under the selection).
-    (after,) = [row for row in chip_rows if "tell me what changed" in row["shown"]]
-    assert " ".join(layout["selection"].split()) == " ".join(after["shown"].split()), (layout, after)
+    assert len(chip_rows) >= 2 and bare("".join(row["shown"] for row in chip_rows)) == bare(sound_line), (
+        layout
+    )
+    assert all(row["shown"].strip() for row in chip_rows), chip_rows  # no blank row
+    (hinted,) = [row for row in chip_rows if row["hints"]]
+    assert len(hinted["hints"]) == 1 and hinted["hints"][0].startswith("2 msgs"), chip_rows
+    # Home, then Shift+End, on the line's last row selects that row as it reads (before: on a row
+    # after a chip, only the hidden "(dsh-session:…)" row, the chip unfolding under the selection).
+    assert " ".join(layout["selection"].split()) == " ".join(chip_rows[-1]["shown"].split()), layout
     print(json.dumps({"rows": chip_rows, "selection": layout.get("selection")}, ensure_ascii=False))
