@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from .cancellation import AbortSignal
-from .candidates import CandidateTable, Row, label_for, rank_order
+from .candidates import CandidateTable, label_for, rank_order
 from .model import SessionRecord, SessionSource, TitleObservation
 
 
@@ -78,8 +78,7 @@ class CandidateCache:
             labels = [""] * len(records)
             for index, seen in zip(order, observations, strict=True):
                 labels[index] = label_for(records[index], seen)
-            rows = [Row(record, label) for record, label in zip(records, labels, strict=True)]
-            kept = _Kept(records, warm.version, CandidateTable(rows, {target_cwd: order}))
+            kept = _Kept(records, warm.version, CandidateTable.labelled(records, labels, {target_cwd: order}))
             stop.check()
             kept = _relabelled(kept, *store.titles_since(kept.version, stop))
         elif warm.version != kept.version:
@@ -97,17 +96,16 @@ def _relabelled(kept: _Kept, version: int, changed: Mapping[str, TitleObservatio
     positions = kept.positions
     if positions is None:
         positions = {record.location: index for index, record in enumerate(kept.records) if record.location}
-    rows = kept.table.rows
+    table = kept.table
     labels: dict[int, str] = {}
     for location, observation in changed.items():
         index = positions.get(location)
         if index is None:
             continue  # not in this listing
         label = label_for(kept.records[index], observation)
-        if label != rows[index].label:
+        if label != table.label(index):
             labels[index] = label
-    table = kept.table.relabelled(labels) if labels else kept.table
-    return _Kept(kept.records, version, table, positions)
+    return _Kept(kept.records, version, table.relabelled(labels) if labels else table, positions)
 
 
 LOCK_POLL: Final = 0.05

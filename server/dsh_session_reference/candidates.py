@@ -22,6 +22,7 @@ of the rule, not two.
 from __future__ import annotations
 
 import threading
+from array import array
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -46,10 +47,17 @@ def candidate_rank(candidate_cwd: str | None, target_cwd: str | None) -> int:
     return 0 if candidate_cwd == target_cwd else 2
 
 
-def rank_order(records: Sequence[SessionRecord], target_cwd: str | None) -> list[int]:
+def rank_order(records: Sequence[SessionRecord], target_cwd: str | None) -> Sequence[int]:
     """Indices of ``records`` in ``listCandidates``' rank order for ``target_cwd`` (listing order
-    within a rank)."""
-    return sorted(range(len(records)), key=lambda index: candidate_rank(records[index].cwd, target_cwd))
+    within a rank): one machine integer each (a list of ``int`` objects from a sort was 40 bytes a
+    session, kept for as long as the table)."""
+    ranks = [array("l") for _ in range(3)]
+    for index, record in enumerate(records):
+        ranks[candidate_rank(record.cwd, target_cwd)].append(index)
+    order = ranks[0]
+    order.extend(ranks[1])
+    order.extend(ranks[2])
+    return order
 
 
 def label_for(record: SessionRecord, observation: TitleObservation) -> str:
@@ -71,16 +79,46 @@ class CandidateTable:
 
     Immutable in content; the memos it keeps (the last query's matches, ranked
     orders per target cwd) are guarded by a lock, so one table may serve
-    concurrent requests.
+    concurrent requests. The records and their labels are kept side by side, and a
+    :class:`Row` is made only for a row a query returns (one per session was 48 bytes).
     """
 
-    def __init__(self, rows: Sequence[Row], orders: Mapping[str | None, list[int]] | None = None) -> None:
+    def __init__(self, rows: Sequence[Row], orders: Mapping[str | None, Sequence[int]] | None = None) -> None:
         """``orders``: ranked orders (:func:`rank_order`) already computed for these rows, by target cwd."""
-        self.rows: tuple[Row, ...] = tuple(rows)
+        self._init([row.record for row in rows], [row.label for row in rows], orders)
+
+    @classmethod
+    def labelled(
+        cls,
+        records: Sequence[SessionRecord],
+        labels: list[str],
+        orders: Mapping[str | None, Sequence[int]] | None = None,
+    ) -> CandidateTable:
+        """The table of ``records`` (kept as given, never changed) labelled ``labels``."""
+        table = cls.__new__(cls)
+        table._init(records, labels, orders)
+        return table
+
+    def _init(
+        self,
+        records: Sequence[SessionRecord],
+        labels: list[str],
+        orders: Mapping[str | None, Sequence[int]] | None,
+    ) -> None:
+        self._records = records
+        self._labels = labels
         self._haystacks: list[str] | None = None
         self._lock = threading.Lock()
-        self._last: tuple[list[int], str, list[int]] | None = None
-        self._orders: OrderedDict[str | None, list[int]] = OrderedDict(orders or {})
+        self._last: tuple[Sequence[int], str, Sequence[int]] | None = None
+        self._orders: OrderedDict[str | None, Sequence[int]] = OrderedDict(orders or {})
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        """Every row, in store order (made on each call: for tests and small tables)."""
+        return tuple(Row(record, label) for record, label in zip(self._records, self._labels, strict=True))
+
+    def label(self, index: int) -> str:
+        return self._labels[index]
 
     def relabelled(self, labels: Mapping[int, str]) -> CandidateTable:
         """The same listing with the rows at ``labels``' indices labelled anew.
@@ -89,16 +127,16 @@ class CandidateTable:
         haystacks are copied with only the changed rows lowered again. The last
         query's matches do not carry over: a new label can add or drop a match.
         """
-        rows = list(self.rows)
+        new_labels = list(self._labels)
         for index, label in labels.items():
-            rows[index] = Row(rows[index].record, label)
-        table = CandidateTable(rows)
+            new_labels[index] = label
         with self._lock:
-            table._orders = OrderedDict(self._orders)
+            orders = OrderedDict(self._orders)
+        table = CandidateTable.labelled(self._records, new_labels, orders)
         if self._haystacks is not None:
             haystacks = list(self._haystacks)
             for index in labels:
-                haystacks[index] = _haystack(rows[index])
+                haystacks[index] = _haystack(self._records[index], new_labels[index])
             table._haystacks = haystacks
         return table
 
@@ -113,17 +151,17 @@ class CandidateTable:
         """The first ``cap`` rows matching ``needle`` (lowered, normalized) in rank order,
         without the row whose id is ``target_id`` (already normalized)."""
         order = self._order(target_cwd)
-        rows = self.rows
+        records = self._records
         chosen: list[Row] = []
         for index in order if needle == "" else self._matching(needle, order, stop):
-            row = rows[index]
-            if row.record.id != target_id:
-                chosen.append(row)
+            record = records[index]
+            if record.id != target_id:
+                chosen.append(Row(record, self._labels[index]))
                 if len(chosen) == cap:
                     break
         return chosen
 
-    def _matching(self, needle: str, order: list[int], stop: AbortSignal | None) -> list[int]:
+    def _matching(self, needle: str, order: Sequence[int], stop: AbortSignal | None) -> Sequence[int]:
         """Indices of the rows ``needle`` matches, in ``order``: the previous query's matches
         narrowed when it was a part of this one (typing on), so no keystroke sorts."""
         with self._lock:
@@ -135,17 +173,17 @@ class CandidateTable:
             # Rare: a lone surrogate may match half of a pair (JS compares UTF-16), and the
             # separator could match across fields. Test field by field, exactly, the needle
             # encoded once (per field, a 2 MB query took minutes over 2,000 rows).
-            rows = self.rows
+            records, labels = self._records, self._labels
             matches = _field_matcher(needle)
-            found = []
+            found = array("l")
             for count, index in enumerate(pool):
                 if count % _CHECK_EVERY == 0:
                     check(stop)
-                if matches(rows[index]):
+                if matches(records[index], labels[index]):
                     found.append(index)
         else:
             haystacks = self._lowered()
-            found = [index for index in pool if needle in haystacks[index]]
+            found = array("l", [index for index in pool if needle in haystacks[index]])
         with self._lock:
             self._last = (order, needle, found)
         return found
@@ -154,18 +192,18 @@ class CandidateTable:
         """Each row's :func:`_haystack`, built on first use (an empty query needs none)."""
         haystacks = self._haystacks
         if haystacks is None:
-            haystacks = [_haystack(row) for row in self.rows]
+            haystacks = list(map(_haystack, self._records, self._labels))
             self._haystacks = haystacks
         return haystacks
 
-    def _order(self, target_cwd: str | None) -> list[int]:
+    def _order(self, target_cwd: str | None) -> Sequence[int]:
         """Row indices in rank order for ``target_cwd``."""
         with self._lock:
             cached = self._orders.get(target_cwd)
             if cached is not None:
                 self._orders.move_to_end(target_cwd)
                 return cached
-        order = rank_order([row.record for row in self.rows], target_cwd)
+        order = rank_order(self._records, target_cwd)
         with self._lock:
             self._orders[target_cwd] = order
             while len(self._orders) > MAX_ORDERS:
@@ -173,7 +211,7 @@ class CandidateTable:
         return order
 
 
-def _field_matcher(needle: str) -> Callable[[Row], bool]:
+def _field_matcher(needle: str) -> Callable[[SessionRecord, str], bool]:
     """Upstream's test of one row: ``needle`` (already lowered) in its lowered id, cwd or label,
     as UTF-16 strings. The needle is encoded once, and a field too short to hold it is not
     lowered or looked at (lowering makes a string at most three times longer, and a character
@@ -183,20 +221,18 @@ def _field_matcher(needle: str) -> Callable[[Row], bool]:
     def holds(field: str) -> bool:
         return 6 * len(field) >= len(pin) // 2 and js_includes(js_lower(field), needle, pin)
 
-    def matches(row: Row) -> bool:
-        fields = (row.record.id, row.record.cwd, row.label)
+    def matches(record: SessionRecord, label: str) -> bool:
+        fields = (record.id, record.cwd, label)
         return any(holds(field) for field in fields if field is not None)
 
     return matches
 
 
-def _haystack(row: Row) -> str:
+def _haystack(record: SessionRecord, label: str) -> str:
     """A row's lowered id, label and cwd, joined by :data:`SEPARATOR`.
 
     Fields are lowered one by one, as upstream lowers them: context rules such as
     the final sigma must not see a neighbouring field.
     """
-    cwd = row.record.cwd
-    return SEPARATOR.join(
-        (js_lower(row.record.id), js_lower(row.label), "" if cwd is None else js_lower(cwd))
-    )
+    cwd = record.cwd
+    return SEPARATOR.join((js_lower(record.id), js_lower(label), "" if cwd is None else js_lower(cwd)))
