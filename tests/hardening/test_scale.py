@@ -11,6 +11,7 @@ import asyncio
 import gc
 import logging
 import math
+import os
 import pickle
 import time
 import tracemalloc
@@ -21,7 +22,7 @@ from lsprotocol import types
 
 from dsh_session_reference.assembly import open_live
 from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
-from dsh_session_reference.store.index.rows import Fingerprint, entry_text, parse_listing
+from dsh_session_reference.store.index.rows import Fingerprint, entry_text, fp_parse, fp_text, parse_listing
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
 from dsh_session_reference.store.listed import Listed
@@ -276,3 +277,61 @@ def test_a_verified_title_keeps_the_fingerprint_its_log_is_listed_at() -> None:
     board.observe(location, sent_back, TitleObservation("s", title="Verified"))
     kept = board.observed[location]
     assert kept.observation.title == "Verified" and kept.fp is fp
+
+
+LISTED_SESSIONS = 3_000
+BYTES_PER_LISTED_SESSION = 1_400
+"""What a cold root's first listing keeps per session in a live catalog (records, index rows,
+fingerprints, the walk's dicts). Before: 1,738 bytes here (2.4 KB of RSS a session at 200,000 on
+the benchmark's host); now about 1,260: the fingerprint packed (about 250 bytes as five ``int``
+objects in a tuple, 94 now), the header one dict shared by the row and the record (the row kept
+its own tuple of it), the usual listing entry two slots (its tuples were 136 bytes)."""
+
+
+def test_a_listed_session_costs_a_bounded_amount(tmp_path: Path) -> None:
+    root = tmp_path / "sessions"
+    for number in range(1, LISTED_SESSIONS + 1):
+        cwd = f"/home/dev/project-{number % 7}"
+        path = Path(log_path(str(root), cwd, _session_id(number), "zstd"))
+        path.parent.mkdir(parents=True)
+        path.write_bytes(_log_bytes(_session_id(number), cwd, f"Title number {number} of the store"))
+    for log in root.rglob("*.zstd"):  # still for long: trusted from the index (``RACY_NS``)
+        os.utime(log, ns=(BASE_MS * 1_000_000, BASE_MS * 1_000_000))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        source = open_live(str(root), index_dir=tmp_path / "index")
+        try:
+            assert len(source.list_sessions()) == LISTED_SESSIONS
+            gc.collect()
+            kept = tracemalloc.get_traced_memory()[0] - before
+        finally:
+            source.close()
+    finally:
+        tracemalloc.stop()
+    per_session = kept / LISTED_SESSIONS
+    assert per_session < BYTES_PER_LISTED_SESSION, f"{per_session:.0f} bytes a listed session"
+
+
+def test_a_fingerprint_is_one_small_object_of_five_numbers() -> None:
+    """Compared and hashed as its five numbers, through pickling (worker processes send them back)
+    and the index's text; at most 100 bytes (a tuple of five ``int`` objects was about 250)."""
+    fp = Fingerprint(2049, 1 << 40, 3_000, BASE_MS * 1_000_000, -1)
+    assert list(fp) == [2049, 1 << 40, 3_000, BASE_MS * 1_000_000, -1]
+    assert (fp.dev, fp.ino, fp.size, fp.mtime_ns, fp.ctime_ns) == tuple(fp)
+    assert pickle.loads(pickle.dumps(fp)) == fp and fp_parse(fp_text(fp)) == fp
+    assert {fp: 1}[Fingerprint(*fp)] == 1 and fp != Fingerprint(2049, 1 << 40, 3_001, BASE_MS * 1_000_000, -1)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        kept = [
+            Fingerprint(2049, (1 << 40) + n, 3_000 + n, BASE_MS * 1_000_000 + n, BASE_MS * 1_000_000)
+            for n in range(1000)
+        ]
+        each = (tracemalloc.get_traced_memory()[0] - before) / len(kept)
+    finally:
+        tracemalloc.stop()
+    assert each < 110, f"{each:.0f} bytes a fingerprint"
+    largest = Fingerprint(*[(1 << 64) - 1] * 5)  # any 64-bit st_* value
+    assert list(largest) == [(1 << 64) - 1] * 5

@@ -126,9 +126,13 @@ class WorkerFeed:
             results = []
         for record, found in zip(batch, results, strict=False):
             if found is not None and found[0].session_id == record.id:
-                # The listed record's id, not the copy a worker sent back (kept for every title).
+                # The listed record's id, not the copy a worker sent back (kept for every title),
+                # and the observation a hint already made when it is the same (its title, not a
+                # copy of it, is what the index row then keeps).
                 observation, fp, started_ns = found
-                found = (replace(observation, session_id=record.id), fp, started_ns)
+                observation = replace(observation, session_id=record.id)
+                shown = None if record.location is None else self.titles.current(record.location, fp)
+                found = (shown if shown == observation else observation, fp, started_ns)
             self.index.remember_verified(record, found)
             if found is not None and record.location is not None:
                 self.titles.observe(record.location, found[1], found[0])
