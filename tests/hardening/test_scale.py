@@ -65,6 +65,26 @@ def _misnamed_root(base: Path, count: int) -> tuple[Path, bytes]:
     return root, data
 
 
+def _kept_by_listing(root: Path, index_dir: Path, expected: list[list[SessionRecord] | int]) -> int:
+    """Bytes a live catalog over ``root`` keeps once it has listed it, once per ``expected`` entry
+    (each the listing, or how many sessions it holds), measured with ``tracemalloc``."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        source = open_live(str(root), index_dir=index_dir)
+        try:
+            for listing in expected:
+                records = source.list_sessions()
+                assert (len(records) if isinstance(listing, int) else records) == listing
+            gc.collect()
+            return tracemalloc.get_traced_memory()[0] - before
+        finally:
+            source.close()
+    finally:
+        tracemalloc.stop()
+
+
 def test_a_skipped_log_costs_a_constant(tmp_path: Path) -> None:
     """Before: 150,000 logs whose header names another session kept 327 MB (1,966 bytes a log
     here): each row held its listing entry's text and the parsed entry, each with a message that
@@ -73,19 +93,10 @@ def test_a_skipped_log_costs_a_constant(tmp_path: Path) -> None:
     root, _ = _misnamed_root(tmp_path, SKIPPED_LOGS)
     gc.collect()
     logging.disable(logging.WARNING)  # 20,000 warnings, each its own record, are not the store's
-    tracemalloc.start()
     try:
-        before = tracemalloc.get_traced_memory()[0]
-        source = open_live(str(root), index_dir=tmp_path / "index")
-        try:
-            assert source.list_sessions() == []
-            assert source.list_sessions() == []  # the rows' turn: the same, from memory
-            gc.collect()
-            kept = tracemalloc.get_traced_memory()[0] - before
-        finally:
-            source.close()
+        # The second listing is the rows' turn: the same, from memory.
+        kept = _kept_by_listing(root, tmp_path / "index", [[], []])
     finally:
-        tracemalloc.stop()
         logging.disable(logging.NOTSET)
     assert kept / SKIPPED_LOGS < BYTES_PER_SKIPPED_LOG, f"{kept / SKIPPED_LOGS:.0f} bytes a skipped log"
 
@@ -297,20 +308,7 @@ def test_a_listed_session_costs_a_bounded_amount(tmp_path: Path) -> None:
         path.write_bytes(_log_bytes(_session_id(number), cwd, f"Title number {number} of the store"))
     for log in root.rglob("*.zstd"):  # still for long: trusted from the index (``RACY_NS``)
         os.utime(log, ns=(BASE_MS * 1_000_000, BASE_MS * 1_000_000))
-    gc.collect()
-    tracemalloc.start()
-    try:
-        before = tracemalloc.get_traced_memory()[0]
-        source = open_live(str(root), index_dir=tmp_path / "index")
-        try:
-            assert len(source.list_sessions()) == LISTED_SESSIONS
-            gc.collect()
-            kept = tracemalloc.get_traced_memory()[0] - before
-        finally:
-            source.close()
-    finally:
-        tracemalloc.stop()
-    per_session = kept / LISTED_SESSIONS
+    per_session = _kept_by_listing(root, tmp_path / "index", [LISTED_SESSIONS]) / LISTED_SESSIONS
     assert per_session < BYTES_PER_LISTED_SESSION, f"{per_session:.0f} bytes a listed session"
 
 
