@@ -98,9 +98,10 @@ class Tools:
 
 
 def _run(
-    argv: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+    argv: list[str], *, cwd: Path | None, env: dict[str, str], timeout: float, name: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run a build step in its own process group; on timeout the whole group goes."""
+    """Run a build step (or the driver: ``name``) in its own process group; on timeout, and once it
+    is done, the whole group goes (Chromium and its helpers live in the driver's)."""
     process = subprocess.Popen(
         argv,
         cwd=cwd,
@@ -116,7 +117,7 @@ def _run(
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, signal.SIGKILL)
         output, _ = process.communicate()
-        pytest.fail(f"{' '.join(argv)} did not finish in {timeout} s:\n{output[-4000:]}")
+        pytest.fail(f"{name or ' '.join(argv)} did not finish in {timeout} s:\n{output[-4000:]}")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
@@ -370,27 +371,11 @@ def _run_driver(
     tools: Tools, spec: dict[str, Any], spec_path: Path, env: dict[str, str]
 ) -> tuple[dict[str, Any], str]:
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
-    process = subprocess.Popen(
-        [str(tools.node), str(DRIVER), str(spec_path)],
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        output, _ = process.communicate(timeout=DRIVER_KILL_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        output, _ = process.communicate()
-        pytest.fail(f"the Playwright driver did not finish in {DRIVER_KILL_S} s:\n{output[-4000:]}")
-    finally:
-        # Chromium and its helpers live in the driver's group.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
+    argv = [str(tools.node), str(DRIVER), str(spec_path)]
+    done = _run(argv, cwd=None, env=env, timeout=DRIVER_KILL_S, name="the Playwright driver")
+    output = done.stdout
     result_path = Path(spec["result"])
-    assert result_path.exists(), f"the driver exited {process.returncode} without a result:\n{output[-4000:]}"
+    assert result_path.exists(), f"the driver exited {done.returncode} without a result:\n{output[-4000:]}"
     result: dict[str, Any] = json.loads(result_path.read_text(encoding="utf-8"))
     return result, output
 
