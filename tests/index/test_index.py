@@ -14,6 +14,7 @@ import shutil
 import sqlite3
 import threading
 import time
+import tracemalloc
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ import pytest
 
 from dsh_session_reference.assembly import start_spare_worker
 from dsh_session_reference.conversation import BoundedRead
+from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
 from dsh_session_reference.store import JsonlSessionStore
 from dsh_session_reference.store import workers as workers_module
@@ -720,6 +722,29 @@ def test_title_hints_find_the_last_title_line(tmp_path: Path, compression: str) 
     assert scan_last_title(path, real) == "Second ✓"
     untitled = put(root, "b", lines(header("b"), *one_turn(0)), "none")
     assert scan_last_title(untitled, real) is None
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_title_hints_hold_nothing_of_a_long_line_that_is_no_title(tmp_path: Path, compression: str) -> None:
+    """The language server scans hints in its own process, behind requests that may be holding a
+    line of up to 32 MiB themselves: a scan of a log with a line past that (a 200 MB message, a
+    decompression bomb's endless line) held up to 32 MiB of it too, over and over to its end, and
+    the two peaks met (the corrupt-store test's server then went past its bound). A line that does
+    not start as a title line is never held."""
+    root = tmp_path / "sessions"
+    long_line = js_stringify(user(7, "x" * (40 << 20))).encode()
+    body = lines(header("a"), *one_turn(0), title(6, "Before")) + long_line + b"\n" + lines(title(8, "After"))
+    path = put(root, "a", as_zstd(body) if compression == "zstd" else body, compression)
+    del long_line, body
+    real = os.path.realpath(root)
+    tracemalloc.start()
+    try:
+        found = scan_last_title(path, real)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert found == "After"
+    assert peak < 8 << 20, peak  # a chunk or two of 1 MiB; 32 MiB and more before
 
 
 def test_title_hints_match_the_titles_of_healthy_logs(tmp_path: Path) -> None:

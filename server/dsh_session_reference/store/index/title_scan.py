@@ -29,7 +29,7 @@ def scan_last_title(path: str, root_real: str, stop: AbortSignal | None = None) 
     """
     last: bytes | None = None
     pending = bytearray()  # the unfinished line so far (amortised appends, no re-copying)
-    skipping = False  # inside a line too long to be a title: wait for its newline
+    skipping = False  # inside a line that cannot be a title: wait for its newline, holding none of it
     compression = compression_of(path)
     try:
         # zstd logs are walked frame by frame through their own 1 MiB reads: a small buffer
@@ -41,23 +41,30 @@ def scan_last_title(path: str, root_real: str, stop: AbortSignal | None = None) 
             chunks = zstd_plaintext(handle, stop) if compression == "zstd" else iter(read_chunk, b"")
             for chunk in chunks:
                 check(stop)
-                pending += chunk
-                end = pending.rfind(b"\n")
-                if end < 0:
-                    if len(pending) > MAX_LINE_BYTES:  # longer than a read holds: never a title
-                        pending.clear()
-                        skipping = True
-                    continue
-                start = 0
                 if skipping:
-                    start = pending.index(b"\n") + 1
+                    newline = chunk.find(b"\n")
+                    if newline < 0:
+                        continue
+                    chunk = chunk[newline + 1 :]
                     skipping = False
-                at = pending.rfind(_TITLE_MARKER, start, end)
-                while at > start and pending[at - 1] != 10:
-                    at = pending.rfind(_TITLE_MARKER, start, at)
-                if at >= start:
-                    last = bytes(pending[at : pending.index(b"\n", at)])
-                del pending[: end + 1]
+                pending += chunk  # starts at the start of a line
+                end = pending.rfind(b"\n")
+                if end >= 0:
+                    at = pending.rfind(_TITLE_MARKER, 0, end)
+                    while at > 0 and pending[at - 1] != 10:
+                        at = pending.rfind(_TITLE_MARKER, 0, at)
+                    if at >= 0:
+                        last = bytes(pending[at : pending.index(b"\n", at)])
+                    del pending[: end + 1]
+                # What is left is the start of an unfinished line, held only while it may be a
+                # title line a read would hold: a 200 MB message or a decompression bomb's one
+                # endless line costs this scan nothing, so it never holds a big buffer beside
+                # a request's read in the same process.
+                if len(pending) > MAX_LINE_BYTES or not _TITLE_MARKER.startswith(
+                    pending[: len(_TITLE_MARKER)]
+                ):
+                    pending = bytearray()
+                    skipping = True
     except (OSError, LogError):
         return None
     if last is None:
