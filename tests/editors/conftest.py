@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from dsh.realdsh import SendScene, send_scene
 from dsh_session_reference.display import display_inline_text
 from dsh_session_reference.jsjson import js_stringify, js_utf8
 from dsh_session_reference.report import render_accounting, render_prepared_report
@@ -316,3 +318,51 @@ def run_editor(tmp_path: Path) -> Callable[[list[str], Scenario, dict[str, Any]]
         return EditorRun(result, process.returncode, text)
 
     return run
+
+
+@dataclass
+class EditorSend:
+    """What an editor's send to the real dsh gave: the editor's run, the request dsh then sent the
+    scripted model, the sessions the send created, the dsh web address it went to and the
+    workspace folder it was sent from."""
+
+    run: EditorRun
+    request: dict[str, Any]
+    created: list[dict[str, Any]]
+    url: str
+    workspace: Path
+
+
+SendFromEditor = Callable[[str, Callable[[SendScene], str], Callable[[Path, Path], list[str]]], EditorSend]
+
+
+@pytest.fixture
+def send_from_editor(
+    scenario: Scenario,
+    run_editor: Callable[[list[str], Scenario, dict[str, Any]], EditorRun],
+    tmp_path: Path,
+) -> SendFromEditor:
+    """The real-dsh send scene every editor's send test plays: ``send(config_name, config, argv)``
+    writes the editor's configuration (``config(scene)``, the documented blocks pointed at the
+    scene's root and host) to ``tmp_path / config_name``, runs ``argv(config_path, prompt)`` over
+    the scene's prompt, and waits for the request dsh sends the model."""
+
+    def send(
+        config_name: str, config: Callable[[SendScene], str], argv: Callable[[Path, Path], list[str]]
+    ) -> EditorSend:
+        workspace = scenario.workspace
+        with send_scene(workspace, tmp_path / "dsh-home", long=2000) as dsh:
+            prompt = dsh.write_prompt(workspace)
+            config_path = tmp_path / config_name
+            config_path.write_text(config(dsh), encoding="utf-8")
+            mark = dsh.model.mark()
+            run = run_editor(
+                argv(config_path, prompt),
+                dataclasses.replace(scenario, prompt=prompt),
+                {"config": str(config_path)},
+            )
+            assert run.result.get("error") is None, run.explain()
+            request = dsh.model.wait_for(mark, kind="text", timeout=30)
+            return EditorSend(run, request, dsh.created(), dsh.web.url, workspace)
+
+    return send

@@ -7,20 +7,20 @@ request dsh sends the scripted model holds the messages of the prompt's model-fa
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 from test_neovim import _lua_string, _nvim
 
-from dsh.realdsh import check_send_notice, send_scene
+from dsh.realdsh import check_send_notice
 from dsh.sent import sent_messages, shown_messages
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from conftest import EditorRun, Scenario
+    from conftest import SendFromEditor
+    from dsh.realdsh import SendScene
 
 pytestmark = [pytest.mark.editor, pytest.mark.dsh]
 
@@ -28,34 +28,21 @@ DRIVER = Path(__file__).resolve().parent / "driver_send.lua"
 
 
 def test_neovim_sends_the_prompt_to_real_dsh(
-    scenario: Scenario,
-    run_editor: Callable[[list[str], Scenario, dict[str, Any]], EditorRun],
-    documented_config: Callable[[str, dict[str, str]], str],
-    tmp_path: Path,
+    send_from_editor: SendFromEditor, documented_config: Callable[[str, dict[str, str]], str]
 ) -> None:
-    workspace = scenario.workspace
-    with send_scene(workspace, tmp_path / "dsh-home", long=2000) as dsh:
-        prompt = dsh.write_prompt(workspace)
+    def config(dsh: SendScene) -> str:
         root = _lua_string(str(dsh.home.sessions))
-        config = documented_config(
-            "neovim-0.7",
-            {'sessionsRoot = "",': f"sessionsRoot = {root},"},
-        ) + documented_config(
+        block = documented_config("neovim-0.7", {'sessionsRoot = "",': f"sessionsRoot = {root},"})
+        return block + documented_config(
             "neovim-send",
             {"{ notify = false }": f"{{ notify = false, dshWebUrl = {_lua_string(dsh.web.url)} }}"},
         )
-        config_path = tmp_path / "init.lua"
-        config_path.write_text(config, encoding="utf-8")
-        mark = dsh.model.mark()
-        run = run_editor(
-            [_nvim("0.7"), "--headless", "--clean", "-n", "-u", str(DRIVER), str(prompt)],
-            dataclasses.replace(scenario, prompt=prompt),
-            {"config": str(config_path)},
-        )
-        assert run.result.get("error") is None, run.explain()
-        request = dsh.model.wait_for(mark, kind="text", timeout=30)
-        created = dsh.created()
-    sent = run.result["sent"]
+
+    def argv(config_path: Path, prompt: Path) -> list[str]:
+        return [_nvim("0.7"), "--headless", "--clean", "-n", "-u", str(DRIVER), str(prompt)]
+
+    done = send_from_editor("init.lua", config, argv)
+    sent = done.run.result["sent"]
     assert sent["level"] == 2, sent  # vim.log.levels.INFO
-    check_send_notice(sent["message"], created, workspace, dsh.web.url)
-    assert sent_messages(request) == shown_messages(run.result["model_text"])
+    check_send_notice(sent["message"], done.created, done.workspace, done.url)
+    assert sent_messages(done.request) == shown_messages(done.run.result["model_text"])
