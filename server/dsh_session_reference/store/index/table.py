@@ -181,10 +181,13 @@ class RowTable:
         or ``parsed``, that text as :func:`.rows.parse_listing` reads it, when the walk has it."""
         with self._lock:
             kept = self._row_at(path, fp)
-            row = IndexRow(fp, text, started, kept.title, kept.title_ns, parsed_title=kept.parsed_title)
-            if parsed is not None:
-                row.parsed_listing, row.listing = parsed, PARSED
-            row.parse(path)
+            title, title_ns, parsed_title = kept.title, kept.title_ns, kept.parsed_title
+            if parsed is None:
+                row = IndexRow(fp, text, started, title, title_ns, parsed_title=parsed_title).parse(path)
+            else:
+                row = IndexRow(
+                    fp, PARSED, started, title, title_ns, parsed_listing=parsed, parsed_title=parsed_title
+                )
             row.title_here = kept.title_here
             self._set(path, row)
 
