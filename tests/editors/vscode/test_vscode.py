@@ -528,6 +528,21 @@ def _driver_spec(tools: Tools, prompt: Path, artifacts: Path, result: Path, **ex
     }
 
 
+def _drive(
+    tools: Tools, profile: Profile, workspace: Path, spec: dict[str, Any], tmp_path: Path, artifacts: Path
+) -> dict[str, Any]:
+    """One driver run in a code-server over ``workspace``: its steps, once the driver says it met
+    no error (else the failure, with what explains it)."""
+    with _code_server(
+        tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
+    ) as (url, _session):
+        spec["url"] = url
+        result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
+    assert result["error"] is None, _explain(result, output, profile, artifacts)
+    steps: dict[str, Any] = result["steps"]
+    return steps
+
+
 def _explain(result: dict[str, Any], output: str, profile: Profile, artifacts: Path) -> str:
     trace = "\n".join(profile.lsp_trace().splitlines()[-40:])
     return (
@@ -1210,13 +1225,7 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
         waitMs=FIRST_AT_WAIT_MS,
         rowQueries=list(ROW_QUERIES),
     )
-    with _code_server(
-        tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
-    ) as (url, _session):
-        spec["url"] = url
-        result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
-    assert result["error"] is None, _explain(result, output, profile, artifacts)
-    steps = result["steps"]
+    steps = _drive(tools, profile, workspace, spec, tmp_path, artifacts)
 
     # Item 3: never silent, never closed between the first row and the sessions.
     start = steps["start-at"]
@@ -1443,13 +1452,8 @@ def test_vscode_first_at_over_a_big_cold_store_shows_a_popup_at_once(
         validMention=format_session_reference_mention(_big_store_id(0), titles[0]),
         validTitle=titles[0],
     )
-    with _code_server(
-        tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
-    ) as (url, _session):
-        spec["url"] = url
-        result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
-    assert result["error"] is None, _explain(result, output, profile, artifacts)
-    step = result["steps"]["first-at"]
+    steps = _drive(tools, profile, workspace, spec, tmp_path, artifacts)
+    step = steps["first-at"]
     timeline = json.dumps(step["timeline"], ensure_ascii=False)
     assert step["first"] is not None, f"no popup at all in {FIRST_AT_WAIT_MS} ms: {timeline}"
     assert step["first"]["ms"] < 3000, f"the first popup took {step['first']['ms']} ms: {timeline}"
@@ -1458,7 +1462,7 @@ def test_vscode_first_at_over_a_big_cold_store_shows_a_popup_at_once(
     assert all(map(_fits, step["rows"]["labels"][:3], [display_inline_text(t) for t in titles[:3]])), timeline
     for label in step["first"]["labels"]:
         assert label in step["rows"]["labels"] or re.match(PLACEHOLDER, label), (label, timeline)
-    _assert_a_broken_mention_is_no_link(result["steps"]["broken-link"], _big_store_id(0), titles[0])
+    _assert_a_broken_mention_is_no_link(steps["broken-link"], _big_store_id(0), titles[0])
     _assert_no_error_lines(profile.extension_log())
     print(
         f"vscode first @: {len(titles):,} sessions written in {written:.1f} s; server answered "
@@ -1539,13 +1543,7 @@ def test_vscode_a_chip_reads_as_the_session_it_sends(tools: Tools, profile: Prof
         soundMention=sound,
         forgedHeading=FORGED_HEADING,
     )
-    with _code_server(
-        tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
-    ) as (url, _session):
-        spec["url"] = url
-        result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
-    assert result["error"] is None, _explain(result, output, profile, artifacts)
-    steps = result["steps"]
+    steps = _drive(tools, profile, workspace, spec, tmp_path, artifacts)
 
     # 1. The forged mention reads as written, with a warning that names the session it sends, and a
     # hint after it that says so; the sound one reads as a chip of its title.
