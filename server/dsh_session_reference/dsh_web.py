@@ -38,12 +38,16 @@ class WebHost:
 
     host: str
     port: int
-    url: str
 
     @property
     def authority(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The address as messages name it, with its port always written."""
+        return f"http://{self.authority}"
 
 
 _IPV4: Final = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
@@ -104,8 +108,7 @@ def web_host(url: str) -> WebHost:
     port = 80 if port is None else port
     if port == 0:
         raise NotAHost(f"{shown!r} has port 0, which nothing listens on")
-    authority = f"[{hostname}]" if ":" in hostname else hostname
-    return WebHost(hostname, port, f"http://{authority}:{port}")
+    return WebHost(hostname, port)
 
 
 def client_request(method: str, payload: dict[str, Any], rpc_id: str) -> dict[str, Any]:
