@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from .display import shortened
+
 DEFAULT_URL: Final = "http://127.0.0.1:3080"
 """Where ``dsh web`` listens unless told otherwise."""
 
@@ -73,11 +75,6 @@ def is_loopback_address(address: str) -> bool:
         return False
 
 
-def _first(text: str) -> str:
-    """At most 200 characters of ``text``: an address is the user's argument, of any length."""
-    return text if len(text) <= 200 else text[:199] + "…"
-
-
 def web_host(url: str) -> WebHost:
     """The host ``url`` (``http://127.0.0.1:3080``) names, or :class:`NotAHost` saying why not.
 
@@ -86,12 +83,12 @@ def web_host(url: str) -> WebHost:
     sessions root, so a dsh elsewhere would read other sessions than the preview shows. A dsh
     on another machine is reached through a port forward (``ssh -L 3080:127.0.0.1:3080 host``).
     """
-    shown = _first(url)
+    shown = shortened(url, 200)  # the user's argument, of any length
     try:
         parts = urlsplit(url)
         port = parts.port
     except ValueError as error:  # its words may quote the whole port ("Port could not be cast...")
-        raise NotAHost(f"{shown!r} is no URL: {_first(str(error))}") from None
+        raise NotAHost(f"{shown!r} is no URL: {shortened(str(error), 200)}") from None
     if parts.scheme != "http" or not parts.hostname:
         raise NotAHost(f"{shown!r} is not an http:// URL such as {DEFAULT_URL}")
     if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
