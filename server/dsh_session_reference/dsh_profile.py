@@ -28,6 +28,7 @@ from .config import (
     clamp_budget,
     is_positive_safe_integer,
 )
+from .display import shortened
 from .yaml_subset import JsExpression, OtherNumber, YamlSubsetError, parse_yaml
 
 DEFAULT_PROFILE: Final = "web"
@@ -42,7 +43,7 @@ def profile_name_problem(name: str) -> str | None:
     """Why dsh would refuse ``name`` as a profile (its ``resolveProfileDir`` rule), else ``None``:
     a name is one folder under ``$DSH_HOME/profiles``, never a path. A message quotes at most 80
     characters of it (a client may send megabytes, and each message is kept to be said once)."""
-    shown = repr(name if len(name) <= 80 else name[:80] + "…")
+    shown = repr(shortened(name, 80))
     if name in ("", ".", "..", "node_modules") or "/" in name or "\\" in name or "\0" in name:
         return f"dsh: invalid profile name {shown}"
     if os.path.splitdrive(name)[0]:  # Windows: "C:x" joined to the home drops the home
@@ -183,7 +184,7 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
 def _form(value: JsExpression | OtherNumber) -> str:
     """How a value this reader does not read is written, shortened for one line."""
     text = f"!!js {value.source}" if isinstance(value, JsExpression) else str(value)
-    return repr(text if len(text) <= 40 else text[:39] + "…")
+    return repr(shortened(text, 40))
 
 
 _DEFAULTS: Final = (MAX_REFERENCES, DEFAULT_CANDIDATE_LIMIT, DEFAULT_MAX_REFERENCE_BYTES)

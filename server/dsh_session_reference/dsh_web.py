@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from .display import shortened
+
 DEFAULT_URL: Final = "http://127.0.0.1:3080"
 """Where ``dsh web`` listens unless told otherwise."""
 
@@ -38,12 +40,16 @@ class WebHost:
 
     host: str
     port: int
-    url: str
 
     @property
     def authority(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """The address as messages name it, with its port always written."""
+        return f"http://{self.authority}"
 
 
 _IPV4: Final = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
@@ -77,12 +83,12 @@ def web_host(url: str) -> WebHost:
     sessions root, so a dsh elsewhere would read other sessions than the preview shows. A dsh
     on another machine is reached through a port forward (``ssh -L 3080:127.0.0.1:3080 host``).
     """
-    shown = url if len(url) <= 200 else url[:199] + "…"
+    shown = shortened(url, 200)  # the user's argument, of any length
     try:
         parts = urlsplit(url)
         port = parts.port
-    except ValueError as error:
-        raise NotAHost(f"{shown!r} is no URL: {error}") from None
+    except ValueError as error:  # its words may quote the whole port ("Port could not be cast...")
+        raise NotAHost(f"{shown!r} is no URL: {shortened(str(error), 200)}") from None
     if parts.scheme != "http" or not parts.hostname:
         raise NotAHost(f"{shown!r} is not an http:// URL such as {DEFAULT_URL}")
     if parts.username is not None or parts.password is not None or parts.query or parts.fragment:
@@ -99,8 +105,7 @@ def web_host(url: str) -> WebHost:
     port = 80 if port is None else port
     if port == 0:
         raise NotAHost(f"{shown!r} has port 0, which nothing listens on")
-    authority = f"[{hostname}]" if ":" in hostname else hostname
-    return WebHost(hostname, port, f"http://{authority}:{port}")
+    return WebHost(hostname, port)
 
 
 def client_request(method: str, payload: dict[str, Any], rpc_id: str) -> dict[str, Any]:

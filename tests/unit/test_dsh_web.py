@@ -74,6 +74,13 @@ def test_anything_else_is_refused_with_the_reason(url: str, says: str) -> None:
         web_host(url)
 
 
+def test_a_huge_address_is_quoted_bounded_in_the_reason() -> None:
+    """urlsplit's own words quote a port whole: a megabyte of it is not said back."""
+    with pytest.raises(NotAHost, match="is no URL") as refused:
+        web_host("http://127.0.0.1:" + "x" * 1_000_000)
+    assert len(str(refused.value)) < 600
+
+
 def test_a_connected_peer_is_checked_as_an_address() -> None:
     assert is_loopback_address("127.0.0.1") and is_loopback_address("::1")
     assert not is_loopback_address("10.0.0.1") and not is_loopback_address("localhost")

@@ -53,7 +53,8 @@ TRANSCRIPT_COMMAND: Final = "dshSessionReference.transcript"
 INSERT_MENTION_COMMAND: Final = "dshSessionReference.insertMention"
 
 
-def _uri_argument(args: Sequence[Any], command: str, shape: str = "documentUri: string") -> str:
+def uri_argument(args: Sequence[Any], command: str, shape: str = "documentUri: string") -> str:
+    """A command's first argument, a string, or ``InvalidParams`` naming the arguments' ``shape``."""
     if not args or not isinstance(args[0], str):
         raise JsonRpcInvalidParams(f"{command} expects [{shape}]")
     return args[0]
@@ -65,7 +66,7 @@ def _shown_preview(command: str, *, model_text: bool) -> Callable[..., Awaitable
     summarised where it cannot be."""
 
     async def handler(ls: Services, *args: Any) -> dict[str, Any]:
-        asked = _uri_argument(args, command)
+        asked = uri_argument(args, command)
         # A preview's own URI stands for its prompt (a client's button on the preview passes it).
         uri = document_of_preview(asked) or asked
         with ls.tracked_command():
@@ -113,7 +114,7 @@ async def _candidates_command(ls: Services, *args: Any) -> list[dict[str, Any]]:
 
 
 async def _summary_command(ls: Services, *args: Any) -> dict[str, Any]:
-    uri = _uri_argument(args, SUMMARY_COMMAND)
+    uri = uri_argument(args, SUMMARY_COMMAND)
     with ls.tracked_command():
         result = await ls.analysis(uri)
         if result is None:
@@ -183,7 +184,7 @@ async def transcript_of(ls: Services, asked: str) -> tuple[str, Transcript]:
 
 
 async def _transcript_command(ls: Services, *args: Any) -> dict[str, Any]:
-    asked = _uri_argument(args, TRANSCRIPT_COMMAND, f"sessionId or {TRANSCRIPT_SCHEME}: URI")
+    asked = uri_argument(args, TRANSCRIPT_COMMAND, f"sessionId or {TRANSCRIPT_SCHEME}: URI")
     with ls.tracked_command():
         uri, transcript = await transcript_of(ls, asked)
     return {

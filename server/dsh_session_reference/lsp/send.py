@@ -39,7 +39,7 @@ from ..dsh_web import (
 )
 from ..jsjson import js_byte_length
 from ..uri import composer_text
-from .commands import target_json
+from .commands import target_json, uri_argument
 from .contract import Command, Feature, Services
 from .documents import text_of
 from .dsh_web_client import NoAnswer, Unreachable, call
@@ -61,16 +61,15 @@ class NotSent(JsonRpcException):
 
 
 def _arguments(args: Sequence[Any]) -> tuple[str, dict[str, Any]]:
-    shape = f"{SEND_COMMAND} expects [documentUri, {{dshWebUrl?, clientTimeZone?, notify?}}]"
-    if not args or not isinstance(args[0], str):
-        raise JsonRpcInvalidParams(shape)
+    shape = "documentUri, {dshWebUrl?, clientTimeZone?, notify?}"
+    uri = uri_argument(args, SEND_COMMAND, shape)
     options = args[1] if len(args) > 1 and args[1] is not None else {}
     if not isinstance(options, dict) or any(
         options.get(key) is not None and not isinstance(options[key], kind)
         for key, kind in ((URL_KEY, str), ("clientTimeZone", str), ("notify", bool))
     ):
-        raise JsonRpcInvalidParams(shape)
-    return args[0], options
+        raise JsonRpcInvalidParams(f"{SEND_COMMAND} expects [{shape}]")
+    return uri, options
 
 
 def web_url(given: str | None) -> str:
