@@ -25,6 +25,7 @@ from dsh_session_reference.display import (
     relative_time,
     short_age,
 )
+from dsh_session_reference.lsp import actions as actions_module
 from dsh_session_reference.lsp.actions import PREVIEW_COMMAND, PREVIEW_KIND, code_actions, fixes_for
 from dsh_session_reference.lsp.completion import (
     DESCRIPTION_GAP,
@@ -36,7 +37,7 @@ from dsh_session_reference.lsp.completion import (
     item_data,
     project_name,
 )
-from dsh_session_reference.lsp.diagnostics import SOURCE, check_text
+from dsh_session_reference.lsp.diagnostics import SOURCE, check_text, to_diagnostics
 from dsh_session_reference.lsp.hover import hover_text, read_session_facts, session_summary
 from dsh_session_reference.lsp.positions import LineIndex
 from dsh_session_reference.lsp.preview import (
@@ -824,3 +825,46 @@ def test_a_row_width_is_taken_only_as_a_client_declares_a_plausible_one() -> Non
     assert seen == [46.0, 80.5, None, None, None, None, None]
     ls.protocol.client_capabilities = types.ClientCapabilities()
     assert ls.completion_columns() is None
+
+
+async def test_quick_fixes_over_a_select_all_find_their_diagnostics_in_one_sweep(
+    resolver: SessionReferenceResolver, agent: AgentRef, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each fix names the diagnostics on its own mention, as before; a select-all over many broken
+    mentions no longer compares every diagnostic with every fix (on the event loop: 100 million
+    comparisons at 10,000 mentions)."""
+    count = 800
+    text = "".join(f"line {n}: @[x{n}](dsh-session:IiJ) and more\n" for n in range(count))
+    result = await analyze(text, resolver, agent)
+    index = LineIndex(result.text)
+    diagnostics = to_diagnostics(result, index)
+    assert len(diagnostics) == count
+    params = types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri="file:///p.md"),
+        range=types.Range(start=types.Position(0, 0), end=types.Position(count, 0)),
+        context=types.CodeActionContext(diagnostics=diagnostics),
+    )
+    compared = 0
+    overlaps = actions_module._overlaps
+
+    def counted(a: types.Range, b: types.Range) -> bool:
+        nonlocal compared
+        compared += 1
+        return overlaps(a, b)
+
+    monkeypatch.setattr(actions_module, "_overlaps", counted)
+    found = code_actions(
+        result,
+        index,
+        "utf-16",
+        params,
+        version=1,
+        literal_support=True,
+        document_changes=False,
+        suggest_command=None,
+    )
+    fixes = [a for a in found if isinstance(a, types.CodeAction) and a.kind == types.CodeActionKind.QuickFix]
+    assert len(fixes) == count  # "Remove this mention" on each
+    for line, fix in enumerate(fixes):
+        assert [d.range.start.line for d in fix.diagnostics or []] == [line], fix.title
+    assert compared <= 4 * count, compared  # every pair: 640,000

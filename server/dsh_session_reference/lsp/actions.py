@@ -147,6 +147,23 @@ def _overlaps(a: types.Range, b: types.Range) -> bool:
     return a.start <= b.end and b.start <= a.end  # lsprotocol orders positions by (line, character)
 
 
+class _Overlapping:
+    """The diagnostics overlapping each of a run of ranges asked for in document order (the fixes'
+    mentions), in one sweep: a select-all over 10,000 mentions compared every diagnostic with every
+    fix on the event loop, 100 million comparisons."""
+
+    def __init__(self, diagnostics: list[types.Diagnostic]) -> None:
+        self._waiting = sorted(diagnostics, key=lambda d: d.range.start, reverse=True)
+        self._open: list[types.Diagnostic] = []
+
+    def at(self, wanted: types.Range) -> list[types.Diagnostic]:
+        """Those overlapping ``wanted``, whose start is at or after every range asked for before."""
+        while self._waiting and self._waiting[-1].range.start <= wanted.end:
+            self._open.append(self._waiting.pop())
+        self._open = [d for d in self._open if wanted.start <= d.range.end]  # ended before: done with
+        return [d for d in self._open if _overlaps(d.range, wanted)]
+
+
 def code_actions(
     analysis: Analysis,
     index: LineIndex,
@@ -173,14 +190,14 @@ def code_actions(
     end = max(start, index.offset_at(params.range.end, encoding))
     actions: list[types.CodeAction | types.Command] = []
     if _kind_wanted(types.CodeActionKind.QuickFix.value, only):
-        ours = [d for d in params.context.diagnostics if d.source == SOURCE]
+        ours = _Overlapping([d for d in params.context.diagnostics if d.source == SOURCE])
         for fix in fixes_for(analysis, start, end):
             if fix.pick and suggest_command is None:
                 continue
             fix_range = index.range_of(fix.start, fix.end, encoding)
             edit = types.TextEdit(range=fix_range, new_text=fix.new_text)
             span_range = index.range_of(fix.span.start, fix.span.end, encoding)
-            related = [d for d in ours if d.code in fix.codes and _overlaps(d.range, span_range)]
+            related = [d for d in ours.at(span_range) if d.code in fix.codes]
             actions.append(
                 types.CodeAction(
                     title=fix.title,
