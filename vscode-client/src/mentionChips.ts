@@ -146,7 +146,7 @@ export class MentionChips implements vscode.Disposable {
     const version = document.version;
     let links: unknown;
     try {
-      links = await this.controller.documentLinks(document.uri, asking.token);
+      links = await this.controller.documentLinks(document, asking.token);
     } catch (error) {
       if (!asking.token.isCancellationRequested) {
         this.controller.output.warn(`mention chips: ${errorText(error)}`);
