@@ -192,5 +192,5 @@ function wide(code: number): boolean {
  * hidden URI would leave blank rows and short rows between the chip and what follows it.
  */
 export function oneRow(text: string, tabSize: number, hintColumns: number, column: number | undefined): boolean {
-  return column !== undefined && columns(text, tabSize) + hintColumns <= column;
+  return column === Infinity || (column !== undefined && columns(text, tabSize) + hintColumns <= column);
 }

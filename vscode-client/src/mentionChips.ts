@@ -146,7 +146,7 @@ export class MentionChips implements vscode.Disposable {
     const version = document.version;
     let links: unknown;
     try {
-      links = await this.controller.documentLinks(document.uri, asking.token);
+      links = await this.controller.documentLinks(document, asking.token);
     } catch (error) {
       if (!asking.token.isCancellationRequested) {
         this.controller.output.warn(`mention chips: ${errorText(error)}`);
@@ -278,10 +278,18 @@ export class MentionChips implements vscode.Disposable {
       const line = document.positionAt(chip.mention.start).line;
       perLine.set(line, (perLine.get(line) ?? 0) + 1);
     }
+    // Measured once per line, not once per chip: a long line holding many chips was measured
+    // whole for each of them, on every draw and for every hint placed.
+    const fits = new Map<number, boolean>();
     return collapsed(chips, selections).filter((chip) => {
       const line = document.positionAt(chip.mention.start).line;
-      const hintColumns = hints?.get(line) ?? HINT_ALLOWANCE * (perLine.get(line) ?? 1);
-      return oneRow(document.lineAt(line).text, tabSize, hintColumns, column);
+      let fit = fits.get(line);
+      if (fit === undefined) {
+        const hintColumns = hints?.get(line) ?? HINT_ALLOWANCE * (perLine.get(line) ?? 1);
+        fit = oneRow(document.lineAt(line).text, tabSize, hintColumns, column);
+        fits.set(line, fit);
+      }
+      return fit;
     });
   }
 

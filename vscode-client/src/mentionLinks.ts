@@ -106,7 +106,7 @@ export class BrokenMentionLinks implements vscode.DocumentLinkProvider {
     }
     let links: unknown;
     try {
-      links = await this.controller.documentLinks(document.uri, token);
+      links = await this.controller.documentLinks(document, token);
     } catch {
       return []; // cancelled, or the server stopped: VS Code asks again after the next edit or start
     }

@@ -22,6 +22,17 @@ import { currentServerSettings, documentSelectorSetting, settingsChange } from '
 const MAX_RESTARTS = 3;
 const RESTART_WINDOW_MS = 3 * 60_000;
 
+/** A `textDocument/documentLink` request shared by the askers of one document version. */
+interface LinkReply {
+  readonly client: LanguageClient;
+  readonly version: number;
+  readonly reply: Promise<unknown>;
+  readonly cancel: vscode.CancellationTokenSource;
+  /** Callers awaiting it whose token is not cancelled. */
+  waiting: number;
+  settled: boolean;
+}
+
 export type ServerState = 'starting' | 'running' | 'stopped';
 
 /** Opens `dsh-preview:` documents the server asks to show; returns false to let VS Code do it. */
@@ -51,6 +62,8 @@ export class ServerController implements vscode.Disposable {
   private readonly contentChangedEmitter = new vscode.EventEmitter<unknown>();
   private readonly startedEmitter = new vscode.EventEmitter<void>();
   private readonly disposables: vscode.Disposable[] = [];
+  /** Per document, the `textDocument/documentLink` request of its current version (see `documentLinks`). */
+  private readonly linkReplies = new Map<string, LinkReply>();
   private readonly traceChannel = new TraceChannel();
   /** The `@` popup before the server answers, and asking again with the popup kept open. */
   readonly completions = new StartupCompletions(
@@ -91,6 +104,12 @@ export class ServerController implements vscode.Disposable {
       this.completions,
       this.python,
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
+      vscode.workspace.onDidCloseTextDocument((document) => this.forgetLinks(document.uri.toString())),
+      vscode.languages.onDidChangeDiagnostics((event) => {
+        for (const uri of event.uris) {
+          this.forgetLinks(uri.toString());
+        }
+      }),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
         this.output.info('workspace trusted; restarting the server to use its interpreter');
         void this.restart();
@@ -179,14 +198,68 @@ export class ServerController implements vscode.Disposable {
   /**
    * The server's `textDocument/documentLink` reply for a document, raw (see `transcriptLinkRanges`).
    * The client sends the document's pending edits first, so the reply is for its current text.
+   * One request serves every asker of a document version (the mention chips and the broken
+   * mention links both ask after each edit): the reply is kept until the document changes, the
+   * server restarts, or its diagnostics change (the server republishes them when what its links
+   * say may have changed: the sessions root, the settings). A caller's cancellation rejects its
+   * own wait; the request itself is cancelled only once every caller waiting on it has cancelled.
    */
-  async documentLinks(uri: vscode.Uri, token: vscode.CancellationToken): Promise<unknown> {
+  async documentLinks(document: vscode.TextDocument, token: vscode.CancellationToken): Promise<unknown> {
     const client = this.client;
     if (client === undefined || !client.isRunning()) {
       return [];
     }
-    return client.sendRequest('textDocument/documentLink', { textDocument: { uri: uri.toString() } }, token);
+    if (token.isCancellationRequested) {
+      throw new vscode.CancellationError();
+    }
+    const key = document.uri.toString();
+    let asked = this.linkReplies.get(key);
+    if (asked === undefined || asked.client !== client || asked.version !== document.version) {
+      const cancel = new vscode.CancellationTokenSource();
+      const reply = client.sendRequest('textDocument/documentLink', { textDocument: { uri: key } }, cancel.token);
+      const entry: LinkReply = { client, version: document.version, reply, cancel, waiting: 0, settled: false };
+      asked = entry;
+      this.linkReplies.set(key, entry);
+      const settle = (): void => {
+        entry.settled = true;
+        cancel.dispose();
+      };
+      reply.then(settle, () => {
+        settle();
+        if (this.linkReplies.get(key) === entry) {
+          this.linkReplies.delete(key); // a failed or cancelled reply is asked for again next time
+        }
+      });
+    }
+    const entry = asked;
+    entry.waiting += 1;
+    let cancelled: vscode.Disposable | undefined;
+    try {
+      return await Promise.race([
+        entry.reply,
+        new Promise<never>((_, reject) => {
+          cancelled = token.onCancellationRequested(() => {
+            entry.waiting -= 1;
+            if (entry.waiting === 0 && !entry.settled) {
+              entry.cancel.cancel();
+            }
+            reject(new vscode.CancellationError());
+          });
+        }),
+      ]);
+    } finally {
+      cancelled?.dispose();
+      if (!token.isCancellationRequested) {
+        entry.waiting -= 1;
+      }
+    }
   }
+
+  /** Drops the kept link reply of `uri` (a request still under way goes on for those awaiting it). */
+  private forgetLinks(uri: string): void {
+    this.linkReplies.delete(uri);
+  }
+
 
   /**
    * Has VS Code ask for `document`'s code lenses again. After an edit it sometimes asks no more
