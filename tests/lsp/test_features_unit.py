@@ -13,7 +13,7 @@ from lsp_support import NOW_MS, TARGET_ID, Spec, append_title, write_store
 from lsprotocol import types
 
 from dsh_session_reference import analysis as codes
-from dsh_session_reference.analysis import MAX_FINDINGS, analyze
+from dsh_session_reference.analysis import MAX_FINDINGS, Analysis, analyze
 from dsh_session_reference.assembly import open_live
 from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.check import check_files
@@ -522,19 +522,7 @@ async def test_no_fix_rewrites_to_a_session_that_does_not_exist(
     )
 
     def actions(command: str | None) -> list[types.CodeAction]:
-        found = code_actions(
-            result,
-            index,
-            "utf-16",
-            params,
-            version=1,
-            literal_support=True,
-            document_changes=False,
-            suggest_command=command,
-        )
-        return [
-            a for a in found if isinstance(a, types.CodeAction) and a.kind == types.CodeActionKind.QuickFix
-        ]
+        return quick_fixes(result, index, params, command)
 
     # Picking needs the client to open completion after the edit: offered only where it can.
     assert [a.title for a in actions(None)] == ["Remove this mention"]
@@ -853,6 +841,17 @@ async def test_quick_fixes_over_a_select_all_find_their_diagnostics_in_one_sweep
         return overlaps(a, b)
 
     monkeypatch.setattr(actions_module, "_overlaps", counted)
+    fixes = quick_fixes(result, index, params, None)
+    assert len(fixes) == count  # "Remove this mention" on each
+    for line, fix in enumerate(fixes):
+        assert [d.range.start.line for d in fix.diagnostics or []] == [line], fix.title
+    assert compared <= 4 * count, compared  # every pair: 640,000
+
+
+def quick_fixes(
+    result: Analysis, index: LineIndex, params: types.CodeActionParams, suggest_command: str | None
+) -> list[types.CodeAction]:
+    """The quick fixes ``code_actions`` offers a client that takes literal actions."""
     found = code_actions(
         result,
         index,
@@ -861,10 +860,6 @@ async def test_quick_fixes_over_a_select_all_find_their_diagnostics_in_one_sweep
         version=1,
         literal_support=True,
         document_changes=False,
-        suggest_command=None,
+        suggest_command=suggest_command,
     )
-    fixes = [a for a in found if isinstance(a, types.CodeAction) and a.kind == types.CodeActionKind.QuickFix]
-    assert len(fixes) == count  # "Remove this mention" on each
-    for line, fix in enumerate(fixes):
-        assert [d.range.start.line for d in fix.diagnostics or []] == [line], fix.title
-    assert compared <= 4 * count, compared  # every pair: 640,000
+    return [a for a in found if isinstance(a, types.CodeAction) and a.kind == types.CodeActionKind.QuickFix]
