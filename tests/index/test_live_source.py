@@ -31,6 +31,7 @@ from dsh_session_reference.model import SessionRecord, StoreChange, TitleObserva
 from dsh_session_reference.resolver import AgentRef, BodyCandidate, SessionReferenceResolver
 from dsh_session_reference.store import JsonlSessionStore, catalog
 from dsh_session_reference.store import scheduler as scheduler_module
+from dsh_session_reference.store import titles as titles_module
 from dsh_session_reference.store.catalog import SessionCatalog
 from dsh_session_reference.store.index.rows import Fingerprint, fingerprint_at
 from dsh_session_reference.store.index.store import IndexedSessionStore
@@ -846,8 +847,9 @@ def test_a_server_leaves_its_listing_whole_with_its_titles_for_the_next(
     root, expected, titles = left_by_a_server(tmp_path, monkeypatch)
 
     index = IndexedSessionStore(root, index_dir=tmp_path / "cache")
-    records, walked, kept, whole, directories = index.stored_listing()
+    records, walked, kept, whole, directories, hints = index.stored_listing()
     assert whole and directories == 4  # a project directory and three session directories
+    assert hints == frozenset()  # every title verified
     assert records == expected
     assert [kept[str(record.location)] for record in records] == titles  # the damaged log's error too
     assert index.walked == {} and walked == {
@@ -866,7 +868,9 @@ def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_
     records = exact.list_sessions()
     walked = {str(r.location): fingerprint_at(str(r.location)) for r in records}
     titles = [TitleObservation(r.id, title=f"T {r.id}") for r in records[:2]] + [None]
-    text = b"".join(listing_pieces(str(root), records, walked, titles, 7)).decode()
+    # The second title a hint the server that left it had not verified yet.
+    marked = [(titles[0], False), (titles[1], True), None]
+    text = b"".join(listing_pieces(str(root), records, walked, marked, 7)).decode()
 
     def read(document: str, pieces: int = 1) -> Any:
         data = document.encode()
@@ -878,6 +882,7 @@ def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_
         assert kept is not None
         assert kept.records == records and kept.walked == walked and kept.directories == 7
         assert list(kept.titles.values()) == titles[:2]
+        assert kept.hints == {str(records[1].location)}
     head, *entries = text.splitlines()
 
     def with_entry(number: int, change: Any) -> str:
@@ -897,8 +902,10 @@ def test_a_kept_listing_is_read_back_only_if_a_walk_of_the_root_could_have_made_
         with_entry(0, lambda e: e.__setitem__(0, os.path.join("-w\0", "good", "session.jsonl"))),
         with_entry(0, lambda e: e.__setitem__(0, os.path.join("-w\ud800", "good", "session.jsonl"))),
         with_entry(0, lambda e: e.__setitem__(3, ["a title", 5])),
+        with_entry(0, lambda e: e.__setitem__(3, ["a title", None, False])),  # only a hint is marked
+        with_entry(0, lambda e: e.__setitem__(3, ["a title", None, True, True])),
         "\n".join([head, '["not", "an", "entry"]']) + "\n",
-        text.replace('"v":2', '"v":1'),  # the document a server of another format left
+        text.replace('"v":3', '"v":2'),  # the document a server of another format left
         text[:-1],  # cut short
         json.dumps({"l": [json.loads(entry) for entry in entries]}),  # the whole document at once
         "not json\n",
@@ -963,9 +970,51 @@ def test_a_server_that_never_walked_still_leaves_its_listing(
     assert short.walked == {}
     short.close()
     after = IndexedSessionStore(root, index_dir=tmp_path / "cache")
-    records, _, kept, whole, _ = after.stored_listing()
-    assert whole and [kept[str(record.location)] for record in records] == titles
+    records, _, kept, whole, _, hints = after.stored_listing()
+    assert whole and [kept[str(record.location)] for record in records] == titles and not hints
     after.close()
+
+
+def test_a_server_that_closes_before_verifying_leaves_its_hints_for_the_next_to_verify(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server closed seconds after its first ``@`` (a window reloaded) had only hinted its titles:
+    it leaves them marked as hints, so the next server's first ``@`` shows them without scanning a
+    log, then scans and verifies each. A hint is not a verified title: "bad"'s last title line
+    reads "Looks fine", but the log is damaged, and where a scan agrees with a hint it proves
+    nothing (both read the same bytes), so the verified label (its id) replaces it."""
+    served_as_big(monkeypatch)
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    paused = Scheduler(idle_grace=60.0, max_defer=60.0)  # nothing runs behind: nothing verified
+    short = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(scheduler=paused)
+    hinted = {row.record.id: row.label for row in kept_table(short).rows}
+    assert hinted == {"good": "Good", "bad": "Looks fine", "plain": "plain"}
+    short.close()
+
+    after = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    records, _, kept, whole, _, hints = after.stored_listing()
+    after.close()
+    assert whole and hints == {str(record.location) for record in records}
+    assert {record.id: kept[str(record.location)].title for record in records} == {
+        "good": "Good",
+        "bad": "Looks fine",
+        "plain": None,  # no title line: labelled by its id
+    }
+
+    def no_scan(*args: object) -> None:
+        raise AssertionError("the first answer scanned a log")
+
+    monkeypatch.setattr(titles_module, "scan_last_title", no_scan)
+    rules = Scheduler(idle_grace=0.0, max_defer=scheduler_module.MAX_DEFER)
+    fresh = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(scheduler=rules)
+    try:
+        assert {row.record.id: row.label for row in kept_table(fresh).rows} == hinted
+        wait_for(lambda: {row.record.id: row.label for row in kept_table(fresh).rows}["bad"] == "bad")
+        assert {row.record.id: row.label for row in kept_table(fresh).rows}["good"] == "Good"
+    finally:
+        fresh.close()
 
 
 def test_the_first_walk_replaces_what_a_forged_stored_listing_said(
@@ -984,7 +1033,8 @@ def test_the_first_walk_replaces_what_a_forged_stored_listing_said(
         else r
         for r in stored.records
     ]
-    index._database().write_listing(listing_pieces(str(root), forged, stored.walked, list(titles), 3))
+    kept_titles = [(title, False) for title in titles]
+    index._database().write_listing(listing_pieces(str(root), forged, stored.walked, kept_titles, 3))
     with index._database().kept_listing() as pieces:
         assert pieces is not None and kept_listing(pieces, str(root)) is not None
     index.close()

@@ -101,7 +101,11 @@ class Backing(Index, Protocol):
     def index_bodies(self, records: Sequence[SessionRecord], stop: AbortSignal | None = None) -> int: ...
 
     def keep_whole_listing(
-        self, records: list[SessionRecord], walked: dict[str, Fingerprint], directories: int
+        self,
+        records: list[SessionRecord],
+        walked: dict[str, Fingerprint],
+        directories: int,
+        shown: Callable[[str, Fingerprint], TitleObservation | None] | None = None,
     ) -> None: ...
 
     def close(self) -> None: ...
@@ -229,7 +233,7 @@ class SessionCatalog:
                 return self.snapshot
             self._stored_taken = True
             try:
-                records, walked, titles, whole, directories = self.index.stored_listing()
+                records, walked, titles, whole, directories, hints = self.index.stored_listing()
             except Exception:  # a damaged index is the walk's to find and report
                 LOG.exception("the index's stored listing could not be read")
                 return None
@@ -241,7 +245,8 @@ class SessionCatalog:
                 {
                     location: (by_location[location], walked[location], seen)
                     for location, seen in titles.items()
-                }
+                },
+                hints,
             )
             self._ask()  # the claims are scanned behind
             if whole:  # already the document _keep_listing would write
@@ -559,4 +564,6 @@ class SessionCatalog:
         if not final and now - self._listing_kept_at < KEEP_LISTING_EVERY:
             return
         self._listing_kept, self._listing_kept_at = (snapshot.records, version), now
-        self.index.keep_whole_listing(snapshot.records, snapshot.walked, snapshot.directories)
+        self.index.keep_whole_listing(
+            snapshot.records, snapshot.walked, snapshot.directories, self.titles.current
+        )

@@ -65,6 +65,9 @@ class TitleBoard:
         """Logs whose claimed titles are to be scanned, in the order they were claimed."""
         self.proving: set[str] = set()
         """Logs a worker process is scanning now."""
+        self.hinted_claims: set[str] = set()
+        """Claimed logs whose claim was a hint where it was made: verified even where the scan
+        agrees (a hint and the scan that proves it read the same bytes)."""
 
     # --- observations -----------------------------------------------------------------------------
 
@@ -78,10 +81,15 @@ class TitleBoard:
         with self._lock:
             self._observe(location, fp, observation)
 
-    def claim(self, claims: dict[str, tuple[SessionRecord, Fingerprint, TitleObservation]]) -> None:
+    def claim(
+        self,
+        claims: dict[str, tuple[SessionRecord, Fingerprint, TitleObservation]],
+        hinted: Container[str] = (),
+    ) -> None:
         """Titles taken from the cache folder (the listing a server left, an index row written
         elsewhere), as one change: shown until each log is scanned (:meth:`prove`), and queued for
-        that. A title read here at the same fingerprint is kept instead."""
+        that; those in ``hinted`` were hints where they were made, and are verified after. A
+        title read here at the same fingerprint is kept instead."""
         with self._lock:
             self.version += 1
             version = self.version
@@ -90,6 +98,10 @@ class TitleBoard:
                 if entry is not None and entry.fp == fp and not entry.claimed:
                     continue
                 self.observed[location] = Observed(fp, observation, version, claimed=True)
+                if location in hinted:
+                    self.hinted_claims.add(location)
+                else:
+                    self.hinted_claims.discard(location)
                 if location not in self.proving:
                     self.to_prove[location] = (record, fp)
 
@@ -97,9 +109,11 @@ class TitleBoard:
         """What a scan of the log at ``fp`` found (its last ``session/title``) against the title
         claimed for it: the claim counts where they agree; a claimed title that disagrees gives
         way to the scan's, and a claimed error (the id shown) stays until the log is verified.
-        ``True``: they disagree, and the log is to be verified."""
+        ``True``: they disagree, or the claim was a hint, and the log is to be verified."""
         with self._lock:
             entry = self.observed.get(location)
+            was_hint = location in self.hinted_claims
+            self.hinted_claims.discard(location)
             if entry is None or entry.fp != fp or not entry.claimed:
                 return False  # observed here meanwhile (or the log changed): nothing to prove
             claimed = entry.observation
@@ -109,7 +123,7 @@ class TitleBoard:
                 agree = claimed.error is None and claimed.title == scanned
             if agree:
                 self.observed[location] = entry._replace(claimed=False)  # the same label: no new version
-                return False
+                return was_hint  # a hint proved by a scan is still a hint: verified next
             if claimed.error is None:
                 self._observe(location, fp, TitleObservation(claimed.session_id, title=scanned))
             return True
@@ -143,6 +157,7 @@ class TitleBoard:
             for kept in (self.observed, self.queued, self.to_scan, self.to_prove):
                 for location in [location for location in kept if location not in listed]:
                     del kept[location]
+            self.hinted_claims.intersection_update(self.observed)
 
     def changed_since(self, version: int) -> tuple[int, list[str]]:
         """The current version and every log observed after ``version``."""

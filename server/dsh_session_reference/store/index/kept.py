@@ -35,6 +35,13 @@ class StoredListing(NamedTuple):
     directories: int
     """Directories the walk that made it listed (what a walk of the root costs), as that document
     says; for the rows' listing, the session directories it lists."""
+    hints: frozenset[str] = frozenset()
+    """The logs among :attr:`titles` whose title the server that left it had only hinted (scanned,
+    not verified): verified by the next server even where its scan agrees."""
+
+
+KeptTitle = tuple[TitleObservation, bool]
+"""A title a listing is kept with, and whether it is a hint (shown, not verified yet)."""
 
 
 _FIVE_INTS: Final = [int] * 5
@@ -43,8 +50,9 @@ _FP_BOUND: Final = 1 << 64
 
 PIECE_LINES: Final = 1024
 """Lines of a kept listing encoded at once when it is written (a few hundred kilobytes)."""
-LISTING_VERSION: Final = 2
-"""The kept listing's format: a first line ``{"v": 2, "d": directories}``, then one line per entry."""
+LISTING_VERSION: Final = 3
+"""The kept listing's format: a first line ``{"v": 3, "d": directories}``, then one line per entry
+(version 3 added the hint mark to titles; an older document is refused and the rows answer once)."""
 PARSE_LINES: Final = 128
 """Lines of a kept listing parsed at once (at most this many times :data:`MAX_ENTRY_BYTES`)."""
 MAX_ENTRY_BYTES: Final = 64 << 10
@@ -57,14 +65,14 @@ def listing_pieces(
     root: str,
     records: list[SessionRecord],
     walked: dict[str, Fingerprint],
-    titles: Iterable[TitleObservation | None],
+    titles: Iterable[KeptTitle | None],
     directories: int,
 ) -> list[bytes]:
     """``records`` (a walk's listing of ``root``, its logs at ``walked``, ``directories`` listed)
     with the titles known for them (``None`` where unknown; one per record, taken as each entry is
-    made) as one document for :func:`kept_listing`, encoded in pieces of :data:`PIECE_LINES` lines:
-    a line of its own per entry, so it is read back one bounded line at a time; paths are kept
-    relative to the root. ``ValueError`` for a header JSON cannot spell (Infinity).
+    made; a hint is marked so) as one document for :func:`kept_listing`, encoded in pieces of
+    :data:`PIECE_LINES` lines: a line of its own per entry, so it is read back one bounded line at
+    a time; paths are kept relative to the root. ``ValueError`` for a header JSON cannot spell (Infinity).
 
     In pieces, so the document is held once, as bytes: at 200,000 sessions its lines, their join,
     the join's copy with the last line break and the encoded copy were about 250 MB at once, the
@@ -77,7 +85,7 @@ def listing_pieces(
                 record.location[len(prefix) :],
                 list(walked[record.location]),
                 record.header,
-                None if title is None else [title.title, title.error],
+                None if title is None else [title[0].title, title[0].error, *([True] if title[1] else [])],
             ],
             ensure_ascii=True,
             separators=(",", ":"),
@@ -156,6 +164,7 @@ def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
     records: list[SessionRecord] = []
     walked: dict[str, Fingerprint] = {}
     titles: dict[str, TitleObservation] = {}
+    hints: set[str] = set()
     missing = 0
     for entry in _entries(lines):
         if not (type(entry) is list and len(entry) == 4):
@@ -179,9 +188,9 @@ def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
         ):
             return None
         if title is not None:
-            if not (type(title) is list and len(title) == 2):
+            if not (type(title) is list and (len(title) == 2 or (len(title) == 3 and title[2] is True))):
                 return None
-            shown, error = title
+            shown, error = title[:2]
             if not ((shown is None or type(shown) is str) and (error is None or type(error) is str)):
                 return None
         if regular_fingerprint(path) is None:
@@ -194,4 +203,6 @@ def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
         records.append(record)
         if title is not None:
             titles[path] = TitleObservation(record.id, title=title[0], error=title[1])
-    return StoredListing(records, walked, titles, True, max(first["d"], 0))
+            if len(title) == 3:
+                hints.add(path)
+    return StoredListing(records, walked, titles, True, max(first["d"], 0), frozenset(hints))

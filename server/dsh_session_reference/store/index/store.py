@@ -45,7 +45,7 @@ from ..surface import SurfaceKeeper
 from ..surfaces import Read
 from ..workers import run_apart
 from .bodies import fts_query, message_text
-from .kept import StoredListing, kept_listing, listing_pieces
+from .kept import KeptTitle, StoredListing, kept_listing, listing_pieces
 from .records import read_texts
 from .rows import (
     Fingerprint,
@@ -205,17 +205,31 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         return kept if kept is not None else stored_walk(self, self.skips)
 
     def keep_whole_listing(
-        self, records: list[SessionRecord], walked: dict[str, Fingerprint], directories: int
+        self,
+        records: list[SessionRecord],
+        walked: dict[str, Fingerprint],
+        directories: int,
+        shown: Callable[[str, Fingerprint], TitleObservation | None] | None = None,
     ) -> None:
         """Keep ``records``, a walk's listing (its logs at ``walked``, ``directories`` listed), with
         every title the index holds for them, as one document: what the next language server
-        answers its first ``@`` from (:meth:`stored_listing`), in one query and one pass."""
-        titles = (
-            self.cached_title(record, walked[record.location], None)
-            if record.location is not None and record.location in walked
-            else None
-            for record in records
-        )
+        answers its first ``@`` from (:meth:`stored_listing`), in one query and one pass. A log
+        the rows hold no verified title for is kept with the title ``shown`` for it (the
+        catalog's board: a hint, a claim), marked a hint, so a server that closes before its
+        titles are verified still leaves the next one a first answer (it verifies them)."""
+
+        def title(record: SessionRecord) -> KeptTitle | None:
+            location = record.location
+            if location is None or location not in walked:
+                return None
+            fp = walked[location]
+            verified = self.cached_title(record, fp, None)
+            if verified is not None:
+                return verified, False
+            hinted = None if shown is None else shown(location, fp)
+            return None if hinted is None else (hinted, True)
+
+        titles = map(title, records)
         try:
             pieces = listing_pieces(self.root, records, walked, titles, directories)
         except ValueError:
