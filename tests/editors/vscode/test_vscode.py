@@ -1203,8 +1203,9 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
     progress in the status bar. Then every row of `@`, `@mig`, `@zstd` and `@why` is
     measured as rendered in the default-width popup: no age or project is cut, nor any label (a
     long title is shortened by the server, ending "…"), and the rows are dsh's, in dsh's order.
-    Then the window reloads over the index the first server kept, and `@` is timed again: the
-    extension logs its activation to the first answer with sessions (docs/benchmarks.md)."""
+    Then the window reloads over the index the first server kept, and `@` is timed again; then it
+    reloads with no editor open, and once it is up the prompt is opened and `@` timed a third time:
+    the extension logs its activation to the first answer with sessions (docs/benchmarks.md)."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     sessions_root = tmp_path / "sessions"
@@ -1272,17 +1273,21 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
             assert re.fullmatch(r"(\d+ (min|h|d|wk|mo|y)|now)( · [\w-]+)?", row["description"]), (query, row)
     assert any(row["label"].endswith("…") for row in rows["why"]), rows["why"]
 
-    # The reload over the kept index: the popup again, and the start's figures.
-    again = steps["reload-at"]
-    assert again["rows"] is not None and again["closedAfterFirst"] == 0, again
+    # The reload over the kept index, and the prompt opened in a window already up: the popup
+    # again each time, and the start's figures.
+    again, opened = steps["reload-at"], steps["open-at"]
+    for step in (again, opened):
+        assert step["rows"] is not None and step["closedAfterFirst"] == 0, step
     log = profile.extension_log()
     starts = [int(ms) for ms in re.findall(r"first completion with sessions: (\d+) ms after activation", log)]
-    assert len(starts) == 2, log[-3000:]
+    assert len(starts) == 3, log[-3000:]
     print(
         f"vscode start: first popup {start['first']['ms']} ms after `@` ({start['first']['labels'][:1]}), "
         f"sessions {start['rows']['ms']} ms; activation to sessions {starts[0]} ms (empty index), "
-        f"{starts[1]} ms (kept index); after the reload: first popup {again['first']['ms']} ms, "
-        f"sessions {again['rows']['ms']} ms; timeline {timeline}"
+        f"{starts[1]} ms (kept index, the window reloading), {starts[2]} ms (kept index, the prompt opened "
+        f"in a window already up); after the reload: first popup {again['first']['ms']} ms, sessions "
+        f"{again['rows']['ms']} ms; opened: first popup {opened['first']['ms']} ms, sessions "
+        f"{opened['rows']['ms']} ms; timeline {timeline}"
     )
 
 
