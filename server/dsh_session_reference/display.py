@@ -159,15 +159,43 @@ def wrapped(text: str, columns: int = WRAP_COLUMNS) -> str:
             out.append(line)
             continue
         indent = line[: len(line) - len(line.lstrip(" \t"))][: columns // 2]
-        out += textwrap.wrap(
-            line,
+        wrapper = _Wrapper(
             columns,
             subsequent_indent=indent,
             expand_tabs=False,
             replace_whitespace=False,
             break_on_hyphens=False,
-        ) or [""]
+        )
+        out += wrapper.wrap(line) or [""]
     return "\n".join(out)
+
+
+class _Wrapper(textwrap.TextWrapper):
+    """``textwrap``'s wrapping, with a word longer than a line cut in one pass: the library cuts one
+    line off and copies the rest of the word each time, so a 2 MB line without a space took 1.8 s
+    (quadratic) in a preview or a report. The lines are the library's, piece for piece."""
+
+    def _handle_long_word(
+        self, reversed_chunks: list[str], cur_line: list[str], cur_len: int, width: int
+    ) -> None:
+        chunk = reversed_chunks[-1]
+        if chunk.isspace():
+            if cur_len == 0 and width >= 1:
+                # Only at the start of the first line (elsewhere a line's leading whitespace is
+                # dropped whole): the library cuts it a line's width at a time and drops each cut,
+                # until what is left fits; left so, for the next line to take as the library would.
+                reversed_chunks[-1] = chunk[(len(chunk) - 1) // width * width :]
+            else:
+                super()._handle_long_word(reversed_chunks, cur_line, cur_len, width)
+            return
+        space_left = 1 if width < 1 else width - cur_len
+        reversed_chunks.pop()
+        cur_line.append(chunk[:space_left])
+        # Every line after this one is as wide as the next: the rest of the word goes in pieces of
+        # that width, each a line of its own, the last one shared with what follows, as the
+        # library would cut them one at a time.
+        rest = max(1, self.width - len(self.subsequent_indent))
+        reversed_chunks += reversed([chunk[at : at + rest] for at in range(space_left, len(chunk), rest)])
 
 
 def readable_time(created_at_ms: int) -> str:
