@@ -162,6 +162,27 @@ test('unlinkedTargets: the link targets of mentions the server did not link, whe
   assert.deepEqual(unlinkedTargets('no mentions, dsh-session:abc bare', []), []);
 });
 
+test('unlinkedTargets: in any order and overlapping, a span hides exactly the targets inside it', () => {
+  let seed = 7;
+  const next = (below: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return seed % below;
+  };
+  for (let round = 0; round < 300; round += 1) {
+    const text = Array.from({ length: 1 + next(12) }, () => (next(3) === 0 ? 'text ' : '[a](dsh-session:x) ')).join('');
+    const linked: Span[] = Array.from({ length: next(6) }, () => {
+      const start = next(text.length + 2);
+      return { start, end: start + next(40) };
+    });
+    const targets: number[] = [];
+    for (let at = text.indexOf('](dsh-session:'); at >= 0; at = text.indexOf('](dsh-session:', at + 1)) {
+      targets.push(at + 2);
+    }
+    const outside = targets.filter((target) => !linked.some((span) => span.start <= target && target < span.end));
+    assert.deepEqual(unlinkedTargets(text, linked), outside, JSON.stringify({ text, linked }));
+  }
+});
+
 describe('a chip only on a line laid out on one row', () => {
   const line = `Compare the checkout flow with ${MENTION} and tell me what changed.`;
 
