@@ -25,7 +25,7 @@ import pytest
 
 from dsh_session_reference.sample import write_sample_store
 from dsh_session_reference.store.index.database import default_index_dir, index_file
-from dsh_session_reference.store.index.kept import kept_listing
+from dsh_session_reference.store.index.kept import LISTING_VERSION, kept_listing
 from dsh_session_reference.store.index.rows import fingerprint_at, key_path, row_crc
 from dsh_session_reference.store.jsvalue import js_parse_line
 from dsh_session_reference.store.log_header import parse_header_meta
@@ -124,7 +124,8 @@ def kept_document(root: Path, change: Callable[[Entry], bytes]) -> bytes:
     header = json.loads(log.read_text().split("\n", 1)[0])
     header.pop("type")
     entry: Entry = [str(log.relative_to(root)), list(fp), header, ["a title", None]]
-    return b'{"v":2,"d":1}\n' + change(entry) + b"\n"
+    head = json.dumps({"v": LISTING_VERSION, "d": 1}, separators=(",", ":")).encode()
+    return head + b"\n" + change(entry) + b"\n"
 
 
 def as_written(entry: Entry) -> bytes:
@@ -160,7 +161,9 @@ def test_a_forged_line_of_the_kept_listing_refuses_the_listing(tmp_path: Path, f
 
 
 @pytest.mark.parametrize(
-    "first", [b"[" * 60_000, b'{"v":2,"d":1' + b"0" * 30 + b"}"], ids=["nested", "10**30"]
+    "first",
+    [b"[" * 60_000, b'{"v":%d,"d":1' % LISTING_VERSION + b"0" * 30 + b"}"],
+    ids=["nested", "10**30"],
 )
 def test_a_forged_first_line_of_the_kept_listing_refuses_the_listing(tmp_path: Path, first: bytes) -> None:
     assert kept_listing([first + b"\n"], str(tmp_path)) is None
