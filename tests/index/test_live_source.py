@@ -732,6 +732,34 @@ def test_a_claimed_title_counts_only_once_a_scan_of_its_log_agrees() -> None:
     assert board.current("changing", fp) is None and not board.busy()  # withdrawn, to be asked again
 
 
+def test_hints_left_to_scan_are_scanned_in_the_order_they_came_skipping_forgotten_logs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The logs a request had no time to hint are scanned behind it in its order (taken from the
+    front of a queue, not by looking past every key deleted from a dict: 12 s at 200,000); a log a
+    new listing no longer lists is skipped, and one listed again is scanned once."""
+    scanned: list[str] = []
+
+    def scan(location: str, root_real: str, stop: object) -> str:
+        scanned.append(location)
+        return f"T {location}"
+
+    monkeypatch.setattr(titles_module, "scan_last_title", scan)
+    monkeypatch.setattr(titles_module, "HINT_BUDGET", 0.0)  # the requests scan none themselves
+    monkeypatch.setattr(titles_module, "LATER_HINT_BUDGET", 0.0)
+    fp = Fingerprint(1, 2, 3, 4, 5)
+    records = [SessionRecord(f"s{n}", 1, None, {"id": f"s{n}", "createdAt": 1}, f"log{n}") for n in range(6)]
+    board = TitleBoard()
+    hints = board.hint_in_order([(n, record, fp) for n, record in enumerate(records)], "/", None)
+    assert [hint.title for _, hint in hints] == [None] * 6  # labelled by their ids until scanned
+    board.keep_only({"log0", "log2", "log3", "log4", "log5"})  # log1 deleted
+    board.hint_in_order([(9, records[3], fp), (1, records[1], fp)], "/", None)  # log1 back, log3 again
+    board.scan_hints("/", lambda: len(scanned) < 99)
+    assert scanned == ["log0", "log2", "log3", "log4", "log5", "log1"]
+    assert board.current("log1", fp) == TitleObservation("s1", title="T log1")
+    assert board.to_scan == {}
+
+
 def test_the_title_board_forgets_logs_a_new_listing_no_longer_lists(tmp_path: Path) -> None:
     """What the board holds is bounded by the root, not by every log a long-running server saw."""
     root = tmp_path / "sessions"
