@@ -55,6 +55,8 @@ export interface ClientParts {
   hintsPlaced(document: vscode.TextDocument, range: vscode.Range, hints: readonly vscode.InlayHint[]): void;
   /** Shows a `dsh-preview:` document the server asks to show; false lets VS Code do it. */
   openPreview(uri: vscode.Uri): Promise<boolean>;
+  /** The document's links from the one `textDocument/documentLink` request its version shares (see `ServerController.documentLinks`). */
+  documentLinks(document: vscode.TextDocument, token: vscode.CancellationToken): Promise<vscode.DocumentLink[] | undefined>;
 }
 
 /**
@@ -132,6 +134,9 @@ function clientOptions(selector: LanguageFilter[], parts: ClientParts): Language
         }
         return hints;
       },
+      // VS Code's own link request joins the one the mention chips and broken-mention links
+      // share: one request per document version, not two.
+      provideDocumentLinks: (document, token) => parts.documentLinks(document, token),
       provideCompletionItem: async (document, position, context, token, next) => {
         const result = await next(document, position, context, token);
         parts.listingRetries.answered(document, position, result);

@@ -4,7 +4,7 @@
 
 import type { ChildProcess } from 'node:child_process';
 import * as vscode from 'vscode';
-import { CloseAction, CloseHandlerResult, DidChangeConfigurationNotification, LanguageClient, State } from 'vscode-languageclient/node';
+import { CloseAction, CloseHandlerResult, DidChangeConfigurationNotification, DocumentLink as LspDocumentLink, LanguageClient, State } from 'vscode-languageclient/node';
 
 import { errorText } from './format';
 import { ListingRetries } from './listingRetries';
@@ -377,6 +377,18 @@ export class ServerController implements vscode.Disposable {
       placeHints: (document, position) => this.placeHints(document, position),
       hintsPlaced: (document, range, hints) => this.hintsPlaced(document, range, hints),
       openPreview: async (uri) => this.previewRequests.ours(uri) || (await this.openPreview(uri)),
+      documentLinks: async (document, token) => {
+        let links: unknown;
+        try {
+          links = await this.documentLinks(document, token);
+        } catch (error) {
+          if (!token.isCancellationRequested) {
+            this.output.debug(`document links of ${document.uri.toString()}: ${errorText(error)}`);
+          }
+          return undefined; // cancelled, or the server stopped: VS Code asks again after the next edit
+        }
+        return client.protocol2CodeConverter.asDocumentLinks(Array.isArray(links) ? (links as LspDocumentLink[]) : null, token);
+      },
     });
     client.onNotification(CONTENT_CHANGED_NOTIFICATION, (params: unknown) => {
       if (isCurrent()) {

@@ -1273,6 +1273,22 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
             assert re.fullmatch(r"(\d+ (min|h|d|wk|mo|y)|now)( · [\w-]+)?", row["description"]), (query, row)
     assert any(row["label"].endswith("…") for row in rows["why"]), rows["why"]
 
+    # One `textDocument/documentLink` request per version of the prompt and of its diagnostics
+    # (what a link says may change with them): VS Code's own link request shares the one the chips
+    # and the broken-mention links make (it was a second, sent right after it).
+    events = re.findall(
+        r"Sending request 'textDocument/documentLink|Sending notification 'textDocument/did(?:Open|Change)'"
+        r"|Received response 'textDocument/diagnostic|Sending request 'initialize",
+        profile.lsp_trace(),
+    )
+    assert events.count("Sending request 'textDocument/documentLink") >= 3, events
+    twice = [
+        at
+        for at in range(1, len(events))
+        if "documentLink" in events[at - 1] and "documentLink" in events[at]
+    ]
+    assert not twice, "\n".join(events)
+
     # The reload over the kept index, and the prompt opened in a window already up: the popup
     # again each time, and the start's figures.
     again, opened = steps["reload-at"], steps["open-at"]
