@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from collections.abc import Mapping
 from typing import Final
 
@@ -23,6 +22,7 @@ from .dsh_profile import (
     budgets_from_layers,
     profile_name_problem,
 )
+from .jsjson import FileTooLarge, NotRegularFile, read_untrusted
 from .model import LiveSource, SessionSource
 from .resolver import SessionReferenceResolver
 from .store.layout import dsh_home, resolve_root, root_origin, root_problem
@@ -69,22 +69,16 @@ def _profile_layer(path: str, label: str) -> ProfileLayer:
     """One patch file, read as untrusted input: a regular file (a symlink to one is followed, as
     dsh follows it), opened without blocking (a FIFO cannot hang the server), at most
     :data:`PROFILE_FILE_BYTES`, strict UTF-8."""
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        descriptor = os.open(path, flags)
+        data = read_untrusted(path, PROFILE_FILE_BYTES)
     except FileNotFoundError:
         return ProfileLayer(label, None)
-    except OSError as error:
-        return ProfileLayer(label, None, f"cannot be opened ({os.strerror(error.errno or errno.EIO)})")
-    with open(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return ProfileLayer(label, None, "is not a regular file")
-        try:
-            data = handle.read(PROFILE_FILE_BYTES + 1)
-        except OSError as error:
-            return ProfileLayer(label, None, f"cannot be read ({os.strerror(error.errno or errno.EIO)})")
-    if len(data) > PROFILE_FILE_BYTES:
+    except NotRegularFile:
+        return ProfileLayer(label, None, "is not a regular file")
+    except FileTooLarge:
         return ProfileLayer(label, None, f"is larger than {PROFILE_FILE_BYTES >> 10} KiB")
+    except OSError as error:
+        return ProfileLayer(label, None, f"cannot be read ({os.strerror(error.errno or errno.EIO)})")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:

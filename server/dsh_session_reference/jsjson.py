@@ -45,28 +45,50 @@ def read_text(path: str, *, untrusted: bool = False) -> str:
     """A prompt file as dsh would read it (UTF-8; undecodable bytes become U+FFFD), JS-normalized.
 
     ``untrusted``: the path came from a client (a document URI that is not open), which may name
-    anything: only a regular file of at most :data:`UNTRUSTED_DOCUMENT_BYTES` is read, opened
-    without blocking, so a FIFO cannot hang the reader and ``/dev/zero`` cannot fill memory.
-    Otherwise (a path the user typed on the command line) a FIFO is read as well, as ``<(...)``
-    expects. Blocking: call it in a worker thread.
+    anything: only a regular file of at most :data:`UNTRUSTED_DOCUMENT_BYTES` is read
+    (:func:`read_untrusted`). Otherwise (a path the user typed on the command line) a FIFO is read
+    as well, as ``<(...)`` expects. Blocking: call it in a worker thread.
     """
-    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | (getattr(os, "O_NONBLOCK", 0) if untrusted else 0)
-    with open(os.open(path, flags), "rb") as handle:
-        if untrusted:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise OSError(errno.EINVAL, "not a regular file", path)
-            too_big = OSError(errno.EFBIG, f"larger than {UNTRUSTED_DOCUMENT_BYTES >> 20} MiB", path)
-            if info.st_size > UNTRUSTED_DOCUMENT_BYTES:
-                raise too_big
-            data = handle.read(UNTRUSTED_DOCUMENT_BYTES + 1)  # it may have grown since
-            if len(data) > UNTRUSTED_DOCUMENT_BYTES:
-                raise too_big
-        else:
+    if untrusted:
+        data = read_untrusted(path, UNTRUSTED_DOCUMENT_BYTES)
+    else:
+        with open(os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0)), "rb") as handle:
             data = handle.read()
     # Decoded as ``open(path, encoding="utf-8")`` would (universal newlines included).
     with io.TextIOWrapper(io.BytesIO(data), encoding="utf-8", errors="replace") as text:
         return js_normalize(text.read())
+
+
+class NotRegularFile(OSError):
+    """:func:`read_untrusted` was pointed at something other than a regular file."""
+
+
+class FileTooLarge(OSError):
+    """:func:`read_untrusted` found more bytes than it may read."""
+
+
+def read_untrusted(path: str, limit: int) -> bytes:
+    """The bytes of the regular file at ``path`` (a symlink to one is followed), at most ``limit``:
+    the one way a file a client, a workspace or the cache folder names is read. Opened without
+    blocking and checked to be a regular file, so a FIFO cannot hang the reader, and read up to
+    ``limit`` + 1 bytes, so ``/dev/zero`` or a file that grows cannot fill memory.
+    :class:`NotRegularFile`, :class:`FileTooLarge`, or the :class:`OSError` of the open or read."""
+    flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    with open(os.open(path, flags), "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", path)
+        too_big = FileTooLarge(errno.EFBIG, f"larger than {_size(limit)}", path)
+        if info.st_size > limit:
+            raise too_big
+        data = handle.read(limit + 1)  # it may have grown since
+    if len(data) > limit:
+        raise too_big
+    return data
+
+
+def _size(limit: int) -> str:
+    return f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
 
 
 def js_utf8(text: str) -> bytes:

@@ -23,14 +23,13 @@ import importlib.util
 import logging
 import math
 import os
-import stat
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Final
 
 from .display import token_count
-from .jsjson import js_byte_length
+from .jsjson import NotRegularFile, js_byte_length, read_untrusted
 
 LOG = logging.getLogger(__name__)
 
@@ -86,13 +85,10 @@ def load_tokenizer(path: str | None) -> Any | None:
     except ImportError:
         return None
     try:
-        # Non-blocking and checked regular: a FIFO planted as the file must not hang the loader.
-        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(descriptor, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-                LOG.warning("%s is not a regular file; tokens are estimated", path)
-                return None
-            data = handle.read(MAX_TOKENIZER_BYTES + 1)
+        data = read_untrusted(path, MAX_TOKENIZER_BYTES)  # a FIFO planted as the file must not hang it
+    except NotRegularFile:
+        LOG.warning("%s is not a regular file; tokens are estimated", path)
+        return None
     except OSError as error:
         LOG.info("the tokenizer file %s cannot be read: %s", path, error)
         return None
