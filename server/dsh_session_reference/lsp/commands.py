@@ -162,10 +162,8 @@ async def transcript_of(ls: Services, asked: str) -> tuple[str, Transcript]:
     followed in the editor) or a bare session id names, and its URI, remembered as served (the
     URI asked for) so that a change to its log tells the client. A URI that is no session's is
     ``InvalidParams`` saying why, as its diagnostic does."""
-    from ..transcript import (
-        NoSuchSession,
-        read_transcript,
-    )  # when a transcript is asked for, not at the start
+    # The transcript reader when a transcript is asked for, not at the server's start.
+    from ..transcript import NoSuchSession, read_transcript
 
     target = transcript_target(asked)
     if target is None and asked.startswith(SESSION_REFERENCE_SCHEME):
