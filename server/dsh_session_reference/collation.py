@@ -28,22 +28,35 @@ from typing import Any
 _LOG = logging.getLogger("dsh_session_reference.collation")
 
 _local = threading.local()
-try:  # pragma: no branch - which arm runs depends on the platform
-    import icu as _icu
-except ImportError:  # pragma: no cover - exercised only where no PyICU wheel exists
-    _icu = None
+_NOT_IMPORTED: Any = object()
+_icu: Any = _NOT_IMPORTED
+"""PyICU, imported at the first key (:func:`_icu_module`); ``None`` where it is missing."""
+
+
+def _icu_module() -> Any:
+    """PyICU, imported when first needed: only ids created in the same millisecond need a key,
+    which most listings never have, and its import was a sizeable part of the server's start."""
+    global _icu
+    if _icu is _NOT_IMPORTED:
+        try:  # pragma: no branch - which arm runs depends on the platform
+            import icu
+        except ImportError:  # pragma: no cover - exercised only where no PyICU wheel exists
+            icu = None
+        _icu = icu
+    return _icu
 
 
 def icu_available() -> bool:
     """Whether the exact ICU collation is in use (the fallback is an approximation)."""
-    return _icu is not None
+    return _icu_module() is not None
 
 
 def _collator() -> Any:
     """One root collator per thread: ICU collators must not be shared across threads."""
     collator = getattr(_local, "collator", None)
     if collator is None:
-        collator = _icu.Collator.createInstance(_icu.Locale.getRoot())
+        icu = _icu_module()
+        collator = icu.Collator.createInstance(icu.Locale.getRoot())
         _local.collator = collator
     return collator
 
@@ -98,7 +111,7 @@ def _warn_once() -> None:
 
 def locale_compare_key(text: str) -> Any:
     """A sort key whose order is ``a.localeCompare(b)``; equal keys mean ICU calls the strings equal."""
-    if _icu is not None:
+    if _icu_module() is not None:
         return _icu_key(text)
     _warn_once()
     return _fallback_key(text)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from .config import (
     DEFAULT_CANDIDATE_LIMIT,
@@ -29,7 +29,9 @@ from .config import (
     is_positive_safe_integer,
 )
 from .display import shortened
-from .yaml_subset import JsExpression, OtherNumber, YamlSubsetError, parse_yaml
+
+if TYPE_CHECKING:
+    from .yaml_subset import JsExpression, OtherNumber
 
 DEFAULT_PROFILE: Final = "web"
 """The profile ``dsh web`` boots, and the one that hosts session references out of the box."""
@@ -80,6 +82,8 @@ class ProfileBudgets:
 
 
 def _value_problem(key: str, value: object) -> str | None:
+    from .yaml_subset import JsExpression, OtherNumber  # imported by budgets_from_layers already
+
     if isinstance(value, JsExpression):
         return "is a !!js expression, which is never evaluated here"
     if isinstance(value, OtherNumber):
@@ -103,6 +107,12 @@ def _truthy(value: object) -> bool:
 
 def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> ProfileBudgets:
     """The session-reference row's config after ``layers`` (in dsh's order), as budgets."""
+    if all(layer.text is None and layer.problem is None for layer in layers):
+        return ProfileBudgets()  # no patch file (dsh's own setup): nothing to read
+    # The YAML reader only for a patch file: the server reads the profile before it answers
+    # ``initialize``, and most homes have none.
+    from .yaml_subset import JsExpression, OtherNumber, YamlSubsetError, parse_yaml
+
     warnings: list[str] = []
     config: object = None
     decided_by: str | None = None
@@ -183,6 +193,8 @@ def budgets_from_layers(profile: str, layers: Sequence[ProfileLayer]) -> Profile
 
 def _form(value: JsExpression | OtherNumber) -> str:
     """How a value this reader does not read is written, shortened for one line."""
+    from .yaml_subset import JsExpression  # imported by budgets_from_layers already
+
     text = f"!!js {value.source}" if isinstance(value, JsExpression) else str(value)
     return repr(shortened(text, 40))
 

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict
 from functools import partial
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -21,7 +21,6 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from ..analysis import analyze
 from ..assembly import target_session
 from ..display import display_label
-from ..transcript import NoSuchSession, Transcript, read_transcript
 from ..uri import SESSION_REFERENCE_SCHEME, scan_session_references
 from .actions import PREVIEW_COMMAND, workspace_edit
 from .completion import shown
@@ -43,6 +42,9 @@ from .sessions import (
     transcript_target,
     transcript_uri,
 )
+
+if TYPE_CHECKING:
+    from ..transcript import Transcript
 
 LOG = logging.getLogger(__name__)
 
@@ -160,6 +162,9 @@ async def transcript_of(ls: Services, asked: str) -> tuple[str, Transcript]:
     followed in the editor) or a bare session id names, and its URI, remembered as served (the
     URI asked for) so that a change to its log tells the client. A URI that is no session's is
     ``InvalidParams`` saying why, as its diagnostic does."""
+    # The transcript reader when a transcript is asked for, not at the server's start.
+    from ..transcript import NoSuchSession, read_transcript
+
     target = transcript_target(asked)
     if target is None and asked.startswith(SESSION_REFERENCE_SCHEME):
         spans = scan_session_references(asked)

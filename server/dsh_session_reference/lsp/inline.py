@@ -16,7 +16,6 @@ from ..display import kilobytes, legible
 from ..labels import STALE_LABEL, misleading_labels, own_label
 from ..lines import Encoding
 from ..tokens import TokenCount
-from ..transcript import cost_label
 from .hover import cost_line
 from .positions import LineIndex
 
@@ -47,6 +46,8 @@ def inlay_hints(
             if not start <= span.end <= end:
                 continue
             if number == 0:
+                from ..transcript import cost_label  # at the first mention, not at the server's start
+
                 label = cost_label(retained, analysis.max_reference_bytes)
                 tooltip = f"{title}: {cost_line(retained, analysis.max_reference_bytes, reference.tokens)}"
             else:

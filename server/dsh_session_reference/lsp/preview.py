@@ -22,7 +22,6 @@ from ..analysis import Analysis, Reference
 from ..display import display_block_text, display_label, kilobytes, size, wrapped
 from ..errors import INVALID_REFERENCE, SessionReferenceError
 from ..jsjson import js_byte_length
-from ..report import render_prepared_report, render_readable_report
 from ..resolver import AgentRef, PreparedMessage, SessionReferenceResolver, normalize_references
 from ..snapshot import build_additional_context
 from ..tokens import COUNTER, TokenCount
@@ -161,6 +160,10 @@ async def build_preview(
 
     ``target_label``: the target session's title, shown with its id (a bare id tells a reader
     nothing)."""
+    # The renderer (and the transcript view it uses) only once a preview is asked for: this module
+    # is imported at the server's start (KeptPreviews), which need not pay for it.
+    from ..report import render_readable_report
+
     if agent.id is None:
         target = "none (no session excluded; sessions in the workspace folder rank first)"
     elif target_label is not None and target_label != agent.id:
@@ -210,6 +213,8 @@ async def build_model_text(
 ) -> Preview:
     """The exact model-facing text of an analysed document: what ``dsh-session-reference prepare``
     prints for it, byte for byte (or the error ``prepare`` fails with)."""
+    from ..report import render_prepared_report  # as in build_preview: asked for, not at the start
+
     uri = preview_uri(document_uri, model_text=True)
     error = await asyncio.to_thread(_failure, analysis, agent)
     if error is not None:

@@ -25,24 +25,11 @@ from pygls.uris import to_fs_path
 
 from ..analysis import analyze
 from ..display import display_label
-from ..dsh_web import (
-    CREATE,
-    DEFAULT_URL,
-    PROMPT,
-    URL_ENV,
-    NotAHost,
-    WebError,
-    create_payload,
-    created_session,
-    prompt_payload,
-    web_host,
-)
 from ..jsjson import js_byte_length
 from ..uri import composer_text
 from .commands import target_json, uri_argument
 from .contract import Command, Feature, Services
 from .documents import text_of
-from .dsh_web_client import NoAnswer, Unreachable, call
 from .preview import build_preview
 
 LOG = logging.getLogger(__name__)
@@ -75,6 +62,8 @@ def _arguments(args: Sequence[Any]) -> tuple[str, dict[str, Any]]:
 def web_url(given: str | None) -> str:
     """The address to send to: the command's argument, else the environment dsh web sets, else
     the default; an empty string counts as not given."""
+    from ..dsh_web import DEFAULT_URL, URL_ENV  # imported on a send, not at the server's start
+
     return given or os.environ.get(URL_ENV) or DEFAULT_URL
 
 
@@ -88,6 +77,20 @@ def _new_session_folder(ls: Services, uri: str) -> str | None:
 
 
 async def _send_command(ls: Services, *args: Any) -> dict[str, Any]:
+    # Only a send needs dsh web's API and the HTTP client (http.client, email...): the server's
+    # start, which every editor waits for, does not import them.
+    from ..dsh_web import (
+        CREATE,
+        PROMPT,
+        NotAHost,
+        WebError,
+        create_payload,
+        created_session,
+        prompt_payload,
+        web_host,
+    )
+    from .dsh_web_client import NoAnswer, Unreachable, call
+
     uri, options = _arguments(args)
     with ls.tracked_command():
         try:
@@ -154,6 +157,9 @@ async def _send_command(ls: Services, *args: Any) -> dict[str, Any]:
 def _not_sent(url: str, error: Exception, target: str | None, created: str | None) -> NotSent:
     """The failure of a call to dsh web, in words; ``created``: the new session dsh web made
     before the prompt failed (it stays, empty, in dsh)."""
+    from ..dsh_web import WebError  # as in _send_command: only a send imports the client
+    from .dsh_web_client import NoAnswer, Unreachable
+
     after = "" if created is None else f" (after it made a new session, {display_label(created)})"
     if isinstance(error, Unreachable):
         return NotSent("unreachable", str(error), dshWebUrl=url)
