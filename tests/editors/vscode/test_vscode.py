@@ -44,6 +44,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
+from client_build import client_build
 from dsh_session_reference.display import GUTTER, display_inline_text, kilobytes, token_count
 from dsh_session_reference.jsjson import js_stringify
 from dsh_session_reference.lsp.completion import LISTING_LABEL
@@ -164,14 +165,15 @@ def _ensure_node_modules() -> None:
 @pytest.fixture(scope="module")
 def vsix(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The .vsix built by the release command, Python server and libraries included."""
-    _ensure_node_modules()
     out = tmp_path_factory.mktemp("vsix") / "dsh-session-reference.vsix"
-    built = _run(
-        ["npm", "run", "package", "--", "--out", str(out)],
-        cwd=CLIENT,
-        env=_npm_env(),
-        timeout=BUILD_TIMEOUT_S,
-    )
+    with client_build():
+        _ensure_node_modules()
+        built = _run(
+            ["npm", "run", "package", "--", "--out", str(out)],
+            cwd=CLIENT,
+            env=_npm_env(),
+            timeout=BUILD_TIMEOUT_S,
+        )
     assert built.returncode == 0, built.stdout[-6000:]
     assert out.exists(), built.stdout[-4000:]
     return out
