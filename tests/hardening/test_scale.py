@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import logging
 import math
 import os
@@ -310,6 +311,41 @@ def test_a_listed_session_costs_a_bounded_amount(tmp_path: Path) -> None:
         os.utime(log, ns=(BASE_MS * 1_000_000, BASE_MS * 1_000_000))
     per_session = _kept_by_listing(root, tmp_path / "index", [LISTED_SESSIONS]) / LISTED_SESSIONS
     assert per_session < BYTES_PER_LISTED_SESSION, f"{per_session:.0f} bytes a listed session"
+
+
+def test_a_listed_header_keeps_its_repeated_values_once(tmp_path: Path) -> None:
+    """A project's logs share a cwd, every subagent's ``origin`` is ``"subagent"``: one string each
+    for the root, whether the walk read the log, a worker read it (its entry's text parsed into the
+    row), the row came from the index file or the record from the listing a server left. Parsed
+    from each entry, a ``"subagent"`` was 57 bytes a listed log, and a kept listing's cwd one a log."""
+    root = tmp_path / "sessions"
+    for number in range(1, 4):
+        path = Path(log_path(str(root), "/home/dev/shop", _session_id(number), "zstd"))
+        path.parent.mkdir(parents=True)
+        path.write_bytes(_log_bytes(_session_id(number), "/home/dev/shop"))
+        os.utime(path, ns=(BASE_MS * 1_000_000, BASE_MS * 1_000_000))  # trusted from the index
+    store = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
+    try:
+        listings = [store.list_sessions()]
+        store.keep_whole_listing(listings[0], store.walked, 6)
+    finally:
+        store.close()
+    store = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
+    try:
+        listings += [store.stored_listing().records, store.list_sessions()]  # left, then from rows
+    finally:
+        store.close()
+    for records in listings:
+        assert len(records) == 3
+        assert len({id(record.header["cwd"]) for record in records}) == 1
+    path = log_path(str(root), "/home/dev/shop", _session_id(9), "zstd")
+    header = {"version": 0, "id": _session_id(9), "createdAt": 1, "cwd": "/c", "origin": "subagent"}
+    texts = [json.dumps({"a": [[path, "zstd", {**header, "delegationDepth": 1}]], "b": []}) for _ in range(2)]
+    entries = [parse_listing(text, path) for text in texts]  # as a worker's text becomes a row
+    first, second = (entry.artifacts[0][2] for entry in entries if entry is not None)
+    assert first == second and first["origin"] == "subagent"
+    for key in ("cwd", "origin"):
+        assert first[key] is second[key], key
 
 
 def test_a_fingerprint_is_one_small_object_of_five_numbers() -> None:

@@ -20,7 +20,14 @@ from typing import Final, NamedTuple
 from ...model import SessionRecord, TitleObservation, kept_header
 from ..layout import is_walk_relative
 from ..listing import record_at
-from .rows import Fingerprint, Untrusted, non_negative_safe, regular_fingerprint, too_many_missing
+from .rows import (
+    Fingerprint,
+    Untrusted,
+    compact_header,
+    non_negative_safe,
+    regular_fingerprint,
+    too_many_missing,
+)
 
 
 class StoredListing(NamedTuple):
@@ -199,7 +206,8 @@ def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
                 return None
             continue
         walked[path] = Fingerprint(*fp)
-        record = record_at(path, kept_header(header))  # a header of its own, fresh from this parse
+        # A header of its own, fresh from this parse, its repeated strings kept once as a row's are.
+        record = record_at(path, compact_header(kept_header(header)))
         records.append(record)
         if title is not None:
             titles[path] = TitleObservation(record.id, title=title[0], error=title[1])

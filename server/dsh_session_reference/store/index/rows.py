@@ -148,7 +148,7 @@ class Untrusted(Exception):
 
 KeptHeader = dict[str, Any]
 """A listed header as kept in memory: one dict, shared by the row and every record listed from it
-(:func:`header_dict`), a flat one's keys and cwd interned (:func:`compact_header`), since a big
+(:func:`header_dict`), a flat one's keys and repeated values interned (:func:`compact_header`), since a big
 root keeps one per log. Keeping the row's as a flat tuple beside each record's dict cost 120 bytes
 a session."""
 
@@ -414,13 +414,20 @@ def _nested(header: KeptHeader) -> bool:
     return any(type(value) in (dict, list) for value in header.values())
 
 
+_SHARED_VALUES: Final = frozenset({"cwd", "origin", "agentPreset"})
+"""Header keys whose string values repeat across a root's logs (a project's logs share a cwd,
+every subagent's ``origin`` is ``"subagent"``, a preset is one of a few): kept once for the whole
+root. An id or a parent's id is one a log, and interning it would only add a table entry."""
+
+
 def compact_header(header: dict[str, Any]) -> KeptHeader:
-    """``header`` as a row keeps it: a flat one with its keys and cwd interned (one string each for
-    the whole root, not one a log), one with nested values as it is."""
+    """``header`` as a row keeps it: a flat one with its keys and the values of
+    :data:`_SHARED_VALUES` interned (one string each for the whole root, not one a log: a parsed
+    ``"subagent"`` alone is 57 bytes), one with nested values as it is."""
     if _nested(header):
         return header
     return {
-        sys.intern(key): sys.intern(value) if key == "cwd" and type(value) is str else value
+        sys.intern(key): sys.intern(value) if key in _SHARED_VALUES and type(value) is str else value
         for key, value in header.items()
     }
 
