@@ -291,6 +291,31 @@ def test_a_verified_title_keeps_the_fingerprint_its_log_is_listed_at() -> None:
     assert kept.observation.title == "Verified" and kept.fp is fp
 
 
+def test_titles_observed_between_two_reads_of_the_board_share_one_version() -> None:
+    """A hint scanned behind a request, or a title verified, bumped the board's version: a new
+    ``int`` (32 bytes) kept with each of a big root's titles. What no reader told apart shares one
+    now, and a reader still sees every change after its read as newer than what it read."""
+    board = TitleBoard()
+    fp = Fingerprint(1, 2, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    for number in range(300):  # past the integers Python keeps one of each
+        board.provisional(f"log{number}", fp, TitleObservation(f"s{number}"))
+    seen = board.version
+    stamps = {id(entry.version) for entry in board.observed.values()}
+    assert len(stamps) == 1 and board.changed_since(0) == (seen, [f"log{n}" for n in range(300)])
+    board.observe("log0", fp, TitleObservation("s0", title="Verified"))
+    board.observe("log1", fp, TitleObservation("s1", title="Verified too"))
+    after, changed = board.changed_since(seen)
+    assert after > seen and changed == ["log0", "log1"]
+    assert board.observed["log0"].version is board.observed["log1"].version
+    board.observe("log2", fp, TitleObservation("s2", title="Later"))  # after that read: newer still
+    assert board.changed_since(after)[1] == ["log2"] and board.version > after
+    claimed = SessionRecord("c", 1, None, {}, "claimed")
+    board.claim({"claimed": (claimed, fp, TitleObservation("c", title="Claimed"))})
+    version = board.version
+    board.scanned(["claimed"], unproved=["claimed"])  # a withdrawn claim is a change too
+    assert board.version > version and "claimed" not in board.observed
+
+
 LISTED_SESSIONS = 3_000
 BYTES_PER_LISTED_SESSION = 1_400
 """What a cold root's first listing keeps per session in a live catalog (records, index rows,
