@@ -23,6 +23,7 @@ from lsprotocol import types
 
 from dsh_session_reference.assembly import open_live
 from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
+from dsh_session_reference.store import catalog
 from dsh_session_reference.store.index.rows import Fingerprint, entry_text, fp_parse, fp_text, parse_listing
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
@@ -325,17 +326,72 @@ objects in a tuple, 94 now), the header one dict shared by the row and the recor
 its own tuple of it), the usual listing entry two slots (its tuples were 136 bytes)."""
 
 
-def test_a_listed_session_costs_a_bounded_amount(tmp_path: Path) -> None:
-    root = tmp_path / "sessions"
-    for number in range(1, LISTED_SESSIONS + 1):
+def _titled_root(base: Path, count: int) -> Path:
+    """``count`` logs over seven projects, each with its title, still for long (trusted from the
+    index: ``RACY_NS``)."""
+    root = base / "sessions"
+    for number in range(1, count + 1):
         cwd = f"/home/dev/project-{number % 7}"
         path = Path(log_path(str(root), cwd, _session_id(number), "zstd"))
         path.parent.mkdir(parents=True)
         path.write_bytes(_log_bytes(_session_id(number), cwd, f"Title number {number} of the store"))
-    for log in root.rglob("*.zstd"):  # still for long: trusted from the index (``RACY_NS``)
-        os.utime(log, ns=(BASE_MS * 1_000_000, BASE_MS * 1_000_000))
+        os.utime(path, ns=(BASE_MS * 1_000_000, BASE_MS * 1_000_000))
+    return root
+
+
+def test_a_listed_session_costs_a_bounded_amount(tmp_path: Path) -> None:
+    root = _titled_root(tmp_path, LISTED_SESSIONS)
     per_session = _kept_by_listing(root, tmp_path / "index", [LISTED_SESSIONS]) / LISTED_SESSIONS
     assert per_session < BYTES_PER_LISTED_SESSION, f"{per_session:.0f} bytes a listed session"
+
+
+VERIFIED_SESSIONS = 2_000
+BYTES_PER_VERIFIED_TITLE = 360
+"""What a big root's title adds once a hint has shown it and a worker process has verified it: its
+board entry, the title itself and the index row's title. Before: 422 bytes here (the board's entry
+a named tuple, every hint and title a new version ``int``, the row a title entry of its own beside
+the board's observation); now 314 (an ``int``, the time the verifying read began, is the row's)."""
+
+
+def test_a_verified_title_costs_a_bounded_amount(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(catalog, "SYNC_VERIFY_BYTES", 0)  # served as a big root: hints, verified behind
+    # Not the listing left for the next server once the titles are verified: a passing document
+    # (test_keeping_a_big_listing_holds_its_document_once), not what each title keeps.
+    monkeypatch.setattr(catalog.SessionCatalog, "_keep_listing", lambda self, final=False: None)
+    root = _titled_root(tmp_path, VERIFIED_SESSIONS)
+    gc.collect()
+    tracemalloc.start()
+    source = IndexedSessionStore(str(root), index_dir=tmp_path / "index").start_catalog()
+    try:
+        records = source.list_sessions()
+        locations = [str(record.location) for record in records]
+        assert source.catalog is not None and len(records) == VERIFIED_SESSIONS
+        board = source.catalog.titles
+        gc.collect()
+        listed = tracemalloc.get_traced_memory()[0]
+        source.read_titles(records)  # the first ``@``: hints, each title then verified behind it
+
+        def verified() -> bool:
+            if board.pending() or board.busy() or board.to_scan:
+                return False
+            return all((row := source.row(location)) is not None and row.title_here for location in locations)
+
+        deadline = time.monotonic() + 120
+        while not verified():
+            assert time.monotonic() < deadline, "the titles were never verified"
+            time.sleep(0.1)
+        gc.collect()
+        per_title = (tracemalloc.get_traced_memory()[0] - listed) / VERIFIED_SESSIONS
+        for record in records:
+            number = int(record.id[-12:])
+            shown = board.observed[str(record.location)].observation
+            assert shown.title == f"Title number {number} of the store"
+            row = source.row(str(record.location))
+            assert row is not None and row.parsed_title is shown  # one observation, not two
+    finally:
+        source.close()
+        tracemalloc.stop()
+    assert per_title < BYTES_PER_VERIFIED_TITLE, f"{per_title:.0f} bytes a verified title"
 
 
 def test_a_listed_header_keeps_its_repeated_values_once(tmp_path: Path) -> None:
