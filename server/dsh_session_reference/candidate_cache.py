@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import operator
 import threading
-from collections.abc import Mapping
+from array import array
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,8 +32,42 @@ class _Kept:
     records: list[SessionRecord]
     version: int
     table: CandidateTable
-    positions: dict[str, int] | None = None
+    positions: _Positions | None = None
     """Each listed log's row, built the first time titles change under the table."""
+
+
+class _Positions:
+    """Each listed log's row in ``records``, by its location: an open-addressed table of row
+    numbers (plus one: 0 is a free slot) in one ``array``, at most half full, probed from the
+    location's hash and confirmed against the listing's own records. A dict of location to row
+    kept an entry and an ``int`` object a row, 48 bytes a session for as long as the table was
+    kept; this is 8 to 16."""
+
+    __slots__ = ("_mask", "_records", "_slots")
+
+    def __init__(self, records: Sequence[SessionRecord]) -> None:
+        size = 1 << (2 * len(records)).bit_length()
+        slots = array("i", bytes(4 * size))
+        mask = size - 1
+        for index, record in enumerate(records):
+            location = record.location
+            if not location:
+                continue
+            slot = hash(location) & mask
+            while (taken := slots[slot]) and records[taken - 1].location != location:
+                slot = (slot + 1) & mask
+            slots[slot] = index + 1  # a location listed twice: its last row, as a dict would keep
+        self._records, self._slots, self._mask = records, slots, mask
+
+    def get(self, location: str) -> int | None:
+        """The row of the log at ``location``, ``None`` if it is not listed."""
+        records, slots, mask = self._records, self._slots, self._mask
+        slot = hash(location) & mask
+        while taken := slots[slot]:
+            if records[taken - 1].location == location:
+                return taken - 1
+            slot = (slot + 1) & mask
+        return None
 
 
 class CandidateCache:
@@ -95,7 +130,7 @@ def _relabelled(kept: _Kept, version: int, changed: Mapping[str, TitleObservatio
         return _Kept(kept.records, version, kept.table, kept.positions)
     positions = kept.positions
     if positions is None:
-        positions = {record.location: index for index, record in enumerate(kept.records) if record.location}
+        positions = _Positions(kept.records)
     table = kept.table
     labels: dict[int, str] = {}
     for location, observation in changed.items():

@@ -1,7 +1,8 @@
 """The catalog's title board: each listed log's title as last observed, verified or hinted.
 
-A title enters only through :meth:`TitleBoard.observe`, which bumps a version, so a candidate
-table kept across requests asks what changed since it was labelled and relabels only those rows.
+A title enters only through :meth:`TitleBoard.observe`, which stamps it with a version newer than
+any a reader has seen, so a candidate table kept across requests asks what changed since it was
+labelled and relabels only those rows.
 Titles the index does not know yet are first shown from a byte scan (a hint, see
 :func:`.index.title_scan.scan_last_title`) and queued for a worker process to verify; a verified
 title replaces its hint, and a hint never replaces a verified title.
@@ -20,7 +21,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Container, Iterable
-from typing import Final, NamedTuple
+from typing import Final
 
 from ..cancellation import AbortSignal
 from ..display import shortened
@@ -34,15 +35,29 @@ LATER_HINT_BUDGET: Final = 0.05
 """The same for later requests: the background is scanning by then, and typing must stay responsive."""
 
 
-class Observed(NamedTuple):
-    """A title as observed at one fingerprint of its log, and the board version it made."""
+class Observed:
+    """A title as observed at one fingerprint of its log, and the board version it made.
 
-    fp: Fingerprint
-    observation: TitleObservation
-    version: int
-    claimed: bool = False
-    """Taken from the cache folder, not read here: shown until the log is scanned
-    (:meth:`TitleBoard.prove`)."""
+    ``claimed``: taken from the cache folder, not read here, and shown until the log is scanned
+    (:meth:`TitleBoard.prove`). A board keeps one a listed log: slotted, 64 bytes (a named tuple
+    of the four was 80)."""
+
+    __slots__ = ("claimed", "fp", "observation", "version")
+
+    def __init__(
+        self, fp: Fingerprint, observation: TitleObservation, version: int, claimed: bool = False
+    ) -> None:
+        self.fp = fp
+        self.observation = observation
+        self.version = version
+        self.claimed = claimed
+
+    def proved(self) -> Observed:
+        """This observation, read here now (no longer a claim): the same label, the same version."""
+        return Observed(self.fp, self.observation, self.version)
+
+    def __repr__(self) -> str:
+        return f"Observed({self.fp!r}, {self.observation!r}, {self.version}, claimed={self.claimed})"
 
 
 class TitleBoard:
@@ -52,8 +67,10 @@ class TitleBoard:
         self._lock = threading.Lock()
         self.observed: dict[str, Observed] = {}
         """Each log's title as last observed, with the :attr:`version` that observation made."""
-        self.version = 0
-        """Bumped on every change to :attr:`observed`."""
+        self._version = 0
+        self._seen = True
+        """:attr:`version` may have been read since it was last bumped (as a reader may take the
+        first, 0, for granted): the next change bumps it again."""
         self._hinted = False
         self.queued: dict[str, SessionRecord] = {}
         """Listed logs whose titles a worker process is to verify, in the order requests left them."""
@@ -76,6 +93,22 @@ class TitleBoard:
 
     # --- observations -----------------------------------------------------------------------------
 
+    @property
+    def version(self) -> int:
+        """The version of :attr:`observed`: every change after this read is stamped with a newer one."""
+        with self._lock:
+            self._seen = True
+            return self._version
+
+    def _stamp(self) -> int:
+        """The version a change made now is stamped with: a new one when the current one has been
+        read (:attr:`version`, :meth:`changed_since`), else the current one again. Changes no reader
+        told apart share one version, one ``int`` object: a stamp each was 32 bytes a listed log."""
+        if self._seen:
+            self._version += 1
+            self._seen = False
+        return self._version
+
     def current(self, location: str, fp: Fingerprint) -> TitleObservation | None:
         """The observation of the log at ``location`` if it was made at ``fp``."""
         entry = self.observed.get(location)
@@ -96,8 +129,7 @@ class TitleBoard:
         that; those in ``hinted`` were hints where they were made, and are verified after. A
         title read here at the same fingerprint is kept instead."""
         with self._lock:
-            self.version += 1
-            version = self.version
+            version = self._stamp()
             for location, (record, fp, observation) in claims.items():
                 entry = self.observed.get(location)
                 if entry is not None and entry.fp == fp and not entry.claimed:
@@ -127,7 +159,7 @@ class TitleBoard:
             else:
                 agree = claimed.error is None and claimed.title == scanned
             if agree:
-                self.observed[location] = entry._replace(claimed=False)  # the same label: no new version
+                self.observed[location] = entry.proved()  # the same label: no new version
                 return was_hint  # a hint proved by a scan is still a hint: verified next
             if claimed.error is None:
                 self._observe(location, fp, TitleObservation(claimed.session_id, title=scanned))
@@ -147,13 +179,12 @@ class TitleBoard:
         if entry is not None and entry.fp == fp:
             if entry.observation == observation:
                 if entry.claimed:  # read here: the claim is the observation now
-                    self.observed[location] = entry._replace(claimed=False)
+                    self.observed[location] = entry.proved()
                 return  # a verified title that confirms its hint changes no label
             # The fingerprint this log is listed at, not an equal copy a worker sent back: at
             # 200,000 sessions the copies were 50 MB.
             fp = entry.fp
-        self.version += 1
-        self.observed[location] = Observed(fp, observation, self.version)
+        self.observed[location] = Observed(fp, observation, self._stamp())
 
     def keep_only(self, listed: Container[str]) -> None:
         """Forget the logs a new listing no longer lists (deleted, moved): what the board holds is
@@ -169,8 +200,9 @@ class TitleBoard:
     def changed_since(self, version: int) -> tuple[int, list[str]]:
         """The current version and every log observed after ``version``."""
         with self._lock:
+            self._seen = True
             changed = [location for location, entry in self.observed.items() if entry.version > version]
-            return self.version, changed
+            return self._version, changed
 
     # --- hints ------------------------------------------------------------------------------------
 
@@ -292,6 +324,6 @@ class TitleBoard:
                 location for location in unproved if (entry := self.observed.get(location)) and entry.claimed
             ]
             if withdrawn:
-                self.version += 1
+                self._stamp()
                 for location in withdrawn:
                     del self.observed[location]

@@ -54,6 +54,9 @@ PRUNE_ROWS: Final = 10_000
 """Rows removed per transaction when rows never loaded go from the file (:meth:`IndexDatabase.keep_only`)."""
 LISTING_CHUNK: Final = 1 << 20
 """Bytes of the kept listing read at a time: it is parsed a line at a time as it arrives."""
+HELD_LISTING_LEVEL: Final = 1
+"""The zlib level the pieces of a listing being written are held at (one pass of ``deflate``, the
+GIL let go, at about 50 MB/s: a fifth of the document's size)."""
 
 
 def _checked_pieces(blob: sqlite3.Blob, crc: int) -> Iterator[bytes]:
@@ -331,21 +334,34 @@ class IndexDatabase:
             with blob:
                 yield _checked_pieces(blob, found[0])
 
-    def write_listing(self, pieces: list[bytes]) -> None:
-        """Keep the document ``pieces`` spell (:func:`.kept.listing_pieces`), each piece let go as
-        it is written: never joined, so the document is never held twice."""
+    def write_listing(self, pieces: Iterable[bytes]) -> None:
+        """Keep the document ``pieces`` spell (:func:`.kept.listing_pieces`), or none once it is
+        longer than :data:`MAX_LISTING_BYTES` (:meth:`kept_listing` would never read it back).
+
+        The pieces are made before the index is held (the blob's size comes first), and held
+        meanwhile compressed (:data:`HELD_LISTING_LEVEL`), each let go as it is written: at
+        200,000 sessions the document, about 75 MB held at once, jumped a server's memory as its
+        titles were verified. A piece that cannot be made (``ValueError``) leaves the index as it was.
+        """
+        held: list[bytes] = []
         size = crc = 0
         for piece in pieces:
             size += len(piece)
+            if size > MAX_LISTING_BYTES:
+                held.clear()
+                with self._transaction("drop the listing") as conn:
+                    conn.execute("DELETE FROM listing WHERE id = 0")  # the one kept before is stale
+                return
             crc = zlib.crc32(piece, crc)
+            held.append(zlib.compress(piece, HELD_LISTING_LEVEL))
         with self._transaction("write the listing") as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO listing(id, body, crc) VALUES (0, zeroblob(?), ?)", (size, crc)
             )
             with conn.blobopen("listing", "body", 0) as blob:
-                for at, piece in enumerate(pieces):
-                    blob.write(piece)
-                    pieces[at] = b""
+                for at, piece in enumerate(held):
+                    blob.write(zlib.decompress(piece))
+                    held[at] = b""
 
     @contextlib.contextmanager
     def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:

@@ -20,7 +20,14 @@ from typing import Final, NamedTuple
 from ...model import SessionRecord, TitleObservation, kept_header
 from ..layout import is_walk_relative
 from ..listing import record_at
-from .rows import Fingerprint, Untrusted, non_negative_safe, regular_fingerprint, too_many_missing
+from .rows import (
+    Fingerprint,
+    Untrusted,
+    compact_header,
+    non_negative_safe,
+    regular_fingerprint,
+    too_many_missing,
+)
 
 
 class StoredListing(NamedTuple):
@@ -67,16 +74,18 @@ def listing_pieces(
     walked: dict[str, Fingerprint],
     titles: Iterable[KeptTitle | None],
     directories: int,
-) -> list[bytes]:
+) -> Iterator[bytes]:
     """``records`` (a walk's listing of ``root``, its logs at ``walked``, ``directories`` listed)
     with the titles known for them (``None`` where unknown; one per record, taken as each entry is
     made; a hint is marked so) as one document for :func:`kept_listing`, encoded in pieces of
     :data:`PIECE_LINES` lines: a line of its own per entry, so it is read back one bounded line at
-    a time; paths are kept relative to the root. ``ValueError`` for a header JSON cannot spell (Infinity).
+    a time; paths are kept relative to the root. ``ValueError`` (as the piece is made) for a
+    header JSON cannot spell (Infinity).
 
-    In pieces, so the document is held once, as bytes: at 200,000 sessions its lines, their join,
-    the join's copy with the last line break and the encoded copy were about 250 MB at once, the
-    peak of a cold root's first listing."""
+    In pieces, each made as it is taken, so what holds the document is the writer's choice
+    (:meth:`.database.IndexDatabase.write_listing`): at 200,000 sessions its lines, their join, the
+    join's copy with the last line break and the encoded copy were about 250 MB at once, the peak
+    of a cold root's first listing."""
     prefix = os.path.join(root, "")
     head = json.dumps({"v": LISTING_VERSION, "d": directories}, separators=(",", ":"))
     entries = (
@@ -94,12 +103,10 @@ def listing_pieces(
         for record, title in zip(records, titles, strict=True)
         if record.location is not None and record.location in walked and record.location.startswith(prefix)
     )
-    pieces = []
     lines = itertools.chain([head], entries)
     while piece := list(itertools.islice(lines, PIECE_LINES)):
         piece.append("")  # each line ends with a line break
-        pieces.append("\n".join(piece).encode("ascii"))  # ASCII JSON (ensure_ascii)
-    return pieces
+        yield "\n".join(piece).encode("ascii")  # ASCII JSON (ensure_ascii)
 
 
 def kept_listing(chunks: Iterable[bytes], root: str) -> StoredListing | None:
@@ -199,7 +206,8 @@ def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
                 return None
             continue
         walked[path] = Fingerprint(*fp)
-        record = record_at(path, kept_header(header))  # a header of its own, fresh from this parse
+        # A header of its own, fresh from this parse, its repeated strings kept once as a row's are.
+        record = record_at(path, compact_header(kept_header(header)))
         records.append(record)
         if title is not None:
             titles[path] = TitleObservation(record.id, title=title[0], error=title[1])

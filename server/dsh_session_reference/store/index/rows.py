@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Generic, NamedTuple, TypeVar
 
-from ...model import kept_header
+from ...model import TitleObservation, kept_header
 from ..jsvalue import MAX_SAFE_INTEGER
 from ..layout import LOG_NAMES, Compression
 from ..listing import Misnamed
@@ -148,7 +148,7 @@ class Untrusted(Exception):
 
 KeptHeader = dict[str, Any]
 """A listed header as kept in memory: one dict, shared by the row and every record listed from it
-(:func:`header_dict`), a flat one's keys and cwd interned (:func:`compact_header`), since a big
+(:func:`header_dict`), a flat one's keys and repeated values interned (:func:`compact_header`), since a big
 root keeps one per log. Keeping the row's as a flat tuple beside each record's dict cost 120 bytes
 a session."""
 
@@ -207,6 +207,19 @@ class TitleEntry:
     error: str | None
 
 
+ParsedTitle = TitleEntry | TitleObservation
+"""A row's title entry as kept: a :class:`~...model.TitleObservation` is the entry of the header
+the row's listing entry holds (key :data:`LISTED`), and is the very observation the title board
+shows for the log, shared (a :class:`TitleEntry` made beside it was 64 bytes a verified log)."""
+
+
+def title_entry(value: ParsedTitle) -> TitleEntry:
+    """``value`` as the title entry it stands for."""
+    if isinstance(value, TitleEntry):
+        return value
+    return TitleEntry(value.session_id, LISTED, value.title, value.error)
+
+
 _UNPARSED: Final[Any] = object()
 PARSED: Final = ""
 """:attr:`IndexRow.listing` (or :attr:`~IndexRow.title`) once its entry is parsed: the text is made
@@ -230,7 +243,7 @@ class IndexRow:
     title: str | None = None
     title_ns: int = 0
     parsed_listing: ListingEntry | None = field(default=_UNPARSED, compare=False, repr=False)
-    parsed_title: TitleEntry | None = field(default=_UNPARSED, compare=False, repr=False)
+    parsed_title: ParsedTitle | None = field(default=_UNPARSED, compare=False, repr=False)
     title_here: bool = field(default=False, compare=False)
     """The title entry was read by this process (not loaded from the file, which anyone who can
     write the cache folder can forge, checksum and all): the language server counts a title it
@@ -274,7 +287,8 @@ class IndexRow:
             return None
         return header_text(header)
 
-    def title_value(self, fp: Fingerprint) -> TitleEntry | None:
+    def title_value(self, fp: Fingerprint) -> ParsedTitle | None:
+        """The title entry, if fresh at ``fp`` (:func:`title_entry` says which it stands for)."""
         if self.title is None or not self.fresh(fp, self.title_ns):
             return None
         self.parse_title()
@@ -291,8 +305,8 @@ class IndexRow:
     def title_text(self) -> str | None:
         """The title entry as stored in the file (made again from the parsed entry)."""
         entry = self.parsed_title
-        if self.title == PARSED and isinstance(entry, TitleEntry):
-            return title_entry_text(entry)
+        if self.title == PARSED and entry is not None and entry is not _UNPARSED:
+            return title_entry_text(title_entry(entry))
         return self.title
 
 
@@ -414,13 +428,20 @@ def _nested(header: KeptHeader) -> bool:
     return any(type(value) in (dict, list) for value in header.values())
 
 
+_SHARED_VALUES: Final = frozenset({"cwd", "origin", "agentPreset"})
+"""Header keys whose string values repeat across a root's logs (a project's logs share a cwd,
+every subagent's ``origin`` is ``"subagent"``, a preset is one of a few): kept once for the whole
+root. An id or a parent's id is one a log, and interning it would only add a table entry."""
+
+
 def compact_header(header: dict[str, Any]) -> KeptHeader:
-    """``header`` as a row keeps it: a flat one with its keys and cwd interned (one string each for
-    the whole root, not one a log), one with nested values as it is."""
+    """``header`` as a row keeps it: a flat one with its keys and the values of
+    :data:`_SHARED_VALUES` interned (one string each for the whole root, not one a log: a parsed
+    ``"subagent"`` alone is 57 bytes), one with nested values as it is."""
     if _nested(header):
         return header
     return {
-        sys.intern(key): sys.intern(value) if key == "cwd" and type(value) is str else value
+        sys.intern(key): sys.intern(value) if key in _SHARED_VALUES and type(value) is str else value
         for key, value in header.items()
     }
 
@@ -450,7 +471,7 @@ def title_entry_text(entry: TitleEntry) -> str:
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
 
 
-def _parse_title(text: str) -> TitleEntry | None:
+def _parse_title(text: str) -> ParsedTitle | None:
     value = _json_object(text)
     if (
         value is None
@@ -460,7 +481,12 @@ def _parse_title(text: str) -> TitleEntry | None:
         or not (value.get("e") is None or isinstance(value.get("e"), str))
     ):
         return None
-    return TitleEntry(value["i"], value["h"], value.get("t"), value.get("e"))
+    entry = TitleEntry(value["i"], value["h"], value.get("t"), value.get("e"))
+    if entry.key == LISTED:  # kept as the observation a lookup gives (and the board then keeps)
+        observation = TitleObservation(entry.id, entry.title, entry.error)
+        if title_entry(observation) == entry:  # not a title past what an observation keeps
+            return observation
+    return entry
 
 
 # --- reading logs without replaying them ---------------------------------------------------------

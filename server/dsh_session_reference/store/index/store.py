@@ -231,10 +231,9 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
 
         titles = map(title, records)
         try:
-            pieces = listing_pieces(self.root, records, walked, titles, directories)
+            self._database().write_listing(listing_pieces(self.root, records, walked, titles, directories))
         except ValueError:
             return  # a header number JSON cannot spell: the rows still answer
-        self._database().write_listing(pieces)
 
     def read_titles(
         self, records: Sequence[SessionRecord], stop: AbortSignal | None = None

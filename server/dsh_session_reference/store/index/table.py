@@ -21,7 +21,17 @@ from ...model import SessionRecord, TitleObservation
 from ..layout import is_within
 from .database import IndexDatabase, default_index_dir, index_file, tidy_once
 from .records import Verified
-from .rows import LISTED, PARSED, Fingerprint, IndexRow, ListingEntry, TitleEntry, header_text
+from .rows import (
+    LISTED,
+    PARSED,
+    Fingerprint,
+    IndexRow,
+    ListingEntry,
+    ParsedTitle,
+    TitleEntry,
+    header_text,
+    title_entry,
+)
 
 LOG = logging.getLogger("dsh_session_reference.index")
 
@@ -224,7 +234,8 @@ class RowTable:
         row = None if path is None else self.row(path)
         if path is None or row is None:
             return None
-        value = row.title_value(fp)
+        kept = row.title_value(fp)
+        value = None if kept is None else title_entry(kept)
         if value is None or value.id != record.id:
             return None
         if value.key == LISTED:
@@ -235,6 +246,8 @@ class RowTable:
                 return None
         elif value.key != (row.listed_key(fp, path) if key is None else key):
             return None
+        if isinstance(kept, TitleObservation) and (kept.title is None or kept.error is None):
+            return kept  # the board's own observation, which the row shares
         if value.error is not None:
             return TitleObservation(record.id, error=value.error)
         return TitleObservation(record.id, title=value.title)
@@ -256,8 +269,16 @@ class RowTable:
             kept = self._row_at(path, fp)
             listed = kept.listed_key(fp, path)
             # A title read for the very header this row's listing holds (the usual case) says so,
-            # so a lookup for a listed record needs no header serialised.
-            stored = LISTED if listed == key else key
-            entry = TitleEntry(record.id, stored, observation.title, observation.error)
+            # so a lookup for a listed record needs no header serialised; the row then keeps the
+            # observation itself, which the title board keeps too.
+            entry: ParsedTitle
+            if listed == key and observation.session_id == record.id:
+                entry = observation
+                if observation.session_id is not record.id:  # the record's id, not an equal copy
+                    entry = TitleObservation(record.id, observation.title, observation.error)
+            else:
+                entry = TitleEntry(
+                    record.id, LISTED if listed == key else key, observation.title, observation.error
+                )
             row = replace(kept, title=PARSED, title_ns=started_ns, parsed_title=entry, title_here=True)
             self._set(path, row)
