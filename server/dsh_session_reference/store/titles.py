@@ -278,9 +278,11 @@ class TitleBoard:
                     self.queued.setdefault(location, record)
 
     def pending(self) -> int:
-        """Titles queued or being verified."""
+        """Titles queued or being verified, and claimed titles not scanned yet: at 200,000
+        sessions over the index a server left, every title is a claim to scan, work a person
+        waits on (a claim may be a forged title on show) and the progress says so."""
         with self._lock:
-            return len(self.queued) + len(self.in_flight)
+            return len(self.queued) + len(self.in_flight) + len(self.to_prove) + len(self.proving)
 
     def take(self, batch: list[SessionRecord]) -> None:
         """``batch`` (from :attr:`queued`) goes to a worker process."""
