@@ -17,6 +17,7 @@ import pickle
 import threading
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -273,6 +274,18 @@ async def test_a_storm_of_cancelled_requests_does_not_hold_up_the_next_at(
 KEPT_LISTING_SESSIONS = 20_000
 
 
+def _traced_peak(call: Callable[[], object]) -> int:
+    """The most bytes ``call()`` held at once beyond what was held before it (``tracemalloc``)."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        call()
+        return tracemalloc.get_traced_memory()[1] - before
+    finally:
+        tracemalloc.stop()
+
+
 def test_keeping_a_big_listing_holds_its_document_once(tmp_path: Path) -> None:
     """The listing a server leaves for the next one (one JSON line a session) was made as its lines,
     their join, a copy of the join with the last line break and an encoded copy, all at once: a
@@ -292,14 +305,7 @@ def test_keeping_a_big_listing_holds_its_document_once(tmp_path: Path) -> None:
         walked[location] = Fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
     try:
         index.keep_whole_listing(records, walked, KEPT_LISTING_SESSIONS)  # the index file made
-        gc.collect()
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
-            index.keep_whole_listing(records, walked, KEPT_LISTING_SESSIONS)
-            peak = tracemalloc.get_traced_memory()[1] - before
-        finally:
-            tracemalloc.stop()
+        peak = _traced_peak(lambda: index.keep_whole_listing(records, walked, KEPT_LISTING_SESSIONS))
         with index._database().kept_listing() as pieces:
             assert pieces is not None
             document = sum(len(piece) for piece in pieces)
@@ -335,14 +341,7 @@ def test_a_listing_too_big_to_be_read_back_is_not_kept(
         with index._database().kept_listing() as pieces:
             assert pieces is not None and len(b"".join(pieces)) < 4_000
         monkeypatch.setattr(database, "MAX_LISTING_BYTES", 64_000)  # the whole: about 3 MB
-        gc.collect()
-        tracemalloc.start()
-        try:
-            before = tracemalloc.get_traced_memory()[0]
-            index.keep_whole_listing(records, walked, KEPT_LISTING_SESSIONS)
-            peak = tracemalloc.get_traced_memory()[1] - before
-        finally:
-            tracemalloc.stop()
+        peak = _traced_peak(lambda: index.keep_whole_listing(records, walked, KEPT_LISTING_SESSIONS))
         with index._database().kept_listing() as pieces:
             assert pieces is None
     finally:

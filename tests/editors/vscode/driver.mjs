@@ -1509,6 +1509,16 @@ async function reloadedPreview(page, promptEditor) {
   });
 }
 
+/** Opens the workspace file `name` through Quick Open (Ctrl+P), as a user does. */
+async function quickOpen(page, name) {
+  await page.keyboard.press('Control+p');
+  const input = page.locator('.quick-input-widget input');
+  await input.waitFor({ state: 'visible' });
+  await input.fill(name);
+  await page.locator('.quick-input-widget .monaco-list-row', { hasText: name }).first().waitFor();
+  await page.keyboard.press('Enter');
+}
+
 /**
  * A second prompt is previewed, then closed (its preview says it shows the file as saved), then
  * deleted (its preview says the prompt is gone, above the last text it had).
@@ -1516,12 +1526,7 @@ async function reloadedPreview(page, promptEditor) {
 async function promptGone(page) {
   await step('prompt-gone', page, async () => {
     const name = path.basename(spec.gonePrompt);
-    await page.keyboard.press('Control+p');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(name);
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: name }).first().waitFor();
-    await page.keyboard.press('Enter');
+    await quickOpen(page, name);
     const promptTab = page.locator(`.tab[data-resource-name="${name}"]`).first();
     await promptTab.waitFor();
     const goneEditor = page.locator('.editor-group-container', { has: page.locator('.tab.active', { hasText: name }) }).locator('.monaco-editor').first();
@@ -1847,12 +1852,7 @@ async function startAndRows(page, promptEditor) {
     await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
     await page.waitForTimeout(SETTLE_MS);
     const name = path.basename(spec.prompt);
-    await page.keyboard.press('Control+p');
-    const input = page.locator('.quick-input-widget input');
-    await input.waitFor({ state: 'visible' });
-    await input.fill(name);
-    await page.locator('.quick-input-widget .monaco-list-row', { hasText: name }).first().waitFor();
-    await page.keyboard.press('Enter');
+    await quickOpen(page, name);
     await promptEditor.locator('.view-lines').waitFor({ timeout: STEP_TIMEOUT });
     return watchFirstAt(page, promptEditor, 'open-at', { settled: false });
   });
