@@ -274,6 +274,21 @@ async def test_a_storm_of_cancelled_requests_does_not_hold_up_the_next_at(
 KEPT_LISTING_SESSIONS = 20_000
 
 
+def _listed(
+    root: Path, count: int, cwd: Callable[[int], str]
+) -> tuple[list[SessionRecord], dict[str, Fingerprint]]:
+    """``count`` records of sessions under ``root`` (session ``n`` in folder ``cwd(n)``, newest
+    first) and their logs' fingerprints, as a walk lists them; no log is written."""
+    records, walked = [], {}
+    for number in range(count):
+        session_id, folder = _session_id(number), cwd(number)
+        location = log_path(str(root), folder, session_id, "zstd")
+        header = {"id": session_id, "createdAt": BASE_MS - number, "cwd": folder}
+        records.append(SessionRecord(session_id, BASE_MS - number, folder, header, location))
+        walked[location] = Fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    return records, walked
+
+
 def _traced_peak(call: Callable[[], object]) -> int:
     """The most bytes ``call()`` held at once beyond what was held before it (``tracemalloc``)."""
     gc.collect()
@@ -296,13 +311,7 @@ def test_keeping_a_big_listing_holds_its_document_once(tmp_path: Path) -> None:
     root = tmp_path / "sessions"
     root.mkdir()
     index = IndexedSessionStore(str(root), index_dir=tmp_path / "index", autoflush=False)
-    records, walked = [], {}
-    for number in range(KEPT_LISTING_SESSIONS):
-        session_id = _session_id(number)
-        location = log_path(str(root), f"/home/dev/project-{number % 40}", session_id, "zstd")
-        header = {"id": session_id, "createdAt": BASE_MS - number, "cwd": f"/home/dev/project-{number % 40}"}
-        records.append(SessionRecord(session_id, BASE_MS - number, header["cwd"], header, location))
-        walked[location] = Fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    records, walked = _listed(root, KEPT_LISTING_SESSIONS, lambda number: f"/home/dev/project-{number % 40}")
     try:
         index.keep_whole_listing(records, walked, KEPT_LISTING_SESSIONS)  # the index file made
         peak = _traced_peak(lambda: index.keep_whole_listing(records, walked, KEPT_LISTING_SESSIONS))
@@ -328,14 +337,7 @@ def test_a_listing_too_big_to_be_read_back_is_not_kept(
     root = tmp_path / "sessions"
     root.mkdir()
     index = IndexedSessionStore(str(root), index_dir=tmp_path / "index", autoflush=False)
-    records, walked = [], {}
-    for number in range(KEPT_LISTING_SESSIONS):
-        session_id = _session_id(number)
-        location = log_path(str(root), "/home/dev/shop", session_id, "zstd")
-        records.append(
-            SessionRecord(session_id, BASE_MS - number, "/home/dev/shop", {"id": session_id}, location)
-        )
-        walked[location] = Fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    records, walked = _listed(root, KEPT_LISTING_SESSIONS, lambda number: "/home/dev/shop")
     try:
         index.keep_whole_listing(records[:10], walked, 10)
         with index._database().kept_listing() as pieces:
