@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from lsp_harness import lsp_session, server_pid
 from lsp_support import Session, Spec, write_store
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -26,7 +27,6 @@ from pygls.protocol import default_converter
 from dsh_session_reference.uri import encode_session_reference_uri
 
 from .audit import audited_env, audited_server_command, run_audited, vm_kb
-from .lsp_harness import lsp_session, server_pid
 from .probed_server import BLOCK, COMMAND, STATS
 
 T = TypeVar("T")

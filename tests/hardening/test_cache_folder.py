@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session, server_pid
 from lsp_support import Session, Spec, default_specs, write_store
 
 from dsh_session_reference.sample import SAMPLE_SESSION_IDS, write_sample_store
@@ -34,7 +35,6 @@ from dsh_session_reference.store.index.database import LOCK_SUFFIX, ROOT_SUFFIX,
 from dsh_session_reference.store.index.rows import key_path, row_crc
 
 from .audit import CACHE_NAMES, audited_server_command, cache_dir, run_audited, vm_kb
-from .lsp_harness import lsp_session, server_pid
 from .test_read_only import tree_state
 
 NAMES = CACHE_NAMES

@@ -14,13 +14,13 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session
 from lsp_support import default_specs, write_store
 from lsprotocol import types
 
 from dsh_session_reference.lsp.commands import CANDIDATES_COMMAND
 
 from .audit import audited_env
-from .lsp_harness import lsp_session
 from .probed_server import COMMAND, GATE, STATS
 
 STORM = 100

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session
 
 from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.errors import SessionReferenceError
@@ -34,7 +35,6 @@ from store.logbuild import frame, header, lines, one_turn, put
 
 from .audit import audited_env, audited_server_command, run_audited
 from .conftest import scaled
-from .lsp_harness import lsp_session
 
 TURN_LINES = 6
 

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session, server_pid
 from lsprotocol import types
 
 from dsh_session_reference.analysis import READ_FAILED as READ_FAILED_CODE
@@ -27,7 +28,6 @@ from dsh_session_reference.uri import format_session_reference_mention
 
 from .audit import Audit, Run, audited_env, audited_server_command, is_under, run_audited, vm_kb
 from .corpus import CASES, SECRET, Case, Ok, build_root, outside_dir
-from .lsp_harness import lsp_session, server_pid
 
 PEAK_LIMIT_KB = 200 * 1024
 """Peak RSS any face may reach on this corpus (Python itself is ~25 MB; a line is capped at 32 MiB)."""

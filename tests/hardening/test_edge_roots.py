@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session, server_pid
 from lsp_support import default_specs, wait_until, write_store
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -28,7 +29,6 @@ from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import header, lines, one_turn, put, title
 
 from .audit import Audit, audited_env, audited_server_command, run_audited, unprivileged, vm_kb
-from .lsp_harness import lsp_session, server_pid
 
 NOT_FOUND = "SESSION_QUERY_SESSION_NOT_FOUND"
 PERSISTENCE = "SESSION_QUERY_PERSISTENCE_FAILED"

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsp_harness import lsp_session
 from lsp_support import default_specs, write_store
 from lsprotocol import types
 
@@ -23,7 +24,6 @@ from dsh_session_reference.lsp import demo
 from dsh_session_reference.lsp.completion import LISTING_DATA, LISTING_LABEL, only_listing
 
 from .audit import audited_env
-from .lsp_harness import lsp_session
 from .probed_server import GATE, STATS
 from .test_server_faults import COMMAND
 

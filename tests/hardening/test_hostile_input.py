@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session, server_pid
 from lsprotocol import types
 
 from dsh_session_reference.analysis import TOO_MANY_REFERENCES, UNKNOWN_SESSION
@@ -47,7 +48,6 @@ from .audit import (
     vm_kb,
 )
 from .corpus import SECRET
-from .lsp_harness import lsp_session, server_pid
 
 CONTROLS = "".join(chr(c) for c in [*range(0x20), 0x7F, *range(0x80, 0xA0)])
 BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"

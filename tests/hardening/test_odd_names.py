@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session
 
 from dsh_session_reference.store.index.database import IndexDatabase
 from dsh_session_reference.store.index.rows import Fingerprint, IndexRow, fingerprint_of
@@ -22,7 +23,6 @@ from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import header, lines, one_turn, put, title
 
 from .audit import audited_env, audited_server_command, run_audited
-from .lsp_harness import lsp_session
 
 HEALTHY = ("alpha", "beta")
 

@@ -12,6 +12,7 @@ import ntpath
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session
 from lsp_support import Spec, wait_until, write_store
 from lsprotocol import types
 
@@ -29,7 +30,6 @@ from dsh_session_reference.uri import format_session_reference_mention
 from dsh_session_reference.yaml_subset import parse_yaml
 
 from .audit import audited_env, audited_server_command
-from .lsp_harness import lsp_session
 from .test_framing import frame
 from .test_framing import server as framing_server
 

@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session
 from lsprotocol import types
 
 from dsh_session_reference.resolver import AgentRef, SessionReferenceResolver
@@ -49,7 +50,6 @@ from .audit import (
     run_audited,
 )
 from .corpus import CASES, outside_dir
-from .lsp_harness import lsp_session
 
 Snapshot = dict[str, tuple[object, ...]]
 OLD = 1_000_000_000_000_000_000  # 2001-09-09, in ns: any write would move an mtime off it

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session
 from lsprotocol import types
 
 from dsh_session_reference.assembly import open_live
@@ -37,7 +38,6 @@ from dsh_session_reference.store.titles import TitleBoard
 from dsh_session_reference.store.writer import SessionLog, encode_log
 
 from .audit import audited_env, audited_server_command
-from .lsp_harness import lsp_session
 
 SKIPPED_LOGS = 20_000
 BYTES_PER_SKIPPED_LOG = 1_500

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsp_harness import lsp_session
 from lsp_support import Session, Spec, default_specs, write_store
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcMethodNotFound
@@ -33,7 +34,6 @@ from dsh_session_reference.uri import (
 
 from .audit import audited_env
 from .conftest import LONG, scaled
-from .lsp_harness import lsp_session
 from .probed_server import COMMAND, STATS
 
 SETTLED_TASKS = 5

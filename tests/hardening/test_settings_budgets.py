@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session
 from lsp_support import Spec, wait_until, write_store
 from lsprotocol import types
 
@@ -26,7 +27,6 @@ from dsh_session_reference.config import BUDGET_BOUNDS
 from dsh_session_reference.uri import format_session_reference_mention
 
 from .audit import audited_env, audited_server_command
-from .lsp_harness import lsp_session
 
 HUGE = 2**53 - 1
 MANIFEST = Path(__file__).parents[2] / "vscode-client" / "package.json"

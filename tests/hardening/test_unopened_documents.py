@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session, server_pid
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
@@ -22,7 +23,6 @@ from dsh_session_reference.sample import write_sample_store
 from dsh_session_reference.uri import format_session_reference_mention
 
 from .audit import audited_env, audited_server_command, vm_kb
-from .lsp_harness import lsp_session, server_pid
 
 PREVIEW = "dshSessionReference.preview"
 

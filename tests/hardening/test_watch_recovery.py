@@ -24,12 +24,12 @@ import sys
 import time
 from pathlib import Path
 
+from lsp_harness import lsp_session, server_pid
 from lsp_support import Session, Spec, append_turn, default_specs, wait_until, write_store
 
 from dsh_session_reference.uri import format_session_reference_mention
 
 from .audit import vm_kb
-from .lsp_harness import lsp_session, server_pid
 
 
 def in_own_user_namespace(command: list[str]) -> list[str]:

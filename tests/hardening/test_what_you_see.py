@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session
 from lsprotocol import types
 
 from dsh_session_reference.display import UNSEEN
@@ -22,7 +23,6 @@ from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import header, lines, one_turn, put, title
 
 from .audit import audited_env, audited_server_command
-from .lsp_harness import lsp_session
 
 SECRETS = "Customer export (secrets)"
 HARMLESS = "Harmless refactor"

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session
 from lsp_support import Spec, write_store
 from lsprotocol import types
 
@@ -30,7 +31,6 @@ from dsh_session_reference.sample import SAMPLE_SESSION_IDS
 from dsh_session_reference.uri import format_session_reference_mention
 
 from .audit import audited_env, audited_server_command, run_audited
-from .lsp_harness import lsp_session
 
 PLAIN_ID = "plain-session"
 ZSTD_ID = "zstd-session"

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from lsp_harness import lsp_session
 
 from dsh_session_reference.store.index.store import APART_READ_BYTES
 from dsh_session_reference.store.workers import worker_command, worker_environment
@@ -24,7 +25,6 @@ from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import put
 
 from .audit import STDLIB_PLANTS, Audit, audited_env, console_script, plant, run_audited
-from .lsp_harness import lsp_session
 from .test_changing_logs import big_log
 
 

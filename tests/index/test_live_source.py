@@ -732,6 +732,22 @@ def test_a_claimed_title_counts_only_once_a_scan_of_its_log_agrees() -> None:
     assert board.current("changing", fp) is None and not board.busy()  # withdrawn, to be asked again
 
 
+def test_claimed_titles_not_scanned_yet_count_as_background_work() -> None:
+    """Over the index a server left, every title is a claim to scan (a claim may be a forged title
+    on show): that is work a person waits on, so the progress shows it and the listing is kept
+    only once it is done, as for titles being verified."""
+    board = TitleBoard()
+    fp = Fingerprint(1, 2, 3, 4, 5)
+    record = SessionRecord("s", 1, None, {"id": "s", "createdAt": 1}, "log")
+    board.claim({"log": (record, fp, TitleObservation("s", title="Claimed"))})
+    assert board.pending() == 1
+    assert board.to_scan_claims(10) == [(record, fp)]
+    assert board.pending() == 1  # in a worker's hands
+    assert not board.prove("log", fp, "Claimed")
+    board.scanned(["log"])
+    assert board.pending() == 0
+
+
 def test_hints_left_to_scan_are_scanned_in_the_order_they_came_skipping_forgotten_logs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -15,11 +15,9 @@ import os
 import sys
 from pathlib import Path
 
-from lsp_support import NO_DSH_HOME, TARGET_ID, default_specs, initialize_params, start, write_store
+from lsp_harness import lsp_session
+from lsp_support import NO_DSH_HOME, TARGET_ID, default_specs, write_store
 from lsprotocol import types
-from pytest_lsp import make_test_lsp_client
-
-VSCODE = "visual-studio-code@1.139"
 
 NOT_AT_START = (
     "http.client",  # the HTTP client: a send to dsh web only
@@ -62,26 +60,15 @@ async def test_initialize_and_the_first_completion_import_no_command_only_module
         "DSH_HOME": str(NO_DSH_HOME),  # no profile: a patch file would rightly need the YAML reader
         "XDG_CACHE_HOME": str(tmp_path / "cache"),
     }
-    client = make_test_lsp_client()
-    await client.start_io(*_server_command(record), env=env, cwd=tmp_path)
-    try:
-        session = await start(client, VSCODE, initialize_params(VSCODE, workspace, root))
+    async with lsp_session(_server_command(record), env, workspace, root, cwd=tmp_path) as session:
         uri = session.open(workspace, "see @")
         # What VS Code asks of a prompt it opens, then the first ``@`` (asked until it lists sessions).
         assert await session.diagnostics(uri) == []
         assert await session.inlay_hints(uri) == []
         document = types.TextDocumentIdentifier(uri=uri)
-        await client.text_document_code_lens_async(types.CodeLensParams(text_document=document))
+        await session.client.text_document_code_lens_async(types.CodeLensParams(text_document=document))
         completion = await session.complete(uri)
         assert "Refactor the parser" in [item.label for item in completion.items]
-        await client.shutdown_session()
-    finally:
-        server = client._server
-        if server is not None and server.returncode is None:
-            server.kill()
-            await server.wait()
-        await client.stop()  # type: ignore[no-untyped-call]
-    assert server is not None and server.returncode == 0
     imported = set(json.loads(record.read_text()))
     assert set(SERVED) <= imported
     assert sorted(imported.intersection(NOT_AT_START)) == []
