@@ -41,9 +41,10 @@ from .rows import (
 LOG = logging.getLogger("dsh_session_reference.index")
 
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 """2: log paths and the root are stored as BLOBs of their UTF-8 bytes (any name survives);
-3: the listing a language server last served, whole (:meth:`IndexDatabase.kept_listing`)."""
+3: the listing a language server last served, whole (:meth:`IndexDatabase.kept_listing`);
+4: that listing's body is its row's last column (:meth:`IndexDatabase.write_listing`)."""
 APPLICATION_ID: Final = 0x64736872  # "dshr"
 MAX_LISTING_BYTES: Final = 64 << 20
 """The largest kept listing read back (50,000 sessions make 15 MB): the cache folder is not
@@ -203,7 +204,7 @@ class IndexDatabase:
                 crc INTEGER NOT NULL
             );
             CREATE TABLE listing(
-                id INTEGER PRIMARY KEY CHECK (id = 0), body BLOB NOT NULL, crc INTEGER NOT NULL
+                id INTEGER PRIMARY KEY CHECK (id = 0), crc INTEGER NOT NULL, body BLOB NOT NULL
             );
             CREATE TABLE body_docs(path BLOB PRIMARY KEY, docid INTEGER UNIQUE NOT NULL, fp TEXT NOT NULL);
             CREATE VIRTUAL TABLE body USING fts5(text, tokenize = 'unicode61 remove_diacritics 2');
@@ -342,6 +343,10 @@ class IndexDatabase:
         meanwhile compressed (:data:`HELD_LISTING_LEVEL`), each let go as it is written: at
         200,000 sessions the document, about 75 MB held at once, jumped a server's memory as its
         titles were verified. A piece that cannot be made (``ValueError``) leaves the index as it was.
+
+        The body is made with ``zeroblob`` and written in place, which SQLite does without the
+        document in memory only while the blob is its row's last column: with a column after it,
+        SQLite built the whole record in memory, zeros and a copy (120 MB for a 60 MB listing).
         """
         held: list[bytes] = []
         size = crc = 0
