@@ -237,14 +237,14 @@ class IndexDatabase:
 
     # rows
 
-    def load(self) -> tuple[dict[str, IndexRow], bool]:
+    def load(self, each: Callable[[str, IndexRow], object] | None = None) -> tuple[dict[str, IndexRow], bool]:
         """The rows of logs that are there, at the row's own fingerprint, each checked against its
         checksum (any bad one means the file is rebuilt), and whether that is every row the file
         holds. A checksum is no signature, so rows are not taken on the file's word: a row of a
         log that changed since is of no use and is not kept; one of a log that is not there (gone
         since, or never there) is removed from the file; past :func:`.rows.too_many_missing`,
         loading stops (the rest is looked up row by row), so what a forged file costs in memory
-        and time is bounded by the root."""
+        and time is bounded by the root. ``each`` is called with every row kept, as it is loaded."""
         rows: dict[str, IndexRow] = {}
         gone: list[str] = []
         whole = True
@@ -260,7 +260,9 @@ class IndexDatabase:
                             whole = False
                             break
                     elif values[1] == fp_text(fp):
-                        rows[path] = _checked_row(*values)
+                        row = rows[path] = _checked_row(*values)
+                        if each is not None:
+                            each(path, row)
             cursor.close()
             self.write(dict.fromkeys(gone))
             return rows, whole
@@ -343,10 +345,8 @@ class IndexDatabase:
         meanwhile compressed (:data:`HELD_LISTING_LEVEL`), each let go as it is written: at
         200,000 sessions the document, about 75 MB held at once, jumped a server's memory as its
         titles were verified. A piece that cannot be made (``ValueError``) leaves the index as it was.
-
-        The body is made with ``zeroblob`` and written in place, which SQLite does without the
-        document in memory only while the blob is its row's last column: with a column after it,
-        SQLite built the whole record in memory, zeros and a copy (120 MB for a 60 MB listing).
+        The body is written in place: it is its row's last column (with one after it, SQLite built the
+        whole row in memory, zeros then a copy: 120 MB for a 60 MB listing).
         """
         held: list[bytes] = []
         size = crc = 0

@@ -202,7 +202,10 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         (:func:`.walk.stored_walk`)."""
         with self._database().kept_listing() as pieces:
             kept = None if pieces is None else kept_listing(pieces, self.root)
-        return kept if kept is not None else stored_walk(self, self.skips)
+        if kept is None:
+            return stored_walk(self, self.skips)
+        self.share_with(kept)
+        return kept
 
     def keep_whole_listing(
         self,

@@ -21,6 +21,7 @@ from typing import Final
 from ...model import SessionRecord, TitleObservation
 from ..layout import is_within
 from .database import IndexDatabase, default_index_dir, index_file, tidy_once
+from .kept import SharedWithRows, StoredListing
 from .records import Verified
 from .rows import (
     LISTED,
@@ -61,6 +62,8 @@ class RowTable:
         """Rows read one by one (``None``: not in the file) while ``_rows`` is not loaded whole."""
         self._whole = True
         """``_rows`` holds every row of the file that is of use (see :meth:`table`)."""
+        self._shared: SharedWithRows | None = None
+        """The kept listing rows loaded from now on share their objects with (:meth:`share_with`)."""
         self._prune = False
         """The file holds rows never loaded that are of no use: removed at the next :meth:`flush`."""
         self._dirty: dict[str, IndexRow | None] = {}
@@ -144,7 +147,9 @@ class RowTable:
         loaded on first use; rows this store already read or changed win)."""
         with self._lock:
             if self._rows is None:
-                rows, self._whole = self._database().load()
+                shared = self._shared
+                rows, self._whole = self._database().load(None if shared is None else shared.share)
+                self._shared = None  # every row that could share has been loaded
                 for path, row in self._some.items():
                     if row is None:
                         rows.pop(path, None)
@@ -162,8 +167,17 @@ class RowTable:
             if self._rows is not None and (self._whole or path in self._rows):
                 return self._rows.get(path)
             if path not in self._some:
-                self._some[path] = self._database().load_row(path)
+                row = self._some[path] = self._database().load_row(path)
+                if row is not None and self._shared is not None:
+                    self._shared.share(path, row)
             return self._some[path]
+
+    def share_with(self, listing: StoredListing) -> None:
+        """Rows loaded from now on hold ``listing``'s objects where they say the same about a log
+        (:class:`.kept.SharedWithRows`): a server answering from a kept listing keeps its records."""
+        with self._lock:
+            if self._rows is None:
+                self._shared = SharedWithRows(listing)
 
     def _set(self, path: str, row: IndexRow) -> None:
         with self._lock:
