@@ -163,6 +163,9 @@ def test_this_machines_package_imports_every_library_it_bundles(packages: Path, 
     bundled = tmp_path / "extension" / "bundled"
     minor = f"{sys.version_info[0]}.{sys.version_info[1]}"
     assert minor in json.loads((bundled / "manifest.json").read_text())["bytecode"]
+    # The methods attrs compiles for lsprotocol's classes, kept (lsp/attrs_code.py).
+    kept = f"lsp/__pycache__/lsprotocol-attrs.{sys.implementation.cache_tag}.marshal"
+    assert (bundled / "libs" / "dsh_session_reference" / kept).is_file()
     code = (
         "import sys, importlib.machinery as m; sys.path[:0] = sys.argv[1:]; compiled = []; "
         "source_to_code = m.SourceFileLoader.source_to_code; "

@@ -288,14 +288,18 @@ def strip_debug_info(folder: Path) -> None:
             print(f"bundle_python: {module.name} keeps its debug sections (strip cannot read it)")
 
 
-def compile_bytecode(folders: list[Path]) -> list[str]:
-    """Compile every module in ``folders`` with each CPython of :data:`CPYTHON_MINORS` this machine
-    runs as ``python3.N`` (the one running this script at least); returns the versions compiled for.
+def compile_bytecode(libs: Path, binary: Path) -> list[str]:
+    """Compile every module in ``libs`` and ``binary`` with each CPython of :data:`CPYTHON_MINORS`
+    this machine runs as ``python3.N`` (the one running this script at least), and have each keep
+    the methods attrs compiles for lsprotocol's and pygls' classes (the server's
+    ``lsp/attrs_code.py``, 0.1 s of every start otherwise); returns the versions compiled for.
 
     Hash-checked .pyc files: an installed extension's files carry the time they were unpacked, and a
     .pyc that records its source's time would be taken as stale on every start; this kind records
     the source's hash, which the interpreter checks at import (a read and a hash, no compile). The
     build folder is stripped from the file names they record, so no path of this machine ships."""
+    folders = [libs, binary]
+    keep_attrs_code = f"import sys; sys.path[:0] = {[str(libs), str(binary)]!r}; import {PACKAGE}.lsp"
     own = f"{sys.version_info[0]}.{sys.version_info[1]}"
     # Beside the sources, wherever this shell keeps its own bytecode.
     env = {key: value for key, value in os.environ.items() if key != "PYTHONPYCACHEPREFIX"}
@@ -320,6 +324,12 @@ def compile_bytecode(folders: list[Path]) -> list[str]:
             if result.returncode != 0:
                 sys.stderr.write(result.stdout + result.stderr)
                 raise SystemExit(f"bundle_python: compiling {folder.name} with Python {minor} failed")
+        # -I: this environment's bytecode settings do not apply; the file goes beside the .pyc files.
+        command = [python, "-I", "-c", keep_attrs_code]
+        kept = subprocess.run(command, capture_output=True, text=True, check=False)
+        if kept.returncode != 0:
+            sys.stderr.write(kept.stdout + kept.stderr)
+            raise SystemExit(f"bundle_python: importing the server's LSP package with Python {minor} failed")
         compiled.append(minor)
     return compiled
 
@@ -353,7 +363,7 @@ def main() -> None:
     remove_clutter(libs)
     remove_clutter(binary)
     strip_debug_info(binary)
-    bytecode = compile_bytecode([libs, binary])
+    bytecode = compile_bytecode(libs, binary)
 
     manifest = {
         "target": target_name,
