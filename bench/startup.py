@@ -5,7 +5,8 @@ completion that holds sessions. Measured here over stdio from the spawn (Python'
 server's imports included), with the ``initialize`` params VS Code 1.139 sends (its capabilities
 as captured, with the extension's own), answering ``workspace/configuration`` and the
 registrations as it does, asked as soon as ``initialized`` is sent and again every 250 ms while
-the answer is the "Listing dsh sessions…" row, as the VS Code extension asks:
+the answer is the "Listing dsh sessions…" row, as the VS Code extension asks (with the CPU time
+the server had used by then, every thread, what an editor sharing its cores loses to it):
 
 - over an empty index (the first start ever), with when the cold listing's work-done progress
   began (VS Code shows it in the status bar);
@@ -120,6 +121,9 @@ async def start_once(root: str, cache: Path, target: str, bytecode: Path) -> dic
         assert isinstance(result, types.CompletionList)
         if len(result.items) != 1 or result.items[0].data != LISTING_DATA:
             marks["sessions"] = time.perf_counter() - started
+            cpu = _cpu_seconds(client)
+            if cpu is not None:
+                marks["server CPU"] = cpu
             break
         await asyncio.sleep(LISTING_RETRY)
     await client.shutdown_async(None)
@@ -144,6 +148,21 @@ async def run(sessions: int, kept_runs: int) -> None:
             f"kept index, spawn to sessions: median {statistics.median(figures) * 1000:.0f} ms, "
             f"max {max(figures) * 1000:.0f} ms (n={len(figures)}, {sessions:,} sessions)"
         )
+        cpu = [marks["server CPU"] for marks in kept if "server CPU" in marks]
+        if cpu:
+            print(f"kept index, the server's CPU until then: median {statistics.median(cpu) * 1000:.0f} ms")
+
+
+def _cpu_seconds(client: LanguageClient) -> float | None:
+    """The CPU time (user and system, every thread) the server process has used so far: what an
+    editor sharing its cores loses to it (Linux only; ``None`` elsewhere)."""
+    process = client._server  # type: ignore[attr-defined]
+    try:
+        with open(f"/proc/{process.pid}/stat", encoding="ascii") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (AttributeError, OSError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
 
 
 def _line(marks: dict[str, float]) -> str:
