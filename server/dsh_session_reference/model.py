@@ -248,6 +248,10 @@ class LiveSource(SessionSource, Protocol):
     def background_work(self) -> tuple[str, int] | None:
         """What the source is doing in the background (a title above, and how many logs are left)."""
 
+    def from_memory(self) -> bool:
+        """Whether a listing now is served from memory (the one the last server left, being read
+        or read, or the latest walk's), so no walk of the root stands before an answer."""
+
     def stop_bodies(self) -> None:
         """Stop indexing message text (the user cancelled it); body search answers from what is indexed."""
 

@@ -1061,6 +1061,58 @@ def test_a_server_that_closes_before_verifying_leaves_its_hints_for_the_next_to_
         fresh.close()
 
 
+def test_a_server_closed_before_its_hints_leaves_a_listing_the_next_answers_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server closed right after its first answer had scanned hints for only the logs its time
+    allowed (none here): the listing it leaves holds the rest without titles. The next server's
+    first table over it looked each of those up in the rows, one query a log, then scanned them
+    all (or read them whole) before it answered: 0.3 s at 3,000 sessions, so its first ``@``
+    was the "Listing dsh sessions…" row. Now it scans only the first rows it is asked for (rank
+    order), labels the rest by their id, and scans those behind it."""
+    served_as_big(monkeypatch)
+    root = tmp_path / "sessions"
+    for n in range(6):
+        put(root, f"s{n}", lines(header(f"s{n}", createdAt=10 - n), *one_turn(0, "hi"), title(3, f"T{n}")))
+    age(root)
+    monkeypatch.setattr(titles_module, "HINT_BUDGET", 0.0)  # closed before it scanned a log
+    paused = Scheduler(idle_grace=60.0, max_defer=60.0)
+    short = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(scheduler=paused)
+    assert {row.label for row in kept_table(short).rows} == {f"s{n}" for n in range(6)}
+    short.close()
+    left = IndexedSessionStore(root, index_dir=tmp_path / "cache")
+    assert left.stored_listing().titles == {}
+    left.close()
+
+    monkeypatch.setattr(titles_module, "HINT_BUDGET", 60.0)
+    monkeypatch.setattr(catalog, "STORED_HINT_ROWS", 2)
+    scanned: list[str] = []
+    scan = titles_module.scan_last_title
+
+    def counted(location: str, *args: Any) -> str | None:
+        scanned.append(os.path.basename(os.path.dirname(location)))
+        return scan(location, *args)
+
+    looked_up: list[str] = []
+    row = IndexedSessionStore.row
+
+    def counted_row(self: IndexedSessionStore, path: str) -> Any:
+        looked_up.append(path)
+        return row(self, path)
+
+    monkeypatch.setattr(titles_module, "scan_last_title", counted)
+    monkeypatch.setattr(IndexedSessionStore, "row", counted_row)
+    fresh = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog(scheduler=paused)
+    try:
+        rows = kept_table(fresh).select("", None, None, 10)  # in rank order
+        order = [row.record.id for row in rows]
+        assert scanned == order[:2] and looked_up == []
+        assert [row.label for row in rows] == [f"T{id[1:]}" for id in order[:2]] + order[2:]
+        assert len(rows) == 6
+    finally:
+        fresh.close()
+
+
 def test_the_first_walk_replaces_what_a_forged_stored_listing_said(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

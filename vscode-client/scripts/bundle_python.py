@@ -12,6 +12,11 @@ Python-tools extension template, so the server and its dependencies travel insid
   name, so several coexist in one folder). `--target universal` bundles none. Where no wheel
   exists the server degrades (zstd logs unreadable before Python 3.14, collation approximated,
   the root checked instead of watched) and the extension says so.
+- bytecode: every bundled module compiled, for each supported CPython found here (the one running
+  this script at least), as hash-checked .pyc files (:func:`compile_bytecode`): the server would
+  otherwise compile the whole bundle on its first start (0.16 s of CPU here, 0.56 s against 0.40 s
+  for its imports) and on every start where the extension's folder is read-only or the
+  environment sets PYTHONDONTWRITEBYTECODE.
 - bundled/manifest.json: what was bundled, for the extension's messages and for people.
 
 Every wheel is downloaded first and checked against requirements/dev.lock's hashes (the versions
@@ -27,6 +32,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import platform
 import re
 import shutil
@@ -282,6 +288,52 @@ def strip_debug_info(folder: Path) -> None:
             print(f"bundle_python: {module.name} keeps its debug sections (strip cannot read it)")
 
 
+def compile_bytecode(libs: Path, binary: Path) -> list[str]:
+    """Compile every module in ``libs`` and ``binary`` with each CPython of :data:`CPYTHON_MINORS`
+    this machine runs as ``python3.N`` (the one running this script at least), and have each keep
+    the methods attrs compiles for lsprotocol's and pygls' classes (the server's
+    ``lsp/attrs_code.py``, 0.1 s of every start otherwise); returns the versions compiled for.
+
+    Hash-checked .pyc files: an installed extension's files carry the time they were unpacked, and a
+    .pyc that records its source's time would be taken as stale on every start; this kind records
+    the source's hash, which the interpreter checks at import (a read and a hash, no compile). The
+    build folder is stripped from the file names they record, so no path of this machine ships."""
+    folders = [libs, binary]
+    keep_attrs_code = f"import sys; sys.path[:0] = {[str(libs), str(binary)]!r}; import {PACKAGE}.lsp"
+    own = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    # Beside the sources, wherever this shell keeps its own bytecode.
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPYCACHEPREFIX"}
+    compiled: list[str] = []
+    for minor in CPYTHON_MINORS:
+        python = sys.executable if minor == own else shutil.which(f"python{minor}")
+        if python is None:
+            continue
+        probe = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=False,
+        )
+        if probe.returncode != 0 or probe.stdout.strip() != minor:
+            continue  # a launcher that does not run that version here
+        for folder in folders:
+            args = ["-m", "compileall", "-q", "--invalidation-mode", "checked-hash", "-s", str(folder)]
+            command = [python, *args, str(folder)]
+            result = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+            if result.returncode != 0:
+                sys.stderr.write(result.stdout + result.stderr)
+                raise SystemExit(f"bundle_python: compiling {folder.name} with Python {minor} failed")
+        # -I: this environment's bytecode settings do not apply; the file goes beside the .pyc files.
+        command = [python, "-I", "-c", keep_attrs_code]
+        kept = subprocess.run(command, capture_output=True, text=True, check=False)
+        if kept.returncode != 0:
+            sys.stderr.write(kept.stdout + kept.stderr)
+            raise SystemExit(f"bundle_python: importing the server's LSP package with Python {minor} failed")
+        compiled.append(minor)
+    return compiled
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Fill vscode-client/bundled/ for one VS Code target.")
     parser.add_argument("--target", choices=[*TARGETS, "universal"], default=host_target())
@@ -311,15 +363,20 @@ def main() -> None:
     remove_clutter(libs)
     remove_clutter(binary)
     strip_debug_info(binary)
+    bytecode = compile_bytecode(libs, binary)
 
     manifest = {
         "target": target_name,
         "cpython": list(CPYTHON_MINORS),
         "pure": sorted(path.name for path in libs.glob("*.dist-info")),
         "binary": binaries,
+        "bytecode": bytecode,
     }
     (BUNDLED / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    print(f"bundle_python: {target_name}: {len(manifest['pure'])} pure distributions; binary: {binaries}")
+    print(
+        f"bundle_python: {target_name}: {len(manifest['pure'])} pure distributions; binary: {binaries}; "
+        f"bytecode for CPython {', '.join(bytecode)}"
+    )
 
 
 if __name__ == "__main__":

@@ -270,6 +270,18 @@ class DshLanguageServer(LanguageServer):
         changed = self.adopt_profile(profile) or changed
         return changed or bool(self._warnings)
 
+    async def list_ahead(self) -> None:
+        """List the root in a worker thread from ``initialize`` on, as soon as its settings are
+        known: over the index a server left, the listing it left is read (tens of milliseconds at
+        3,000 sessions) while the client answers ``initialize`` and opens the prompt, so the first
+        ``@`` finds it read; a later listing (:meth:`warm_up`'s, the first request's) takes this
+        one rather than start its own."""
+        store = self.store
+        try:
+            await asyncio.to_thread(store.list_sessions)
+        except Exception as error:  # the first request meets the same problem and reports it
+            LOG.info("listing the sessions root at initialize failed: %s", error)
+
     async def warm_up(self) -> None:
         """The work each feature does ahead of its first request on a new root or settings (the
         completion lists the root and finds the target before the first ``@``)."""

@@ -236,12 +236,15 @@ class TitleBoard:
         listed: list[tuple[int, SessionRecord, Fingerprint]],
         root_real: str,
         stop: AbortSignal | None,
+        *,
+        rows: int | None = None,
     ) -> list[tuple[int, TitleObservation]]:
         """Hints for listed logs whose titles are too many to read now (each ``(position, record,
         fingerprint)``), in the order asked (the core asks in ``listCandidates``' rank order) as
         far as the time allows (:data:`HINT_BUDGET` for the first request, :data:`LATER_HINT_BUDGET`
         after; the rest are labelled by their id and scanned behind), every one queued for a worker
-        process to verify for the next request.
+        process to verify for the next request. With ``rows``, only logs at positions below it are
+        scanned now (the rest behind).
 
         The logs left to scan keep the very tuples of ``listed``, and go straight onto the board:
         at 200,000 sessions, dicts of them made first and then copied over were 40 MB at once."""
@@ -250,7 +253,7 @@ class TitleBoard:
         self._hinted = True
         scanned = 0
         for index, record, fp in listed:
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or (rows is not None and index >= rows):
                 break
             hint = TitleObservation(record.id, title=self.hint(str(record.location), root_real, stop))
             self.provisional(str(record.location), fp, hint)

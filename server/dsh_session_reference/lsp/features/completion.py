@@ -26,6 +26,12 @@ COMPLETION_PATIENCE: Final = 0.1
 sessions…" row (:func:`..completion.listing_item`): a fresh server over a big root lists for a
 second or more, and a popup that stays shut meanwhile reads as nothing happening. The listing goes
 on; the next ask waits on it rather than start another. Warm answers take a few milliseconds."""
+MEMORY_PATIENCE: Final = 1.0
+"""Seconds a completion waits in all while the sessions are listed from memory (the listing the
+last server left, being read or read: :meth:`..model.LiveSource.from_memory`) rather than by a
+walk of the root: what is left is a bounded read and the claimed or hinted titles of the first
+rows, so the first answer over the index a server left holds the sessions, where the "Listing"
+row would have cost a retry (the VS Code extension asks again after 250 ms)."""
 
 
 def now_ms() -> int:
@@ -111,14 +117,11 @@ class Completion(Feature):
 
         # An earlier answer's listing still running (a cold root): wait on it, not beside it.
         pending = self.pending_listing
-        if pending is not None and not pending.done():
-            done, _ = await asyncio.wait({pending}, timeout=COMPLETION_PATIENCE)
-            if not done:
-                return listing()
+        if pending is not None and not pending.done() and not await self._patient(pending):
+            return listing()
         signal = self._begin(uri)
         running = asyncio.ensure_future(self._candidates(uri, trigger.query, signal))
-        done, _ = await asyncio.wait({running}, timeout=COMPLETION_PATIENCE)
-        if not done:
+        if not await self._patient(running):
             self.pending_listing = running
             return listing()
         items = completion_items(
@@ -135,6 +138,17 @@ class Completion(Feature):
             row_columns=ls.completion_columns(),
         )
         return types.CompletionList(is_incomplete=True, items=items)
+
+    async def _patient(self, work: asyncio.Future[Any]) -> bool:
+        """Whether ``work`` (a completion's candidates) ended within :data:`COMPLETION_PATIENCE`, or
+        within :data:`MEMORY_PATIENCE` while the sessions are listed from memory, looked at again
+        every :data:`COMPLETION_PATIENCE` (a listing the last server left that turns out not to be
+        served, a small or cold root, is walked: the "Listing" row then goes out at once)."""
+        deadline = time.monotonic() + MEMORY_PATIENCE
+        done, _ = await asyncio.wait({work}, timeout=COMPLETION_PATIENCE)
+        while not done and (left := deadline - time.monotonic()) > 0 and self.ls.store.from_memory():
+            done, _ = await asyncio.wait({work}, timeout=min(left, COMPLETION_PATIENCE))
+        return bool(done)
 
     async def _candidates(self, uri: str, query: str, signal: AbortSignal) -> list[Candidate] | None:
         """``listCandidates`` for a completion in ``uri``; ``None`` when it failed (said in the log) or

@@ -44,6 +44,7 @@ class Lifecycle(Feature):
             "settings_changed",
             "report_root",
             "spawn",
+            "list_ahead",
             "warm_up",
             "documents",
             "opened",
@@ -72,6 +73,7 @@ class Lifecycle(Feature):
         ls.apply(params.initialization_options)
         # Before any request is served (two small bounded reads): the first preview is at dsh's budgets.
         ls.adopt_profile(profile_budgets(ls.settings.profile))
+        ls.spawn(ls.list_ahead())  # after this answer is sent: the task starts on the next turn
 
     async def initialized(self, params: types.InitializedParams) -> None:
         ls = self.ls

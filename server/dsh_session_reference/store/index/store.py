@@ -394,6 +394,9 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
     def background_work(self) -> tuple[str, int] | None:
         return None if self.catalog is None else self.catalog.background_work()
 
+    def from_memory(self) -> bool:
+        return self.catalog is not None and self.catalog.from_memory()
+
     def stop_bodies(self) -> None:
         if self.catalog is not None:
             self.catalog.stop_bodies()
