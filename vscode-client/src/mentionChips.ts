@@ -23,7 +23,7 @@ import * as vscode from 'vscode';
 
 import { Change, Chip, chipOf, collapsed, columns, flagged, oneRow, shiftChips, soundMentions, Span, wrapColumn } from './chips';
 import { errorText } from './format';
-import { transcriptLinkRanges } from './protocol';
+import { DIAGNOSTIC_SOURCE, transcriptLinkRanges } from './protocol';
 import { ServerController } from './serverController';
 import { SECTION } from './settings';
 
@@ -32,7 +32,6 @@ const REFRESH_MS = 250;
 /** At most this many chips per document; a document with more shows the rest as written. */
 const MAX_CHIPS = 2000;
 /** The `source` of the server's diagnostics. */
-const SOURCE = 'dsh-session-reference';
 export const COLLAPSE_SETTING = 'collapseMentions';
 /** Columns taken for the hint of a chip whose line's hints VS Code has not asked for yet. */
 const HINT_ALLOWANCE = 32;
@@ -173,7 +172,7 @@ export class MentionChips implements vscode.Disposable {
     );
     const errors = vscode.languages
       .getDiagnostics(document.uri)
-      .filter((diagnostic) => diagnostic.source === SOURCE && flagged(diagnostic.severity))
+      .filter((diagnostic) => diagnostic.source === DIAGNOSTIC_SOURCE && flagged(diagnostic.severity))
       .map((diagnostic) => offsets(diagnostic.range));
     const chips = soundMentions(linked, errors)
       .slice(0, MAX_CHIPS)

@@ -12,6 +12,9 @@ export const SERVER_COMMANDS = {
   send: 'dshSessionReference.send',
 } as const;
 
+/** The `source` of the server's diagnostics. */
+export const DIAGNOSTIC_SOURCE = 'dsh-session-reference';
+
 export const PREVIEW_SCHEME = 'dsh-preview';
 /** Read-only transcripts of sessions: `dsh-transcript:/<title>.txt?<percent-encoded id>`. */
 export const TRANSCRIPT_SCHEME = 'dsh-transcript';

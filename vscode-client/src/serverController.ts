@@ -10,7 +10,7 @@ import { errorText } from './format';
 import { ListingRetries } from './listingRetries';
 import { Notices } from './notices';
 import { PreviewRequests } from './preview';
-import { asTranscriptResult, CONTENT_CHANGED_NOTIFICATION, SERVER_COMMANDS } from './protocol';
+import { asTranscriptResult, CONTENT_CHANGED_NOTIFICATION, DIAGNOSTIC_SOURCE, SERVER_COMMANDS } from './protocol';
 import { PythonInterpreter } from './python';
 import { RestartPolicy } from './restartPolicy';
 import { ContentProviders, createClient } from './server';
@@ -26,6 +26,8 @@ const RESTART_WINDOW_MS = 3 * 60_000;
 interface LinkReply {
   readonly client: LanguageClient;
   readonly version: number;
+  /** The server's diagnostics of the document when it was asked (`ownDiagnostics`): a link depends on them. */
+  readonly diagnostics: string;
   readonly reply: Promise<unknown>;
   readonly cancel: vscode.CancellationTokenSource;
   /** Callers awaiting it whose token is not cancelled. */
@@ -107,7 +109,11 @@ export class ServerController implements vscode.Disposable {
       vscode.workspace.onDidCloseTextDocument((document) => this.forgetLinks(document.uri.toString())),
       vscode.languages.onDidChangeDiagnostics((event) => {
         for (const uri of event.uris) {
-          this.forgetLinks(uri.toString());
+          // Only the server's own diagnostics change its links (Markdown's link checks do not).
+          const kept = this.linkReplies.get(uri.toString());
+          if (kept !== undefined && kept.diagnostics !== ownDiagnostics(uri)) {
+            this.forgetLinks(uri.toString());
+          }
         }
       }),
       vscode.workspace.onDidGrantWorkspaceTrust(() => {
@@ -217,7 +223,7 @@ export class ServerController implements vscode.Disposable {
     if (asked === undefined || asked.client !== client || asked.version !== document.version) {
       const cancel = new vscode.CancellationTokenSource();
       const reply = client.sendRequest('textDocument/documentLink', { textDocument: { uri: key } }, cancel.token);
-      const entry: LinkReply = { client, version: document.version, reply, cancel, waiting: 0, settled: false };
+      const entry: LinkReply = { client, version: document.version, diagnostics: ownDiagnostics(document.uri), reply, cancel, waiting: 0, settled: false };
       asked = entry;
       this.linkReplies.set(key, entry);
       const settle = (): void => {
@@ -240,7 +246,9 @@ export class ServerController implements vscode.Disposable {
         new Promise<never>((_, reject) => {
           cancelled = token.onCancellationRequested(() => {
             entry.waiting -= 1;
-            if (entry.waiting === 0 && !entry.settled) {
+            // Cancelled only once its version is gone: VS Code cancels a link request as a view
+            // changes and asks again for the same version, which then shares this one.
+            if (entry.waiting === 0 && !entry.settled && document.version !== entry.version) {
               entry.cancel.cancel();
             }
             reject(new vscode.CancellationError());
@@ -462,4 +470,10 @@ export class ServerController implements vscode.Disposable {
       this.setState('stopped');
     }
   }
+}
+
+/** The server's diagnostics of `uri`, as a string that changes when they do. */
+function ownDiagnostics(uri: vscode.Uri): string {
+  const own = vscode.languages.getDiagnostics(uri).filter((diagnostic) => diagnostic.source === DIAGNOSTIC_SOURCE);
+  return JSON.stringify(own.map((diagnostic) => [diagnostic.range.start.line, diagnostic.range.start.character, diagnostic.range.end.line, diagnostic.range.end.character, diagnostic.severity, diagnostic.code, diagnostic.message]));
 }
