@@ -35,17 +35,25 @@ LATER_HINT_BUDGET: Final = 0.05
 """The same for later requests: the background is scanning by then, and typing must stay responsive."""
 
 
+READ: Final = 0
+"""An observation read here (:attr:`Observed.claimed`)."""
+CLAIM: Final = 1
+"""A title taken from the cache folder, shown until its log is scanned (:meth:`TitleBoard.prove`)."""
+HINTED_CLAIM: Final = 2
+"""A claim that was a hint where it was made: verified even where the scan agrees (a hint and the
+scan that proves it read the same bytes)."""
+
+
 class Observed:
     """A title as observed at one fingerprint of its log, and the board version it made.
 
-    ``claimed``: taken from the cache folder, not read here, and shown until the log is scanned
-    (:meth:`TitleBoard.prove`). A board keeps one a listed log: slotted, 64 bytes (a named tuple
-    of the four was 80)."""
+    ``claimed``: :data:`READ`, :data:`CLAIM` or :data:`HINTED_CLAIM` (true for a claim). A board
+    keeps one a listed log: slotted, 64 bytes (a named tuple of the four was 80)."""
 
     __slots__ = ("claimed", "fp", "observation", "version")
 
     def __init__(
-        self, fp: Fingerprint, observation: TitleObservation, version: int, claimed: bool = False
+        self, fp: Fingerprint, observation: TitleObservation, version: int, claimed: int = READ
     ) -> None:
         self.fp = fp
         self.observation = observation
@@ -87,9 +95,6 @@ class TitleBoard:
         """Logs whose claimed titles are to be scanned, in the order they were claimed."""
         self.proving: set[str] = set()
         """Logs a worker process is scanning now."""
-        self.hinted_claims: set[str] = set()
-        """Claimed logs whose claim was a hint where it was made: verified even where the scan
-        agrees (a hint and the scan that proves it read the same bytes)."""
 
     # --- observations -----------------------------------------------------------------------------
 
@@ -134,11 +139,8 @@ class TitleBoard:
                 entry = self.observed.get(location)
                 if entry is not None and entry.fp == fp and not entry.claimed:
                     continue
-                self.observed[location] = Observed(fp, observation, version, claimed=True)
-                if location in hinted:
-                    self.hinted_claims.add(location)
-                else:
-                    self.hinted_claims.discard(location)
+                claimed = HINTED_CLAIM if location in hinted else CLAIM
+                self.observed[location] = Observed(fp, observation, version, claimed)
                 if location not in self.proving:
                     self.to_prove[location] = (record, fp)
 
@@ -149,8 +151,6 @@ class TitleBoard:
         ``True``: they disagree, or the claim was a hint, and the log is to be verified."""
         with self._lock:
             entry = self.observed.get(location)
-            was_hint = location in self.hinted_claims
-            self.hinted_claims.discard(location)
             if entry is None or entry.fp != fp or not entry.claimed:
                 return False  # observed here meanwhile (or the log changed): nothing to prove
             claimed = entry.observation
@@ -160,7 +160,7 @@ class TitleBoard:
                 agree = claimed.error is None and claimed.title == scanned
             if agree:
                 self.observed[location] = entry.proved()  # the same label: no new version
-                return was_hint  # a hint proved by a scan is still a hint: verified next
+                return entry.claimed == HINTED_CLAIM  # a hint proved by a scan is still a hint: verified next
             if claimed.error is None:
                 self._observe(location, fp, TitleObservation(claimed.session_id, title=scanned))
             return True
@@ -193,7 +193,6 @@ class TitleBoard:
             for kept in (self.observed, self.queued, self.to_scan, self.to_prove):
                 for location in [location for location in kept if location not in listed]:
                     del kept[location]
-            self.hinted_claims.intersection_update(self.observed)
             live = (location for location in self._scan_order if location in self.to_scan)
             self._scan_order = deque(dict.fromkeys(live))  # each log once, in its first place
 
