@@ -31,7 +31,6 @@ import { SECTION } from './settings';
 const REFRESH_MS = 250;
 /** At most this many chips per document; a document with more shows the rest as written. */
 const MAX_CHIPS = 2000;
-/** The `source` of the server's diagnostics. */
 export const COLLAPSE_SETTING = 'collapseMentions';
 /** Columns taken for the hint of a chip whose line's hints VS Code has not asked for yet. */
 const HINT_ALLOWANCE = 32;
