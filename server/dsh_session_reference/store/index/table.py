@@ -89,22 +89,20 @@ class RowTable:
         at the same time), and close the index file. A thread still reading the file is not waited
         for past that: a walk loading 200,000 rows holds the rows' lock for seconds, and ``exit``
         took 4.1-4.5 s when it came then. The file is left as it is (a cache, read again next time)."""
-        until = self._until = time.monotonic() + CLOSE_SECONDS
+        self._until = time.monotonic() + CLOSE_SECONDS
         try:
             self.flush()
+            with self._held(self._lock) as held:
+                if not held:
+                    LOG.info("closing: the index is being read; left as it is")
+                    return
+                if self._db is not None:
+                    self._db.close()
+                    self._db = None
+                    self._rows = None
+                    self._some = {}
         finally:
             self._until = None
-        if not self._lock.acquire(timeout=max(0.0, until - time.monotonic())):
-            LOG.info("closing: the index is being read; left as it is")
-            return
-        try:
-            if self._db is not None:
-                self._db.close()
-                self._db = None
-                self._rows = None
-                self._some = {}
-        finally:
-            self._lock.release()
 
     @contextlib.contextmanager
     def _held(self, lock: threading.Lock | threading.RLock) -> Iterator[bool]:
