@@ -153,13 +153,19 @@ WRAP_COLUMNS: Final = 100
 def wrapped(text: str, columns: int = WRAP_COLUMNS) -> str:
     """``text`` with each line longer than ``columns`` broken at spaces (a word longer than that is
     cut), the rest as it is: short lines, blank lines and the indentation of code stay."""
+    return wrapped_by(_Wrapper, text, columns)
+
+
+def wrapped_by(wrapper_class: type[textwrap.TextWrapper], text: str, columns: int) -> str:
+    """:func:`wrapped` with ``wrapper_class`` breaking each long line: ``textwrap.TextWrapper``
+    itself gives the library's lines, which :class:`_Wrapper` gives faster (its tests compare)."""
     out: list[str] = []
     for line in text.split("\n"):
         if len(line) <= columns:
             out.append(line)
             continue
         indent = line[: len(line) - len(line.lstrip(" \t"))][: columns // 2]
-        wrapper = _Wrapper(
+        wrapper = wrapper_class(
             columns,
             subsequent_indent=indent,
             expand_tabs=False,

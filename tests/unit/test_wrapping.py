@@ -7,26 +7,12 @@ from __future__ import annotations
 import random
 import textwrap
 
-from dsh_session_reference.display import wrapped
+from dsh_session_reference.display import wrapped, wrapped_by
 
 
 def _library(text: str, columns: int) -> str:
     """What ``wrapped`` gave when it called ``textwrap`` as it is."""
-    out: list[str] = []
-    for line in text.split("\n"):
-        if len(line) <= columns:
-            out.append(line)
-            continue
-        indent = line[: len(line) - len(line.lstrip(" \t"))][: columns // 2]
-        out += textwrap.wrap(
-            line,
-            columns,
-            subsequent_indent=indent,
-            expand_tabs=False,
-            replace_whitespace=False,
-            break_on_hyphens=False,
-        ) or [""]
-    return "\n".join(out)
+    return wrapped_by(textwrap.TextWrapper, text, columns)
 
 
 def test_lines_are_the_librarys_for_long_words_whitespace_and_indents() -> None:
