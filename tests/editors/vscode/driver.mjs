@@ -1226,6 +1226,7 @@ async function firstAt(page, promptEditor) {
       elements
         .sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index')))
         .map((row) => ({
+          index: Number(row.getAttribute('data-index')),
           label: row.querySelector('.label-name')?.textContent ?? '',
           reference: row.querySelector('.codicon-symbol-reference') !== null,
         })),
@@ -1250,9 +1251,20 @@ async function firstAt(page, promptEditor) {
       await screenshot(page, 'first-at-popup');
     }
     if (ours.some((label) => !placeholder.test(label))) {
-      // The popup's rows as they settle (VS Code draws a new answer's rows over a few frames).
+      // The popup's rows as they settle (VS Code draws a new answer's rows over a few frames, and
+      // a row being drawn again is briefly out of the list): the same rows twice, the first one in.
       await page.waitForTimeout(600);
-      const settled = (await popupRows()).filter((row) => row.reference).map((row) => row.label);
+      let drawn = await popupRows();
+      for (let tries = 0; tries < 20; tries += 1) {
+        await page.waitForTimeout(100);
+        const again = await popupRows();
+        const same = JSON.stringify(again) === JSON.stringify(drawn);
+        drawn = again;
+        if (same && drawn.length > 0 && drawn[0].index === 0) {
+          break;
+        }
+      }
+      const settled = drawn.filter((row) => row.reference).map((row) => row.label);
       rows = { ms, labels: settled.slice(0, 5) };
       log(`rows after ${ms} ms`);
       await screenshot(page, 'first-at-rows');
