@@ -19,13 +19,20 @@ const MAX_LISTING_RETRIES = 100;
 export class ListingRetries {
   /** Completions answered only "Listing dsh sessions…" in a row (see MAX_LISTING_RETRIES). */
   private retries = 0;
-  /** When the extension activated (this was made), until the first rows of sessions. */
-  private activatedAt: number | undefined = Date.now();
+  /** Until the first rows of sessions: when the extension's code began to run. */
+  private activatedAt: number | undefined;
 
   constructor(
     private readonly completions: StartupCompletions,
     private readonly output: vscode.LogOutputChannel,
-  ) {}
+    /**
+     * When the extension's code began to run (earlyStart.ts): VS Code activating the extension,
+     * before `activate` is called, so that work moved ahead of `activate` is still counted.
+     */
+    readonly loadedAt: number,
+  ) {
+    this.activatedAt = loadedAt;
+  }
 
   /** The server answered the completion at `position` with `result`. */
   answered(

@@ -91,13 +91,15 @@ export class ServerController implements vscode.Disposable {
     readonly output: vscode.LogOutputChannel,
     private readonly openPreview: PreviewOpener,
     private readonly contentProviders: ContentProviders = new Map(),
+    /** When the extension's code began to run (startClock.ts). */
+    loadedAt: number = Date.now(),
   ) {
     this.notices = new Notices(output);
     this.python = new PythonInterpreter(context, output, this.notices, (reason) => {
       this.output.info(reason);
       void this.restart();
     });
-    this.listingRetries = new ListingRetries(this.completions, output);
+    this.listingRetries = new ListingRetries(this.completions, output, loadedAt);
     this.disposables.push(
       this.stateEmitter,
       this.contentChangedEmitter,
