@@ -1,8 +1,10 @@
 // Entry point: wires the controller controller, the virtual documents, the status bar and the
 // commands. Each piece lives in its own module; this file only connects them.
 
-// First, so that the bundle runs it before any other module: the start's clock.
+// First, so that the bundle runs them before any other module: the start's clock, then the
+// server spawned while VS Code prepares the extension's context.
 import { loadedAt } from './startClock';
+import { earlyServer } from './earlyStart';
 
 import * as vscode from 'vscode';
 
@@ -27,7 +29,7 @@ let activeController: ServerController | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });
-  output.info(`activate called ${Date.now() - loadedAt} ms after the extension's code began to run`);
+  output.info(`activate called ${Date.now() - loadedAt} ms after activation (the extension's code began to run)`);
   // The providers ask the controller, made just below (it hands the server's requests to them).
   const previews = new PreviewDocuments(async (uri): Promise<string | undefined> => controller.textDocumentContent(uri));
   const transcripts = new TranscriptDocuments(async (uri, token): Promise<string | undefined> => controller.transcriptText(uri, token));
@@ -35,7 +37,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     [PREVIEW_SCHEME, previews],
     [TRANSCRIPT_SCHEME, transcripts],
   ]);
-  const controller: ServerController = new ServerController(context, output, (uri) => previews.show(uri), providers, loadedAt);
+  const controller: ServerController = new ServerController(context, output, (uri) => previews.show(uri), providers, { loadedAt, early: earlyServer });
   activeController = controller;
   const targets = new TargetStore(context.workspaceState);
   const status = new MentionStatus(controller, targets);

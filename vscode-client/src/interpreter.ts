@@ -5,7 +5,7 @@
 
 import type { ResolvedEnvironment } from '@vscode/python-extension';
 import { execFile } from 'node:child_process';
-import { constants as fsConstants, promises as fs } from 'node:fs';
+import { accessSync, constants as fsConstants, promises as fs, statSync } from 'node:fs';
 import * as path from 'node:path';
 
 import { expandVariables, PathContext } from './paths';
@@ -84,13 +84,52 @@ async function isExecutableFile(candidate: string, platform: NodeJS.Platform): P
   }
 }
 
+/** Windows' PATHEXT when the environment has none. */
+const DEFAULT_PATHEXT = '.EXE;.CMD;.BAT;.COM';
+
+/** `isExecutableFile`, without waiting for the event loop. */
+function isExecutableFileSync(candidate: string, platform: NodeJS.Platform): boolean {
+  try {
+    if (!statSync(candidate).isFile()) {
+      return false;
+    }
+    if (platform !== 'win32') {
+      accessSync(candidate, fsConstants.X_OK);
+    }
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A lookup as steps: it yields each file to check and is sent back whether that is an executable
+ * file, so that one lookup runs both with the file system's promises and synchronously.
+ */
+type Lookup<T> = Generator<string, T, boolean>;
+
+async function checked<T>(steps: Lookup<T>, platform: NodeJS.Platform): Promise<T> {
+  let step = steps.next();
+  while (!step.done) {
+    step = steps.next(await isExecutableFile(step.value, platform));
+  }
+  return step.value;
+}
+
+function checkedNow<T>(steps: Lookup<T>, platform: NodeJS.Platform): T {
+  let step = steps.next();
+  while (!step.done) {
+    step = steps.next(isExecutableFileSync(step.value, platform));
+  }
+  return step.value;
+}
+
 /** Resolves a bare command name the way a shell would, without spawning one. */
-export async function which(
-  command: string,
-  envPath: string,
-  platform: NodeJS.Platform,
-  envPathExt = '.EXE;.CMD;.BAT;.COM',
-): Promise<string | undefined> {
+export function which(command: string, envPath: string, platform: NodeJS.Platform, envPathExt = DEFAULT_PATHEXT): Promise<string | undefined> {
+  return checked(whichSteps(command, envPath, platform, envPathExt), platform);
+}
+
+function* whichSteps(command: string, envPath: string, platform: NodeJS.Platform, envPathExt: string): Lookup<string | undefined> {
   const delimiter = platform === 'win32' ? ';' : ':';
   const extensions = platform === 'win32' && path.extname(command) === '' ? envPathExt.split(';') : [''];
   for (const dir of envPath.split(delimiter)) {
@@ -99,7 +138,7 @@ export async function which(
     }
     for (const ext of extensions) {
       const candidate = path.join(dir, command + ext.toLowerCase());
-      if (await isExecutableFile(candidate, platform)) {
+      if (yield candidate) {
         return candidate;
       }
     }
@@ -120,22 +159,35 @@ function venvPython(folder: string, platform: NodeJS.Platform): string {
  * workspace folder with a `.venv`; then `python3` on PATH.
  */
 export async function findInterpreter(input: LookupInput): Promise<InterpreterChoice> {
+  return checked(lookup(input), input.platform);
+}
+
+/**
+ * `findInterpreter` without waiting for the event loop (it throws InterpreterNotFound): for the
+ * server spawned as the extension's code loads (earlyStart.ts), while the extension host is busy
+ * loading and activating other extensions and would run a promise's continuation only after them.
+ */
+export function findInterpreterNow(input: LookupInput): InterpreterChoice {
+  return checkedNow(lookup(input), input.platform);
+}
+
+function* lookup(input: LookupInput): Lookup<InterpreterChoice> {
   const fromExtension = input.pythonEnvironment === undefined ? undefined : fromPythonExtension(input.pythonEnvironment);
-  const choice = await lookup(input, fromExtension !== undefined && !('passedOver' in fromExtension) ? fromExtension : undefined);
+  const choice = yield* lookupSteps(input, fromExtension !== undefined && !('passedOver' in fromExtension) ? fromExtension : undefined);
   const passedOver = fromExtension !== undefined && 'passedOver' in fromExtension ? fromExtension.passedOver : undefined;
   return passedOver !== undefined && choice.source !== 'setting' ? { ...choice, passedOver } : choice;
 }
 
-async function lookup(input: LookupInput, fromExtension: InterpreterChoice | undefined): Promise<InterpreterChoice> {
+function* lookupSteps(input: LookupInput, fromExtension: InterpreterChoice | undefined): Lookup<InterpreterChoice> {
   const { platform } = input;
   const setting = input.setting.trim();
   if (setting !== '') {
     const expanded = expandVariables(setting, input.paths);
     const isBareName = !expanded.includes('/') && !(platform === 'win32' && expanded.includes('\\'));
     const executable = isBareName
-      ? await which(expanded, input.envPath, platform, input.envPathExt)
+      ? yield* whichSteps(expanded, input.envPath, platform, input.envPathExt ?? DEFAULT_PATHEXT)
       : path.resolve(input.paths.workspaceFolder ?? input.paths.home, expanded);
-    if (executable !== undefined && (await isExecutableFile(executable, platform))) {
+    if (executable !== undefined && (yield executable)) {
       return { executable, source: 'setting', origin: `the "dshSessionReference.interpreter" setting (${setting})` };
     }
     throw new InterpreterNotFound(
@@ -148,13 +200,13 @@ async function lookup(input: LookupInput, fromExtension: InterpreterChoice | und
   }
   for (const folder of input.workspaceFolders) {
     const candidate = venvPython(folder, platform);
-    if (await isExecutableFile(candidate, platform)) {
+    if (yield candidate) {
       return { executable: candidate, source: 'workspace-venv', origin: `the workspace virtual environment (${candidate})` };
     }
   }
   const names = platform === 'win32' ? ['python3', 'python', 'py'] : ['python3'];
   for (const name of names) {
-    const found = await which(name, input.envPath, platform, input.envPathExt);
+    const found = yield* whichSteps(name, input.envPath, platform, input.envPathExt ?? DEFAULT_PATHEXT);
     if (found !== undefined) {
       return { executable: found, source: 'path', origin: `${name} on PATH (${found})` };
     }

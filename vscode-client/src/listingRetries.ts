@@ -21,6 +21,8 @@ export class ListingRetries {
   private retries = 0;
   /** Until the first rows of sessions: when the extension's code began to run. */
   private activatedAt: number | undefined;
+  /** Whether a completion has been asked of the server yet (see `asking`). */
+  private asked = false;
 
   constructor(
     private readonly completions: StartupCompletions,
@@ -32,6 +34,22 @@ export class ListingRetries {
     readonly loadedAt: number,
   ) {
     this.activatedAt = loadedAt;
+  }
+
+  /** Milliseconds since the extension's code began to run. */
+  sinceLoaded(): number {
+    return Date.now() - this.loadedAt;
+  }
+
+  /**
+   * A completion is asked of the server. The first is logged with its time: when the `@` comes
+   * after the server is ready, the start's figure is the time until the `@`, not the server's.
+   */
+  asking(): void {
+    if (!this.asked) {
+      this.asked = true;
+      this.output.info(`first completion asked of the server ${this.sinceLoaded()} ms after activation`);
+    }
   }
 
   /** The server answered the completion at `position` with `result`. */

@@ -2,6 +2,7 @@
 // runs the bundled launcher), what the client declares, and the middleware that adapts the
 // server's answers to VS Code. Starting, stopping and restarting it is serverController.ts.
 
+import type { ChildProcess } from 'node:child_process';
 import * as vscode from 'vscode';
 import {
   ClientCapabilities,
@@ -17,7 +18,6 @@ import {
   ShowDocumentParams,
   ShowDocumentResult,
   StaticFeature,
-  TransportKind,
 } from 'vscode-languageclient/node';
 
 import { unbreakable } from './format';
@@ -26,7 +26,7 @@ import { CLIENT_COMMANDS, PREVIEW_SCHEME } from './protocol';
 import { quietRaces, serverStdio } from './serverLog';
 import { LanguageFilter, SECTION } from './settings';
 import { TraceChannel } from './traceChannel';
-import { currentServerSettings, serverLogLevelSetting } from './workspaceSettings';
+import { currentServerSettings } from './workspaceSettings';
 
 export const CLIENT_ID = 'dshSessionReference';
 export const CLIENT_NAME = 'DSH Session Reference';
@@ -89,14 +89,13 @@ export class SuggestCommandFeature implements StaticFeature {
   clear(): void {}
 }
 
-/** A client (not started) for a server run by `executable` over the documents `selector` names. */
-export function createClient(executable: string, launcher: string, cwd: string, selector: LanguageFilter[], parts: ClientParts): LanguageClient {
-  const serverOptions: ServerOptions = {
-    command: executable,
-    args: [launcher, 'lsp', '--log-level', serverLogLevelSetting()],
-    transport: TransportKind.stdio,
-    options: { cwd, env: { ...process.env, PYTHONUNBUFFERED: '1' } },
-  };
+/**
+ * A client (not started) for the server `serverProcess` gives it: a process already running (see
+ * earlyStart.ts) or spawned then, for each start of the client (a crash restart asks again). The
+ * client does not own the process: whoever gives it ends it (serverController.ts).
+ */
+export function createClient(serverProcess: () => Promise<ChildProcess>, selector: LanguageFilter[], parts: ClientParts): LanguageClient {
+  const serverOptions: ServerOptions = serverProcess;
   const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions(selector, parts));
   client.registerFeature(new SuggestCommandFeature());
   return client;
@@ -138,6 +137,7 @@ function clientOptions(selector: LanguageFilter[], parts: ClientParts): Language
       // share: one request per document version, not two.
       provideDocumentLinks: (document, token) => parts.documentLinks(document, token),
       provideCompletionItem: async (document, position, context, token, next) => {
+        parts.listingRetries.asking();
         const result = await next(document, position, context, token);
         parts.listingRetries.answered(document, position, result);
         return result;

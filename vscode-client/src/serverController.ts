@@ -14,10 +14,11 @@ import { asTranscriptResult, CONTENT_CHANGED_NOTIFICATION, DIAGNOSTIC_SOURCE, SE
 import { PythonInterpreter } from './python';
 import { RestartPolicy } from './restartPolicy';
 import { ContentProviders, createClient } from './server';
+import { EarlyServer, ended, serverArgs, spawnServer, SpawnSpec } from './serverProcess';
 import { didChangeConfigurationParams, LanguageFilter, toDocumentSelector } from './settings';
 import { StartupCompletions } from './startupCompletion';
 import { TraceChannel } from './traceChannel';
-import { currentServerSettings, documentSelectorSetting, settingsChange } from './workspaceSettings';
+import { currentServerSettings, documentSelectorSetting, serverLogLevelSetting, settingsChange } from './workspaceSettings';
 
 const MAX_RESTARTS = 3;
 const RESTART_WINDOW_MS = 3 * 60_000;
@@ -40,19 +41,8 @@ export type ServerState = 'starting' | 'running' | 'stopped';
 /** Opens `dsh-preview:` documents the server asks to show; returns false to let VS Code do it. */
 export type PreviewOpener = (uri: vscode.Uri) => Promise<boolean>;
 
-/** Resolves when `child` has exited (at once if it already has), or after `timeoutMs`. */
-function exited(child: ChildProcess | undefined, timeoutMs: number): Promise<void> {
-  if (child === undefined || child.exitCode !== null || child.signalCode !== null) {
-    return Promise.resolve();
-  }
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, timeoutMs);
-    child.once('exit', () => {
-      clearTimeout(timer);
-      resolve();
-    });
-  });
-}
+/** How long a stopped server has to exit after `shutdown` and `exit` before it is killed. */
+const EXIT_GRACE_MS = 3000;
 
 export class ServerController implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -75,6 +65,10 @@ export class ServerController implements vscode.Disposable {
   private readonly listingRetries: ListingRetries;
   private readonly previewRequests = new PreviewRequests();
   private selector: LanguageFilter[] = toDocumentSelector(undefined);
+  /** The current client's server process (the client is handed it and does not end it). */
+  private process: ChildProcess | undefined;
+  /** The server spawned as the extension loaded (earlyStart.ts), until the first start takes or discards it. */
+  private early: EarlyServer | undefined;
   private _state: ServerState = 'stopped';
 
   readonly onDidChangeState = this.stateEmitter.event;
@@ -91,15 +85,15 @@ export class ServerController implements vscode.Disposable {
     readonly output: vscode.LogOutputChannel,
     private readonly openPreview: PreviewOpener,
     private readonly contentProviders: ContentProviders = new Map(),
-    /** When the extension's code began to run (startClock.ts). */
-    loadedAt: number = Date.now(),
+    start: { loadedAt: number; early?: EarlyServer } = { loadedAt: Date.now() },
   ) {
+    this.early = start.early;
     this.notices = new Notices(output);
     this.python = new PythonInterpreter(context, output, this.notices, (reason) => {
       this.output.info(reason);
       void this.restart();
     });
-    this.listingRetries = new ListingRetries(this.completions, output, loadedAt);
+    this.listingRetries = new ListingRetries(this.completions, output, start.loadedAt);
     this.disposables.push(
       this.stateEmitter,
       this.contentChangedEmitter,
@@ -331,6 +325,7 @@ export class ServerController implements vscode.Disposable {
   }
 
   dispose(): void {
+    this.takeEarly(undefined);
     void this.stop();
     for (const disposable of this.disposables) {
       disposable.dispose();
@@ -369,16 +364,23 @@ export class ServerController implements vscode.Disposable {
     const resolved = await this.python.resolve();
     this.completions.register(this.selector); // the setting's languages, if not the default ones
     if (resolved === undefined) {
+      this.takeEarly(undefined);
       this.setState('stopped');
       return;
     }
+    const spec: SpawnSpec = {
+      command: resolved.choice.executable,
+      args: serverArgs(this.python.launcher, serverLogLevelSetting()),
+      cwd: this.context.extensionPath,
+    };
     // A stopped client can still report its process's exit (and ask to be restarted) after a
     // newer one took over: only the current client may change the state or restart.
     const isCurrent = (): boolean => this.client === client;
     // Never a workspace folder as cwd: an interpreter may import from its working directory (an
     // empty PYTHONPATH entry, `python -m`), and a restricted workspace must not run code of its
     // own. The server learns the workspace from `initialize`, not from its cwd.
-    const client: LanguageClient = createClient(resolved.choice.executable, this.python.launcher, this.context.extensionPath, this.selector, {
+    const serverProcess = async (): Promise<ChildProcess> => this.serverProcess(spec, isCurrent);
+    const client: LanguageClient = createClient(serverProcess, this.selector, {
       output: this.output,
       traceChannel: this.traceChannel,
       contentProviders: this.contentProviders,
@@ -420,7 +422,7 @@ export class ServerController implements vscode.Disposable {
     });
     try {
       await client.start();
-      this.output.info('server started');
+      this.output.info(`server started (${this.listingRetries.sinceLoaded()} ms after activation)`);
       if (isCurrent()) {
         this.startedEmitter.fire();
       }
@@ -432,6 +434,56 @@ export class ServerController implements vscode.Disposable {
       this.setState('stopped');
       void this.notices.once('start', 'error', 'The DSH Session Reference server failed to start. The output has the details.', ['Show Output', 'Restart Server']);
     }
+  }
+
+  /**
+   * The early server if it was spawned for `spec` (undefined: none is wanted); it is killed
+   * otherwise. Only the first start asks: later ones spawn their own.
+   */
+  private takeEarly(spec: SpawnSpec | undefined): ChildProcess | undefined {
+    const early = this.early;
+    this.early = undefined;
+    if (early === undefined) {
+      return undefined;
+    }
+    if (spec === undefined) {
+      early.discard();
+      return undefined;
+    }
+    const child = early.take(spec);
+    this.output.info(child === undefined ? 'the server spawned early was not for this start; spawning another' : `server spawned early (${early.spawnedAt - this.listingRetries.loadedAt} ms after activation)`);
+    return child;
+  }
+
+  /**
+   * The process for each start of `isCurrent`'s client (a crash restart asks again): the early
+   * server for the first, else a new one. Its exit is logged here, as the client logs the exit of a
+   * process it spawns itself, and `doStop` ends it.
+   */
+  private async serverProcess(spec: SpawnSpec, isCurrent: () => boolean): Promise<ChildProcess> {
+    let child = this.takeEarly(spec);
+    if (child === undefined) {
+      child = spawnServer(spec, (error) => this.output.error(`server process: ${errorText(error)}`));
+      if (child.pid === undefined) {
+        throw new Error(`Launching server using command ${spec.command} failed.`);
+      }
+      this.output.info(`server spawned (${this.listingRetries.sinceLoaded()} ms after activation)`);
+    }
+    child.on('exit', (code, signal) => {
+      if (code === 0) {
+        this.output.info('Server process exited successfully');
+      } else if (code !== null) {
+        this.output.error(`Server process exited with code ${code}.`);
+      } else if (signal !== null) {
+        this.output.error(`Server process exited with signal ${signal}.`);
+      }
+    });
+    if (isCurrent()) {
+      this.process = child;
+    } else {
+      child.kill('SIGKILL'); // its client was stopped while it started
+    }
+    return child;
   }
 
   /** The current server's process closed: restarted unless it has crashed too often lately. */
@@ -457,7 +509,8 @@ export class ServerController implements vscode.Disposable {
     if (client === undefined) {
       return;
     }
-    const serverProcess = client.serverProcess;
+    const serverProcess = this.process;
+    this.process = undefined;
     try {
       if (client.needsStop()) {
         await client.stop(5000);
@@ -467,8 +520,9 @@ export class ServerController implements vscode.Disposable {
     } finally {
       await client.dispose().catch(() => undefined);
       // Start the next server only once this one has really gone: a replacement spawned while the
-      // old process was still exiting sometimes lost its connection during initialize.
-      await exited(serverProcess, 3000);
+      // old process was still exiting sometimes lost its connection during initialize. The client
+      // was handed the process, so it does not kill one that ignores `exit`: this does.
+      await ended(serverProcess, EXIT_GRACE_MS);
       this.setState('stopped');
     }
   }

@@ -12,6 +12,7 @@ import type { ResolvedEnvironment } from '@vscode/python-extension';
 
 import {
   findInterpreter,
+  findInterpreterNow,
   fromPythonExtension,
   InterpreterNotFound,
   isSupportedVersion,
@@ -103,6 +104,37 @@ describe('findInterpreter with the Python extension', () => {
     const without = await findInterpreter(input({ workspaceFolders: [workspace] }));
     assert.equal(without.passedOver, undefined); // no Python extension: nothing to explain
   });
+});
+
+describe('findInterpreterNow (the server spawned as the extension loads)', () => {
+  test('finds what the asynchronous lookup finds: the setting, a workspace .venv, PATH; and fails alike', async () => {
+    const workspace = path.join(root, 's', 'ws');
+    const venv = await executable(path.join(workspace, '.venv', 'bin', 'python'));
+    const bin = path.join(root, 's', 'bin');
+    const onPath = await executable(path.join(bin, 'python3'));
+    await fs.mkdir(path.join(root, 's', 'dir', 'python3'), { recursive: true }); // a folder, not a file
+    await executable(path.join(root, 's', 'plain', 'python3'), '');
+    await fs.chmod(path.join(root, 's', 'plain', 'python3'), 0o644); // not executable
+    const skipped = `${path.join(root, 's', 'dir')}:${path.join(root, 's', 'plain')}`;
+    const cases: Partial<LookupInput>[] = [
+      { setting: 'python3', envPath: `${skipped}:${bin}` },
+      { workspaceFolders: [path.join(root, 's', 'none'), workspace], envPath: bin },
+      { workspaceFolders: [path.join(root, 's', 'none')], envPath: `${skipped}:${bin}` },
+      { workspaceFolders: [workspace], envPath: bin, pythonEnvironment: 'none' },
+    ];
+    const found: string[] = [];
+    for (const overrides of cases) {
+      const sync = findInterpreterNow(input(overrides));
+      assert.deepEqual(sync, await findInterpreter(input(overrides)));
+      found.push(sync.executable);
+    }
+    assert.deepEqual(found, [onPath, venv, onPath, venv]);
+    for (const overrides of [{ setting: path.join(root, 's', 'plain', 'python3') }, { envPath: skipped }]) {
+      assert.throws(() => findInterpreterNow(input(overrides)), InterpreterNotFound);
+      await assert.rejects(findInterpreter(input(overrides)), InterpreterNotFound);
+    }
+  });
+
 });
 
 describe('findInterpreter', () => {

@@ -1299,8 +1299,13 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
     log = profile.extension_log()
     starts = [int(ms) for ms in re.findall(r"first completion with sessions: (\d+) ms after activation", log)]
     assert len(starts) == 3, log[-3000:]
+    # When the first completion reached the server, and when it had answered `initialize`: a start
+    # whose `@` came after the server was ready measured the time until the `@`.
+    asked = re.findall(r"first completion asked of the server (\d+) ms", log)
+    started = re.findall(r"server started \((\d+) ms", log)
     print(
-        f"vscode start: first popup {start['first']['ms']} ms after `@` ({start['first']['labels'][:1]}), "
+        f"vscode start: asked {asked}, initialize answered {started} (ms after activation); "
+        f"first popup {start['first']['ms']} ms after `@` ({start['first']['labels'][:1]}), "
         f"sessions {start['rows']['ms']} ms; activation to sessions {starts[0]} ms (empty index), "
         f"{starts[1]} ms (kept index, the window reloading), {starts[2]} ms (kept index, the prompt opened "
         f"in a window already up); after the reload: first popup {again['first']['ms']} ms, sessions "
