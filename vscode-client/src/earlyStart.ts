@@ -2,7 +2,7 @@
 // the start's clock, so the bundle evaluates it before the language client and the rest). VS Code
 // loads an extension's module and prepares its context (its stored state, over IPC to a window
 // that is itself starting) side by side, and calls `activate` only once both are done, after the
-// other extensions activated by the same event: 0.45-0.97 s in the e2e runs. The server's own
+// other extensions activated by the same event: 0.3-2.3 s in the e2e runs. The server's own
 // start (about 0.4 s of imports) runs in that time instead of after it. Everything here is
 // synchronous: a promise's continuation would run only after those other extensions' work. The
 // interpreter is found as the start finds it (python.ts); the start takes this process only if it
