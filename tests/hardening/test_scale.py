@@ -381,6 +381,45 @@ def test_rows_loaded_after_a_kept_listing_share_its_headers_ids_titles_and_finge
         again.close()
 
 
+def test_a_log_path_is_one_string_for_the_kept_listing_the_rows_and_the_walk(tmp_path: Path) -> None:
+    """A log's path is a key of the kept listing's maps, of the index rows and of the walk's
+    fingerprints, and the listing's records hold it. Each source made its own copy (the kept
+    listing's document, the index file's rows, the walk's directory names): three strings a
+    log over a warm index, 76 MB more than one at 200,000 sessions. Now all hold one object."""
+    root = tmp_path / "sessions"
+    for number in range(6):
+        path = Path(log_path(str(root), "/home/dev/shop", _session_id(number), "zstd"))
+        path.parent.mkdir(parents=True)
+        path.write_bytes(_log_bytes(_session_id(number), "/home/dev/shop", f"Session {number}"))
+        os.utime(path, (time.time() - 3600,) * 2)
+    first = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
+    try:
+        records = first.walk_listing()
+        first.read_titles_exact(records)
+        first.keep_whole_listing(records, first.walked, first.directories)
+    finally:
+        first.close()
+    again = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
+    try:
+        kept = again.stored_listing()
+        again.share_with(kept)
+        walked = again.walk_listing()
+        assert sorted(str(record.location) for record in walked) == sorted(
+            str(record.location) for record in kept.records
+        )
+        keys = {
+            "the rows": list(again.table()),
+            "the walk's fingerprints": list(again.walked),
+            "the walk's records": [record.location for record in walked],
+        }
+        for record in kept.records:
+            for source, held in keys.items():
+                same = [key for key in held if key == record.location]
+                assert len(same) == 1 and same[0] is record.location, source
+    finally:
+        again.close()
+
+
 def test_a_header_is_shared_only_where_its_text_would_be_the_same() -> None:
     """Sharing must not change what a row says: ``-0.0`` and ``0.0``, ``1`` and ``True``, ``1``
     and ``1.0``, or the same keys in another order, are different headers (different JSON)."""

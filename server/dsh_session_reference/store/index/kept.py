@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from typing import Final, NamedTuple
 
 from ...model import SessionRecord, TitleObservation, kept_header
-from ..layout import is_walk_relative
+from ..layout import is_walk_relative, shared_path
 from ..listing import record_at
 from .rows import (
     Fingerprint,
@@ -234,7 +234,7 @@ def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
         relative, fp, header, title = entry
         if not (type(relative) is str and is_walk_relative(relative)):
             return None
-        path = prefix + relative
+        path = shared_path(prefix + relative)
         if path in walked:
             return None
         if not (
