@@ -20,13 +20,12 @@ from typing import Final, NamedTuple
 from ...model import SessionRecord, TitleObservation, kept_header
 from ..layout import is_walk_relative, shared_path
 from ..listing import record_at
+from .headers import KeptHeader, compact_header
 from .rows import (
     Fingerprint,
     IndexRow,
-    KeptHeader,
     ListingEntry,
     Untrusted,
-    compact_header,
     non_negative_safe,
     regular_fingerprint,
     too_many_missing,

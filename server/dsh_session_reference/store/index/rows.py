@@ -23,6 +23,7 @@ from ...model import TitleObservation, kept_header
 from ..jsvalue import MAX_SAFE_INTEGER
 from ..layout import LOG_NAMES, Compression, shared_path
 from ..listing import Misnamed
+from .headers import KeptHeader, compact_header
 
 T = TypeVar("T")
 
@@ -144,13 +145,6 @@ def non_negative_safe(value: object) -> bool:
 
 class Untrusted(Exception):
     """The index file is not one this code wrote for this root, or it is damaged."""
-
-
-KeptHeader = dict[str, Any]
-"""A listed header as kept in memory: one dict, shared by the row and every record listed from it
-(:func:`header_dict`), a flat one's keys and repeated values interned (:func:`compact_header`), since a big
-root keeps one per log. Keeping the row's as a flat tuple beside each record's dict cost 120 bytes
-a session."""
 
 
 Artifacts = tuple[tuple[str | None, Compression, KeptHeader], ...]
@@ -422,38 +416,6 @@ def entry_text(entry: ListingEntry, path: str) -> str:
         if isinstance(block, Misnamed):
             value["m"] = [block.session_id, block.cwd]
     return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
-
-
-def _nested(header: KeptHeader) -> bool:
-    return any(type(value) in (dict, list) for value in header.values())
-
-
-_SHARED_VALUES: Final = frozenset({"cwd", "origin", "agentPreset"})
-"""Header keys whose string values repeat across a root's logs (a project's logs share a cwd,
-every subagent's ``origin`` is ``"subagent"``, a preset is one of a few): kept once for the whole
-root. An id or a parent's id is one a log, and interning it would only add a table entry."""
-
-
-def compact_header(header: dict[str, Any]) -> KeptHeader:
-    """``header`` as a row keeps it: a flat one with its keys and the values of
-    :data:`_SHARED_VALUES` interned (one string each for the whole root, not one a log: a parsed
-    ``"subagent"`` alone is 57 bytes), one with nested values as it is."""
-    if _nested(header):
-        return header
-    return {
-        sys.intern(key): sys.intern(value) if key in _SHARED_VALUES and type(value) is str else value
-        for key, value in header.items()
-    }
-
-
-def header_dict(header: KeptHeader) -> dict[str, Any]:
-    """The header a record listed from a row takes: the row's own dict when it is flat (shared:
-    nothing changes a listed header, and a big root keeps one per log), a copy when it holds
-    nested values (so no two records share those)."""
-    if _nested(header):
-        copied: dict[str, Any] = json.loads(json.dumps(header))
-        return copied
-    return header
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

@@ -33,15 +33,9 @@ from ..listing import (
     session_directories,
 )
 from ..workers import WorkerProcess, drop_spare, take_spare
+from .headers import compact_header, header_dict
 from .kept import StoredListing
-from .rows import (
-    Fingerprint,
-    ListingEntry,
-    compact_header,
-    fingerprint_of,
-    header_dict,
-    stable_read,
-)
+from .rows import Fingerprint, ListingEntry, fingerprint_of, stable_read
 from .table import RowTable
 
 LOG = logging.getLogger("dsh_session_reference.index")
