@@ -316,6 +316,8 @@ class TitleBoard:
             for location, _ in taken:
                 del self.to_prove[location]
                 self.proving.add(location)
+            if not self.to_prove:
+                self.to_prove = {}  # as :meth:`scan_hints` leaves ``to_scan``: 8 MB at 200,000 claims
             return [entry for _, entry in taken]
 
     def scanned(self, locations: Iterable[str], unproved: Iterable[str] = ()) -> None:
