@@ -29,6 +29,11 @@ T = TypeVar("T")
 
 RACY_NS: Final = 2_000_000_000
 """A log is trusted from the index only if it was last modified this long before it was read."""
+SETTLED_NS: Final = 1 << 62
+"""What a row keeps as the time a read began once that read is trusted at the row's fingerprint
+(:meth:`IndexRow.fresh`): one ``int`` for every such row, not one each (two a row, 13 MB at
+200,000 logs). Any time a read could have begun at is before it (it is in the year 2116), so a
+row is fresh at its fingerprint with it exactly when it was with the time it replaced."""
 
 LISTED: Final = "="
 """A title entry's header key meaning "the header of this row's listing entry" (never JSON)."""
@@ -227,8 +232,8 @@ class IndexRow:
 
     The listing entry and the title entry were each produced by a read that
     started at ``*_ns``; each is trusted only if the log had not been modified
-    for :data:`RACY_NS` by then. The entries are kept as the JSON text stored
-    in the file and parsed on first use.
+    for :data:`RACY_NS` by then (a time so trusted is kept as :data:`SETTLED_NS`). The entries
+    are kept as the JSON text stored in the file and parsed on first use.
     """
 
     fp: Fingerprint
@@ -242,6 +247,13 @@ class IndexRow:
     """The title entry was read by this process (not loaded from the file, which anyone who can
     write the cache folder can forge, checksum and all): the language server counts a title it
     did not read only once it has scanned the log (:mod:`..titles`)."""
+
+    def __post_init__(self) -> None:
+        mtime_ns = self.fp.mtime_ns
+        if self.listing_ns is not SETTLED_NS and mtime_ns + RACY_NS <= self.listing_ns <= SETTLED_NS:
+            self.listing_ns = SETTLED_NS
+        if self.title_ns is not SETTLED_NS and mtime_ns + RACY_NS <= self.title_ns <= SETTLED_NS:
+            self.title_ns = SETTLED_NS
 
     def fresh(self, fp: Fingerprint, recorded_ns: int) -> bool:
         return self.fp == fp and fp.mtime_ns + RACY_NS <= recorded_ns
