@@ -15,7 +15,6 @@ import functools
 import os
 import re
 import stat
-import sys
 from collections.abc import Callable
 from typing import Final, Literal
 
@@ -26,19 +25,6 @@ LOG_NAMES: Final[dict[Compression, str]] = {"zstd": "session.jsonl.zstd", "none"
 ZSTD_NAME: Final = os.sep + LOG_NAMES["zstd"]
 PLAIN_NAME: Final = os.sep + LOG_NAMES["none"]
 """A session directory's two logs are ``directory + ZSTD_NAME`` and ``directory + PLAIN_NAME``."""
-
-
-def shared_path(path: str) -> str:
-    """The one string this process holds for the log path ``path``, wherever it came from.
-
-    A log's path is a key in several maps (the listing's, the index rows', the walk's
-    fingerprints, the title board's) and each source makes its own copy: the listing a server
-    left, the index file's rows and the walk's directory names. Over a warm index of 200,000
-    sessions the copies were three, 76 MB more than one. Interned, every source yields the same
-    object; the interpreter's table of interned strings costs about 40 bytes a log. (From
-    Python 3.12 an interned string lives as long as the process: the paths of sessions deleted
-    while a server runs, a few hundred bytes each, stay held.)"""
-    return sys.intern(path)
 
 
 NO_CWD_DIR: Final = "_no-cwd"

@@ -237,14 +237,15 @@ class IndexDatabase:
 
     # rows
 
-    def load(self, each: Callable[[str, IndexRow], object] | None = None) -> tuple[dict[str, IndexRow], bool]:
+    def load(self, each: Callable[[str, IndexRow], str] | None = None) -> tuple[dict[str, IndexRow], bool]:
         """The rows of logs that are there, at the row's own fingerprint, each checked against its
         checksum (any bad one means the file is rebuilt), and whether that is every row the file
         holds. A checksum is no signature, so rows are not taken on the file's word: a row of a
         log that changed since is of no use and is not kept; one of a log that is not there (gone
         since, or never there) is removed from the file; past :func:`.rows.too_many_missing`,
         loading stops (the rest is looked up row by row), so what a forged file costs in memory
-        and time is bounded by the root. ``each`` is called with every row kept, as it is loaded."""
+        and time is bounded by the root. ``each`` is called with every row kept, as it is loaded,
+        and gives the string to key it by (the caller's own for its path)."""
         rows: dict[str, IndexRow] = {}
         gone: list[str] = []
         whole = True
@@ -260,9 +261,8 @@ class IndexDatabase:
                             whole = False
                             break
                     elif values[1] == fp_text(fp):
-                        row = rows[path] = _checked_row(*values)
-                        if each is not None:
-                            each(path, row)
+                        row = _checked_row(*values)
+                        rows[path if each is None else each(path, row)] = row
             cursor.close()
             self.write(dict.fromkeys(gone))
             return rows, whole

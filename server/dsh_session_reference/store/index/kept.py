@@ -14,11 +14,11 @@ import gc
 import itertools
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final, NamedTuple
 
 from ...model import SessionRecord, TitleObservation, kept_header
-from ..layout import is_walk_relative, shared_path
+from ..layout import is_walk_relative
 from ..listing import record_at
 from .headers import KeptHeader, compact_header
 from .rows import (
@@ -163,7 +163,9 @@ def listing_pieces(
         yield "\n".join(piece).encode("ascii")  # ASCII JSON (ensure_ascii)
 
 
-def kept_listing(chunks: Iterable[bytes], root: str) -> StoredListing | None:
+def kept_listing(
+    chunks: Iterable[bytes], root: str, canonical: Callable[[str], str] = str
+) -> StoredListing | None:
     """The listing :func:`listing_pieces` wrote, read from ``chunks`` (the document, in pieces), or
     ``None`` if it is not one a walk of ``root`` could have made. The cache folder is not trusted,
     so it is read one line at a time and refused at the first line that is not an entry a walk
@@ -171,6 +173,7 @@ def kept_listing(chunks: Iterable[bytes], root: str) -> StoredListing | None:
     :data:`MAX_ENTRY_BYTES`, or when too many entries name a log that is not there (a forged
     document's entries must name the root's own logs: what it can hold is bounded by the root).
     ``chunks`` raises :class:`.rows.Untrusted` when the document's checksum does not hold.
+    ``canonical`` gives the one string its caller keeps for a log path (:meth:`.table.RowTable.shared_path`).
 
     Tens of thousands of containers are made here at once and none of them can form a cycle, so
     the cyclic collector is held off meanwhile: its young collections during the build took a
@@ -179,7 +182,7 @@ def kept_listing(chunks: Iterable[bytes], root: str) -> StoredListing | None:
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _kept_listing(_lines(chunks), root)
+        return _kept_listing(_lines(chunks), root, canonical)
     except (Untrusted, ValueError, RecursionError):  # RecursionError: nesting past the stack
         return None
     finally:
@@ -217,7 +220,7 @@ def _entries(lines: Iterator[bytes]) -> Iterator[object]:
         yield from values
 
 
-def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
+def _kept_listing(lines: Iterator[bytes], root: str, canonical: Callable[[str], str]) -> StoredListing | None:
     first = json.loads(next(lines, b"null"))
     if not (type(first) is dict and first.get("v") == LISTING_VERSION and non_negative_safe(first.get("d"))):
         return None
@@ -233,7 +236,7 @@ def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
         relative, fp, header, title = entry
         if not (type(relative) is str and is_walk_relative(relative)):
             return None
-        path = shared_path(prefix + relative)
+        path = canonical(prefix + relative)
         if path in walked:
             return None
         if not (

@@ -21,7 +21,7 @@ from typing import Any, Final, Generic, NamedTuple, TypeVar
 
 from ...model import TitleObservation, kept_header
 from ..jsvalue import MAX_SAFE_INTEGER
-from ..layout import LOG_NAMES, Compression, shared_path
+from ..layout import LOG_NAMES, Compression
 from ..listing import Misnamed
 from .headers import KeptHeader, compact_header
 
@@ -345,7 +345,7 @@ def key_path(key: object) -> str:
     if not isinstance(key, bytes):
         raise Untrusted("a path that is not a BLOB")
     try:
-        return shared_path(key.decode("utf-8", "surrogatepass"))
+        return key.decode("utf-8", "surrogatepass")
     except UnicodeDecodeError as error:
         raise Untrusted(f"a path that is no string: {error}") from None
 

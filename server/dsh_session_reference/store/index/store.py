@@ -201,7 +201,7 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         (:meth:`keep_whole_listing`) is one document with its titles; without it, the rows'
         (:func:`.walk.stored_walk`)."""
         with self._database().kept_listing() as pieces:
-            kept = None if pieces is None else kept_listing(pieces, self.root)
+            kept = None if pieces is None else kept_listing(pieces, self.root, self.shared_path)
         if kept is None:
             return stored_walk(self, self.skips)
         self.share_with(kept)

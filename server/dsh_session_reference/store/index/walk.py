@@ -21,7 +21,7 @@ from typing import Any, Final
 
 from ...cancellation import AbortSignal
 from ...model import StoreError
-from ..layout import PLAIN_NAME, ZSTD_NAME, is_walk_relative, shared_path
+from ..layout import PLAIN_NAME, ZSTD_NAME, is_walk_relative
 from ..listing import (
     Artifact,
     Misnamed,
@@ -105,7 +105,7 @@ def _inspect(
         inspect_directory(rows.root, scan, real, directory, segment, stop)
         return
     path, fp = single
-    path = shared_path(path)
+    path = rows.shared_path(path)
     if _listed_from_row(rows, scan, walk, path, fp):
         return
     if walk is not None:
@@ -118,7 +118,7 @@ def _inspect(
 def _listed_from_row(rows: RowTable, scan: Walk, walk: _FullWalk | None, path: str, fp: Fingerprint) -> bool:
     """List the one log ``path`` (seen at ``fp``) from its index row, if that row is fresh at
     ``fp``; ``False`` when the log must be read."""
-    path = shared_path(path)  # the rows', the listing's and the walk's one string
+    path = rows.shared_path(path)  # the rows', the listing's and the walk's one string
     row = rows.row(path)
     if row is None or (cached := row.listing_outcome(fp, path)) is None:
         return False
