@@ -351,6 +351,29 @@ def test_keeping_a_big_listing_holds_its_document_once(tmp_path: Path) -> None:
         again.close()
 
 
+def _shop_root(tmp_path: Path, count: int) -> Path:
+    """``count`` logs of one project, last written an hour ago (so the index trusts its reads)."""
+    root = tmp_path / "sessions"
+    for number in range(count):
+        path = Path(log_path(str(root), "/home/dev/shop", _session_id(number), "zstd"))
+        path.parent.mkdir(parents=True)
+        path.write_bytes(_log_bytes(_session_id(number), "/home/dev/shop", f"Session {number}"))
+        os.utime(path, (time.time() - 3600,) * 2)
+    return root
+
+
+def _kept_by_a_first_store(root: Path, index: Path) -> list[SessionRecord]:
+    """What a first server leaves in ``index``: every row, title and its whole listing."""
+    first = IndexedSessionStore(str(root), index_dir=index)
+    try:
+        records = first.walk_listing()
+        first.read_titles_exact(records)
+        first.keep_whole_listing(records, first.walked, first.directories)
+    finally:
+        first.close()
+    return records
+
+
 def test_rows_loaded_after_a_kept_listing_share_its_headers_ids_titles_and_fingerprints(
     tmp_path: Path,
 ) -> None:
@@ -358,19 +381,8 @@ def test_rows_loaded_after_a_kept_listing_share_its_headers_ids_titles_and_finge
     walk) and the rows the walk reads. Each had parsed its own header, id, title and fingerprint,
     all equal: about 560 bytes a session, 110 MB at 200,000. A row that says the same about its log
     now holds the listing's own objects; one that differs keeps what it read."""
-    root = tmp_path / "sessions"
-    for number in range(12):
-        path = Path(log_path(str(root), "/home/dev/shop", _session_id(number), "zstd"))
-        path.parent.mkdir(parents=True)
-        path.write_bytes(_log_bytes(_session_id(number), "/home/dev/shop", f"Session {number}"))
-        os.utime(path, (time.time() - 3600,) * 2)  # not written just before the read: rows trusted
-    first = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
-    try:
-        records = first.walk_listing()
-        first.read_titles_exact(records)
-        first.keep_whole_listing(records, first.walked, first.directories)
-    finally:
-        first.close()
+    root = _shop_root(tmp_path, 12)
+    records = _kept_by_a_first_store(root, tmp_path / "index")
     changed = Path(str(records[0].location))  # a log appended to since: its row is not used
     changed.write_bytes(_log_bytes(records[0].id, "/home/dev/shop", "Renamed"))
     again = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
@@ -398,19 +410,8 @@ def test_a_log_path_is_one_string_for_the_kept_listing_the_rows_and_the_walk(tmp
     listing's document, the index file's rows, the walk's directory names): three strings a
     log over a warm index, 76 MB more than one at 200,000 sessions. Now all hold one object, and
     so does every later walk's."""
-    root = tmp_path / "sessions"
-    for number in range(6):
-        path = Path(log_path(str(root), "/home/dev/shop", _session_id(number), "zstd"))
-        path.parent.mkdir(parents=True)
-        path.write_bytes(_log_bytes(_session_id(number), "/home/dev/shop", f"Session {number}"))
-        os.utime(path, (time.time() - 3600,) * 2)
-    first = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
-    try:
-        records = first.walk_listing()
-        first.read_titles_exact(records)
-        first.keep_whole_listing(records, first.walked, first.directories)
-    finally:
-        first.close()
+    root = _shop_root(tmp_path, 6)
+    _kept_by_a_first_store(root, tmp_path / "index")
     again = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
     try:
         kept = again.stored_listing()
@@ -437,12 +438,7 @@ def test_a_trusted_read_keeps_one_shared_time_for_every_row(tmp_path: Path) -> N
     modified for two seconds by then: two ``int`` objects a row, 13 MB at 200,000 logs. A trusted
     time is now one shared object, as made, as read back from the file and once written again;
     a racy read keeps its own and stays untrusted."""
-    root = tmp_path / "sessions"
-    for number in range(3):
-        path = Path(log_path(str(root), "/home/dev/shop", _session_id(number), "zstd"))
-        path.parent.mkdir(parents=True)
-        path.write_bytes(_log_bytes(_session_id(number), "/home/dev/shop", f"Session {number}"))
-        os.utime(path, (time.time() - 3600,) * 2)
+    root = _shop_root(tmp_path, 3)
     for attempt in range(2):  # made by the first store, read back from the file by the second
         store = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
         try:
