@@ -26,7 +26,6 @@ ZSTD_NAME: Final = os.sep + LOG_NAMES["zstd"]
 PLAIN_NAME: Final = os.sep + LOG_NAMES["none"]
 """A session directory's two logs are ``directory + ZSTD_NAME`` and ``directory + PLAIN_NAME``."""
 
-
 NO_CWD_DIR: Final = "_no-cwd"
 
 _SAFE = re.compile(r"[A-Za-z0-9._-]")

@@ -14,9 +14,9 @@ from typing import Any, Final
 
 KeptHeader = dict[str, Any]
 """A listed header as kept in memory: one dict, shared by the row and every record listed from it
-(:func:`header_dict`), a flat one's keys and repeated values interned (:func:`compact_header`), since a big
-root keeps one per log. Keeping the row's as a flat tuple beside each record's dict cost 120 bytes
-a session."""
+(:func:`header_dict`), a flat one's repeated values interned and its keys shared with every other
+header's (:func:`compact_header`), since a big root keeps one per log. Keeping the row's as a flat
+tuple beside each record's dict cost 120 bytes a session."""
 
 
 def _nested(header: KeptHeader) -> bool:

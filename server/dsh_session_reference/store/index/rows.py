@@ -226,6 +226,12 @@ again from the entry when the row is written (:meth:`IndexRow.listing_text`). Ke
 listed header twice, was a quarter of a 200,000-session server's memory."""
 
 
+def _settled(started_ns: int, trusted_from: int) -> int:
+    """:data:`SETTLED_NS` for a read begun at ``started_ns`` that is trusted (at or after
+    ``trusted_from``), else the time itself."""
+    return SETTLED_NS if trusted_from <= started_ns <= SETTLED_NS else started_ns
+
+
 @dataclass(slots=True)
 class IndexRow:
     """What the index knows about one log path at one fingerprint.
@@ -249,11 +255,9 @@ class IndexRow:
     did not read only once it has scanned the log (:mod:`..titles`)."""
 
     def __post_init__(self) -> None:
-        mtime_ns = self.fp.mtime_ns
-        if self.listing_ns is not SETTLED_NS and mtime_ns + RACY_NS <= self.listing_ns <= SETTLED_NS:
-            self.listing_ns = SETTLED_NS
-        if self.title_ns is not SETTLED_NS and mtime_ns + RACY_NS <= self.title_ns <= SETTLED_NS:
-            self.title_ns = SETTLED_NS
+        trusted_from = self.fp.mtime_ns + RACY_NS
+        self.listing_ns = _settled(self.listing_ns, trusted_from)
+        self.title_ns = _settled(self.title_ns, trusted_from)
 
     def fresh(self, fp: Fingerprint, recorded_ns: int) -> bool:
         return self.fp == fp and fp.mtime_ns + RACY_NS <= recorded_ns

@@ -98,7 +98,9 @@ def _inspect(
     delivered = None if readers is None else readers.delivered(directory)
     # A worker of this walk that found the one log here and read it (both names looked at,
     # fingerprint checked around the read) looked for the walk.
-    if delivered is not None and _listed_from_row(rows, scan, walk, *delivered):
+    if delivered is not None and _listed_from_row(
+        rows, scan, walk, rows.shared_path(delivered[0]), delivered[1]
+    ):
         return
     single = single_log(paths)
     if single is None:
@@ -117,8 +119,8 @@ def _inspect(
 
 def _listed_from_row(rows: RowTable, scan: Walk, walk: _FullWalk | None, path: str, fp: Fingerprint) -> bool:
     """List the one log ``path`` (seen at ``fp``) from its index row, if that row is fresh at
-    ``fp``; ``False`` when the log must be read."""
-    path = rows.shared_path(path)  # the rows', the listing's and the walk's one string
+    ``fp``; ``False`` when the log must be read. ``path`` is the row table's own string for it
+    (:meth:`.table.RowTable.shared_path`): the walk and the records keep it."""
     row = rows.row(path)
     if row is None or (cached := row.listing_outcome(fp, path)) is None:
         return False
