@@ -1221,16 +1221,7 @@ async function firstAt(page, promptEditor) {
   const placeholder = new RegExp(spec.placeholderPattern);
   // The server's rows are references; VS Code adds words of the document (icon "text") when no
   // provider has rows, and those are not an answer.
-  const popupRows = () =>
-    page.locator('.editor-widget.suggest-widget.visible .monaco-list-row').evaluateAll((elements) =>
-      elements
-        .sort((a, b) => Number(a.getAttribute('data-index')) - Number(b.getAttribute('data-index')))
-        .map((row) => ({
-          index: Number(row.getAttribute('data-index')),
-          label: row.querySelector('.label-name')?.textContent ?? '',
-          reference: row.querySelector('.codicon-symbol-reference') !== null,
-        })),
-    );
+  const popupRows = () => popupRowParts(page);
   const timeline = [];
   let seen = '';
   let first = null;
@@ -1254,16 +1245,7 @@ async function firstAt(page, promptEditor) {
       // The popup's rows as they settle (VS Code draws a new answer's rows over a few frames, and
       // a row being drawn again is briefly out of the list): the same rows twice, the first one in.
       await page.waitForTimeout(600);
-      let drawn = await popupRows();
-      for (let tries = 0; tries < 20; tries += 1) {
-        await page.waitForTimeout(100);
-        const again = await popupRows();
-        const same = JSON.stringify(again) === JSON.stringify(drawn);
-        drawn = again;
-        if (same && drawn.length > 0 && drawn[0].index === 0) {
-          break;
-        }
-      }
+      const drawn = await drawnRows(page, popupRows, await popupRows(), 20);
       const settled = drawn.filter((row) => row.reference).map((row) => row.label);
       rows = { ms, labels: settled.slice(0, 5) };
       log(`rows after ${ms} ms`);
@@ -1767,6 +1749,25 @@ async function settledPopupRows(page, what) {
 }
 
 /**
+ * The popup's rows once drawn, from `drawn` (the last read) on: VS Code draws a new answer's rows
+ * over a few frames, and a row being drawn again is briefly out of the list. Read every 100 ms
+ * until two reads agree (place, label, kind) with the first row in, at most `tries` times.
+ */
+async function drawnRows(page, read, drawn, tries) {
+  const key = (rows) => JSON.stringify(rows.map((row) => [row.index, row.label, row.reference]));
+  for (let tried = 0; tried < tries; tried += 1) {
+    await page.waitForTimeout(100);
+    const again = await read();
+    const same = key(again) === key(drawn);
+    drawn = again;
+    if (same && drawn.length > 0 && drawn[0].index === 0) {
+      break;
+    }
+  }
+  return drawn;
+}
+
+/**
  * Types ` @` at the end of the prompt the moment it shows, then only watches every 20 ms: the
  * popup's first rows (ours: the placeholders and session rows), whether it is open at all, and
  * the status bar, until session rows show. `closedAfterFirst` counts the samples in which the
@@ -1812,18 +1813,8 @@ async function watchFirstAt(page, promptEditor, name, { settled = true } = {}) {
       await screenshot(page, `${name}-listing`);
     }
     if (ours.some((row) => row.reference)) {
-      // The rows once drawn: VS Code draws a new answer's rows over a few frames, and a row being
-      // drawn again is briefly out of the list (one read under load began at dsh's second session).
-      let drawn = shown;
-      for (let tries = 0; tries < 50; tries += 1) {
-        await page.waitForTimeout(100);
-        const again = await popupRowParts(page);
-        const same = JSON.stringify(again.map((row) => [row.index, row.label])) === JSON.stringify(drawn.map((row) => [row.index, row.label]));
-        drawn = again;
-        if (same && drawn.length > 0 && drawn[0].index === 0) {
-          break;
-        }
-      }
+      // One read under load began at dsh's second session: the first row was being drawn again.
+      const drawn = await drawnRows(page, () => popupRowParts(page), shown, 50);
       const settled = drawn.filter((row) => row.reference || placeholder.test(row.label));
       rows = { ms, labels: settled.slice(0, 5).map((row) => row.label) };
       log(`${name}: rows after ${ms} ms`);
