@@ -14,9 +14,11 @@ from . import cli
 
 
 def _serve_stdio(sessions: str | None) -> int:
+    from .lsp.allocator import settle
     from .lsp.features import create_server
     from .lsp.transport import serve_stdio
 
+    settle()  # before any thread starts: a server may keep a listing of 200,000 sessions
     return serve_stdio(create_server(sessions))
 
 
