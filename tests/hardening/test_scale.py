@@ -48,6 +48,7 @@ from dsh_session_reference.store.index.rows import (
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
 from dsh_session_reference.store.listed import Listed
+from dsh_session_reference.store.listing import Skips, Walk
 from dsh_session_reference.store.titles import TitleBoard
 from dsh_session_reference.store.writer import SessionLog, encode_log
 
@@ -813,3 +814,30 @@ def test_a_fingerprint_is_one_small_object_of_five_numbers() -> None:
     assert each < 110, f"{each:.0f} bytes a fingerprint"
     largest = Fingerprint(*[(1 << 64) - 1] * 5)  # any 64-bit st_* value
     assert list(largest) == [(1 << 64) - 1] * 5
+
+
+WALKED_LOGS = 3_000
+
+
+def test_a_walk_lists_the_records_it_made_and_counts_ids_in_the_table_it_keeps() -> None:
+    """A walk of 200,000 logs made an artifact for each beside its record, and counted ids in a
+    table of their own beside the one it kept: 13 MB and 7.7 MB that lived only until the walk
+    ended, on top of the listing (the peak of a server over a kept index)."""
+    walk = Walk(Skips(report=False))
+    for number in range(WALKED_LOGS):
+        session_id = _session_id(number)
+        header = {"version": 1, "id": session_id, "createdAt": BASE_MS + number, "cwd": "/w"}
+        walk.add(f"/root/p/{session_id}/session.jsonl.zstd", header)
+    one_table = sys.getsizeof({record.id: record for record in walk.found})
+    gc.collect()
+    tracemalloc.start()
+    try:
+        walk.settle("/root")
+        listed = walk.listing()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert [record.id for record in listed] == [_session_id(n) for n in reversed(range(WALKED_LOGS))]
+    assert {id(record) for record in listed} == {id(record) for record in walk.found}
+    # The table settle counts with, the list the listing sorts, and a little: not two tables.
+    assert peak < one_table + sys.getsizeof(listed) + 50_000, f"{peak} bytes at the walk's end"

@@ -192,8 +192,7 @@ def named_segment(root: str, session_id: str) -> str | None:
 
 def record_named(walk: Walk, session_id: str) -> SessionRecord | None:
     """The record a walk of ``session_id``'s directory lists for it, or ``None``."""
-    artifact = walk.usable().get(session_id)
-    return None if artifact is None else artifact.record()
+    return walk.usable().get(session_id)
 
 
 class ReadsOnDemand:

@@ -131,9 +131,9 @@ def _listed_from_row(rows: RowTable, scan: Walk, walk: _FullWalk | None, path: s
 
 
 def _replay_listing(scan: Walk, path: str, outcome: ListingEntry) -> None:
-    for artifact_path, compression, header in outcome.artifacts:
+    for artifact_path, _compression, header in outcome.artifacts:
         listed = path if artifact_path is None else artifact_path
-        scan.artifacts.append(Artifact(listed, compression, header_dict(header)))
+        scan.add(listed, header_dict(header))
     for block in outcome.blocks:
         if isinstance(block, Misnamed):
             scan.block(os.path.basename(os.path.dirname(block.path)), block.path, block)
