@@ -39,6 +39,7 @@ from dsh_session_reference.store.index.rows import (
     SETTLED_NS,
     Fingerprint,
     IndexRow,
+    ListingEntry,
     entry_text,
     fp_parse,
     fp_text,
@@ -394,8 +395,9 @@ def test_rows_loaded_after_a_kept_listing_share_its_headers_ids_titles_and_finge
         for record in kept.records[1:]:
             location = str(record.location)
             row = again.row(location)
-            assert row is not None and row.parsed_listing is not None
-            assert row.parsed_listing.artifacts[0][2] is record.header
+            assert row is not None and row.parsed_listing is record.header  # the usual entry, folded
+            entry = row.entry(location)
+            assert entry is not None and entry.artifacts[0][2] is record.header
             assert row.fp is kept.walked[location]
             assert row.parsed_title is kept.titles[location]
         changed_row = again.row(str(changed))  # read again by the walk: its own objects
@@ -817,6 +819,27 @@ def test_a_fingerprint_is_one_small_object_of_five_numbers() -> None:
 
 
 WALKED_LOGS = 3_000
+
+
+def test_a_row_keeps_the_usual_listing_entry_as_its_header_alone() -> None:
+    """An entry object beside every listed log's header was 64 bytes a row, 13 MB at 200,000."""
+    path = "/root/p/0198c2a4-7b1e-7c3d-9f00-000000000001/session.jsonl.zstd"
+    header = compact_header({"version": 1, "id": _session_id(1), "createdAt": BASE_MS, "cwd": "/w"})
+    fp = Fingerprint(1, 2, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    text = entry_text(ListingEntry(((None, "zstd", header),), ()), path)
+    row = IndexRow(fp, text, SETTLED_NS).parse(path)
+    assert type(row.parsed_listing) is dict and row.parsed_listing == header
+    assert row.listing_outcome(fp, path) == ListingEntry(((None, "zstd", row.parsed_listing),), ())
+    assert row.listing_text(path) == text
+    # Anything else keeps its entry whole: another encoding than the name says, another log, a block.
+    for other in (
+        ListingEntry(((None, "none", header),), ()),
+        ListingEntry(((path + ".other", "zstd", header),), ()),
+        ListingEntry(((None, "zstd", header),), (("s", path, "a reason"),)),
+    ):
+        kept = IndexRow(fp, entry_text(other, path), SETTLED_NS).parse(path)
+        assert kept.parsed_listing == other and kept.listing_outcome(fp, path) == other
+        assert kept.listing_text(path) == entry_text(other, path)
 
 
 def test_a_walk_lists_the_records_it_made_and_counts_ids_in_the_table_it_keeps() -> None:

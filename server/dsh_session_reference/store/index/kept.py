@@ -24,7 +24,6 @@ from .headers import KeptHeader, compact_header
 from .rows import (
     Fingerprint,
     IndexRow,
-    ListingEntry,
     Untrusted,
     non_negative_safe,
     regular_fingerprint,
@@ -74,12 +73,10 @@ class SharedWithRows:
         if record is None or fp is None or row.fp != fp:
             return
         row.fp = fp
-        entry = row.parsed_listing
-        if isinstance(entry, ListingEntry) and not entry.blocks and len(entry.artifacts) == 1:
-            listed, compression, header = entry.artifacts[0]
-            kept = record.header
-            if listed is None and type(kept) is dict and same_header(header, kept):
-                row.parsed_listing = ListingEntry(((None, compression, kept),), ())
+        header = row.parsed_listing
+        kept = record.header
+        if isinstance(header, dict) and type(kept) is dict and same_header(header, kept):
+            row.parsed_listing = kept  # a row keeps the usual entry as its header (IndexRow.fold)
         title = self._titles.get(path)
         if title is not None and type(row.parsed_title) is TitleObservation and row.parsed_title == title:
             row.parsed_title = title

@@ -256,7 +256,7 @@ class RowTable:
             else:
                 row = IndexRow(
                     fp, PARSED, started, title, title_ns, parsed_listing=parsed, parsed_title=parsed_title
-                )
+                ).fold(path)
             row.title_here = kept.title_here
             self._set(path, row)
 
