@@ -517,10 +517,10 @@ class SessionCatalog:
                 # the walk read the very same header.
                 exact = previous.taken == -math.inf
                 records = [same_record(record, previous, walked, exact) for record in records]
-            snapshot = Listed.of(records, walked, began, self.index.directories, state)
+            snapshot = Listed.of(records, walked, began, self.index.directories, state, previous)
             self.snapshot = snapshot
             self.feed.listing = snapshot.records
-            if previous is not None and previous.records is not records:
+            if previous is not None:
                 self.titles.keep_only(snapshot.by_location)
         self._write_behind()
         return snapshot

@@ -38,7 +38,15 @@ class Listed:
         taken: float,
         directories: int,
         state: int | None = None,
+        previous: Listed | None = None,
     ) -> Listed:
+        """The listing of ``records``; ``previous``: the one it follows, whose records and lookups it
+        takes if it lists the very same records in the same order (a walk that found nothing new:
+        two new lookups of 200,000 sessions beside the old ones were 15 MB at the walk's end)."""
+        if previous is not None and _same_records(previous.records, records):
+            return cls(
+                previous.records, walked, taken, directories, previous.by_location, previous.by_id, state
+            )
         by_location = {record.location: record for record in records if record.location is not None}
         return cls(records, walked, taken, directories, by_location, {r.id: r for r in records}, state)
 
@@ -46,6 +54,10 @@ class Listed:
     def by_directory(self) -> dict[str, SessionRecord]:
         """Each listed session by its directory (what a watched path is matched against)."""
         return {os.path.dirname(location): record for location, record in self.by_location.items()}
+
+
+def _same_records(old: list[SessionRecord], new: list[SessionRecord]) -> bool:
+    return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
 
 
 def same_record(
