@@ -21,6 +21,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lsp_harness import lsp_session
@@ -30,7 +31,7 @@ from dsh_session_reference.assembly import open_live
 from dsh_session_reference.candidate_cache import _Kept, _relabelled
 from dsh_session_reference.candidates import CandidateTable
 from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
-from dsh_session_reference.store import catalog
+from dsh_session_reference.store import catalog, listing
 from dsh_session_reference.store.index import database
 from dsh_session_reference.store.index.headers import compact_header
 from dsh_session_reference.store.index.kept import same_header
@@ -911,5 +912,36 @@ def test_a_walk_that_finds_the_same_sessions_keeps_the_listing_s_lookups(tmp_pat
         third = catalog_._refresh(None)
         assert third.by_id is not first.by_id and third.by_id.keys() == first.by_id.keys()
         assert third.records[1:] == first.records[1:] and third.records[0] is not first.records[0]
+    finally:
+        source.close()
+
+
+def test_a_walk_keeps_the_records_of_the_listing_before_it_for_logs_its_rows_hold(tmp_path: Path) -> None:
+    """A walk made a record for every log, equal to the one the listing before it held, and the
+    listing then dropped it for the old one: 16 MB made and dropped at the end of every walk of
+    200,000 logs. The walk now keeps the old record where a row tells it the log is unchanged,
+    and makes one only for a log that changed."""
+    root = _titled_root(tmp_path, 40)
+    source = IndexedSessionStore(str(root), index_dir=tmp_path / "index").start_catalog()
+    made: list[SessionRecord] = []
+    real_record_at = listing.record_at
+
+    def counted(path: str, header: dict[str, Any]) -> SessionRecord:
+        record = real_record_at(path, header)
+        made.append(record)
+        return record
+
+    try:
+        catalog_ = source.catalog
+        assert catalog_ is not None
+        first = catalog_._refresh(None)
+        changed = Path(str(first.records[0].location))
+        changed.write_bytes(_log_bytes(first.records[0].id, str(first.records[0].cwd), "Renamed"))
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(listing, "record_at", counted)
+            again = catalog_._refresh(None)
+        assert [record.location for record in made] == [first.records[0].location]
+        assert again.records[0] is made[0]
+        assert all(new is old for new, old in zip(again.records[1:], first.records[1:], strict=True))
     finally:
         source.close()

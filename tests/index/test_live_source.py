@@ -35,6 +35,7 @@ from dsh_session_reference.store import titles as titles_module
 from dsh_session_reference.store.catalog import SessionCatalog
 from dsh_session_reference.store.index.rows import Fingerprint, fingerprint_at
 from dsh_session_reference.store.index.store import IndexedSessionStore
+from dsh_session_reference.store.listing import Reuse
 from dsh_session_reference.store.root_state import root_state
 from dsh_session_reference.store.scheduler import Scheduler
 from dsh_session_reference.store.titles import TitleBoard
@@ -533,10 +534,10 @@ def walks_for_four_requests_during_a_first_walk(source: IndexedSessionStore) -> 
     real_listing = source.walk_listing
     gate = threading.Event()
 
-    def slow_listing(stop: AbortSignal | None = None) -> list[SessionRecord]:
+    def slow_listing(stop: AbortSignal | None = None, reuse: Reuse | None = None) -> list[SessionRecord]:
         listings.append(1)
         gate.wait(5)  # the first listing is still running when the others ask
-        return real_listing(stop)
+        return real_listing(stop, reuse)
 
     source.walk_listing = slow_listing  # type: ignore[method-assign]
     with ThreadPoolExecutor(4) as pool:

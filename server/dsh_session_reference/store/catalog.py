@@ -46,7 +46,8 @@ from .changes import Listeners, changed_sessions
 from .feed import Index, WorkerFeed
 from .index.kept import StoredListing
 from .index.rows import Fingerprint, IndexRow, header_text
-from .listed import Listed, same_record
+from .listed import Listed, reusable, same_record
+from .listing import Reuse
 from .root_state import root_state
 from .scheduler import IDLE_ROUND, Scheduler, weakly
 from .surfaces import Read, SurfaceCache
@@ -91,7 +92,9 @@ class Backing(Index, Protocol):
     directories: int
     autoflush: bool
 
-    def walk_listing(self, stop: AbortSignal | None = None) -> list[SessionRecord]: ...
+    def walk_listing(
+        self, stop: AbortSignal | None = None, reuse: Reuse | None = None
+    ) -> list[SessionRecord]: ...
 
     def stored_listing(self) -> StoredListing: ...
 
@@ -510,12 +513,13 @@ class SessionCatalog:
                 snapshot = dataclasses.replace(previous, taken=began)  # the same records: the feed has them
                 self.snapshot = snapshot
                 return snapshot
-            records = self.index.walk_listing(stop)
+            # A stored listing's records are the index's word until this walk: kept only where
+            # the walk read the very same header.
+            exact = previous is not None and previous.taken == -math.inf
+            reuse = None if previous is None else functools.partial(reusable, previous, exact=exact)
+            records = self.index.walk_listing(stop, reuse)
             walked = self.index.walked  # a new dict per walk, never changed after: shared
             if previous is not None:
-                # A stored listing's records are the index's word until this walk: kept only where
-                # the walk read the very same header.
-                exact = previous.taken == -math.inf
                 records = [same_record(record, previous, walked, exact) for record in records]
             snapshot = Listed.of(records, walked, began, self.index.directories, state, previous)
             self.snapshot = snapshot

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..model import SessionRecord
 from .index.rows import Fingerprint, header_text
@@ -66,7 +67,7 @@ def same_record(
     """The previous listing's record for an unchanged log (same file at the same fingerprint);
     ``exact``: only if its header is also the one just read, to the byte."""
     location = record.location
-    if location is None:
+    if location is None or previous.by_location.get(location) is record:  # kept by the walk
         return record
     old = previous.by_location.get(location)
     fp = walked.get(location)
@@ -74,4 +75,18 @@ def same_record(
         return record
     if exact and header_text(old.header) != header_text(record.header):
         return record
+    return old
+
+
+def reusable(
+    previous: Listed, path: str, fp: object, header: dict[str, Any], exact: bool = False
+) -> SessionRecord | None:
+    """``previous``'s record for the log at ``path``, seen now at ``fp`` with ``header``, if it is
+    the record :func:`same_record` would keep for the one a walk makes of them (a walk then keeps
+    it and makes none: :attr:`.listing.Walk.reuse`)."""
+    old = previous.by_location.get(path)
+    if old is None or previous.walked.get(path) != fp or old.id != header.get("id"):
+        return None
+    if exact and old.header is not header and header_text(old.header) != header_text(header):
+        return None
     return old

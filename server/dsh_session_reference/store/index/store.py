@@ -40,7 +40,7 @@ from ..jsonl_store import (
     record_named,
 )
 from ..layout import resolve_root
-from ..listing import Artifact, Skips, Walk, record_at
+from ..listing import Artifact, Reuse, Skips, Walk, record_at
 from ..surface import SurfaceKeeper
 from ..surfaces import Read
 from ..workers import run_apart
@@ -174,9 +174,12 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         catalog = self.catalog
         return (version, {}) if catalog is None else catalog.changed_titles(version, stop)
 
-    def walk_listing(self, stop: AbortSignal | None = None) -> list[SessionRecord]:
-        """Every session, walked now through the rows (:func:`.walk.walk_rows`)."""
-        walk = self._walking = Walk(self.skips)
+    def walk_listing(
+        self, stop: AbortSignal | None = None, reuse: Reuse | None = None
+    ) -> list[SessionRecord]:
+        """Every session, walked now through the rows (:func:`.walk.walk_rows`); ``reuse``: the
+        records of a listing before it, kept for the same logs (:attr:`.listing.Walk.reuse`)."""
+        walk = self._walking = Walk(self.skips, reuse=reuse)
         try:
             return walk_rows(self, walk, None, stop, self.workers).listing()
         finally:

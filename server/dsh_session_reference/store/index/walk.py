@@ -126,14 +126,16 @@ def _listed_from_row(rows: RowTable, scan: Walk, walk: _FullWalk | None, path: s
         return False
     if walk is not None:
         walk.walked[path] = row.fp  # one tuple for the row and the walk: a big root keeps both
-    _replay_listing(scan, path, cached)
+    _replay_listing(scan, path, fp, cached)
     return True
 
 
-def _replay_listing(scan: Walk, path: str, outcome: ListingEntry) -> None:
+def _replay_listing(scan: Walk, path: str, fp: Fingerprint, outcome: ListingEntry) -> None:
     for artifact_path, _compression, header in outcome.artifacts:
-        listed = path if artifact_path is None else artifact_path
-        scan.add(listed, header_dict(header))
+        if artifact_path is None:
+            scan.add(path, header_dict(header), fp)
+        else:
+            scan.add(artifact_path, header_dict(header))
     for block in outcome.blocks:
         if isinstance(block, Misnamed):
             scan.block(os.path.basename(os.path.dirname(block.path)), block.path, block)
@@ -168,7 +170,7 @@ def stored_walk(rows: RowTable, skips: Skips) -> StoredListing:
     walked: dict[str, Fingerprint] = {}
     for path, fp, outcome in filter(None, (found[directory] for directory in sorted(found))):
         walked[path] = fp
-        _replay_listing(scan, path, outcome)
+        _replay_listing(scan, path, fp, outcome)
     scan.settle(rows.root)
     return StoredListing(scan.listing(), walked, {}, False, len(walked))
 
