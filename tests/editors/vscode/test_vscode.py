@@ -1340,7 +1340,7 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
     # The prompt opened in a window already up: VS Code activated the extension for it, after it
     # was opened, not as the window started (else the figure would time the window's start).
     activations = _activations(profile.user_data)
-    assert len(activations) == 3, activations
+    assert len(activations) >= 3, activations  # more if the window restored the prompt (driver.mjs)
     activated, event = activations[-1]
     assert event == "onLanguage:markdown" and activated * 1000 >= opened["openedAt"], (activations, opened)
     # Issue 36 sets 1 s for this start; the bound here only catches a start gone wrong (the
