@@ -1332,7 +1332,9 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
         assert step["rows"] is not None and step["closedAfterFirst"] == 0, step
     log = profile.extension_log()
     starts = [int(ms) for ms in re.findall(r"first completion with sessions: (\d+) ms after activation", log)]
-    assert len(starts) == 3, log[-3000:]
+    # One per start, and one more for each window that restored the prompt (driver.mjs): the
+    # empty index's first, the reload's second, the opened prompt's last.
+    assert len(starts) >= 3, log[-3000:]
     # When the first completion reached the server, and when it had answered `initialize`: a start
     # whose `@` came after the server was ready measured the time until the `@`.
     asked = re.findall(r"first completion asked of the server (\d+) ms", log)
@@ -1345,13 +1347,13 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
     assert event == "onLanguage:markdown" and activated * 1000 >= opened["openedAt"], (activations, opened)
     # Issue 36 sets 1 s for this start; the bound here only catches a start gone wrong (the
     # measured figures, under what load, are in docs/benchmarks.md).
-    assert starts[2] <= 5000, _open_start(log, opened)
+    assert starts[-1] <= 5000, _open_start(log, opened)
     print(f"vscode prompt opened in a window already up: {_open_start(log, opened)}")
     print(
         f"vscode start: asked {asked}, initialize answered {started} (ms after activation); "
         f"first popup {start['first']['ms']} ms after `@` ({start['first']['labels'][:1]}), "
         f"sessions {start['rows']['ms']} ms; activation to sessions {starts[0]} ms (empty index), "
-        f"{starts[1]} ms (kept index, the window reloading), {starts[2]} ms (kept index, the prompt opened "
+        f"{starts[1]} ms (kept index, the window reloading), {starts[-1]} ms (kept index, the prompt opened "
         f"in a window already up); after the reload: first popup {again['first']['ms']} ms, sessions "
         f"{again['rows']['ms']} ms; opened: first popup {opened['first']['ms']} ms, sessions "
         f"{opened['rows']['ms']} ms; timeline {timeline}"
