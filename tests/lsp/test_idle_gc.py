@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import subprocess
+import sys
 import time
+import weakref
 from pathlib import Path
 
 import pytest
@@ -72,6 +75,50 @@ async def test_a_busy_editor_still_gets_a_collection_when_one_is_overdue(clock: 
         assert collector.collections == 1
     finally:
         collector.stop()
+
+
+class Node:
+    """An object in a cycle with itself: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+async def test_the_first_idle_collection_takes_back_what_the_start_froze(clock: Clock) -> None:
+    node = Node()
+    gone = weakref.ref(node)
+    del node
+    gc.freeze()  # as the server's start leaves its imports (main._uncollected)
+    collector = IdleCollector(clock)
+    collector.start(asyncio.get_running_loop())
+    try:
+        gc.collect()
+        assert gone() is not None  # frozen: collections skip it
+        clock.now += idle_gc.QUIET
+        collector._tick()
+        assert gone() is None and gc.get_freeze_count() == 0 and collector.collections == 1
+    finally:
+        collector.stop()
+        gc.unfreeze()
+
+
+def test_the_server_imports_its_stack_without_collections_and_freezes_it() -> None:
+    """Collections while lsprotocol's classes are made traverse them again and again (35-45 ms of
+    the start, docs/benchmarks.md): none run while the LSP stack is imported for ``lsp``, and what
+    it made is frozen, with the collector on again after."""
+    script = (
+        "import gc\n"
+        "from dsh_session_reference import main\n"
+        "seen = []\n"
+        "gc.callbacks.append(lambda phase, info: seen.append(info['generation']))\n"
+        "with main._uncollected():\n"
+        "    import dsh_session_reference.lsp.features\n"
+        "print(len(seen), gc.isenabled(), gc.get_freeze_count())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    collections, enabled, frozen = done.stdout.split()
+    assert (collections, enabled) == ("0", "True"), done.stdout
+    assert int(frozen) > 20_000, done.stdout
 
 
 def test_every_message_is_activity_for_the_collector_and_the_index(tmp_path: Path) -> None:

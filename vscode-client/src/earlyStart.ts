@@ -12,7 +12,7 @@ import { PVSC_EXTENSION_ID } from '@vscode/python-extension';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 
-import { findInterpreterNow } from './interpreter';
+import { findInterpreter } from './interpreter';
 import { EarlyServer, serverArgs, SpawnSpec, spawnServer } from './serverProcess';
 import { interpreterSetting, pathContext, serverLogLevelSetting } from './workspaceSettings';
 
@@ -26,7 +26,7 @@ function spawnEarly(): EarlyServer | undefined {
     return undefined;
   }
   try {
-    const choice = findInterpreterNow({
+    const choice = findInterpreter({
       setting,
       workspaceFolders: vscode.workspace.isTrusted ? (vscode.workspace.workspaceFolders ?? []).map((folder) => folder.uri.fsPath) : [],
       platform: process.platform,

@@ -29,7 +29,7 @@ let activeController: ServerController | undefined;
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const output = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });
-  output.info(`activate called ${Date.now() - loadedAt} ms after activation (the extension's code began to run)`);
+  output.info(`activate called ${Date.now() - loadedAt} ms after activation (the extension's code began to run at ${new Date(loadedAt).toISOString()})`);
   // The providers ask the controller, made just below (it hands the server's requests to them).
   const previews = new PreviewDocuments(async (uri): Promise<string | undefined> => controller.textDocumentContent(uri));
   const transcripts = new TranscriptDocuments(async (uri, token): Promise<string | undefined> => controller.transcriptText(uri, token));

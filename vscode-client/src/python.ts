@@ -64,7 +64,7 @@ export class PythonInterpreter implements vscode.Disposable {
   async resolve(): Promise<ResolvedInterpreter | undefined> {
     let choice: InterpreterChoice;
     try {
-      choice = await findInterpreter({
+      choice = findInterpreter({
         pythonEnvironment: await this.pythonEnvironment(),
         setting: interpreterSetting(),
         // A workspace's own .venv is code from the workspace: run it only once the workspace is
@@ -84,7 +84,7 @@ export class PythonInterpreter implements vscode.Disposable {
       this.output.info(`not using the Python extension's environment: ${choice.passedOver}`);
     }
     this.output.info(`interpreter: ${choice.executable} (from ${choice.origin})`);
-    const key = await probeKey(choice.executable, this.launcher, String(this.context.extension.packageJSON.version));
+    const key = probeKey(choice.executable, this.launcher, String(this.context.extension.packageJSON.version));
     const kept = this.context.globalState.get<KeptProbe>(PROBE_CACHE);
     let probe: ProbeResult;
     if (key !== undefined && kept?.key === key) {

@@ -12,7 +12,6 @@ import type { ResolvedEnvironment } from '@vscode/python-extension';
 
 import {
   findInterpreter,
-  findInterpreterNow,
   fromPythonExtension,
   InterpreterNotFound,
   isSupportedVersion,
@@ -77,11 +76,11 @@ describe('findInterpreter with the Python extension', () => {
     const active = await executable(path.join(root, 'p', 'conda', 'bin', 'python'));
     const environment = pythonEnvironment(active, [3, 12, 4], 'analysis');
 
-    const chosen = await findInterpreter(input({ workspaceFolders: [workspace], envPath: bin, pythonEnvironment: environment }));
+    const chosen = findInterpreter(input({ workspaceFolders: [workspace], envPath: bin, pythonEnvironment: environment }));
     assert.deepEqual(chosen, { executable: active, source: 'python-extension', origin: "the Python extension's active environment (analysis)" });
 
     const configured = await executable(path.join(root, 'p', 'custom-python'));
-    const bySetting = await findInterpreter(input({ setting: configured, envPath: bin, pythonEnvironment: environment }));
+    const bySetting = findInterpreter(input({ setting: configured, envPath: bin, pythonEnvironment: environment }));
     assert.equal(bySetting.source, 'setting');
     assert.equal(bySetting.passedOver, undefined);
   });
@@ -90,24 +89,24 @@ describe('findInterpreter with the Python extension', () => {
     const workspace = path.join(root, 'q', 'ws');
     const venv = await executable(path.join(workspace, '.venv', 'bin', 'python'));
     const old = await executable(path.join(root, 'q', 'py39', 'bin', 'python'));
-    const tooOld = await findInterpreter(input({ workspaceFolders: [workspace], pythonEnvironment: pythonEnvironment(old, [3, 9, 18], 'py39') }));
+    const tooOld = findInterpreter(input({ workspaceFolders: [workspace], pythonEnvironment: pythonEnvironment(old, [3, 9, 18], 'py39') }));
     assert.equal(tooOld.executable, venv);
     assert.equal(tooOld.passedOver, "the Python extension's active environment (py39) is Python 3.9, and the server needs 3.11+");
 
-    const none = await findInterpreter(input({ workspaceFolders: [workspace], pythonEnvironment: 'none' }));
+    const none = findInterpreter(input({ workspaceFolders: [workspace], pythonEnvironment: 'none' }));
     assert.equal(none.executable, venv);
     assert.match(none.passedOver ?? '', /has no active environment/);
 
     const withoutExecutable = fromPythonExtension(pythonEnvironment(undefined, [3, 12, 0]));
     assert.ok('passedOver' in withoutExecutable);
 
-    const without = await findInterpreter(input({ workspaceFolders: [workspace] }));
+    const without = findInterpreter(input({ workspaceFolders: [workspace] }));
     assert.equal(without.passedOver, undefined); // no Python extension: nothing to explain
   });
 });
 
-describe('findInterpreterNow (the server spawned as the extension loads)', () => {
-  test('finds what the asynchronous lookup finds: the setting, a workspace .venv, PATH; and fails alike', async () => {
+describe('findInterpreter without the event loop (the server spawned as the extension loads, and the start)', () => {
+  test('finds the setting, a workspace .venv, PATH, skipping what is no executable file; and fails alike', async () => {
     const workspace = path.join(root, 's', 'ws');
     const venv = await executable(path.join(workspace, '.venv', 'bin', 'python'));
     const bin = path.join(root, 's', 'bin');
@@ -124,14 +123,11 @@ describe('findInterpreterNow (the server spawned as the extension loads)', () =>
     ];
     const found: string[] = [];
     for (const overrides of cases) {
-      const sync = findInterpreterNow(input(overrides));
-      assert.deepEqual(sync, await findInterpreter(input(overrides)));
-      found.push(sync.executable);
+      found.push(findInterpreter(input(overrides)).executable);
     }
     assert.deepEqual(found, [onPath, venv, onPath, venv]);
     for (const overrides of [{ setting: path.join(root, 's', 'plain', 'python3') }, { envPath: skipped }]) {
-      assert.throws(() => findInterpreterNow(input(overrides)), InterpreterNotFound);
-      await assert.rejects(findInterpreter(input(overrides)), InterpreterNotFound);
+      assert.throws(() => findInterpreter(input(overrides)), InterpreterNotFound);
     }
   });
 
@@ -144,7 +140,7 @@ describe('findInterpreter', () => {
     await executable(path.join(workspace, '.venv', 'bin', 'python'));
     const bin = path.join(root, 'a', 'bin');
     await executable(path.join(bin, 'python3'));
-    const choice = await findInterpreter(input({ setting: configured, workspaceFolders: [workspace], envPath: bin }));
+    const choice = findInterpreter(input({ setting: configured, workspaceFolders: [workspace], envPath: bin }));
     assert.equal(choice.executable, configured);
     assert.equal(choice.source, 'setting');
   });
@@ -152,19 +148,19 @@ describe('findInterpreter', () => {
   test('the setting expands ${workspaceFolder} and ~ and resolves bare names on PATH', async () => {
     const workspace = path.join(root, 'b', 'ws');
     const venvPython = await executable(path.join(workspace, 'tools', 'py'));
-    const viaFolder = await findInterpreter(
+    const viaFolder = findInterpreter(
       input({ setting: '${workspaceFolder}/tools/py', workspaceFolders: [workspace], paths: { home: root, workspaceFolder: workspace, env: {} } }),
     );
     assert.equal(viaFolder.executable, venvPython);
 
     const home = path.join(root, 'b', 'home');
     const homePython = await executable(path.join(home, '.pythons', 'python3.12'));
-    const viaHome = await findInterpreter(input({ setting: '~/.pythons/python3.12', paths: { home, env: {} } }));
+    const viaHome = findInterpreter(input({ setting: '~/.pythons/python3.12', paths: { home, env: {} } }));
     assert.equal(viaHome.executable, homePython);
 
     const bin = path.join(root, 'b', 'bin');
     const onPath = await executable(path.join(bin, 'python3.13'));
-    const viaName = await findInterpreter(input({ setting: 'python3.13', envPath: `/nonexistent:${bin}` }));
+    const viaName = findInterpreter(input({ setting: 'python3.13', envPath: `/nonexistent:${bin}` }));
     assert.equal(viaName.executable, onPath);
   });
 
@@ -174,7 +170,7 @@ describe('findInterpreter', () => {
     const notExecutable = path.join(root, 'c', 'python-text');
     await fs.writeFile(notExecutable, 'not a program', { mode: 0o644 });
     for (const setting of [path.join(root, 'c', 'missing'), notExecutable, 'no-such-python']) {
-      await assert.rejects(findInterpreter(input({ setting, envPath: bin })), (error: unknown) => {
+      assert.throws(() => findInterpreter(input({ setting, envPath: bin })), (error: unknown) => {
         assert.ok(error instanceof InterpreterNotFound);
         assert.equal(error.source, 'setting');
         assert.match(error.message, /dshSessionReference\.interpreter/);
@@ -190,7 +186,7 @@ describe('findInterpreter', () => {
     const venvPython = await executable(path.join(withVenv, '.venv', 'bin', 'python'));
     const bin = path.join(root, 'd', 'bin');
     await executable(path.join(bin, 'python3'));
-    const choice = await findInterpreter(input({ workspaceFolders: [plain, withVenv], envPath: bin }));
+    const choice = findInterpreter(input({ workspaceFolders: [plain, withVenv], envPath: bin }));
     assert.equal(choice.executable, venvPython);
     assert.equal(choice.source, 'workspace-venv');
   });
@@ -198,7 +194,7 @@ describe('findInterpreter', () => {
   test('the Windows .venv layout is Scripts\\python.exe', async () => {
     const workspace = path.join(root, 'w', 'ws');
     const venvPython = await executable(path.join(workspace, '.venv', 'Scripts', 'python.exe'));
-    const choice = await findInterpreter(input({ workspaceFolders: [workspace], platform: 'win32' }));
+    const choice = findInterpreter(input({ workspaceFolders: [workspace], platform: 'win32' }));
     assert.equal(choice.executable, venvPython);
   });
 
@@ -210,20 +206,20 @@ describe('findInterpreter', () => {
     await fs.writeFile(path.join(second, 'python3'), '', { mode: 0o644 });
     const third = path.join(root, 'e', 'third');
     const found = await executable(path.join(third, 'python3'));
-    const choice = await findInterpreter(input({ workspaceFolders: [path.join(root, 'e')], envPath: [first, second, third].join(':') }));
+    const choice = findInterpreter(input({ workspaceFolders: [path.join(root, 'e')], envPath: [first, second, third].join(':') }));
     assert.equal(choice.executable, found);
     assert.equal(choice.source, 'path');
   });
 
   test('nothing at all is a clear error', async () => {
-    await assert.rejects(findInterpreter(input({ envPath: path.join(root, 'nothing') })), /no python3 on PATH/);
+    assert.throws(() => findInterpreter(input({ envPath: path.join(root, 'nothing') })), /no python3 on PATH/);
   });
 
   test('which honours PATHEXT on Windows', async () => {
     const bin = path.join(root, 'f', 'bin');
     const exe = await executable(path.join(bin, 'python.exe'));
-    assert.equal(await which('python', bin, 'win32', '.COM;.EXE'), exe);
-    assert.equal(await which('python', bin, 'linux'), undefined);
+    assert.equal(which('python', bin, 'win32', '.COM;.EXE'), exe);
+    assert.equal(which('python', bin, 'linux'), undefined);
   });
 });
 
@@ -322,12 +318,12 @@ describe('probeKey', () => {
     await fs.writeFile(python, '#!/bin/sh\n');
     const link = path.join(folder, 'python');
     await fs.symlink(python, link);
-    const first = await probeKey(link, '/ext/launch_server.py', '0.1.0');
+    const first = probeKey(link, '/ext/launch_server.py', '0.1.0');
     assert.ok(first !== undefined);
-    assert.equal(await probeKey(link, '/ext/launch_server.py', '0.1.0'), first);
-    assert.notEqual(await probeKey(link, '/ext/launch_server.py', '0.1.1'), first);
+    assert.equal(probeKey(link, '/ext/launch_server.py', '0.1.0'), first);
+    assert.notEqual(probeKey(link, '/ext/launch_server.py', '0.1.1'), first);
     await fs.utimes(python, new Date(2020, 0, 1), new Date(2020, 0, 1));
-    assert.notEqual(await probeKey(link, '/ext/launch_server.py', '0.1.0'), first);
-    assert.equal(await probeKey(path.join(folder, 'missing'), '/ext/launch_server.py', '0.1.0'), undefined);
+    assert.notEqual(probeKey(link, '/ext/launch_server.py', '0.1.0'), first);
+    assert.equal(probeKey(path.join(folder, 'missing'), '/ext/launch_server.py', '0.1.0'), undefined);
   });
 });

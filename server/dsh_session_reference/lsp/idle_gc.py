@@ -10,7 +10,8 @@ cyclic collector only reclaims cycles, which can wait a few seconds. So the
 server defers automatic full collections and runs them itself once no message
 has arrived for :data:`QUIET` seconds, or at the latest every :data:`LONGEST`
 seconds under continuous traffic. Young collections (cheap, proportional to
-new objects) are left as they are.
+new objects) are left as they are. The objects the server's imports made are
+frozen as it starts (``main``); the first full collection takes them back.
 """
 
 from __future__ import annotations
@@ -74,8 +75,10 @@ class IdleCollector:
         idle = now - self.last_message >= QUIET
         overdue = now - self.last_collection >= LONGEST
         # gc.get_count()[2] counts middle-generation collections since the last full one:
-        # zero means nothing new has aged into the old generation worth traversing.
-        if (idle or overdue) and gc.get_count()[2] > 0:
+        # zero means nothing new has aged into the old generation worth traversing. Frozen
+        # objects (the start's imports) are taken back, with the cycles among them.
+        if (idle or overdue) and (gc.get_count()[2] > 0 or gc.get_freeze_count() > 0):
+            gc.unfreeze()
             gc.collect()
             self.collections += 1
             self.last_collection = self._clock()

@@ -17,7 +17,7 @@
 //   "seen": what a chip and the preview show of what is sent, and a chip line's wrapped rows
 //   (spec: forgedMention, soundMention, forgedHeading).
 
-import { appendFileSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 
@@ -1822,7 +1822,7 @@ async function watchFirstAt(page, promptEditor, name, { settled = true } = {}) {
     }
     await page.waitForTimeout(20);
   }
-  return { first, rows, closedAfterFirst, timeline };
+  return { first, rows, closedAfterFirst, timeline, typedAt: typed };
 }
 
 /**
@@ -1830,7 +1830,7 @@ async function watchFirstAt(page, promptEditor, name, { settled = true } = {}) {
  * the placeholder rows; then every row measured for `@` and spec.rowQueries; then the window
  * reloaded (the index kept) and `@` timed again; then the window reloaded with no editor open and,
  * once it is up, the prompt opened and `@` timed a third time (spec: placeholderPattern, waitMs,
- * rowQueries).
+ * rowQueries, chatModelsFile).
  */
 async function startAndRows(page, promptEditor) {
   await step('start-at', page, async () => watchFirstAt(page, promptEditor, 'start-at'));
@@ -1859,18 +1859,39 @@ async function startAndRows(page, promptEditor) {
   });
   // The prompt opened in a window that is already up: no editor restored, so nothing activates the
   // extension until the prompt opens; the start then shares the cores with Markdown's only, not
-  // with the workbench's own reload.
+  // with the workbench's own reload. code-server reads its chat model list (spec.chatModelsFile)
+  // into a text document as the window starts, before it knows the languages extensions add: a
+  // plaintext document, which activates every extension activated by plaintext, ours too. A folder
+  // in its place leaves the window without that document (a desktop VS Code reads it as JSON).
   await step('open-at', page, async () => {
     await page.keyboard.press('Escape');
-    await runCommand(page, 'View: Close All Editors');
-    await page.locator('.tab').first().waitFor({ state: 'detached' });
-    await page.reload();
-    await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
-    await page.waitForTimeout(SETTLE_MS);
+    rmSync(spec.chatModelsFile, { force: true });
+    mkdirSync(spec.chatModelsFile);
+    // Up with no editor: a window that restored the prompt (once in a loaded run) is emptied and
+    // reloaded again.
+    for (let attempt = 1; (await page.locator('.tab').count()) > 0; attempt++) {
+      if (attempt > 3) {
+        throw new Error('the window kept restoring the prompt after "View: Close All Editors" and a reload');
+      }
+      await runCommand(page, 'View: Close All Editors');
+      await page.locator('.tab').first().waitFor({ state: 'detached' });
+      // VS Code's own reload: the page's would lose the closed editors (their state is saved as
+      // the window shuts down, which a page reload does not wait for) and restore the prompt.
+      const reloaded = page.waitForEvent('load', { timeout: 60_000 });
+      await runCommand(page, 'Developer: Reload Window');
+      await reloaded;
+      await page.locator('.monaco-workbench').waitFor({ timeout: 60_000 });
+      await page.waitForTimeout(SETTLE_MS);
+      if ((await page.locator('.tab').count()) > 0) {
+        log(`open-at: the window restored the prompt (attempt ${attempt}); closing it again`);
+        await page.keyboard.press('Escape');
+      }
+    }
     const name = path.basename(spec.prompt);
+    const openedAt = Date.now();
     await quickOpen(page, name);
     await promptEditor.locator('.view-lines').waitFor({ timeout: STEP_TIMEOUT });
-    return watchFirstAt(page, promptEditor, 'open-at', { settled: false });
+    return { openedAt, ...(await watchFirstAt(page, promptEditor, 'open-at', { settled: false })) };
   });
 }
 

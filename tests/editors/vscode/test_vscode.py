@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime
 import json
 import os
 import random
@@ -367,6 +368,33 @@ def _output_channel(user_data: Path, name: str) -> str:
 
 def _extension_log(user_data: Path) -> str:
     return _output_channel(user_data, "DSH Session Reference")
+
+
+_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{3}) \[\w+\] (.*)$", re.MULTILINE)
+
+
+def _logged(text: str) -> list[tuple[float, str]]:
+    """A VS Code log's lines, each with its time (seconds since the epoch, read in this machine's
+    time zone, as the editor wrote it). The extension host's own log writes each line as it comes;
+    an output channel's lines may come in a batch, all with the batch's time."""
+    return [
+        (datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").timestamp(), line)
+        for stamp, line in _LOG_LINE.findall(text)
+    ]
+
+
+def _activations(user_data: Path) -> list[tuple[float, str]]:
+    """When VS Code activated the extension, and on which event, in every extension host it
+    started (its own log says so: `ExtensionService#_doActivateExtension`), oldest first."""
+    found = re.compile(
+        r"_doActivateExtension dsh-session-reference\.dsh-session-reference, .*activationEvent: '([^']+)'"
+    )
+    return sorted(
+        (at, match[1])
+        for path in (user_data / "logs").rglob("remoteexthost.log")
+        for at, line in _logged(path.read_text(errors="replace"))
+        if (match := found.search(line))
+    )
 
 
 def _run_driver(
@@ -1206,8 +1234,9 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
     measured as rendered in the default-width popup: no age or project is cut, nor any label (a
     long title is shortened by the server, ending "…"), and the rows are dsh's, in dsh's order.
     Then the window reloads over the index the first server kept, and `@` is timed again; then it
-    reloads with no editor open, and once it is up the prompt is opened and `@` timed a third time:
-    the extension logs its activation to the first answer with sessions (docs/benchmarks.md)."""
+    reloads with no editor open, and once it is up the prompt is opened and `@` timed a third time,
+    the extension activated by the prompt's opening (the extension host's log says when): the
+    extension logs its activation to the first answer with sessions (docs/benchmarks.md)."""
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     sessions_root = tmp_path / "sessions"
@@ -1227,6 +1256,7 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
         placeholderPattern=f"^({re.escape(STARTING_LABEL)}|{re.escape(LISTING_LABEL)})$",
         waitMs=FIRST_AT_WAIT_MS,
         rowQueries=list(ROW_QUERIES),
+        chatModelsFile=str(profile.user_data / "User" / "chatLanguageModels.json"),
     )
     steps = _drive(tools, profile, workspace, spec, tmp_path, artifacts)
 
@@ -1302,19 +1332,49 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
         assert step["rows"] is not None and step["closedAfterFirst"] == 0, step
     log = profile.extension_log()
     starts = [int(ms) for ms in re.findall(r"first completion with sessions: (\d+) ms after activation", log)]
-    assert len(starts) == 3, log[-3000:]
+    # One per start, and one more for each window that restored the prompt (driver.mjs): the
+    # empty index's first, the reload's second, the opened prompt's last.
+    assert len(starts) >= 3, log[-3000:]
     # When the first completion reached the server, and when it had answered `initialize`: a start
     # whose `@` came after the server was ready measured the time until the `@`.
     asked = re.findall(r"first completion asked of the server (\d+) ms", log)
     started = re.findall(r"server started \((\d+) ms", log)
+    # The prompt opened in a window already up: VS Code activated the extension for it, after it
+    # was opened, not as the window started (else the figure would time the window's start).
+    activations = _activations(profile.user_data)
+    assert len(activations) >= 3, activations  # more if the window restored the prompt (driver.mjs)
+    activated, event = activations[-1]
+    assert event == "onLanguage:markdown" and activated * 1000 >= opened["openedAt"], (activations, opened)
+    # Issue 36 sets 1 s for this start; the bound here only catches a start gone wrong (the
+    # measured figures, under what load, are in docs/benchmarks.md).
+    assert starts[-1] <= 5000, _open_start(log, opened)
+    print(f"vscode prompt opened in a window already up: {_open_start(log, opened)}")
     print(
         f"vscode start: asked {asked}, initialize answered {started} (ms after activation); "
         f"first popup {start['first']['ms']} ms after `@` ({start['first']['labels'][:1]}), "
         f"sessions {start['rows']['ms']} ms; activation to sessions {starts[0]} ms (empty index), "
-        f"{starts[1]} ms (kept index, the window reloading), {starts[2]} ms (kept index, the prompt opened "
+        f"{starts[1]} ms (kept index, the window reloading), {starts[-1]} ms (kept index, the prompt opened "
         f"in a window already up); after the reload: first popup {again['first']['ms']} ms, sessions "
         f"{again['rows']['ms']} ms; opened: first popup {opened['first']['ms']} ms, sessions "
         f"{opened['rows']['ms']} ms; timeline {timeline}"
+    )
+
+
+def _open_start(log: str, opened: dict[str, Any]) -> str:
+    """The figures of the last start in ``log`` (the extension's output channel), the prompt opened
+    in a window already up: from Quick Open called up for the prompt to the extension's first line
+    (VS Code opening the prompt and activating the extension), then from that line to `initialize`
+    answered, to the `@` typed, and to the first completion with sessions (the logged figure), and
+    from the `@` to the sessions drawn in the popup."""
+    began = re.findall(r"activate called (\d+) ms .* began to run at ([\d\-T:.]+Z)", log)[-1]
+    first_line = datetime.datetime.fromisoformat(began[1]).timestamp() * 1000
+    initialized = re.findall(r"server started \((\d+) ms", log)[-1]
+    sessions = re.findall(r"first completion with sessions: (\d+) ms", log)[-1]
+    return (
+        f"open to first line {round(first_line - opened['openedAt'])} ms; after the first line: "
+        f"activate called {began[0]} ms, initialize answered {initialized} ms, "
+        f"`@` typed {round(opened['typedAt'] - first_line)} ms, sessions {sessions} ms (the logged figure); "
+        f"`@` to the rows drawn {opened['rows']['ms']} ms"
     )
 
 
