@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,25 +66,20 @@ def same_record(
     record: SessionRecord, previous: Listed, walked: dict[str, Fingerprint], exact: bool = False
 ) -> SessionRecord:
     """The previous listing's record for an unchanged log (same file at the same fingerprint);
-    ``exact``: only if its header is also the one just read, to the byte."""
+    ``exact``: only if its header is also the one just read, to the byte (:func:`reusable`)."""
     location = record.location
-    if location is None or previous.by_location.get(location) is record:  # kept by the walk
-        return record
-    old = previous.by_location.get(location)
-    fp = walked.get(location)
-    if old is None or fp is None or previous.walked.get(location) != fp or old.id != record.id:
-        return record
-    if exact and header_text(old.header) != header_text(record.header):
-        return record
-    return old
+    fp = None if location is None else walked.get(location)
+    old = None if location is None or fp is None else reusable(previous, location, fp, record.header, exact)
+    return record if old is None else old
 
 
 def reusable(
-    previous: Listed, path: str, fp: object, header: dict[str, Any], exact: bool = False
+    previous: Listed, path: str, fp: object, header: Mapping[str, Any], exact: bool = False
 ) -> SessionRecord | None:
-    """``previous``'s record for the log at ``path``, seen now at ``fp`` with ``header``, if it is
-    the record :func:`same_record` would keep for the one a walk makes of them (a walk then keeps
-    it and makes none: :attr:`.listing.Walk.reuse`)."""
+    """``previous``'s record for the log at ``path``, seen now at ``fp`` with ``header``, if the log
+    is unchanged: listed at the same fingerprint with the same id (``exact``: and the same header,
+    to the byte). The one rule both the walk (:attr:`.listing.Walk.reuse`, which then makes no
+    record) and :func:`same_record` (for the records the walk did make) keep records by."""
     old = previous.by_location.get(path)
     if old is None or previous.walked.get(path) != fp or old.id != header.get("id"):
         return None
