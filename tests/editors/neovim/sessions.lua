@@ -107,10 +107,15 @@ function M.run(H, bufnr, done)
       wait_for("the prompt again after <C-o>", function()
         return vim.api.nvim_get_current_buf() == bufnr
       end, function()
-        -- 3. The code lens over the first mention (refreshed on BufEnter), the inlay hints (0.10+).
-        wait_for("the code lens", function()
+        -- 3. The code lens over the first mention, now the inserted one, the inlay hints (0.10+).
+        -- BufEnter asks for the lenses again; until the answer comes, Neovim keeps the ones it had.
+        wait_for("the code lens over the inserted mention", function()
           local lenses = vim.lsp.codelens.get(bufnr)
-          return #lenses > 0 and lenses
+          for _, lens in ipairs(lenses) do
+            if lens.range.start.line == spec.line then
+              return lenses
+            end
+          end
         end, function(lenses)
           out.lenses = {}
           for _, lens in ipairs(lenses) do
