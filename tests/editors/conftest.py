@@ -14,6 +14,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import fcntl
 import json
 import os
 import signal
@@ -156,13 +157,17 @@ def installed_bin(tmp_path_factory: pytest.TempPathFactory) -> Path:
     documented configurations name it, not a path into the clone. With the ``tokens`` extra, as
     the README offers it: the editors' previews then count tokens as the tests' own report does."""
     base = tmp_path_factory.mktemp("installed")
-    built = subprocess.run(
-        [sys.executable, "-m", "build", "--wheel", "--outdir", str(base / "dist"), str(REPO)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    # setuptools builds in the tree's own build/: workers (and runs) that build at once would
+    # copy over each other's files, so they take turns on a lock beside their temporary folders.
+    with (tmp_path_factory.getbasetemp().parent / "wheel-build.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        built = subprocess.run(
+            [sys.executable, "-m", "build", "--wheel", "--outdir", str(base / "dist"), str(REPO)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     (wheel,) = (base / "dist").glob("dsh_session_reference-*.whl")
     environment = base / "env"
