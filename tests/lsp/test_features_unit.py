@@ -7,6 +7,7 @@ import io
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from lsp_support import NOW_MS, TARGET_ID, Spec, append_title, write_store
@@ -37,7 +38,11 @@ from dsh_session_reference.lsp.completion import (
     item_data,
     project_name,
 )
+from dsh_session_reference.lsp.contract import Analysed
 from dsh_session_reference.lsp.diagnostics import SOURCE, check_text, to_diagnostics
+from dsh_session_reference.lsp.documents import Document
+from dsh_session_reference.lsp.features import inline as inline_feature
+from dsh_session_reference.lsp.features.inline import InlineCosts
 from dsh_session_reference.lsp.hover import hover_text, read_session_facts, session_summary
 from dsh_session_reference.lsp.positions import LineIndex
 from dsh_session_reference.lsp.preview import (
@@ -739,6 +744,36 @@ async def test_document_summary(resolver: SessionReferenceResolver, agent: Agent
         "tokens": None,
         "tokensExact": False,
     }
+
+
+async def test_a_code_lens_is_for_the_text_the_document_holds_when_it_answers(
+    resolver: SessionReferenceResolver, agent: AgentRef, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neovim 0.7 shows a late code lens whatever text it asked about, and drops the refresh it
+    asks for meanwhile: an edit that lands while the message's total is made must get lenses on
+    the new text's lines, not the old text's."""
+    before = f"# Notes\n\n{mention('s-alpha')}\n"
+    after = f"# Notes\n{mention('s-alpha')}\n\n"
+    document = Document("file:///prompt.md", LineIndex(before), 1)
+
+    async def analysis(uri: str) -> Analysed:
+        index = document.index
+        return Analysed(document, await analyze(index.text, resolver, agent), document.version, index)
+
+    def total_while_an_edit_lands(analysis: Analysis) -> dict[str, object]:
+        if document.index.text == before:
+            document.index, document.version = LineIndex(after), 2
+        return document_summary(analysis)
+
+    monkeypatch.setattr(inline_feature, "document_summary", total_while_an_edit_lands)
+    services = SimpleNamespace(
+        settings=Settings(), analysis=analysis, encoding="utf-16", client_command=lambda name: None
+    )
+    params = types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=document.uri))
+    lenses = await InlineCosts(services).code_lens(params)  # type: ignore[arg-type]
+    assert [lens.range.start.line for lens in lenses] == [1, 1]
+    assert [lens.command and lens.command.title for lens in lenses][1:] == ["Preview"]
+    assert document.index.text == after
 
 
 # --- the cache ----------------------------------------------------------------------------------

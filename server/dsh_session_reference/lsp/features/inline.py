@@ -16,9 +16,9 @@ from ..preview import document_summary
 
 
 class InlineCosts(Feature):
-    """Answers only for the analysis of the text the document still holds (a stale one would
-    place hints at old offsets); owns nothing. Turned off by the ``inlayHints`` and ``codeLens``
-    settings."""
+    """Answers only for the analysis of the text the document still holds when the answer goes
+    (a stale one would place hints and lenses at old offsets); owns nothing. Turned off by the
+    ``inlayHints`` and ``codeLens`` settings."""
 
     uses: ClassVar = frozenset(
         {
@@ -73,11 +73,14 @@ class InlineCosts(Feature):
         if not ls.settings.code_lens:
             return []
         uri = params.text_document.uri
-        result = await ls.analysis(uri)
-        if result is None or not result.current:
-            return []
-        summary = await asyncio.to_thread(document_summary, result.analysis)
-        preview = types.Command(
-            "Preview", ls.client_command("previewCommand") or PREVIEW_COMMAND, arguments=[uri]
-        )
-        return code_lenses(result.analysis, result.index, ls.encoding, summary, preview)
+        # Neovim 0.7 keeps a late answer whatever text it was asked about, and drops the refresh
+        # it asks for meanwhile: an edit that lands while the total is made gets the lenses
+        # made again for the newer text, never the old text's lines.
+        while (result := await ls.analysis(uri)) is not None:
+            summary = await asyncio.to_thread(document_summary, result.analysis)
+            if result.current:
+                preview = types.Command(
+                    "Preview", ls.client_command("previewCommand") or PREVIEW_COMMAND, arguments=[uri]
+                )
+                return code_lenses(result.analysis, result.index, ls.encoding, summary, preview)
+        return []
