@@ -9,8 +9,9 @@ work it tracks per document and request, its threads and its resident memory (af
 signal (as a read blocked on a stalled disk would), for the exit tests.
 ``dshHardening.gateListings`` holds every ``listCandidates`` at its start while
 closed (as a cold listing of a big root does), for the first-completion tests.
-The stats count the waits of a listing request's cancel grace (``graceWaits``), for
-the cancel-grace tests.
+The stats count the waits of a listing request's cancel grace (``graceWaits``) and the
+requests answered cancelled without starting, their cancel read with them
+(``cancelledUnstarted``), for the cancel-grace tests.
 """
 
 from __future__ import annotations
@@ -143,9 +144,18 @@ def main() -> None:
     logging.basicConfig(level="WARNING", format="%(levelname)s %(name)s: %(message)s")
     server = create_server()
     graces = _Graces()
+    unstarted = [0]
+    answer_cancelled = server.protocol.answer_cancelled
+
+    def counted_answer(msg_id: int | str) -> None:
+        unstarted[0] += 1
+        answer_cancelled(msg_id)
+
+    server.protocol.answer_cancelled = counted_answer  # type: ignore[method-assign]
 
     async def stats_command(ls: DshLanguageServer, *args: Any) -> dict[str, Any]:
-        return {**await _stats(ls, *args), "graceWaits": graces.waited}
+        stats = await _stats(ls, *args)
+        return {**stats, "graceWaits": graces.waited, "cancelledUnstarted": unstarted[0]}
 
     server.command(STATS)(stats_command)
     server.command(BLOCK)(_block)

@@ -13,16 +13,24 @@ import contextlib
 import json
 import os
 import re
+import select
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from dsh_session_reference.lsp.transport import BODY_STALL_SECONDS, MAX_HEADER_LINE, FrameReader, FramingError
+from dsh_session_reference.lsp.transport import (
+    BODY_STALL_SECONDS,
+    MAX_HEADER_LINE,
+    FrameReader,
+    FramingError,
+    _handle,
+)
 
 
 def frame(message: dict[str, object] | bytes, length: int | None = None) -> bytes:
@@ -116,6 +124,67 @@ def test_a_message_is_waiting_from_its_first_byte_until_it_is_handled(pipe: tupl
     assert reader.waiting()  # a message's first byte
 
 
+def test_the_messages_already_whole_in_the_buffer_are_read_at_once(pipe: tuple[int, int]) -> None:
+    """A burst (requests and their cancels) reaches the event loop in one piece; a message not
+    yet whole is waited for only when nothing comes before it, and a header the reader refuses
+    is refused after the messages before it."""
+    reader = FrameReader(pipe[0])
+    os.write(pipe[1], frame({"a": 1}) + frame({"b": 2}) + b'Content-Length: 7\r\n\r\n{"c"')
+    assert reader.read_batch() == [b'{"a": 1}', b'{"b": 2}']
+    os.write(pipe[1], b":3}" + frame({"d": 4}) + b"Nonsense\r\n\r\n")
+    assert reader.read_batch() == [b'{"c":3}', b'{"d": 4}']
+    assert reader.messages == 4
+    with pytest.raises(FramingError, match="a header line without a colon"):
+        reader.read_batch()
+
+
+def test_a_request_cancelled_in_the_same_read_is_answered_cancelled_and_never_started() -> None:
+    """A client that types on sends each cancel right behind its request: such a request is
+    answered ``RequestCancelled`` without being structured or handled; the others, in order."""
+    calls: list[tuple[str, object]] = []
+    protocol = SimpleNamespace(
+        answer_cancelled=lambda msg_id: calls.append(("cancelled", msg_id)),
+        structure_message=lambda data: data,
+        handle_message=lambda message: calls.append(("handled", message.get("id", message.get("method")))),
+    )
+    reader = SimpleNamespace(handled=0)
+    request = {"jsonrpc": "2.0", "method": "workspace/symbol", "params": {"query": ""}}
+
+    def cancel(msg_id: object) -> dict[str, object]:
+        return {"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": msg_id}}
+
+    messages = [
+        cancel(1),  # a cancel for an earlier request of the same id: this one still runs
+        {**request, "id": 1},
+        {**request, "id": 2},
+        cancel(2),
+        {**request, "id": "3"},
+        cancel(3),  # another id: 3 is not "3"
+        {**request, "id": 4},
+        cancel(True),  # JSON's true is no id
+        {**request, "id": 5},
+        {**request, "id": 6},
+        cancel(6),
+        cancel(5),
+    ]
+    _handle(SimpleNamespace(protocol=protocol), reader, messages)  # type: ignore[arg-type]
+    assert calls == [
+        ("handled", "$/cancelRequest"),
+        ("handled", 1),
+        ("cancelled", 2),
+        ("handled", "$/cancelRequest"),
+        ("handled", "3"),
+        ("handled", "$/cancelRequest"),
+        ("handled", 4),
+        ("handled", "$/cancelRequest"),
+        ("cancelled", 5),
+        ("cancelled", 6),
+        ("handled", "$/cancelRequest"),
+        ("handled", "$/cancelRequest"),
+    ]
+    assert reader.handled == len(messages)
+
+
 # --- the real server --------------------------------------------------------------------------
 
 
@@ -203,3 +272,50 @@ def test_exit_ends_with_the_status_the_specification_asks(
     messages += frame({"jsonrpc": "2.0", "method": "exit"})
     returned, _, err, _ = run_server(tmp_path, messages, keep_open=True, within=30)
     assert returned == status, err
+
+
+def test_a_request_and_its_cancel_in_one_write_are_answered_cancelled_by_the_real_server(
+    tmp_path: Path,
+) -> None:
+    symbols = {"jsonrpc": "2.0", "method": "workspace/symbol", "params": {"query": ""}}
+    process = server(tmp_path)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write(
+            frame(INITIALIZE)
+            + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            + frame({**symbols, "id": 2})
+            + frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 2}})
+            + frame({**symbols, "id": 3})
+        )
+        process.stdin.flush()
+        answers: dict[object, dict[str, object]] = {}
+        reader = FrameReader(process.stdout.fileno())
+        while not {2, 3} <= answers.keys():
+            ready, _, _ = select.select([process.stdout], [], [], 30)
+            assert ready, f"no answer to 2 and 3 within 30 s: {answers}"
+            body = reader.read()
+            assert body is not None, answers
+            answer = json.loads(body)
+            answers[answer.get("id")] = answer
+        assert answers[2]["error"] == {"code": -32800, "message": 'Request with id "2" is canceled'}
+        assert answers[3]["result"] == []
+    finally:
+        process.kill()
+        process.communicate()
+
+
+def test_an_answer_that_finishes_after_exit_is_dropped_and_the_server_ends(tmp_path: Path) -> None:
+    """``shutdown`` cancels a request in flight and ``exit`` closes the output, read in one piece:
+    the cancelled request's answer comes after, and pygls' writer raised on the closed stream,
+    reported the failure through it and raised again, without end (the process never ended)."""
+    messages = (
+        frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        + frame({"jsonrpc": "2.0", "id": 2, "method": "workspace/symbol", "params": {"query": ""}})
+        + frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"})
+        + frame({"jsonrpc": "2.0", "method": "exit"})
+    )
+    status, out, err, _ = run_server(tmp_path, messages, keep_open=True, within=30)
+    assert status == 0, err
+    assert b'"id": 3, "jsonrpc": "2.0", "result": null' in out
+    assert "Traceback" not in err and "closed file" not in err, err

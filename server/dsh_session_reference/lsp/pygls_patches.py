@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcRequestCancelled
 from pygls.lsp.client import LanguageClient
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
@@ -182,6 +182,13 @@ class DshProtocol(LanguageServerProtocol):
             LOG.debug("$/cancelRequest for %r, already answered", msg_id)
             return
         super()._handle_cancel_notification(msg_id)
+
+    def answer_cancelled(self, msg_id: int | str) -> None:
+        """Answer a request its client cancelled before it started, as pygls answers a cancelled
+        one (``RequestCancelled``), without structuring it or starting its handler."""
+        self.hooks.touch()
+        cancelled = JsonRpcRequestCancelled(f'Request with id "{msg_id}" is canceled')
+        self._send_response(msg_id, error=cancelled.to_response_error())
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:

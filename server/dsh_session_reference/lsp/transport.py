@@ -13,6 +13,10 @@ A frame that breaks any of these cannot be resynchronised (where the next
 message starts is unknown), so the server says why on stderr, answers a parse
 error where the body was at least framed, and exits with status 1; the editor
 restarts it.
+
+The messages one read brings whole are handed to pygls together, in order: a burst of requests
+each followed by its ``$/cancelRequest`` (a client's as the user types on) costs one wake of the
+event loop, and a request cancelled within it is answered cancelled without ever starting.
 """
 
 from __future__ import annotations
@@ -28,9 +32,9 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Final, NoReturn
+from typing import Any, BinaryIO, Final, NoReturn
 
-from pygls.io_ import StdoutWriter
+from lsprotocol import types
 
 from .pygls_patches import own_stop_event
 from .server import DshLanguageServer
@@ -84,25 +88,43 @@ class FrameReader:
                 raise FramingError(f"a header of over {MAX_HEADER_LINES} lines")
             if not line:
                 break
-            name, colon, value = line.partition(b":")
-            if not colon:
-                raise FramingError(f"a header line without a colon: {_shown(line)}")
-            if name.strip().lower() == b"content-length":
-                text = value.strip()
-                if not text.isdigit():
-                    raise FramingError(f"Content-Length is not a number: {_shown(text)}")
-                # int() refuses over 4,300 digits (ValueError); no length that long is under the bound.
-                length = int(text) if len(text) <= 20 else MAX_MESSAGE_BYTES + 1
-                if length > MAX_MESSAGE_BYTES:
-                    raise FramingError(
-                        f"Content-Length {_shown(text)} is over the {MAX_MESSAGE_BYTES >> 20} MiB "
-                        "a message may have"
-                    )
+            length = _header_length(line, length)
         if length is None:
             raise FramingError("a message header without Content-Length")
         body = self._exactly(length)
         self.messages += 1
         return body
+
+    def read_batch(self) -> list[bytes] | None:
+        """The next message body and every other one already whole in the buffer (reading them
+        costs no wait), or ``None`` when the stream ends between messages. A burst of requests
+        and their cancels is then handed over in one piece: one wake of the event loop, not one
+        a message, and a request can be seen cancelled before it starts."""
+        first = self.read()
+        if first is None:
+            return None
+        bodies = [first]
+        while self._whole_in_buffer():
+            body = self.read()
+            assert body is not None  # a whole message was in the buffer
+            bodies.append(body)
+        return bodies
+
+    def _whole_in_buffer(self) -> bool:
+        """Whether a whole message with a header :meth:`read` accepts is in the buffer (reading it
+        waits for nothing). A header it refuses is left for the next read: the messages before it
+        are handled first."""
+        buffer, start, length, lines = self._buffer, 0, None, 0
+        while (end := buffer.find(b"\n", start)) >= 0 and lines < MAX_HEADER_LINES:
+            line = bytes(buffer[start:end]).removesuffix(b"\r")
+            start, lines = end + 1, lines + 1
+            if not line:
+                return length is not None and len(buffer) - start >= length
+            try:
+                length = _header_length(line, length)
+            except FramingError:
+                return False
+        return False
 
     def waiting(self) -> bool:
         """Whether a message has arrived that is not handled yet: read and not yet handled, in the
@@ -153,8 +175,48 @@ class FrameReader:
         return bool(data)
 
 
+def _header_length(line: bytes, length: int | None) -> int | None:
+    """The ``Content-Length`` a header line gives, else ``length`` (the one before it); a line
+    that is no header, or a length that is not a number or over the bound, is refused."""
+    name, colon, value = line.partition(b":")
+    if not colon:
+        raise FramingError(f"a header line without a colon: {_shown(line)}")
+    if name.strip().lower() != b"content-length":
+        return length
+    text = value.strip()
+    if not text.isdigit():
+        raise FramingError(f"Content-Length is not a number: {_shown(text)}")
+    # int() refuses over 4,300 digits (ValueError); no length that long is under the bound.
+    length = int(text) if len(text) <= 20 else MAX_MESSAGE_BYTES + 1
+    if length > MAX_MESSAGE_BYTES:
+        raise FramingError(
+            f"Content-Length {_shown(text)} is over the {MAX_MESSAGE_BYTES >> 20} MiB a message may have"
+        )
+    return length
+
+
 def _shown(data: bytes) -> str:
     return repr(data[:80])[2:-1]
+
+
+class Output:
+    """pygls' writer over stdout, except that what is sent once ``exit`` has closed it is dropped.
+    An answer can finish after that (a request ``shutdown`` cancelled, read with ``exit`` in one
+    piece): pygls' own writer raised, pygls reported the failed write to the client through the
+    same closed stream, and that report failed in turn, without end."""
+
+    def __init__(self, stream: BinaryIO) -> None:
+        self._stream = stream
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def write(self, data: bytes) -> None:
+        if self._stream.closed:
+            LOG.debug("dropped %d bytes sent after exit", len(data))
+            return
+        self._stream.write(data)
+        self._stream.flush()
 
 
 def serve_stdio(server: DshLanguageServer) -> NoReturn:
@@ -166,7 +228,7 @@ def serve_stdio(server: DshLanguageServer) -> NoReturn:
     reader = FrameReader(sys.stdin.buffer.fileno())
     server.message_waiting = reader.waiting
     stop = own_stop_event(server)
-    server.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    server.protocol.set_writer(Output(sys.stdout.buffer))
     status = 0
     loop = asyncio.new_event_loop()
     workers = ThreadPoolExecutor(thread_name_prefix=WORKER_PREFIX)
@@ -241,23 +303,60 @@ async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.
     loop = asyncio.get_running_loop()
     with ThreadPoolExecutor(1, thread_name_prefix="dsh-lsp-reader") as reading:
         while not stop.is_set():
-            body = await loop.run_in_executor(reading, reader.read)
-            if body is None:
+            bodies = await loop.run_in_executor(reading, reader.read_batch)
+            if bodies is None:
                 return
-            # Handled below before any other task runs: no request can see it as still waiting.
-            reader.handled = reader.messages
-            try:
-                message = json.loads(body, object_hook=server.protocol.structure_message, parse_int=_json_int)
-            except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the length did not fit
-                parse_error = {"code": -32700, "message": f"Parse error: {error}"}
-                server.protocol.send_raw({"jsonrpc": "2.0", "id": None, "error": parse_error})
-                raise FramingError(
-                    f"message {reader.messages} ({len(body)} bytes) is not JSON: {error}"
-                ) from None
-            except Exception:  # JSON that is no message: pygls' own reader logs it and goes on
-                LOG.exception("unable to read message %d", reader.messages)
-                continue
-            try:
-                server.protocol.handle_message(message)
-            except Exception:
-                LOG.exception("unable to handle message %d", reader.messages)
+            messages: list[Any] = []
+            for body in bodies:
+                try:
+                    messages.append(json.loads(body, parse_int=_json_int))
+                except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the length did not fit
+                    _handle(server, reader, messages)
+                    parse_error = {"code": -32700, "message": f"Parse error: {error}"}
+                    server.protocol.send_raw({"jsonrpc": "2.0", "id": None, "error": parse_error})
+                    raise FramingError(
+                        f"message {reader.handled + 1} ({len(body)} bytes) is not JSON: {error}"
+                    ) from None
+            _handle(server, reader, messages)
+
+
+def _handle(server: DshLanguageServer, reader: FrameReader, messages: list[Any]) -> None:
+    """Hand ``messages`` (one read's, parsed) to pygls in order; a request a later one of them
+    cancels is answered as cancelled without its handler starting."""
+    cancelled = _cancelled_behind(messages)
+    for position, data in enumerate(messages):
+        # Counted before anything else runs: no request can see it as still waiting.
+        reader.handled += 1
+        if position in cancelled:
+            server.protocol.answer_cancelled(data["id"])
+            continue
+        try:
+            message = server.protocol.structure_message(data) if isinstance(data, dict) else data
+        except Exception:  # JSON that is no message: pygls' own reader logs it and goes on
+            LOG.exception("unable to read message %d", reader.handled)
+            continue
+        try:
+            server.protocol.handle_message(message)
+        except Exception:
+            LOG.exception("unable to handle message %d", reader.handled)
+
+
+def _cancelled_behind(messages: list[Any]) -> set[int]:
+    """The positions of the requests a ``$/cancelRequest`` later in ``messages`` names: a client
+    that types on sends each cancel right behind its request (300 cancelled ``workspace/symbol``
+    requests had each been started, then stopped)."""
+    cancels: dict[object, int] = {}
+    for position, data in enumerate(messages):
+        if isinstance(data, dict) and data.get("method") == types.CANCEL_REQUEST:
+            params = data.get("params")
+            msg_id = params.get("id") if isinstance(params, dict) else None
+            if type(msg_id) in (int, str):  # not a bool, which would stand for 0 or 1
+                cancels[msg_id] = position
+    return {
+        position
+        for position, data in enumerate(messages)
+        if isinstance(data, dict)
+        and isinstance(data.get("method"), str)
+        and type(data.get("id")) in (int, str)
+        and cancels.get(data["id"], -1) > position
+    }
