@@ -166,6 +166,8 @@ def test_a_request_cancelled_in_the_same_read_is_answered_cancelled_and_never_st
         {**request, "id": 6},
         cancel(6),
         cancel(5),
+        {"jsonrpc": "2.0", "id": 7, "method": "shutdown"},
+        cancel(7),  # the exit status hangs on it: it runs
     ]
     _handle(SimpleNamespace(protocol=protocol), reader, messages)  # type: ignore[arg-type]
     assert calls == [
@@ -180,6 +182,8 @@ def test_a_request_cancelled_in_the_same_read_is_answered_cancelled_and_never_st
         ("cancelled", 5),
         ("cancelled", 6),
         ("handled", "$/cancelRequest"),
+        ("handled", "$/cancelRequest"),
+        ("handled", 7),
         ("handled", "$/cancelRequest"),
     ]
     assert reader.handled == len(messages)
@@ -289,20 +293,64 @@ def test_a_request_and_its_cancel_in_one_write_are_answered_cancelled_by_the_rea
             + frame({**symbols, "id": 3})
         )
         process.stdin.flush()
-        answers: dict[object, dict[str, object]] = {}
-        reader = FrameReader(process.stdout.fileno())
-        while not {2, 3} <= answers.keys():
-            ready, _, _ = select.select([process.stdout], [], [], 30)
-            assert ready, f"no answer to 2 and 3 within 30 s: {answers}"
-            body = reader.read()
-            assert body is not None, answers
-            answer = json.loads(body)
-            answers[answer.get("id")] = answer
+        answers = _answers(process, {2, 3})
         assert answers[2]["error"] == {"code": -32800, "message": 'Request with id "2" is canceled'}
         assert answers[3]["result"] == []
     finally:
         process.kill()
         process.communicate()
+
+
+def _answers(process: subprocess.Popen[bytes], ids: set[object]) -> dict[object, dict[str, object]]:
+    """The server's messages by id, read until each of ``ids`` is answered."""
+    assert process.stdout is not None
+    answers: dict[object, dict[str, object]] = {}
+    reader = FrameReader(process.stdout.fileno())
+    while not ids <= answers.keys():
+        ready, _, _ = select.select([process.stdout], [], [], 30)
+        assert ready, f"no answer to {ids} within 30 s: {answers}"
+        body = reader.read()
+        assert body is not None, answers
+        answer = json.loads(body)
+        answers[answer.get("id")] = answer
+    return answers
+
+
+def test_an_initialize_cancelled_in_the_same_write_still_initializes_the_server(tmp_path: Path) -> None:
+    """The session hangs on ``initialize``: answered cancelled unstarted, it left a server that
+    told the user ``Error in server: AttributeError`` at ``initialized`` and failed every request
+    after (a cancel a read later never stopped it: it is answered on arrival)."""
+    process = server(tmp_path)
+    assert process.stdin is not None
+    try:
+        process.stdin.write(
+            frame(INITIALIZE)
+            + frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1}})
+            + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            + frame({"jsonrpc": "2.0", "id": 2, "method": "workspace/symbol", "params": {"query": ""}})
+        )
+        process.stdin.flush()
+        answers = _answers(process, {1, 2})
+        assert "capabilities" in answers[1].get("result", {}), answers[1]
+        assert answers[2].get("result") == [], answers[2]
+        assert not any("Error in server" in json.dumps(answer) for answer in answers.values()), answers
+    finally:
+        process.kill()
+        process.communicate()
+
+
+def test_a_shutdown_cancelled_in_the_same_write_still_shuts_down_and_exit_ends_with_0(tmp_path: Path) -> None:
+    """Whether the client's ``shutdown``, ``$/cancelRequest`` and ``exit`` end the server with 0
+    or 1 must not hang on how the pipe splits them: a cancel a read later never stopped it."""
+    messages = (
+        frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+        + frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+        + frame({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 2}})
+        + frame({"jsonrpc": "2.0", "method": "exit"})
+    )
+    status, out, err, _ = run_server(tmp_path, messages, keep_open=True, within=30)
+    assert b'"id": 2, "jsonrpc": "2.0", "result": null' in out, out
+    assert status == 0, err
 
 
 def test_an_answer_that_finishes_after_exit_is_dropped_and_the_server_ends(tmp_path: Path) -> None:

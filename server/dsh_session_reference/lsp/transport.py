@@ -16,7 +16,8 @@ restarts it.
 
 The messages one read brings whole are handed to pygls together, in order: a burst of requests
 each followed by its ``$/cancelRequest`` (a client's as the user types on) costs one wake of the
-event loop, and a request cancelled within it is answered cancelled without ever starting.
+event loop, and a request cancelled within it is answered cancelled without ever starting
+(but for ``initialize`` and ``shutdown``, see :data:`RUN_WHEN_CANCELLED`).
 """
 
 from __future__ import annotations
@@ -51,6 +52,10 @@ EXIT_GRACE_SECONDS: Final = 1.0
 """After ``exit``, how long the worker threads have to stop: every piece of work checks its stop
 signal, but a read blocked on a stalled disk cannot, and the editor waits for the process."""
 WORKER_PREFIX: Final = "dsh-lsp-worker"
+RUN_WHEN_CANCELLED: Final = frozenset({types.INITIALIZE, types.SHUTDOWN})
+"""Requests run even when a cancel for them comes later in the same read: the session's state and
+the exit status hang on them, and being answered on arrival, a cancel a read later never stops
+them (an ``initialize`` answered cancelled left a server that failed every request after it)."""
 _CHUNK: Final = 1 << 16
 
 
@@ -342,9 +347,9 @@ def _handle(server: DshLanguageServer, reader: FrameReader, messages: list[Any])
 
 
 def _cancelled_behind(messages: list[Any]) -> set[int]:
-    """The positions of the requests a ``$/cancelRequest`` later in ``messages`` names: a client
-    that types on sends each cancel right behind its request (300 cancelled ``workspace/symbol``
-    requests had each been started, then stopped)."""
+    """The positions of the requests a ``$/cancelRequest`` later in ``messages`` names, but for
+    :data:`RUN_WHEN_CANCELLED`: a client that types on sends each cancel right behind its request
+    (300 cancelled ``workspace/symbol`` requests had each been started, then stopped)."""
     cancels: dict[object, int] = {}
     for position, data in enumerate(messages):
         if isinstance(data, dict) and data.get("method") == types.CANCEL_REQUEST:
@@ -357,6 +362,7 @@ def _cancelled_behind(messages: list[Any]) -> set[int]:
         for position, data in enumerate(messages)
         if isinstance(data, dict)
         and isinstance(data.get("method"), str)
+        and data["method"] not in RUN_WHEN_CANCELLED
         and type(data.get("id")) in (int, str)
         and cancels.get(data["id"], -1) > position
     }
