@@ -9,6 +9,7 @@ after :data:`BODY_STALL_SECONDS` of silence inside a message.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -169,7 +170,7 @@ def test_a_request_cancelled_in_the_same_read_is_answered_cancelled_and_never_st
         {"jsonrpc": "2.0", "id": 7, "method": "shutdown"},
         cancel(7),  # the exit status hangs on it: it runs
     ]
-    _handle(SimpleNamespace(protocol=protocol), reader, messages)  # type: ignore[arg-type]
+    asyncio.run(_handle(SimpleNamespace(protocol=protocol), reader, messages))  # type: ignore[arg-type]
     assert calls == [
         ("handled", "$/cancelRequest"),
         ("handled", 1),
@@ -314,6 +315,65 @@ def _answers(process: subprocess.Popen[bytes], ids: set[object]) -> dict[object,
         answer = json.loads(body)
         answers[answer.get("id")] = answer
     return answers
+
+
+def test_a_request_is_answered_for_the_text_it_was_asked_of_when_an_edit_follows_in_one_write(
+    tmp_path: Path,
+) -> None:
+    """A completion asked at ``see @|``, the edit that empties the line read with it: the request
+    is worked on the text it was asked of (its trigger found, so the answer is incomplete), as
+    when each message had a read of its own, not on the newer text its position does not fit
+    (no trigger there: a complete, empty answer)."""
+    uri = "file:///work/notes.md"
+    process = server(tmp_path)
+    assert process.stdin is not None
+    try:
+        process.stdin.write(
+            frame(INITIALIZE)
+            + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            + frame(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "textDocument/didOpen",
+                    "params": {
+                        "textDocument": {
+                            "uri": uri,
+                            "languageId": "markdown",
+                            "version": 1,
+                            "text": "see @\n",
+                        }
+                    },
+                }
+            )
+        )
+        process.stdin.flush()
+        assert "result" in _answers(process, {1})[1]
+        process.stdin.write(
+            frame(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "textDocument/completion",
+                    "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 5}},
+                }
+            )
+            + frame(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "textDocument/didChange",
+                    "params": {
+                        "textDocument": {"uri": uri, "version": 2},
+                        "contentChanges": [{"text": "\n"}],
+                    },
+                }
+            )
+        )
+        process.stdin.flush()
+        answer = _answers(process, {2})[2]
+        assert answer.get("result", {}).get("isIncomplete") is True, answer
+    finally:
+        process.kill()
+        process.communicate()
 
 
 def test_an_initialize_cancelled_in_the_same_write_still_initializes_the_server(tmp_path: Path) -> None:

@@ -316,18 +316,20 @@ async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.
                 try:
                     messages.append(json.loads(body, parse_int=_json_int))
                 except (json.JSONDecodeError, UnicodeDecodeError) as error:  # the length did not fit
-                    _handle(server, reader, messages)
+                    await _handle(server, reader, messages)
                     parse_error = {"code": -32700, "message": f"Parse error: {error}"}
                     server.protocol.send_raw({"jsonrpc": "2.0", "id": None, "error": parse_error})
                     raise FramingError(
                         f"message {reader.handled + 1} ({len(body)} bytes) is not JSON: {error}"
                     ) from None
-            _handle(server, reader, messages)
+            await _handle(server, reader, messages)
 
 
-def _handle(server: DshLanguageServer, reader: FrameReader, messages: list[Any]) -> None:
+async def _handle(server: DshLanguageServer, reader: FrameReader, messages: list[Any]) -> None:
     """Hand ``messages`` (one read's, parsed) to pygls in order; a request a later one of them
-    cancels is answered as cancelled without its handler starting."""
+    cancels is answered as cancelled without its handler starting. What each handler does before
+    its first wait is done before the next message is handled, as when each message had a read of
+    its own: a completion reads the text it was asked of, not the edit sent behind it."""
     cancelled = _cancelled_behind(messages)
     for position, data in enumerate(messages):
         # Counted before anything else runs: no request can see it as still waiting.
@@ -344,6 +346,7 @@ def _handle(server: DshLanguageServer, reader: FrameReader, messages: list[Any])
             server.protocol.handle_message(message)
         except Exception:
             LOG.exception("unable to handle message %d", reader.handled)
+        await asyncio.sleep(0)  # the tasks it started take their first step
 
 
 def _cancelled_behind(messages: list[Any]) -> set[int]:
