@@ -28,6 +28,7 @@ import pytest
 from dsh_session_reference.lsp.transport import (
     BODY_STALL_SECONDS,
     MAX_HEADER_LINE,
+    MAX_HEADER_LINES,
     FrameReader,
     FramingError,
     _handle,
@@ -136,6 +137,24 @@ def test_the_messages_already_whole_in_the_buffer_are_read_at_once(pipe: tuple[i
     assert reader.read_batch() == [b'{"c":3}', b'{"d": 4}']
     assert reader.messages == 4
     with pytest.raises(FramingError, match="a header line without a colon"):
+        reader.read_batch()
+
+
+def test_a_header_has_at_most_its_lines_and_a_line_its_bytes_whole_or_not(pipe: tuple[int, int]) -> None:
+    """The bounds hold wherever a header is looked at: read, or checked for being whole behind a
+    message already read (the same scan does both)."""
+    extra = b"".join(f"X-{number}: y\r\n".encode() for number in range(MAX_HEADER_LINES - 2))
+    fits = b"Content-Length: 2\r\n" + extra + b"\r\n{}"  # the blank line is the 16th
+    too_many = b"Content-Length: 2\r\nX-last: y\r\n" + extra + b"\r\n{}"
+    reader = FrameReader(pipe[0])
+    os.write(pipe[1], frame({"a": 1}) + fits + too_many)
+    assert reader.read_batch() == [b'{"a": 1}', b"{}"]
+    with pytest.raises(FramingError, match=f"a header of over {MAX_HEADER_LINES} lines"):
+        reader.read_batch()
+    reader = FrameReader(pipe[0])
+    os.write(pipe[1], frame({"b": 2}) + b"X" * (MAX_HEADER_LINE + 1))
+    assert reader.read_batch() == [b'{"b": 2}']
+    with pytest.raises(FramingError, match=f"a header line of over {MAX_HEADER_LINE} bytes"):
         reader.read_batch()
 
 

@@ -82,20 +82,13 @@ class FrameReader:
 
     def read(self) -> bytes | None:
         """The next message body, or ``None`` when the stream ends between messages."""
-        length: int | None = None
-        lines = 0
-        while True:
-            line = self._line(started=lines > 0)
-            if line is None:
+        while (header := self._header()) is None:
+            if not self._fill(started=bool(self._buffer)):
+                if self._buffer:
+                    raise FramingError("the stream ended inside a message's header")
                 return None
-            lines += 1
-            if lines > MAX_HEADER_LINES:
-                raise FramingError(f"a header of over {MAX_HEADER_LINES} lines")
-            if not line:
-                break
-            length = _header_length(line, length)
-        if length is None:
-            raise FramingError("a message header without Content-Length")
+        start, length = header
+        del self._buffer[:start]
         body = self._exactly(length)
         self.messages += 1
         return body
@@ -119,17 +112,31 @@ class FrameReader:
         """Whether a whole message with a header :meth:`read` accepts is in the buffer (reading it
         waits for nothing). A header it refuses is left for the next read: the messages before it
         are handled first."""
-        buffer, start, length, lines = self._buffer, 0, None, 0
-        while (end := buffer.find(b"\n", start)) >= 0 and lines < MAX_HEADER_LINES:
+        try:
+            header = self._header()
+        except FramingError:
+            return False
+        return header is not None and len(self._buffer) - header[0] >= header[1]
+
+    def _header(self) -> tuple[int, int] | None:
+        """Where the body of the message at the buffer's start begins and how long it is, once its
+        header is whole in the buffer; ``None`` until then. A header is refused as soon as the
+        line that breaks it has arrived; header lines end in ``\\r\\n`` or ``\\n`` alone."""
+        buffer, start, length = self._buffer, 0, None
+        for _ in range(MAX_HEADER_LINES):
+            end = buffer.find(b"\n", start)
+            if end < 0:
+                if len(buffer) - start > MAX_HEADER_LINE:
+                    raise FramingError(f"a header line of over {MAX_HEADER_LINE} bytes")
+                return None
             line = bytes(buffer[start:end]).removesuffix(b"\r")
-            start, lines = end + 1, lines + 1
+            start = end + 1
             if not line:
-                return length is not None and len(buffer) - start >= length
-            try:
-                length = _header_length(line, length)
-            except FramingError:
-                return False
-        return False
+                if length is None:
+                    raise FramingError("a message header without Content-Length")
+                return start, length
+            length = _header_length(line, length)
+        raise FramingError(f"a header of over {MAX_HEADER_LINES} lines")
 
     def waiting(self) -> bool:
         """Whether a message has arrived that is not handled yet: read and not yet handled, in the
@@ -139,22 +146,6 @@ class FrameReader:
             return True
         ready, _, _ = select.select([self._fd], [], [], 0)
         return bool(ready)
-
-    def _line(self, *, started: bool) -> bytes | None:
-        """A header line without its line break (``\\r\\n``, or ``\\n`` alone); ``None`` when the
-        stream ends before a message (``started``: after a header line of it)."""
-        while True:
-            end = self._buffer.find(b"\n")
-            if end >= 0:
-                line = bytes(self._buffer[:end])
-                del self._buffer[: end + 1]
-                return line[:-1] if line.endswith(b"\r") else line
-            if len(self._buffer) > MAX_HEADER_LINE:
-                raise FramingError(f"a header line of over {MAX_HEADER_LINE} bytes")
-            if not self._fill(started=started or bool(self._buffer)):
-                if started or self._buffer:
-                    raise FramingError("the stream ended inside a message's header")
-                return None
 
     def _exactly(self, length: int) -> bytes:
         while len(self._buffer) < length:
