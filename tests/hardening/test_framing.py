@@ -321,8 +321,11 @@ def test_a_request_and_its_cancel_in_one_write_are_answered_cancelled_by_the_rea
         process.communicate()
 
 
-def _answers(process: subprocess.Popen[bytes], ids: set[object]) -> dict[object, dict[str, object]]:
-    """The server's messages by id, read until each of ``ids`` is answered."""
+def _answers(
+    process: subprocess.Popen[bytes], ids: set[object], every: list[dict[str, object]] | None = None
+) -> dict[object, dict[str, object]]:
+    """The server's messages by id, read until each of ``ids`` is answered (``every``: each
+    message read, in order, notifications too)."""
     assert process.stdout is not None
     answers: dict[object, dict[str, object]] = {}
     reader = FrameReader(process.stdout.fileno())
@@ -333,7 +336,55 @@ def _answers(process: subprocess.Popen[bytes], ids: set[object]) -> dict[object,
         assert body is not None, answers
         answer = json.loads(body)
         answers[answer.get("id")] = answer
+        if every is not None:
+            every.append(answer)
     return answers
+
+
+def test_before_initialize_a_request_is_answered_not_initialized_and_a_notification_dropped(
+    tmp_path: Path,
+) -> None:
+    """What the LSP asks of a server a client talks to before ``initialize``: requests error with
+    ServerNotInitialized, notifications are dropped. pygls ran them: a ``didOpen`` showed the
+    user "Error in server: AttributeError" (no client capabilities yet)."""
+    process = server(tmp_path)
+    assert process.stdin is not None
+    symbols = {"jsonrpc": "2.0", "method": "workspace/symbol", "params": {"query": ""}}
+    document = {"uri": "file:///work/notes.md", "languageId": "markdown", "version": 1, "text": "hi"}
+    try:
+        process.stdin.write(
+            frame({**symbols, "id": 1})
+            + frame(
+                {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": document}}
+            )
+            + frame({**INITIALIZE, "id": 2})
+            + frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            + frame({**symbols, "id": 3})
+        )
+        process.stdin.flush()
+        every: list[dict[str, object]] = []
+        answers = _answers(process, {1, 2, 3}, every)
+        assert answers[1]["error"] == {
+            "code": -32002,
+            "message": "workspace/symbol: the server is not initialized (initialize comes first)",
+        }
+        assert "capabilities" in answers[2]["result"]  # type: ignore[operator]
+        assert answers[3]["result"] == []
+        assert not [message for message in every if "Error in server" in json.dumps(message)], every
+    finally:
+        process.kill()
+        process.communicate()
+
+
+def test_exit_without_shutdown_while_a_handler_runs_ends_with_1_and_no_traceback(tmp_path: Path) -> None:
+    """The end cancels ``initialized``'s handler mid-step; pygls reads that step's result, and the
+    loop wrote its CancelledError to stderr as a traceback (an editor's log shows it as an error)."""
+    messages = frame({"jsonrpc": "2.0", "method": "initialized", "params": {}}) + frame(
+        {"jsonrpc": "2.0", "method": "exit"}
+    )
+    status, _, err, _ = run_server(tmp_path, messages, keep_open=True, within=30)
+    assert status == 1
+    assert "Traceback" not in err and "CancelledError" not in err, err
 
 
 def test_a_request_is_answered_for_the_text_it_was_asked_of_when_an_edit_follows_in_one_write(

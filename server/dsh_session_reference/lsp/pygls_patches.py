@@ -110,6 +110,9 @@ class DshProtocol(LanguageServerProtocol):
         # workspace (which splits lines where editors do not, the whole text per keystroke) has none.
         for method in _DOCUMENT_NOTIFICATIONS:
             self.fm.builtin_features.pop(method, None)
+        self.initialize_received = False
+        """Whether ``initialize`` has come: before it, the LSP answers requests ServerNotInitialized
+        and drops notifications (pygls ran them, and the first failed on the capabilities it lacked)."""
 
     @property
     def hooks(self) -> ServerHooks:
@@ -212,6 +215,20 @@ class DshProtocol(LanguageServerProtocol):
             )
             return
         method = getattr(message, "method", None)
+        if method == types.INITIALIZE:
+            self.initialize_received = True
+        elif not self.initialize_received and method not in (None, types.EXIT):
+            if getattr(message, "id", None) is None:
+                LOG.debug("dropped %s: it came before initialize", method)
+                return
+            self._send_response(
+                message.id,
+                error=types.ResponseError(
+                    code=types.ErrorCodes.ServerNotInitialized,
+                    message=f"{method}: the server is not initialized (initialize comes first)",
+                ),
+            )
+            return
         if self._shutdown and method not in (None, types.EXIT) and getattr(message, "id", None) is not None:
             # LSP: requests after shutdown error with InvalidRequest; pygls drops them unanswered,
             # which leaves the client waiting until its own timeout.

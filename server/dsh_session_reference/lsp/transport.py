@@ -268,6 +268,7 @@ def _close(loop: asyncio.AbstractEventLoop, workers: ThreadPoolExecutor) -> None
     """What ``asyncio.run`` does at the end, but for the default executor: its threads are told
     to stop (their work's stop signals were set by ``shutdown``) and not waited for here."""
     try:
+        loop.set_exception_handler(_ended_quietly)
         tasks = asyncio.all_tasks(loop)
         for task in tasks:
             task.cancel()
@@ -277,6 +278,15 @@ def _close(loop: asyncio.AbstractEventLoop, workers: ThreadPoolExecutor) -> None
         workers.shutdown(wait=False, cancel_futures=True)
         asyncio.set_event_loop(None)
         loop.close()
+
+
+def _ended_quietly(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's exception handler while the session ends: pygls reads the result of each step
+    of a handler it runs (``initialized``'s, say), and a step the end cancelled is no error (it
+    wrote a traceback to stderr, which editors show in their log). Anything else is reported."""
+    if isinstance(context.get("exception"), asyncio.CancelledError):
+        return
+    loop.default_exception_handler(context)
 
 
 def _workers_ended(within: float) -> bool:
