@@ -102,7 +102,10 @@ async def test_an_analysis_kept_for_a_document_does_not_keep_an_old_roots_catalo
     # Work begun for the old root (its first listing, in a thread) may still be ending: it lets
     # go then. What must not hold it is the analysis, which stays as long as the document.
     deadline = time.monotonic() + 20
-    while gc.collect() >= 0 and (store := old()) is not None:
+    while True:
+        gc.collect()
+        if (store := old()) is None:
+            break
         held_by = sorted({type(referrer).__name__ for referrer in gc.get_referrers(store)})
         del store
         assert time.monotonic() < deadline, f"the old root's catalog is still held, by: {held_by}"

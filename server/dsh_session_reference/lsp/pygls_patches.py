@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcRequestCancelled
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.client import LanguageClient
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
@@ -190,8 +190,7 @@ class DshProtocol(LanguageServerProtocol):
         """Answer a request its client cancelled before it started, as pygls answers a cancelled
         one (``RequestCancelled``), without structuring it or starting its handler."""
         self.hooks.touch()
-        cancelled = JsonRpcRequestCancelled(f'Request with id "{msg_id}" is canceled')
-        self._send_response(msg_id, error=cancelled.to_response_error())
+        self._refuse(msg_id, types.LSPErrorCodes.RequestCancelled, f'Request with id "{msg_id}" is canceled')
 
     def structure_message(self, data: dict[str, Any]) -> Any:
         try:
@@ -206,40 +205,32 @@ class DshProtocol(LanguageServerProtocol):
         if isinstance(message, InvalidMessage):
             reason = message.error.__cause__ or message.error
             LOG.warning("invalid params for %s (id %r): %s", message.method, message.id, reason)
-            self._send_response(
-                message.id,
-                error=types.ResponseError(
-                    code=types.ErrorCodes.InvalidParams,
-                    message=f"invalid params for {message.method}: {reason}",
-                ),
+            self._refuse(
+                message.id, types.ErrorCodes.InvalidParams, f"invalid params for {message.method}: {reason}"
             )
             return
         method = getattr(message, "method", None)
+        request = method is not None and getattr(message, "id", None) is not None
         if method == types.INITIALIZE:
             self.initialize_received = True
         elif not self.initialize_received and method not in (None, types.EXIT):
-            if getattr(message, "id", None) is None:
+            if request:
+                not_yet = f"{method}: the server is not initialized (initialize comes first)"
+                self._refuse(message.id, types.ErrorCodes.ServerNotInitialized, not_yet)
+            else:
                 LOG.debug("dropped %s: it came before initialize", method)
-                return
-            self._send_response(
-                message.id,
-                error=types.ResponseError(
-                    code=types.ErrorCodes.ServerNotInitialized,
-                    message=f"{method}: the server is not initialized (initialize comes first)",
-                ),
-            )
             return
-        if self._shutdown and method not in (None, types.EXIT) and getattr(message, "id", None) is not None:
+        if self._shutdown and request and method != types.EXIT:
             # LSP: requests after shutdown error with InvalidRequest; pygls drops them unanswered,
             # which leaves the client waiting until its own timeout.
-            self._send_response(
-                message.id,
-                error=types.ResponseError(
-                    code=types.ErrorCodes.InvalidRequest, message=f"{method}: the server is shutting down"
-                ),
-            )
+            shutting_down = f"{method}: the server is shutting down"
+            self._refuse(message.id, types.ErrorCodes.InvalidRequest, shutting_down)
             return
         super().handle_message(message)
+
+    def _refuse(self, msg_id: int | str, code: int, text: str) -> None:
+        """Answer the request ``msg_id`` with an error, without running it."""
+        self._send_response(msg_id, error=types.ResponseError(code=code, message=text))
 
 
 def client_process(client: LanguageClient) -> asyncio.subprocess.Process | None:
