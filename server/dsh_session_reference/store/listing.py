@@ -118,7 +118,7 @@ class Skips:
 class Artifact:
     path: str
     compression: Compression
-    header: dict[str, Any]
+    header: Mapping[str, Any]
 
     @property
     def session_id(self) -> str:
@@ -126,7 +126,7 @@ class Artifact:
         return session_id
 
 
-def record_at(path: str, header: dict[str, Any]) -> SessionRecord:
+def record_at(path: str, header: Mapping[str, Any]) -> SessionRecord:
     """The record of the log at ``path`` with ``header`` (a validated header, owned by the record)."""
     cwd = header.get("cwd")
     return SessionRecord(
@@ -138,7 +138,7 @@ def record_at(path: str, header: dict[str, Any]) -> SessionRecord:
     )
 
 
-Reuse = Callable[[str, Any, dict[str, Any]], SessionRecord | None]
+Reuse = Callable[[str, Any, Mapping[str, Any]], SessionRecord | None]
 """What a walk asks of a listing before it: its record for the log at a path, seen at a
 fingerprint, with a header, if it is the record the walk would make (:func:`.listed.reusable`)."""
 
@@ -182,7 +182,7 @@ class Walk:
         if blocked_id is not None:
             self.blocked.setdefault(blocked_id, reason)
 
-    def add(self, path: str, header: dict[str, Any], fp: object = None) -> None:
+    def add(self, path: str, header: Mapping[str, Any], fp: object = None) -> None:
         """A usable log at ``path`` with ``header`` (the walk's own: the record takes it), seen at
         ``fp`` when its row told the walk what it holds."""
         reused = None if self.reuse is None or fp is None else self.reuse(path, fp, header)

@@ -20,7 +20,7 @@ from typing import Final, NamedTuple
 from ...model import SessionRecord, TitleObservation, kept_header
 from ..layout import is_walk_relative
 from ..listing import record_at
-from .headers import KeptHeader, compact_header
+from .headers import KeptHeader, UsualHeader, compact_header, header_json
 from .rows import (
     Fingerprint,
     IndexRow,
@@ -75,7 +75,11 @@ class SharedWithRows:
         row.fp = fp
         header = row.parsed_listing
         kept = record.header
-        if isinstance(header, dict) and type(kept) is dict and same_header(header, kept):
+        if (
+            isinstance(header, dict | UsualHeader)
+            and isinstance(kept, dict | UsualHeader)
+            and same_header(header, kept)
+        ):
             row.parsed_listing = kept  # a row keeps the usual entry as its header (IndexRow.fold)
         title = self._titles.get(path)
         if title is not None and type(row.parsed_title) is TitleObservation and row.parsed_title == title:
@@ -150,6 +154,7 @@ def listing_pieces(
             ensure_ascii=True,
             separators=(",", ":"),
             allow_nan=False,
+            default=header_json,
         )
         for record, title in zip(records, titles, strict=True)
         if record.location is not None and record.location in walked and record.location.startswith(prefix)

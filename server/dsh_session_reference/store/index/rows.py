@@ -23,7 +23,7 @@ from ...model import TitleObservation, kept_header
 from ..jsvalue import MAX_SAFE_INTEGER
 from ..layout import LOG_NAMES, Compression
 from ..listing import Misnamed, compression_of
-from .headers import KeptHeader, compact_header
+from .headers import KeptHeader, UsualHeader, compact_header, header_json
 
 T = TypeVar("T")
 
@@ -125,7 +125,7 @@ def header_text(header: Mapping[str, Any]) -> str:
     A ``version`` of ``1e400`` parses as Infinity, which JSON cannot spell; it is written
     ``Infinity`` here (a comparison key, never a document) rather than failing the caller.
     """
-    return json.dumps(header, ensure_ascii=True, separators=(",", ":"))
+    return json.dumps(header, ensure_ascii=True, separators=(",", ":"), default=header_json)
 
 
 MAX_MISSING: Final = 64
@@ -280,7 +280,7 @@ class IndexRow:
     def entry(self, path: str) -> ListingEntry | None:
         """The parsed listing entry (made again around its header for the usual one), fresh or not."""
         kept = self.parsed_listing
-        if isinstance(kept, dict):
+        if isinstance(kept, dict | UsualHeader):
             return ListingEntry(((None, compression_of(path), kept),), ())
         return kept if isinstance(kept, ListingEntry) else None
 
@@ -454,7 +454,7 @@ def entry_text(entry: ListingEntry, path: str) -> str:
     for block in entry.blocks:
         if isinstance(block, Misnamed):
             value["m"] = [block.session_id, block.cwd]
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"))
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), default=header_json)
 
 
 def _json_object(text: str) -> dict[str, Any] | None:

@@ -33,7 +33,7 @@ from ..listing import (
     session_directories,
 )
 from ..workers import WorkerProcess, drop_spare, take_spare
-from .headers import compact_header, header_dict
+from .headers import compact_header, header_dict, header_json
 from .kept import StoredListing
 from .rows import Fingerprint, ListingEntry, fingerprint_of, stable_read
 from .table import RowTable
@@ -196,8 +196,9 @@ def probe(
     found, unchanged, started = stable_read(path, partial(inspect_log, root, real, path, True, stop), fp)
     parsed = None
     if isinstance(found, Artifact) and found.path == path:
-        found = Artifact(found.path, found.compression, compact_header(found.header))
-        parsed = ListingEntry(((None, found.compression, found.header),), ())
+        header = compact_header(found.header)
+        found = Artifact(found.path, found.compression, header)
+        parsed = ListingEntry(((None, found.compression, header),), ())
     scan.note(segment, path, found)
     if unchanged is None:
         return None
@@ -207,7 +208,9 @@ def probe(
     if isinstance(found, Misnamed):
         outcome["m"] = [found.session_id, found.cwd]  # the message is made again from these
     try:
-        text = json.dumps(outcome, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        text = json.dumps(
+            outcome, ensure_ascii=True, separators=(",", ":"), allow_nan=False, default=header_json
+        )
     except ValueError:
         return None  # a header number JSON cannot spell (Infinity): listed, just not indexed
     return started, text, parsed
