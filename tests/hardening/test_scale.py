@@ -30,8 +30,9 @@ from lsprotocol import types
 from dsh_session_reference.assembly import open_live
 from dsh_session_reference.candidate_cache import _Kept, _relabelled
 from dsh_session_reference.candidates import CandidateTable
-from dsh_session_reference.model import SessionRecord, StoreError, TitleObservation
+from dsh_session_reference.model import SessionRecord, StoreChange, StoreError, TitleObservation
 from dsh_session_reference.store import catalog, listing
+from dsh_session_reference.store.changes import changed_sessions
 from dsh_session_reference.store.index import database
 from dsh_session_reference.store.index.headers import compact_header
 from dsh_session_reference.store.index.kept import same_header
@@ -203,6 +204,38 @@ def test_closing_while_the_rows_are_being_loaded_does_not_wait_for_the_load(tmp_
         release.set()
         loader.join()
     assert took < CLOSE_BOUND, f"closing took {took:.2f} s"
+
+
+def test_a_change_dsh_writes_costs_no_table_of_every_session_directory() -> None:
+    """The first change the watcher saw under a listed root made a table of every listed
+    session's directory, a new string each (46 MB at 200,000 sessions, kept with the listing).
+    Now a changed path is matched by its session's log: the same sessions and listing change are
+    told, and matching them takes a few kilobytes at 20,000 sessions."""
+    root = "/home/dev/.dsh/sessions"
+    records, walked = [], {}
+    for number in range(20_000):
+        session_id = _session_id(number)
+        location = log_path(root, "/home/dev/shop", session_id, "zstd" if number % 2 else "none")
+        header = {"id": session_id, "createdAt": BASE_MS - number, "cwd": "/home/dev/shop"}
+        records.append(SessionRecord(session_id, BASE_MS - number, "/home/dev/shop", header, location))
+        walked[location] = Fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    listed = Listed.of(records, walked, -math.inf, len(records))
+    zstd, plain = str(records[1].location), str(records[2].location)
+    project = os.path.dirname(os.path.dirname(zstd))
+    tracemalloc.start()
+    try:
+        for paths, sessions, listing in (
+            ({zstd}, {records[1].id}, False),
+            ({plain, os.path.dirname(zstd)}, {records[1].id, records[2].id}, True),
+            ({os.path.join(project, "new-session", "session.jsonl")}, set(), True),
+            ({os.path.join(os.path.dirname(plain), "notes", "x")}, set(), True),
+        ):
+            change = changed_sessions(root, frozenset(paths), listed.in_directory)
+            assert change == StoreChange(frozenset(sessions), listing), paths
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 10, peak  # a table of 20,000 directories: about 4 MB
 
 
 def test_closing_a_catalog_with_a_big_listing_and_many_rows_pending_is_prompt(tmp_path: Path) -> None:

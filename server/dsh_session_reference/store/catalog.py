@@ -462,7 +462,7 @@ class SessionCatalog:
     def _watched(self, paths: frozenset[str]) -> None:
         """The watcher's thread: which listed sessions the changed paths belong to."""
         snapshot = self.snapshot
-        change = changed_sessions(self.root, paths, None if snapshot is None else snapshot.by_directory)
+        change = changed_sessions(self.root, paths, None if snapshot is None else snapshot.in_directory)
         if snapshot is not None and self._served(snapshot):
             # Logs that changed are read afresh by whoever asks (reads check each log's
             # fingerprint): say so now. Their titles, and sessions that came or went, wait for a

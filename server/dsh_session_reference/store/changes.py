@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from ..model import SessionRecord, StoreChange
 from .watch import depth_below
@@ -20,18 +20,18 @@ LOG = logging.getLogger("dsh_session_reference.store.catalog")
 
 
 def changed_sessions(
-    root: str, paths: frozenset[str], by_directory: Mapping[str, SessionRecord] | None
+    root: str, paths: frozenset[str], in_directory: Callable[[str], SessionRecord | None] | None
 ) -> StoreChange:
-    """The listed sessions (``by_directory``: each listed session's directory, ``None`` before the
-    first listing) that ``paths`` belong to, and whether the listing may have changed: a session
+    """The listed sessions (``in_directory``: the session listed from a directory, ``None`` before
+    the first listing) that ``paths`` belong to, and whether the listing may have changed: a session
     directory came or went, or a log of a session not listed yet was written."""
     sessions: set[str] = set()
-    listing = by_directory is None
+    listing = in_directory is None
     for path in paths:
         depth = depth_below(root, path)
         record = None
-        if depth is not None and depth >= 2 and by_directory is not None:
-            record = by_directory.get(path if depth == 2 else os.path.dirname(path))
+        if depth is not None and depth >= 2 and in_directory is not None:
+            record = in_directory(path if depth == 2 else os.path.dirname(path))
         if record is None or depth == 2:
             listing = True
         if record is not None:

@@ -7,14 +7,13 @@ Records of logs that did not change keep being the same objects from one listing
 
 from __future__ import annotations
 
-import functools
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import SessionRecord
 from .index.rows import Fingerprint, header_text
+from .layout import PLAIN_NAME, ZSTD_NAME
 
 
 @dataclass(frozen=True)
@@ -52,10 +51,12 @@ class Listed:
         by_location = {record.location: record for record in records if record.location is not None}
         return cls(records, walked, taken, directories, by_location, {r.id: r for r in records}, state)
 
-    @functools.cached_property
-    def by_directory(self) -> dict[str, SessionRecord]:
-        """Each listed session by its directory (what a watched path is matched against)."""
-        return {os.path.dirname(location): record for location, record in self.by_location.items()}
+    def in_directory(self, directory: str) -> SessionRecord | None:
+        """The session listed from ``directory`` (what a watched path is matched against): a
+        listed log is that directory's ``ZSTD_NAME`` or ``PLAIN_NAME``. Looked up by its log
+        rather than from a table of directories, which the first change dsh wrote made: at
+        200,000 sessions a string a directory and the table, 46 MB."""
+        return self.by_location.get(directory + ZSTD_NAME) or self.by_location.get(directory + PLAIN_NAME)
 
 
 def _same_records(old: list[SessionRecord], new: list[SessionRecord]) -> bool:

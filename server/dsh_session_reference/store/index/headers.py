@@ -18,7 +18,7 @@ from typing import Any, Final
 class UsualHeader(Mapping[str, Any]):
     """The listed header of a top-level session as dsh writes it,
     ``{"version": 0, "id": …, "createdAt": …, "cwd": …, "delegationDepth": 0}`` (``cwd`` may be
-    absent), kept as the three values that differ from log to log: 56 bytes where the smallest
+    absent), kept as the three values that differ from log to log: 64 bytes where the smallest
     dict of its five keys is 148 (30 MB at 200,000 sessions). Read-only like every kept header; it
     reads as the dict it stands for (the same keys in the same order, the same values), and
     :func:`header_json` writes it as that dict."""
