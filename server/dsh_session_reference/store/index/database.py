@@ -13,10 +13,11 @@ import hashlib
 import logging
 import os
 import sqlite3
+import tempfile
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Final
+from typing import BinaryIO, Final
 
 try:
     import fcntl
@@ -55,9 +56,8 @@ PRUNE_ROWS: Final = 10_000
 """Rows removed per transaction when rows never loaded go from the file (:meth:`IndexDatabase.keep_only`)."""
 LISTING_CHUNK: Final = 1 << 20
 """Bytes of the kept listing read at a time: it is parsed a line at a time as it arrives."""
-HELD_LISTING_LEVEL: Final = 1
-"""The zlib level the pieces of a listing being written are held at (one pass of ``deflate``, the
-GIL let go, at about 50 MB/s: a fifth of the document's size)."""
+WRITE_CHUNK: Final = 64 << 10
+"""Bytes of a listing being kept copied at a time from the file that holds it into the index."""
 
 
 def _checked_pieces(blob: sqlite3.Blob, crc: int) -> Iterator[bytes]:
@@ -342,31 +342,40 @@ class IndexDatabase:
         longer than :data:`MAX_LISTING_BYTES` (:meth:`kept_listing` would never read it back).
 
         The pieces are made before the index is held (the blob's size comes first), and held
-        meanwhile compressed (:data:`HELD_LISTING_LEVEL`), each let go as it is written: at
-        200,000 sessions the document, about 75 MB held at once, jumped a server's memory as its
-        titles were verified. A piece that cannot be made (``ValueError``) leaves the index as it was.
+        meanwhile in a file without a name beside the index, so none is in memory longer than it
+        takes to write it: at 200,000 sessions the document, about 75 MB held at once, jumped a
+        server's memory as its titles were verified, and held compressed it was still 11 MB. A
+        piece that cannot be made (``ValueError``) leaves the index as it was, as a file that
+        cannot be written does (the listing is a cache: the rows answer instead).
         The body is written in place: it is its row's last column (with one after it, SQLite built the
         whole row in memory, zeros then a copy: 120 MB for a 60 MB listing).
         """
-        held: list[bytes] = []
+        try:
+            with tempfile.TemporaryFile(
+                dir=None if self.path is None else os.path.dirname(self.path)
+            ) as spool:
+                self._write_listing(pieces, spool)
+        except OSError as error:  # no file could be made there, or its disk is full
+            LOG.info("the listing is not kept: it could not be held while it was made (%s)", error)
+
+    def _write_listing(self, pieces: Iterable[bytes], spool: BinaryIO) -> None:
         size = crc = 0
         for piece in pieces:
             size += len(piece)
             if size > MAX_LISTING_BYTES:
-                held.clear()
                 with self._transaction("drop the listing") as conn:
                     conn.execute("DELETE FROM listing WHERE id = 0")  # the one kept before is stale
                 return
             crc = zlib.crc32(piece, crc)
-            held.append(zlib.compress(piece, HELD_LISTING_LEVEL))
+            spool.write(piece)
+        spool.seek(0)
         with self._transaction("write the listing") as conn:
             conn.execute(
                 "INSERT OR REPLACE INTO listing(id, body, crc) VALUES (0, zeroblob(?), ?)", (size, crc)
             )
             with conn.blobopen("listing", "body", 0) as blob:
-                for at, piece in enumerate(held):
-                    blob.write(zlib.decompress(piece))
-                    held[at] = b""
+                while piece := spool.read(WRITE_CHUNK):
+                    blob.write(piece)
 
     @contextlib.contextmanager
     def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:

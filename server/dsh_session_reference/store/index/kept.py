@@ -110,8 +110,9 @@ _FIVE_INTS: Final = [int] * 5
 _FP_BOUND: Final = 1 << 64
 """A fingerprint's numbers are ``st_*`` fields: 64-bit."""
 
-PIECE_LINES: Final = 1024
-"""Lines of a kept listing encoded at once when it is written (a few hundred kilobytes)."""
+PIECE_LINES: Final = 256
+"""Lines of a kept listing encoded at once when it is written (about 60 KB: a piece is held three
+times over as it is made, its lines, their join and the encoded copy)."""
 LISTING_VERSION: Final = 3
 """The kept listing's format: a first line ``{"v": 3, "d": directories}``, then one line per entry
 (version 3 added the hint mark to titles; an older document is refused and the rows answer once)."""
