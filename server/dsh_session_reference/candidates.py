@@ -7,8 +7,9 @@ fixed listing with its labels, built so that repeated queries (an ``@`` popup
 asks again at every keystroke) cost work proportional to the matches rather
 than to the store:
 
-* each row's lowercased id, label and cwd are joined once into one haystack,
-  so a query is one substring test per row;
+* each row's label and id are lowercased once (kept as they are when lowering leaves them so,
+  as it does an id), and each distinct cwd once, so a query is a substring test of a row's
+  label and id and a lookup of whether its cwd matched (:class:`_Fields`);
 * a query that extends the previous one (``mig`` -> ``migr``) only re-tests
   the previous matches, since a substring of a match is a match;
 * the ranked order for a target cwd is computed once per cwd, so an empty
@@ -32,8 +33,6 @@ from .cancellation import AbortSignal, check
 from .jsjson import js_has_surrogates, js_includes, js_lower
 from .model import SessionRecord, TitleObservation
 
-SEPARATOR: Final = "\x00"
-"""Joins a row's lowered fields; a needle holding it is tested field by field instead."""
 MAX_ORDERS: Final = 8
 """Target cwds whose ranked order a table keeps (an editor has one target at a time)."""
 _CHECK_EVERY: Final = 256
@@ -107,7 +106,8 @@ class CandidateTable:
     ) -> None:
         self._records = records
         self._labels = labels
-        self._haystacks: list[str] | None = None
+        self._lowered_labels: list[str] | None = None
+        self._fields: _Fields | None = None
         self._lock = threading.Lock()
         self._last: tuple[Sequence[int], str, Sequence[int]] | None = None
         self._orders: OrderedDict[str | None, Sequence[int]] = OrderedDict(orders or {})
@@ -123,8 +123,8 @@ class CandidateTable:
     def relabelled(self, labels: Mapping[int, str]) -> CandidateTable:
         """The same listing with the rows at ``labels``' indices labelled anew.
 
-        Ranked orders depend only on cwds, so they carry over; the lowered
-        haystacks are copied with only the changed rows lowered again. The last
+        Ranked orders and the lowered ids and cwds depend only on the records, so they carry
+        over; the lowered labels are copied with only the changed rows lowered again. The last
         query's matches do not carry over: a new label can add or drop a match.
         """
         new_labels = list(self._labels)
@@ -133,11 +133,12 @@ class CandidateTable:
         with self._lock:
             orders = OrderedDict(self._orders)
         table = CandidateTable.labelled(self._records, new_labels, orders)
-        if self._haystacks is not None:
-            haystacks = list(self._haystacks)
+        table._fields = self._fields
+        if self._lowered_labels is not None:
+            lowered = list(self._lowered_labels)
             for index in labels:
-                haystacks[index] = _haystack(self._records[index], new_labels[index])
-            table._haystacks = haystacks
+                lowered[index] = _lowered(new_labels[index])
+            table._lowered_labels = lowered
         return table
 
     def select(
@@ -169,10 +170,10 @@ class CandidateTable:
         pool: Sequence[int] = order
         if last is not None and last[0] is order and last[1] in needle:
             pool = last[2]
-        if js_has_surrogates(needle) or SEPARATOR in needle:
-            # Rare: a lone surrogate may match half of a pair (JS compares UTF-16), and the
-            # separator could match across fields. Test field by field, exactly, the needle
-            # encoded once (per field, a 2 MB query took minutes over 2,000 rows).
+        if js_has_surrogates(needle):
+            # Rare: a lone surrogate may match half of a pair (JS compares UTF-16). Test field by
+            # field, exactly, the needle encoded once (per field, a 2 MB query took minutes over
+            # 2,000 rows).
             records, labels = self._records, self._labels
             matches = _field_matcher(needle)
             found = array("l")
@@ -182,19 +183,41 @@ class CandidateTable:
                 if matches(records[index], labels[index]):
                     found.append(index)
         else:
-            haystacks = self._lowered()
-            found = array("l", [index for index in pool if needle in haystacks[index]])
+            labels, fields = self._lowered(), self._row_fields()
+            ids = fields.ids
+            # Whether each distinct cwd holds the needle (the first, None's, never does).
+            cwd_holds = bytes(needle in cwd for cwd in fields.cwds)
+            if any(cwd_holds):
+                cwd_of = fields.cwd_of
+                found = array(
+                    "l",
+                    [
+                        index
+                        for index in pool
+                        if needle in labels[index] or needle in ids[index] or cwd_holds[cwd_of[index]]
+                    ],
+                )
+            else:
+                found = array(
+                    "l", [index for index in pool if needle in labels[index] or needle in ids[index]]
+                )
         with self._lock:
             self._last = (order, needle, found)
         return found
 
     def _lowered(self) -> list[str]:
-        """Each row's :func:`_haystack`, built on first use (an empty query needs none)."""
-        haystacks = self._haystacks
-        if haystacks is None:
-            haystacks = list(map(_haystack, self._records, self._labels))
-            self._haystacks = haystacks
-        return haystacks
+        """Each row's label lowered (:func:`_lowered`), built on first use (an empty query needs none)."""
+        lowered = self._lowered_labels
+        if lowered is None:
+            lowered = list(map(_lowered, self._labels))
+            self._lowered_labels = lowered
+        return lowered
+
+    def _row_fields(self) -> _Fields:
+        fields = self._fields
+        if fields is None:
+            fields = self._fields = _Fields(self._records)
+        return fields
 
     def _order(self, target_cwd: str | None) -> Sequence[int]:
         """Row indices in rank order for ``target_cwd``."""
@@ -228,11 +251,31 @@ def _field_matcher(needle: str) -> Callable[[SessionRecord, str], bool]:
     return matches
 
 
-def _haystack(record: SessionRecord, label: str) -> str:
-    """A row's lowered id, label and cwd, joined by :data:`SEPARATOR`.
+def _lowered(text: str) -> str:
+    """``text`` lowered as upstream lowers a field, or ``text`` itself when that leaves it as it is
+    (an id, a lowercase title): a table keeps one per row, and a second string a row beside its
+    label was most of the 135 bytes a session its joined id, label and cwd took."""
+    lowered = js_lower(text)
+    return text if lowered == text else lowered
 
-    Fields are lowered one by one, as upstream lowers them: context rules such as
-    the final sigma must not see a neighbouring field.
-    """
-    cwd = record.cwd
-    return SEPARATOR.join((js_lower(record.id), js_lower(label), "" if cwd is None else js_lower(cwd)))
+
+class _Fields:
+    """A listing's lowered ids and cwds, for queries (they depend on the records alone, so a
+    relabelled table keeps them): each row's id lowered, each distinct cwd lowered once (first
+    ``""`` for rows without one, which no needle is in) and each row's position among them.
+    Fields are lowered one by one, as upstream lowers them: context rules such as the final sigma
+    must not see a neighbouring field."""
+
+    __slots__ = ("cwd_of", "cwds", "ids")
+
+    def __init__(self, records: Sequence[SessionRecord]) -> None:
+        self.ids = [_lowered(record.id) for record in records]
+        positions: dict[str | None, int] = {None: 0}
+        self.cwds = [""]
+        for record in records:
+            cwd = record.cwd
+            if cwd is not None and cwd not in positions:
+                positions[cwd] = len(self.cwds)
+                self.cwds.append(js_lower(cwd))
+        kind = "B" if len(self.cwds) <= 1 << 8 else "H" if len(self.cwds) <= 1 << 16 else "l"
+        self.cwd_of = array(kind, [positions[record.cwd] for record in records])

@@ -779,6 +779,37 @@ def test_the_rows_a_relabelled_table_finds_by_location_cost_a_few_bytes_a_sessio
     assert shown[1:7] == labels[1:7] and shown[-1] == "nowhere"
 
 
+def test_what_a_query_tests_a_row_against_costs_a_lowered_label_a_session() -> None:
+    """A candidate table's first query lowered each row's id, label and cwd into one joined
+    string, kept for as long as the table: 163 bytes a session here (two rows in three titled).
+    Now the label alone is lowered (kept as it is when that leaves it so, as it does an id), the
+    ids are the records' own and each distinct cwd is lowered once: under 110. The answers are
+    the same (test_candidates.py checks them against upstream's rule)."""
+    records = [
+        SessionRecord(_session_id(n), BASE_MS - n, f"/home/dev/client-{n % 40:02d}", {})
+        for n in range(RELABELLED_SESSIONS)
+    ]
+    labels = [
+        f"Fix the Migration of table {n} for client" if n % 3 else records[n].id for n in range(len(records))
+    ]
+    table = CandidateTable.labelled(records, labels)
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        assert table.select("zzz", None, None, 50) == []
+        each = (tracemalloc.get_traced_memory()[0] - before) / len(records)
+    finally:
+        tracemalloc.stop()
+    assert each < 110, f"{each:.0f} bytes a session"
+    for needle in ("migration of table 1", "client-07", records[9].id[-12:], "0198c2a4", "zzz"):
+        plain = [
+            record.id
+            for record, label in zip(records, labels, strict=True)
+            if needle in label.lower() or needle in record.id or needle in str(record.cwd)
+        ]
+        assert [row.record.id for row in table.select(needle, None, None, len(records))] == plain, needle
+
+
 LISTED_SESSIONS = 3_000
 BYTES_PER_LISTED_SESSION = 1_250
 """What a cold root's first listing keeps per session in a live catalog (records, index rows,

@@ -4,8 +4,8 @@ The rule is restated here in its plainest form (filter every row, stable sort
 by cwd rank, cut), and the table, with its narrowing of the previous query's
 matches and its per-cwd orders, must agree with it on every step of random
 query sequences, including the strings where JS and Python semantics part
-(lone surrogates, final sigma, dotted capital I) and the table's own
-field separator.
+(lone surrogates, final sigma, dotted capital I) and a NUL (the table once
+joined a row's fields with one).
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_session_reference.candidates import SEPARATOR, CandidateTable, Row, candidate_rank
+from dsh_session_reference.candidates import CandidateTable, Row, candidate_rank
 from dsh_session_reference.jsjson import js_includes, js_lower, js_normalize
 from dsh_session_reference.model import SessionRecord
 
-ALPHABET = ["a", "b", "M", "Σ", "ς", "σ", "İ", "i", "\u0307", "\ud83d", "\ude00", "😀", SEPARATOR, "/", " "]
+ALPHABET = ["a", "b", "M", "Σ", "ς", "σ", "İ", "i", "\u0307", "\ud83d", "\ude00", "😀", "\x00", "/", " "]
 text = st.text(alphabet=st.sampled_from(ALPHABET), max_size=6)
 cwds = st.sampled_from([None, "/w", "/other", "/W"])
 
