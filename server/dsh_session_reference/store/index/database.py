@@ -17,7 +17,7 @@ import tempfile
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import BinaryIO, Final
+from typing import Final
 
 try:
     import fcntl
@@ -341,41 +341,31 @@ class IndexDatabase:
         """Keep the document ``pieces`` spell (:func:`.kept.listing_pieces`), or none once it is
         longer than :data:`MAX_LISTING_BYTES` (:meth:`kept_listing` would never read it back).
 
-        The pieces are made before the index is held (the blob's size comes first), and held
-        meanwhile in a file without a name beside the index, so none is in memory longer than it
-        takes to write it: at 200,000 sessions the document, about 75 MB held at once, jumped a
-        server's memory as its titles were verified, and held compressed it was still 11 MB. A
-        piece that cannot be made (``ValueError``) leaves the index as it was, as a file that
-        cannot be written does (the listing is a cache: the rows answer instead).
-        The body is written in place: it is its row's last column (with one after it, SQLite built the
-        whole row in memory, zeros then a copy: 120 MB for a 60 MB listing).
-        """
+        The blob's size comes first, so the pieces are made before the index is held, and held
+        meanwhile in a file without a name beside the index: in memory, even compressed (11 MB at
+        200,000 sessions), they were the peak of a server whose titles were verified. A piece that
+        cannot be made (``ValueError``), or a file that cannot, leaves the index as it was (a cache:
+        the rows answer). The body is its row's last column, written in place (with one after it,
+        SQLite built the whole row in memory, zeros then a copy: 120 MB for a 60 MB listing)."""
+        size, crc, folder = 0, 0, None if self.path is None else os.path.dirname(self.path)
         try:
-            with tempfile.TemporaryFile(
-                dir=None if self.path is None else os.path.dirname(self.path)
-            ) as spool:
-                self._write_listing(pieces, spool)
+            with tempfile.TemporaryFile(dir=folder) as held:
+                for piece in pieces:
+                    size += len(piece)
+                    if size > MAX_LISTING_BYTES:
+                        with self._transaction("drop the listing") as conn:
+                            conn.execute("DELETE FROM listing WHERE id = 0")  # the one kept before is stale
+                        return
+                    crc = zlib.crc32(piece, crc)
+                    held.write(piece)
+                held.seek(0)
+                with self._transaction("write the listing") as conn:
+                    conn.execute("INSERT OR REPLACE INTO listing VALUES (0, ?, zeroblob(?))", (crc, size))
+                    with conn.blobopen("listing", "body", 0) as blob:
+                        while piece := held.read(WRITE_CHUNK):
+                            blob.write(piece)
         except OSError as error:  # no file could be made there, or its disk is full
             LOG.info("the listing is not kept: it could not be held while it was made (%s)", error)
-
-    def _write_listing(self, pieces: Iterable[bytes], spool: BinaryIO) -> None:
-        size = crc = 0
-        for piece in pieces:
-            size += len(piece)
-            if size > MAX_LISTING_BYTES:
-                with self._transaction("drop the listing") as conn:
-                    conn.execute("DELETE FROM listing WHERE id = 0")  # the one kept before is stale
-                return
-            crc = zlib.crc32(piece, crc)
-            spool.write(piece)
-        spool.seek(0)
-        with self._transaction("write the listing") as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO listing(id, body, crc) VALUES (0, zeroblob(?), ?)", (size, crc)
-            )
-            with conn.blobopen("listing", "body", 0) as blob:
-                while piece := spool.read(WRITE_CHUNK):
-                    blob.write(piece)
 
     @contextlib.contextmanager
     def _transaction(self, what: str) -> Iterator[sqlite3.Connection]:
