@@ -349,6 +349,9 @@ class SessionCatalog:
                 root_real = os.path.realpath(self.root)
                 for index, hint in self.titles.hint_in_order(hintable, root_real, stop, rows=rows):
                     found[index] = hint
+                for index, record, _ in hintable:  # not hinted now: labelled by their ids until scanned
+                    if found[index] is None:
+                        found[index] = TitleObservation(record.id)
             else:
                 exact = sorted([*exact, *(index for index, _, _ in hintable)])
             if exact:
