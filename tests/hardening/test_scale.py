@@ -32,6 +32,7 @@ from dsh_session_reference.candidate_cache import _Kept, _relabelled
 from dsh_session_reference.candidates import CandidateTable
 from dsh_session_reference.model import SessionRecord, StoreChange, StoreError, TitleObservation
 from dsh_session_reference.store import catalog, listing
+from dsh_session_reference.store import titles as titles_module
 from dsh_session_reference.store.changes import changed_sessions
 from dsh_session_reference.store.index import database
 from dsh_session_reference.store.index.headers import compact_header
@@ -52,6 +53,7 @@ from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
 from dsh_session_reference.store.listed import Listed
 from dsh_session_reference.store.listing import Skips, Walk
+from dsh_session_reference.store.scheduler import Scheduler
 from dsh_session_reference.store.titles import TitleBoard
 from dsh_session_reference.store.writer import SessionLog, encode_log
 
@@ -888,6 +890,39 @@ def test_a_verified_title_costs_a_bounded_amount(tmp_path: Path, monkeypatch: py
         source.close()
         tracemalloc.stop()
     assert per_title < BYTES_PER_VERIFIED_TITLE, f"{per_title:.0f} bytes a verified title"
+
+
+def test_a_first_at_that_leaves_every_title_to_hint_holds_little_beside_its_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first ``@`` over a big cold root has no time to hint most titles: they are labelled by
+    their ids and scanned behind it. Each such log was a triple of its position, record and
+    fingerprint, kept on the board until scanned, and a pair of its position and an untitled
+    observation, made for the answer: with the observation the answer returns, 287 bytes a log at
+    the request's peak here (about 57 MB at 200,000 sessions, at a cold server's peak). Now a log
+    waits as its record alone and the answer is labelled where it is made: 143."""
+    monkeypatch.setattr(catalog, "SYNC_VERIFY_BYTES", 0)  # served as a big root: hints, verified behind
+    monkeypatch.setattr(titles_module, "HINT_BUDGET", 0.0)  # none hinted in time
+    root = _titled_root(tmp_path, VERIFIED_SESSIONS)
+    paused = Scheduler(idle_grace=60.0, max_defer=60.0)  # nothing scanned or verified behind it
+    source = IndexedSessionStore(str(root), index_dir=tmp_path / "index").start_catalog(scheduler=paused)
+    try:
+        records = source.list_sessions()
+        assert source.catalog is not None and len(records) == VERIFIED_SESSIONS
+        gc.collect()
+        tracemalloc.start()
+        try:
+            before = tracemalloc.get_traced_memory()[0]
+            shown = source.read_titles(records)
+            per_log = (tracemalloc.get_traced_memory()[1] - before) / VERIFIED_SESSIONS
+        finally:
+            tracemalloc.stop()
+        assert [observation.session_id for observation in shown] == [record.id for record in records]
+        assert all(observation.title is None and observation.error is None for observation in shown)
+        assert len(source.catalog.titles.to_scan) == VERIFIED_SESSIONS
+    finally:
+        source.close()
+    assert per_log < 170, f"{per_log:.0f} bytes a log at the first @'s peak"
 
 
 def test_a_listed_header_keeps_its_repeated_values_once(tmp_path: Path) -> None:

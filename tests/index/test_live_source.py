@@ -767,11 +767,12 @@ def test_hints_left_to_scan_are_scanned_in_the_order_they_came_skipping_forgotte
     fp = Fingerprint(1, 2, 3, 4, 5)
     records = [SessionRecord(f"s{n}", 1, None, {"id": f"s{n}", "createdAt": 1}, f"log{n}") for n in range(6)]
     board = TitleBoard()
-    hints = board.hint_in_order([(n, record, fp) for n, record in enumerate(records)], "/", None)
+    listed_at = {str(record.location): fp for record in records}.get
+    hints = board.hint_in_order(records, range(len(records)), listed_at, "/", None)
     assert hints == []  # none scanned now: the caller labels them by their ids until they are
     board.keep_only({"log0", "log2", "log3", "log4", "log5"})  # log1 deleted
-    board.hint_in_order([(9, records[3], fp), (1, records[1], fp)], "/", None)  # log1 back, log3 again
-    board.scan_hints("/", lambda: len(scanned) < 99)
+    board.hint_in_order(records, [3, 1], listed_at, "/", None)  # log1 back, log3 again
+    board.scan_hints("/", lambda: len(scanned) < 99, listed_at)
     assert scanned == ["log0", "log2", "log3", "log4", "log5", "log1"]
     assert board.current("log1", fp) == TitleObservation("s1", title="T log1")
     assert board.to_scan == {}

@@ -30,6 +30,7 @@ import os
 import threading
 import time
 import weakref
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Protocol
 
@@ -305,7 +306,7 @@ class SessionCatalog:
             unlooked = stored and self._stored_whole
             found: list[TitleObservation | None] = [None] * len(records)
             claims: dict[str, tuple[SessionRecord, Fingerprint, TitleObservation]] = {}
-            hintable: list[tuple[int, SessionRecord, Fingerprint]] = []
+            hintable = array("l")  # positions of listed logs to hint: a triple each was 13 MB at once
             exact: list[int] = []
             to_read = on_board = 0
             for index, record in enumerate(records):
@@ -320,7 +321,7 @@ class SessionCatalog:
                     on_board += 1
                     continue
                 if listed and unlooked:
-                    hintable.append((index, record, fp))
+                    hintable.append(index)
                     continue
                 observation = self.index.cached_title(
                     record, fp, None if listed else header_text(record.header)
@@ -336,7 +337,7 @@ class SessionCatalog:
                         self.titles.observe(location, fp, observation)
                     continue
                 if listed:
-                    hintable.append((index, record, fp))
+                    hintable.append(index)
                 else:
                     exact.append(index)
                 to_read += fp.size
@@ -347,13 +348,14 @@ class SessionCatalog:
             if hinting:  # too much to read now: hints for the listed logs, exact reads for the rest
                 rows = STORED_HINT_ROWS if stored else None
                 root_real = os.path.realpath(self.root)
-                for index, hint in self.titles.hint_in_order(hintable, root_real, stop, rows=rows):
+                hints = self.titles.hint_in_order(records, hintable, walked.get, root_real, stop, rows=rows)
+                for index, hint in hints:
                     found[index] = hint
-                for index, record, _ in hintable:  # not hinted now: labelled by their ids until scanned
+                for index in hintable:  # not hinted now: labelled by their ids until scanned
                     if found[index] is None:
-                        found[index] = TitleObservation(record.id)
+                        found[index] = TitleObservation(records[index].id)
             else:
-                exact = sorted([*exact, *(index for index, _, _ in hintable)])
+                exact = sorted([*exact, *hintable])
             if exact:
                 for index, observation in zip(
                     exact, self.index.read_titles_exact([records[i] for i in exact], stop), strict=True
@@ -364,6 +366,11 @@ class SessionCatalog:
             if on_board < len(records):
                 self._write_behind()
             return [observation for observation in found if observation is not None]
+
+    def _listed_at(self, location: str) -> Fingerprint | None:
+        """The fingerprint the log at ``location`` is listed at now (``None``: not listed)."""
+        snapshot = self.snapshot
+        return None if snapshot is None else snapshot.walked.get(location)
 
     def kept(self, key: tuple[object, ...], read: Callable[[], Read]) -> Read:
         """``read()``, or what it returned before while the log is unchanged (:mod:`.surfaces`).
@@ -563,7 +570,7 @@ class SessionCatalog:
         try:
             self.index.flush(scheduler.wait_quiet)
             self.feed.feed()
-            self.titles.scan_hints(os.path.realpath(self.root), scheduler.wait_quiet)
+            self.titles.scan_hints(os.path.realpath(self.root), scheduler.wait_quiet, self._listed_at)
             self._keep_listing()
             if deadline is not None:
                 wait = scheduler.until_idle(deadline)

@@ -20,7 +20,7 @@ import itertools
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import Final, TypeVar
 
 from ..cancellation import AbortSignal
@@ -91,9 +91,10 @@ class TitleBoard:
         self._hinted = False
         self.queued: dict[str, SessionRecord] = {}
         """Listed logs whose titles a worker process is to verify, in the order requests left them."""
-        self.to_scan: dict[str, tuple[int, SessionRecord, Fingerprint]] = {}
-        """Listed logs whose hints a request had no time to scan (as the request listed them:
-        ``(position, record, fingerprint)``)."""
+        self.to_scan: dict[str, SessionRecord] = {}
+        """Listed logs whose hints a request had no time to scan, each scanned at the fingerprint
+        it is listed at when its turn comes (a triple of its position, record and fingerprint
+        each was 64 bytes, 13 MB while a cold root's first 200,000 waited)."""
         self._scan_order: deque[str] = deque()
         """:attr:`to_scan`'s logs in the order they came, taken from the front: a dict's first key
         is found past every key deleted before it, so scanning 200,000 hints one at a time took
@@ -222,20 +223,23 @@ class TitleBoard:
         found = scan_last_title(location, root_real, stop)
         return None if found is None else shortened(found, MAX_TITLE_CHARS)
 
-    def scan_hints(self, root_real: str, go_on: Callable[[], bool]) -> None:
+    def scan_hints(
+        self, root_real: str, go_on: Callable[[], bool], listed_at: Callable[[str], Fingerprint | None]
+    ) -> None:
         """Scan the hints requests had no time for, in the order they left them, while ``go_on()``
-        (the background's pause: the scan is mostly decompression, outside the GIL)."""
+        (the background's pause: the scan is mostly decompression, outside the GIL), each at the
+        fingerprint ``listed_at`` says its log is listed at (``None``: not listed any more)."""
         while go_on():
             with self._lock:
                 if not self.to_scan:
                     self.to_scan = _let_go(self.to_scan)
                     self._scan_order.clear()
                     return
-                while (entry := self.to_scan.pop(self._scan_order.popleft(), None)) is None:
+                while (record := self.to_scan.pop(self._scan_order.popleft(), None)) is None:
                     pass  # forgotten (no longer listed) after it was queued
-                _, record, fp = entry
             location = str(record.location)
-            if self.current(location, fp) is None:
+            fp = listed_at(location)
+            if fp is not None and self.current(location, fp) is None:
                 hint = TitleObservation(record.id, title=self.hint(location, root_real, None))
                 self.provisional(location, fp, hint)
 
@@ -243,41 +247,49 @@ class TitleBoard:
 
     def hint_in_order(
         self,
-        listed: list[tuple[int, SessionRecord, Fingerprint]],
+        records: Sequence[SessionRecord],
+        positions: Sequence[int],
+        listed_at: Callable[[str], Fingerprint | None],
         root_real: str,
         stop: AbortSignal | None,
         *,
         rows: int | None = None,
     ) -> list[tuple[int, TitleObservation]]:
-        """Hints for listed logs whose titles are too many to read now (each ``(position, record,
-        fingerprint)``), in the order asked (the core asks in ``listCandidates``' rank order) as
-        far as the time allows (:data:`HINT_BUDGET` for the first request, :data:`LATER_HINT_BUDGET`
-        after), every one queued for a worker process to verify for the next request. With
-        ``rows``, only logs at positions below it are scanned now. The rest, scanned behind, have
-        no hint here: the caller labels them by their id (a pair of a position and an untitled
-        observation each was 24 MB at once at 200,000 sessions, the peak of a cold root's first
-        ``@``).
+        """Hints for listed logs whose titles are too many to read now (``records`` at
+        ``positions``, each at the fingerprint ``listed_at`` says), in the order asked (the core
+        asks in ``listCandidates``' rank order) as far as the time allows (:data:`HINT_BUDGET` for
+        the first request, :data:`LATER_HINT_BUDGET` after), every one queued for a worker process
+        to verify for the next request. With ``rows``, only logs at positions below it are scanned
+        now. The rest, scanned behind, have no hint here: the caller labels them by their id (a
+        pair of a position and an untitled observation each was 24 MB at once at 200,000
+        sessions, at a cold root's first ``@``).
 
-        The logs left to scan keep the very tuples of ``listed``, and go straight onto the board:
-        at 200,000 sessions, dicts of them made first and then copied over were 40 MB at once."""
+        The logs left to scan go straight onto the board, their records alone: at 200,000
+        sessions, dicts of them made first and then copied over were 40 MB at once."""
         hints: list[tuple[int, TitleObservation]] = []
         deadline = time.monotonic() + (LATER_HINT_BUDGET if self._hinted else HINT_BUDGET)
         self._hinted = True
         scanned = 0
-        for index, record, fp in listed:
+        for index in positions:
             if time.monotonic() >= deadline or (rows is not None and index >= rows):
                 break
-            hint = TitleObservation(record.id, title=self.hint(str(record.location), root_real, stop))
-            self.provisional(str(record.location), fp, hint)
-            hints.append((index, hint))
             scanned += 1
+            record = records[index]
+            location = str(record.location)
+            if (fp := listed_at(location)) is None:
+                continue  # not listed any more
+            hint = TitleObservation(record.id, title=self.hint(location, root_real, stop))
+            self.provisional(location, fp, hint)
+            hints.append((index, hint))
         with self._lock:
-            for entry in itertools.islice(listed, scanned, None):
-                location = str(entry[1].location)
+            for index in itertools.islice(positions, scanned, None):
+                record = records[index]
+                location = str(record.location)
                 if location not in self.to_scan:
                     self._scan_order.append(location)
-                self.to_scan[location] = entry
-            for _, record, _ in listed:
+                self.to_scan[location] = record
+            for index in positions:
+                record = records[index]
                 location = str(record.location)
                 if location not in self.in_flight:
                     self.queued.setdefault(location, record)
