@@ -39,10 +39,12 @@ def _uncollected() -> Iterator[None]:
 
 
 def _serve_stdio(sessions: str | None) -> int:
-    from .lsp.allocator import settle
-
-    settle()  # before any thread starts: a server may keep a listing of 200,000 sessions
     with _uncollected():
+        # Under the block from the first import of the package on: its own import brings
+        # lsprotocol and pygls (lsp/__init__.py), the bulk of what the block is for.
+        from .lsp.allocator import settle
+
+        settle()  # before any thread starts: a server may keep a listing of 200,000 sessions
         from .lsp.features import create_server
         from .lsp.transport import serve_stdio
 

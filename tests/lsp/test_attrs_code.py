@@ -84,3 +84,16 @@ def test_nothing_is_written_where_python_writes_no_bytecode(tmp_path: Path) -> N
     assert first["compiled"] > 500
     assert not Path(first["file"]).exists()
     assert probe(tmp_path, PYTHONDONTWRITEBYTECODE="1")["compiled"] == first["compiled"]
+
+
+def test_a_start_under_another_hash_seed_leaves_the_file_as_it_is(tmp_path: Path) -> None:
+    """A ``__hash__`` attrs writes (cattrs' frozen classes) carries a value of the interpreter's hash
+    seed, random per process: that method is compiled on each start, and the file is not written
+    again for it (every start rewrote all 1.8 MB of it, before answering ``initialize``)."""
+    first = probe(tmp_path, PYTHONHASHSEED="1")
+    kept = Path(first["file"])
+    before = kept.stat()
+    second = probe(tmp_path, PYTHONHASHSEED="2")
+    after = kept.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert second["compiled"] == 0 and second["behaves"] == first["behaves"]

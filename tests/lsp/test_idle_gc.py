@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import subprocess
 import sys
 import time
@@ -119,6 +120,43 @@ def test_the_server_imports_its_stack_without_collections_and_freezes_it() -> No
     collections, enabled, frozen = done.stdout.split()
     assert (collections, enabled) == ("0", "True"), done.stdout
     assert int(frozen) > 20_000, done.stdout
+
+
+def test_the_lsp_command_turns_the_collector_off_before_it_imports_lsprotocol(tmp_path: Path) -> None:
+    """The ``lsp`` command itself, not the block alone: its first import of the LSP package (for the
+    allocator's settings) brought lsprotocol and pygls in with the collector still on, so some 120
+    young, 11 middle and one full collection ran while their classes were made, every start."""
+    record = tmp_path / "events.json"
+    script = (
+        "import atexit, gc, json, sys\n"
+        "events = []\n"
+        "disable, freeze = gc.disable, gc.freeze\n"
+        "def off():\n"
+        "    events.append(['off', 'lsprotocol.types' in sys.modules])\n"
+        "    disable()\n"
+        "def frozen():\n"
+        "    events.append(['frozen', 'lsprotocol.types' in sys.modules])\n"
+        "    freeze()\n"
+        "gc.disable, gc.freeze = off, frozen\n"
+        "gc.callbacks.append(lambda phase, info: phase == 'start' and events.append(['collected', info['generation']]))\n"
+        f"atexit.register(lambda: open({str(record)!r}, 'w').write(json.dumps(events)))\n"
+        "from dsh_session_reference.main import main\n"
+        "sys.exit(main(['lsp', '--stdio']))\n"  # stdin is empty: the server ends at once
+    )
+    subprocess.run(
+        [sys.executable, "-P", "-c", script],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    events = json.loads(record.read_text())
+    assert ["off", False] in events, events  # off before lsprotocol was imported
+    off = events.index(["off", False])
+    assert ["frozen", True] in events[off:], events
+    start = events[off:].index(["frozen", True]) + off
+    assert not [event for event in events[off:start] if event[0] == "collected"], events
 
 
 def test_every_message_is_activity_for_the_collector_and_the_index(tmp_path: Path) -> None:

@@ -42,14 +42,16 @@ export class ListingRetries {
   }
 
   /**
-   * A completion is asked of the server. The first is logged with its time: when the `@` comes
-   * after the server is ready, the start's figure is the time until the `@`, not the server's.
+   * A completion at `position` is asked of the server; the function returned is called when it
+   * ended. The first is logged with its time: when the `@` comes after the server is ready, the
+   * start's figure is the time until the `@`, not the server's.
    */
-  asking(): void {
+  asking(document: vscode.TextDocument, position: vscode.Position): () => void {
     if (!this.asked) {
       this.asked = true;
       this.output.info(`first completion asked of the server ${this.sinceLoaded()} ms after activation`);
     }
+    return this.completions.asking(document, position);
   }
 
   /** The server answered the completion at `position` with `result`. */

@@ -137,10 +137,14 @@ function clientOptions(selector: LanguageFilter[], parts: ClientParts): Language
       // share: one request per document version, not two.
       provideDocumentLinks: (document, token) => parts.documentLinks(document, token),
       provideCompletionItem: async (document, position, context, token, next) => {
-        parts.listingRetries.asking();
-        const result = await next(document, position, context, token);
-        parts.listingRetries.answered(document, position, result);
-        return result;
+        const ended = parts.listingRetries.asking(document, position);
+        try {
+          const result = await next(document, position, context, token);
+          parts.listingRetries.answered(document, position, result);
+          return result;
+        } finally {
+          ended();
+        }
       },
       // Sessions are searched in the extension's own picker (goToSession.ts says why Go to
       // Symbol in Workspace cannot show them as dsh lists them); other clients list them.

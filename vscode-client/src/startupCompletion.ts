@@ -17,6 +17,7 @@
 import * as vscode from 'vscode';
 
 import { atToken, STARTING_DETAIL, STARTING_LABEL } from './atToken';
+import { CompletionMarks } from './completionMarks';
 import type { ServerController } from './serverController';
 
 /** A scheme no document has: the nudging provider is never asked. */
@@ -31,8 +32,8 @@ export class StartupCompletions implements vscode.CompletionItemProvider, vscode
   private registration: vscode.Disposable | undefined;
   private registeredFor: string | undefined;
   private nudge: vscode.Disposable | undefined;
-  /** Where a completion was last answered with rows (ours or the server's), see `answeredAt`. */
-  private lastAnswer: string | undefined;
+  /** Where a completion was answered with rows or is being asked of the server, see `settledAt`. */
+  private readonly marks = new CompletionMarks();
 
   constructor(
     private readonly selects: (document: vscode.TextDocument) => boolean,
@@ -74,12 +75,20 @@ export class StartupCompletions implements vscode.CompletionItemProvider, vscode
 
   /** Notes that a completion at `position` got rows (the middleware calls it for the server's). */
   answered(document: vscode.TextDocument, position: vscode.Position): void {
-    this.lastAnswer = answerKey(document, position);
+    this.marks.answer(answerKey(document, position));
   }
 
-  /** Whether the last completion answered with rows was at `position` of `document` as it is now. */
-  answeredAt(document: vscode.TextDocument, position: vscode.Position): boolean {
-    return this.lastAnswer === answerKey(document, position);
+  /** Notes that a completion at `position` is asked of the server; call the function returned when it ended. */
+  asking(document: vscode.TextDocument, position: vscode.Position): () => void {
+    return this.marks.ask(answerKey(document, position));
+  }
+
+  /**
+   * Whether the completion at `position` of `document` as it is now got rows, or is being asked of
+   * the server: asking VS Code for the popup again would only close it or repeat the question.
+   */
+  settledAt(document: vscode.TextDocument, position: vscode.Position): boolean {
+    return this.marks.settled(answerKey(document, position));
   }
 
   /** Has VS Code ask every provider again, keeping an open popup open (see the file comment). */
@@ -120,6 +129,10 @@ export function reopenCompletionAfterStart(controller: ServerController): vscode
     new vscode.Disposable(() => clearTimeout(activated)),
     controller.onDidStart(() => {
       startedAt = Date.now();
+      // At once: the client registered its completion provider before its start resolved, and
+      // that registration reaches the editor before this command does (both cross in order). The
+      // later look only acts if that completion ended without rows.
+      reopenCompletion(controller);
       setTimeout(() => reopenCompletion(controller), REOPEN_CHECK_MS);
     }),
     vscode.window.onDidChangeTextEditorSelection((event) => {
@@ -142,8 +155,8 @@ export function reopenCompletion(controller: ServerController): void {
   // The extension answers an `@` itself while the server starts (StartupCompletions): what is
   // left is one typed before it was active, or in that moment. One whose completion got rows has
   // its popup open, which VS Code asks again by itself when a provider registers (triggerSuggest
-  // would close and reopen it).
-  if (atToken(before) !== undefined && !controller.completions.answeredAt(editor.document, position)) {
+  // would close and reopen it), as does one on its way to the server.
+  if (atToken(before) !== undefined && !controller.completions.settledAt(editor.document, position)) {
     void vscode.commands.executeCommand('editor.action.triggerSuggest');
   }
 }

@@ -12,7 +12,10 @@ are, as trusted as they are, never from the cache folder; it is written as Pytho
 (not where ``sys.dont_write_bytecode`` is set; a folder that cannot be written keeps none). An
 entry counts only for the exact source and file name attrs compiles and this interpreter's
 bytecode version: anything else (a new attrs or lsprotocol) is compiled as before, and the file
-then keeps what this start used.
+then keeps what this start used. A ``__hash__`` attrs writes carries the hash of a name, which
+changes with each interpreter's hash seed (:data:`TYPE_HASH`): its entry never matches, it is
+compiled on each start, and it is no reason to write the file again (one cattrs class had every
+start rewrite the whole file, 1.8 MB, before the server could answer ``initialize``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import contextlib
 import importlib.util
 import marshal
 import os
+import re
 import sys
 from collections.abc import Iterator
 from types import CodeType
@@ -32,6 +36,13 @@ import attr._make
 MAGIC: Final = importlib.util.MAGIC_NUMBER
 """This interpreter's bytecode version, which the file must carry."""
 _compile = builtins.compile
+TYPE_HASH: Final = re.compile(r"(hash\(\(\n[ \t]*)-?\d+,")
+"""The value opening the tuple a ``__hash__`` of attrs hashes: ``hash()`` of a name, this process's."""
+
+
+def _seedless(key: str) -> str:
+    """``key`` with :data:`TYPE_HASH`'s value left out: the same for every hash seed."""
+    return TYPE_HASH.sub(r"\1#,", key)
 
 
 def code_file() -> str | None:
@@ -85,18 +96,21 @@ def compiled_once() -> Iterator[None]:
         yield  # nowhere to keep it, or attrs' compile already taken over (a nested use)
         return
     kept = _read(path)
+    seedless: set[str] | None = None  # made at the first miss: a scan of every source
     used: dict[str, CodeType] = {}
     missed = False
 
     def compile_kept(source: object, filename: str, mode: str, *args: object, **kwargs: object) -> object:
-        nonlocal missed
+        nonlocal missed, seedless
         if mode != "exec" or args or kwargs or type(source) is not str:
             return _compile(source, filename, mode, *args, **kwargs)  # type: ignore[call-overload]
         key = f"{filename}\0{source}"
         code = kept.get(key)
         if code is None:
             code = _compile(source, filename, mode)
-            missed = True
+            if seedless is None:
+                seedless = {_seedless(known) for known in kept if "hash((" in known}
+            missed = missed or _seedless(key) not in seedless  # else only a hash seed differs
         used[key] = code
         return code
 
