@@ -1,6 +1,10 @@
-"""The catalog's scheduler on its own, driven by a clock the test moves (no sleeping, no threads)."""
+"""The catalog's scheduler on its own, driven by a clock the test moves (no sleeping, no threads;
+the start's grace alone is real time)."""
 
 from __future__ import annotations
+
+import threading
+import time
 
 from dsh_session_reference.store.scheduler import Scheduler
 
@@ -66,3 +70,25 @@ def test_a_refresh_keeps_its_first_deadline_until_taken() -> None:
         if rules.thread is not None:
             rules.thread.join(5)
     assert rules.worker() is None  # no process once closed
+
+
+def test_background_work_waits_at_the_start_for_the_first_answer_at_most_the_start_grace() -> None:
+    """A language server starts beside its editor: its background work (a kept index's claims
+    scanned in a new worker process, a walk) waits until the first request is answered, so it does
+    not take the cores the editor's own start needs, and for at most ``start_grace`` (real time)."""
+    waiting = Scheduler(start_grace=60.0)
+    started = threading.Thread(target=waiting.wait_started)
+    started.start()
+    started.join(0.3)
+    assert started.is_alive()  # nothing answered yet
+    with waiting.serving():
+        time.sleep(0.05)
+        assert started.is_alive()  # still being answered
+    started.join(5)
+    assert not started.is_alive()
+    began = time.monotonic()
+    assert Scheduler(start_grace=0.2).wait_started()  # no request comes: it runs after the grace
+    assert 0.15 <= time.monotonic() - began < 5
+    closed = Scheduler(start_grace=60.0)
+    closed.close()
+    assert not closed.wait_started()  # closed: the work is to stop

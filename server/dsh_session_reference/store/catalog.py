@@ -556,15 +556,16 @@ class SessionCatalog:
         when asked. Returns the seconds until the next round is due unasked (``None`` once the
         source is closed).
 
-        A round starts only while no request is being answered: on a cold root, hint scans would
-        otherwise take the interpreter from the very request that asked for them. The walk that
+        A round starts only while no request is being answered (and not before the first is, for a
+        moment: :data:`.scheduler.START_GRACE`): on a cold root, hint scans would otherwise take
+        the interpreter from the very request that asked for them. The walk that
         revalidates a listing waits for more: an editor quiet for :data:`IDLE_GRACE` (at most
         :data:`MAX_DEFER`). It is interpreter work that pauses only while a request is answered,
         and at 10,000 sessions (0.12 s, every second) running it between keystrokes added a
         third to the typing p95.
         """
         scheduler = self.scheduler
-        if not scheduler.wait_quiet():
+        if not (scheduler.wait_started() and scheduler.wait_quiet()):
             return None
         deadline = scheduler.refresh_deadline()
         try:

@@ -2,9 +2,10 @@
 only once the editor pauses. The scheduler owns the background thread and the worker process.
 
 A request marks itself (:meth:`Scheduler.serving`) and background work waits until none is in
-progress; any message from the editor (:meth:`Scheduler.touch`) pushes the walk that revalidates
-a big root's listing back until the editor has been quiet for ``idle_grace`` (at most
-``max_defer``). The clock and both delays are parameters, so a test can drive them.
+progress, and at the start until the first is answered (:data:`START_GRACE`); any message from
+the editor (:meth:`Scheduler.touch`) pushes the walk that revalidates a big root's listing back
+until the editor has been quiet for ``idle_grace`` (at most ``max_defer``). The clock and the
+delays are parameters, so a test can drive them.
 """
 
 from __future__ import annotations
@@ -24,6 +25,11 @@ a keystroke every few hundred milliseconds keeps the walk of a big root out of i
 MAX_DEFER: Final = 5.0
 """Seconds background work waits for that idle moment at most; it then runs between requests,
 so an editor that never goes quiet still sees new sessions."""
+START_GRACE: Final = 2.0
+"""Seconds after the start background work waits for the first request to be answered: a language
+server starts beside its editor, on the same cores, and nothing the first answer gives needs the
+background (a kept index's claims scanned in a new worker process, a walk): in real VS Code it took
+about half a second of the two cores while the editor was still starting."""
 IDLE_ROUND: Final = 5.0
 """Seconds between background rounds nobody asked for (they only pick up stray work)."""
 
@@ -42,6 +48,7 @@ class Scheduler:
         *,
         idle_grace: float = IDLE_GRACE,
         max_defer: float = MAX_DEFER,
+        start_grace: float = START_GRACE,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.idle_grace = idle_grace
@@ -52,6 +59,9 @@ class Scheduler:
         self._quiet = threading.Event()
         """Set while no request is being answered: background work waits for it."""
         self._quiet.set()
+        self._answered = threading.Event()
+        """Set once the first request has been answered (or the scheduler closed)."""
+        self._start_until = time.monotonic() + start_grace
         self.active = clock()
         """When the editor last asked for something (see :meth:`touch`)."""
         self._wake = threading.Event()
@@ -82,6 +92,7 @@ class Scheduler:
                 self.active = self.clock()
                 if self._foreground == 0:
                     self._quiet.set()
+                    self._answered.set()
 
     @property
     def quiet(self) -> bool:
@@ -92,6 +103,12 @@ class Scheduler:
         """Wait until no request is being answered (a pause the index writer and walks take);
         ``False`` once closed: the background work is to stop."""
         self._quiet.wait()
+        return not self.closed
+
+    def wait_started(self) -> bool:
+        """Wait until the first request has been answered, or :data:`START_GRACE` has passed since
+        the start (real time); ``False`` once closed."""
+        self._answered.wait(max(0.0, self._start_until - time.monotonic()))
         return not self.closed
 
     def until_idle(self, deadline: float) -> float:
@@ -170,6 +187,7 @@ class Scheduler:
             worker, self._worker = self._worker, None
         self._wake.set()
         self._quiet.set()
+        self._answered.set()
         if worker is not None:
             worker.close()
         return True
