@@ -1098,16 +1098,19 @@ def test_a_row_keeps_the_usual_listing_entry_as_its_header_alone() -> None:
         assert kept.listing_text(path) == entry_text(other, path)
 
 
-def test_a_walk_lists_the_records_it_made_and_counts_ids_in_the_table_it_keeps() -> None:
+def test_a_walk_lists_the_records_it_made_and_counts_ids_without_a_table() -> None:
     """A walk of 200,000 logs made an artifact for each beside its record, and counted ids in a
     table of their own beside the one it kept: 13 MB and 7.7 MB that lived only until the walk
-    ended, on top of the listing (the peak of a server over a kept index)."""
+    ended, on top of the listing (the peak of a server over a kept index). Then it kept the one
+    table, 7.7 MB; now it counts ids in a sorted list of them (a pointer each) and keeps none,
+    and there is a duplicate id to find among them."""
     walk = Walk(Skips(report=False))
     for number in range(WALKED_LOGS):
         session_id = _session_id(number)
         header = {"version": 1, "id": session_id, "createdAt": BASE_MS + number, "cwd": "/w"}
         walk.add(f"/root/p/{session_id}/session.jsonl.zstd", header)
-    one_table = sys.getsizeof({record.id: record for record in walk.found})
+    twice = {"version": 1, "id": _session_id(5), "createdAt": BASE_MS, "cwd": "/w"}
+    walk.add(f"/root/q/{_session_id(5)}/session.jsonl.zstd", twice)
     gc.collect()
     tracemalloc.start()
     try:
@@ -1116,10 +1119,13 @@ def test_a_walk_lists_the_records_it_made_and_counts_ids_in_the_table_it_keeps()
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert [record.id for record in listed] == [_session_id(n) for n in reversed(range(WALKED_LOGS))]
-    assert {id(record) for record in listed} == {id(record) for record in walk.found}
-    # The table settle counts with, the list the listing sorts, and a little: not two tables.
-    assert peak < one_table + sys.getsizeof(listed) + 50_000, f"{peak} bytes at the walk's end"
+    assert [record.id for record in listed] == [
+        _session_id(n) for n in reversed(range(WALKED_LOGS)) if n != 5
+    ]
+    assert {id(record) for record in listed} == {id(r) for r in walk.found if r.id != _session_id(5)}
+    assert walk.duplicates == {_session_id(5)} and _session_id(5) in walk.blocked
+    # The sorted ids, the list the listing sorts, and a little: no table (four times that list).
+    assert peak < 3 * sys.getsizeof(listed) + 50_000, f"{peak} bytes at the walk's end"
 
 
 def test_a_walk_that_finds_the_same_sessions_keeps_the_listing_s_lookups(tmp_path: Path) -> None:
