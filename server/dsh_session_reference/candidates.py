@@ -22,6 +22,7 @@ of the rule, not two.
 
 from __future__ import annotations
 
+import re
 import threading
 from array import array
 from collections import OrderedDict
@@ -184,23 +185,25 @@ class CandidateTable:
                     found.append(index)
         else:
             labels, fields = self._lowered(), self._row_fields()
-            ids = fields.ids
+            # No id holds a needle with a character no id has (dsh's ids are UUIDs: hex digits
+            # and dashes), so most queries test a row's label alone.
+            ids = fields.ids if not (fields.hex_ids and _NOT_HEX.search(needle)) else None
             # Whether each distinct cwd holds the needle (the first, None's, never does).
             cwd_holds = bytes(needle in cwd for cwd in fields.cwds)
-            if any(cwd_holds):
-                cwd_of = fields.cwd_of
-                found = array(
-                    "l",
-                    [
-                        index
-                        for index in pool
-                        if needle in labels[index] or needle in ids[index] or cwd_holds[cwd_of[index]]
-                    ],
-                )
+            cwd_of = fields.cwd_of
+            if any(cwd_holds) and ids is not None:
+                rows = [
+                    index
+                    for index in pool
+                    if needle in labels[index] or needle in ids[index] or cwd_holds[cwd_of[index]]
+                ]
+            elif any(cwd_holds):
+                rows = [index for index in pool if needle in labels[index] or cwd_holds[cwd_of[index]]]
+            elif ids is not None:
+                rows = [index for index in pool if needle in labels[index] or needle in ids[index]]
             else:
-                found = array(
-                    "l", [index for index in pool if needle in labels[index] or needle in ids[index]]
-                )
+                rows = [index for index in pool if needle in labels[index]]
+            found = array("l", rows)
         with self._lock:
             self._last = (order, needle, found)
         return found
@@ -251,6 +254,10 @@ def _field_matcher(needle: str) -> Callable[[SessionRecord, str], bool]:
     return matches
 
 
+_HEX: Final = re.compile("[0-9a-f-]*")
+_NOT_HEX: Final = re.compile("[^0-9a-f-]")
+
+
 def _lowered(text: str) -> str:
     """``text`` lowered as upstream lowers a field, or ``text`` itself when that leaves it as it is
     (an id, a lowercase title): a table keeps one per row, and a second string a row beside its
@@ -266,10 +273,12 @@ class _Fields:
     Fields are lowered one by one, as upstream lowers them: context rules such as the final sigma
     must not see a neighbouring field."""
 
-    __slots__ = ("cwd_of", "cwds", "ids")
+    __slots__ = ("cwd_of", "cwds", "hex_ids", "ids")
 
     def __init__(self, records: Sequence[SessionRecord]) -> None:
         self.ids = [_lowered(record.id) for record in records]
+        self.hex_ids = all(map(_HEX.fullmatch, self.ids))
+        """Every id is lowercase hex digits and dashes (as dsh's UUIDs are)."""
         positions: dict[str | None, int] = {None: 0}
         self.cwds = [""]
         for record in records:
