@@ -17,6 +17,7 @@ is shown (an error claim keeps the session's id) and the log is verified.
 from __future__ import annotations
 
 import itertools
+import sys
 import threading
 import time
 from collections import deque
@@ -48,9 +49,18 @@ T = TypeVar("T")
 
 
 def _let_go(table: dict[str, T]) -> dict[str, T]:
-    """``table``, or a new empty one once it is empty: a dict keeps its table as it empties, and
-    the board's queues each held one of 200,000 logs (4-8 MB) for as long as the server ran."""
-    return table or {}
+    """``table``, or a new one once it holds a small part of what its table was grown for: a dict
+    keeps its table as it empties, and the board's queues each held one of 200,000 logs (4-8 MB)
+    for as long as the server ran, then until the last log was taken, when the titles verified
+    meanwhile were all held (the peak of a cold root's server). A copy once four fifths are gone
+    costs a pass over what is left; each is a fraction of the one before."""
+    if not table:
+        return {}
+    return dict(table) if sys.getsizeof(table) > _BYTES_AN_ENTRY * len(table) + 65_536 else table
+
+
+_BYTES_AN_ENTRY: Final = 160
+"""What a queue's dict may take an entry before :func:`_let_go` copies it (about 30 as made)."""
 
 
 class Observed:
@@ -237,6 +247,8 @@ class TitleBoard:
                     return
                 while (record := self.to_scan.pop(self._scan_order.popleft(), None)) is None:
                     pass  # forgotten (no longer listed) after it was queued
+                if len(self.to_scan) % 1024 == 0:
+                    self.to_scan = _let_go(self.to_scan)
             location = str(record.location)
             fp = listed_at(location)
             if fp is not None and self.current(location, fp) is None:
