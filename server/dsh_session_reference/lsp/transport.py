@@ -87,11 +87,7 @@ class FrameReader:
                 if self._buffer:
                     raise FramingError("the stream ended inside a message's header")
                 return None
-        start, length = header
-        del self._buffer[:start]
-        body = self._exactly(length)
-        self.messages += 1
-        return body
+        return self._take(header)
 
     def read_batch(self) -> list[bytes] | None:
         """The next message body and every other one already whole in the buffer (reading them
@@ -102,21 +98,27 @@ class FrameReader:
         if first is None:
             return None
         bodies = [first]
-        while self._whole_in_buffer():
-            body = self.read()
-            assert body is not None  # a whole message was in the buffer
-            bodies.append(body)
+        while (header := self._whole_in_buffer()) is not None:
+            bodies.append(self._take(header))
         return bodies
 
-    def _whole_in_buffer(self) -> bool:
-        """Whether a whole message with a header :meth:`read` accepts is in the buffer (reading it
-        waits for nothing). A header it refuses is left for the next read: the messages before it
-        are handled first."""
+    def _whole_in_buffer(self) -> tuple[int, int] | None:
+        """The header (:meth:`_header`) of a whole message in the buffer, if one is there (taking
+        it waits for nothing). A header :meth:`read` refuses is left for it: the messages before
+        it are handled first."""
         try:
             header = self._header()
         except FramingError:
-            return False
-        return header is not None and len(self._buffer) - header[0] >= header[1]
+            return None
+        return header if header is not None and len(self._buffer) - header[0] >= header[1] else None
+
+    def _take(self, header: tuple[int, int]) -> bytes:
+        """The body of the message at the buffer's start, whose header is ``header``."""
+        start, length = header
+        del self._buffer[:start]
+        body = self._exactly(length)
+        self.messages += 1
+        return body
 
     def _header(self) -> tuple[int, int] | None:
         """Where the body of the message at the buffer's start begins and how long it is, once its
