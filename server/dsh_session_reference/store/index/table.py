@@ -186,13 +186,11 @@ class RowTable:
         """One log's row; before anything needs the whole table (or when the file was not loaded
         whole), read from the file alone."""
         with self._lock:
-            if self._rows is not None and (self._whole or path in self._rows):
-                return self._rows.get(path)
-            if path not in self._some:
+            if not self._in_rows(path) and path not in self._some:
                 row = self._some[path] = self._database().load_row(path)
                 if row is not None and self._shared is not None:
                     self._shared.share(path, row)
-            return self._some[path]
+            return self._current(path)
 
     def share_with(self, listing: StoredListing) -> None:
         """Rows loaded from now on hold ``listing``'s objects where they say the same about a log
@@ -245,10 +243,14 @@ class RowTable:
             if kept is not None and not self._closing_late():
                 database.keep_only(kept, pause)
 
+    def _in_rows(self, path: str) -> bool:
+        """Whether the loaded rows say what the index holds for ``path`` (else :attr:`_some` may)."""
+        return self._rows is not None and (self._whole or path in self._rows)
+
     def _current(self, path: str) -> IndexRow | None:
-        if self._rows is not None and (self._whole or path in self._rows):
-            return self._rows.get(path)
-        return self._some.get(path)
+        """``path``'s row as this store holds it now, without reading the file (``None``: none)."""
+        rows = self._rows if self._in_rows(path) else self._some
+        return None if rows is None else rows.get(path)
 
     def _closing_late(self) -> bool:
         until = self._until
