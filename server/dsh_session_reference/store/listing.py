@@ -20,7 +20,6 @@ import itertools
 import logging
 import operator
 import os
-import re
 import stat
 import sys
 import threading
@@ -31,7 +30,7 @@ from typing import Any, Final, NamedTuple
 from ..cancellation import AbortSignal, check
 from ..collation import locale_compare_key
 from ..display import SHOWN_CHARS, shortened
-from ..jsjson import js_stringify
+from ..jsjson import js_has_surrogates, js_stringify
 from ..model import MAX_HEADER_CHARS, SessionRecord, StoreError, kept_header
 from .jsvalue import UNDEFINED, js_string
 from .layout import PLAIN_NAME, ZSTD_NAME, Compression, decode_segment, is_real, log_path
@@ -296,15 +295,13 @@ def sorted_entries(path: str) -> list[tuple[str, int]]:
     a project of 18,000 sessions, at every walk of a big root."""
     with os.scandir(path) as iterator:
         entries = [(entry.name, _kind(entry)) for entry in iterator]
-    if any(not name.isascii() and _UNDECODED.search(name) for name, _ in entries):
-        entries.sort(key=lambda entry: os.fsencode(entry[0]))  # bytes that are not UTF-8
+    # ``os.fsdecode`` spells a byte that is not UTF-8 as a lone surrogate; without one, UTF-8
+    # keeps code point order, so the names sort as strings.
+    if any(not name.isascii() and js_has_surrogates(name) for name, _ in entries):
+        entries.sort(key=lambda entry: os.fsencode(entry[0]))
     else:
-        entries.sort()  # UTF-8 keeps code point order: their bytes' (each name once here)
+        entries.sort()  # each name once in a directory: the kinds are never compared
     return entries
-
-
-_UNDECODED: Final = re.compile("[\udc80-\udcff]")
-"""What ``os.fsdecode`` makes of a byte that is not UTF-8 (``surrogateescape``)."""
 
 
 def walk_root(root: str, walk: Walk, only: str | None, stop: AbortSignal | None) -> Walk:
