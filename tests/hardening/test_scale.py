@@ -521,6 +521,32 @@ def test_keeping_a_big_listing_holds_its_document_once(tmp_path: Path) -> None:
         again.close()
 
 
+def test_an_index_kept_in_memory_holds_a_listing_it_writes_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A listing being kept is held in a file without a name beside the index; an index kept in
+    memory (its folder inside the root, or one that cannot be written) has no folder of its own,
+    and the system's temporary folder may be the root itself: nothing is made there, the listing
+    is held in memory and kept whole."""
+    root = tmp_path / "sessions"
+    root.mkdir()
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a file made for an index kept in memory")
+
+    monkeypatch.setattr(database.tempfile, "TemporaryFile", refused)
+    index = IndexedSessionStore(str(root), index_dir=root / "index", autoflush=False)
+    records, walked = _listed(root, 100, lambda number: "/home/dev/shop")
+    try:
+        assert index.index_path is None
+        index.keep_whole_listing(records, walked, 100)
+        with index._database().kept_listing() as pieces:
+            assert pieces is not None and b"".join(pieces).count(b"\n") == 101  # its head and 100
+    finally:
+        index.close()
+    assert not (root / "index").exists()
+
+
 def _shop_root(tmp_path: Path, count: int) -> Path:
     """``count`` logs of one project, last written an hour ago (so the index trusts its reads)."""
     root = tmp_path / "sessions"

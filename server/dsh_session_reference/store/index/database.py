@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import logging
 import os
 import sqlite3
@@ -341,15 +342,15 @@ class IndexDatabase:
         """Keep the document ``pieces`` spell (:func:`.kept.listing_pieces`), or none once it is
         longer than :data:`MAX_LISTING_BYTES` (:meth:`kept_listing` would never read it back).
 
-        The blob's size comes first, so the pieces are made before the index is held, and held
-        meanwhile in a file without a name beside the index: in memory, even compressed (11 MB at
-        200,000 sessions), they were the peak of a server whose titles were verified. A piece that
-        cannot be made (``ValueError``), or a file that cannot, leaves the index as it was (a cache:
-        the rows answer). The body is its row's last column, written in place (with one after it,
-        SQLite built the whole row in memory, zeros then a copy: 120 MB for a 60 MB listing)."""
-        size, crc, folder = 0, 0, None if self.path is None else os.path.dirname(self.path)
+        The blob's size comes first: the pieces are held meanwhile in a file without a name beside
+        the index (in memory they were the peak of a verified 200,000-session server), or in memory
+        for an index kept there (the temporary folder may be the root). A piece that cannot be made
+        or held leaves the index as it was. The blob, its row's last column, is written in place."""
+        size = crc = 0
         try:
-            with tempfile.TemporaryFile(dir=folder) as held:
+            with (
+                tempfile.TemporaryFile(dir=os.path.dirname(self.path)) if self.path else io.BytesIO() as held
+            ):
                 for piece in pieces:
                     size += len(piece)
                     if size > MAX_LISTING_BYTES:
