@@ -31,7 +31,7 @@ import threading
 import time
 import weakref
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from ..cancellation import AbortSignal
@@ -52,7 +52,7 @@ from .listing import Reuse
 from .root_state import root_state
 from .scheduler import IDLE_ROUND, Scheduler, weakly
 from .surfaces import Read, SurfaceCache
-from .titles import TitleBoard
+from .titles import ListingClaims, TitleBoard
 from .watch import RootWatcher
 
 LOG = logging.getLogger(__name__)
@@ -104,6 +104,13 @@ class Backing(Index, Protocol):
     ) -> TitleObservation | None: ...
 
     def row(self, path: str) -> IndexRow | None: ...
+
+    def share_with(
+        self,
+        records: Mapping[str, SessionRecord],
+        walked: Mapping[str, Fingerprint],
+        title_of: Callable[[str, Fingerprint], TitleObservation | None],
+    ) -> None: ...
 
     def read_titles_exact(
         self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
@@ -270,11 +277,9 @@ class SessionCatalog:
         snapshot = Listed.of(records, walked, -math.inf, max(len(walked), directories))
         if not self._served(snapshot):
             return None  # small roots are walked by every request anyway
-        by_location = snapshot.by_location
-        self.titles.claim(
-            {location: (by_location[location], walked[location], seen) for location, seen in titles.items()},
-            hints,
-        )
+        self.titles.claim(ListingClaims(titles, snapshot.by_location, walked), hints)
+        # The rows the first walk loads hold the listing's objects, found where the catalog keeps them.
+        self.index.share_with(snapshot.by_location, walked, self.titles.current)
         self._ask()  # the claims are scanned behind
         if whole:  # already the document _keep_listing would write
             self._listing_kept = (records, self.titles.version)

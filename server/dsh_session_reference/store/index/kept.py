@@ -14,7 +14,7 @@ import gc
 import itertools
 import json
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Final, NamedTuple
 
 from ...model import SessionRecord, TitleObservation, kept_header
@@ -56,14 +56,24 @@ class SharedWithRows:
     parsed its own header, session id, title and fingerprint, equal to the other's: about 560
     bytes a session (110 MB at 200,000). A row that says the very same thing as the listing about
     its log takes the listing's objects instead (:meth:`share`); any other row is left as read.
+
+    It looks them up where its owner keeps them (the catalog: its listing's table of records by
+    log, the walk's fingerprints, the title board) rather than in tables of its own: a table of
+    the records by log and the listing's own titles by log, 15 MB at 200,000 sessions, were held
+    beside those until the rows were loaded, the peak of a server over a kept index.
     """
 
-    __slots__ = ("_records", "_titles", "_walked")
+    __slots__ = ("_records", "_title_of", "_walked")
 
-    def __init__(self, listing: StoredListing) -> None:
-        self._records = {record.location: record for record in listing.records if record.location is not None}
-        self._walked = listing.walked
-        self._titles = listing.titles
+    def __init__(
+        self,
+        records: Mapping[str, SessionRecord],
+        walked: Mapping[str, Fingerprint],
+        title_of: Callable[[str, Fingerprint], TitleObservation | None],
+    ) -> None:
+        self._records = records
+        self._walked = walked
+        self._title_of = title_of
 
     def share(self, path: str, row: IndexRow) -> None:
         """Have ``row`` (of the log at ``path``, just loaded) hold the listing's fingerprint, header
@@ -81,7 +91,7 @@ class SharedWithRows:
             and same_header(header, kept)
         ):
             row.parsed_listing = kept  # a row keeps the usual entry as its header (IndexRow.fold)
-        title = self._titles.get(path)
+        title = self._title_of(path, fp)
         if title is not None and type(row.parsed_title) is TitleObservation and row.parsed_title == title:
             row.parsed_title = title
 

@@ -202,13 +202,11 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         """The listing the index remembers, without looking at the disk: possibly stale, so only
         for answering until a walk has listed the root. The one a language server left
         (:meth:`keep_whole_listing`) is one document with its titles; without it, the rows'
-        (:func:`.walk.stored_walk`)."""
+        (:func:`.walk.stored_walk`). A caller that keeps the first has the rows share its objects
+        (:meth:`~.table.RowTable.share_with`)."""
         with self._database().kept_listing() as pieces:
             kept = None if pieces is None else kept_listing(pieces, self.root, self.shared_path)
-        if kept is None:
-            return stored_walk(self, self.skips)
-        self.share_with(kept)
-        return kept
+        return stored_walk(self, self.skips) if kept is None else kept
 
     def keep_whole_listing(
         self,

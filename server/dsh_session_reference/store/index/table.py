@@ -14,14 +14,14 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import replace
 from typing import Final
 
 from ...model import SessionRecord, TitleObservation
 from ..layout import is_within
 from .database import IndexDatabase, default_index_dir, index_file, tidy_once
-from .kept import SharedWithRows, StoredListing
+from .kept import SharedWithRows
 from .records import Verified
 from .rows import (
     LISTED,
@@ -192,12 +192,18 @@ class RowTable:
                     self._shared.share(path, row)
             return self._current(path)
 
-    def share_with(self, listing: StoredListing) -> None:
-        """Rows loaded from now on hold ``listing``'s objects where they say the same about a log
-        (:class:`.kept.SharedWithRows`): a server answering from a kept listing keeps its records."""
+    def share_with(
+        self,
+        records: Mapping[str, SessionRecord],
+        walked: Mapping[str, Fingerprint],
+        title_of: Callable[[str, Fingerprint], TitleObservation | None],
+    ) -> None:
+        """Rows loaded from now on hold a kept listing's objects where they say the same about a
+        log (:class:`.kept.SharedWithRows`): ``records`` by log path, ``walked``, and the title
+        shown for a log at a fingerprint. A server answering from a kept listing keeps its records."""
         with self._lock:
             if self._rows is None:
-                self._shared = SharedWithRows(listing)
+                self._shared = SharedWithRows(records, walked, title_of)
 
     def _set(self, path: str, row: IndexRow) -> None:
         with self._lock:
