@@ -533,7 +533,7 @@ class SessionCatalog:
             exact = previous is not None and previous.taken == -math.inf
             reuse = None if previous is None else functools.partial(reusable, previous, exact=exact)
             records = self.index.walk_listing(stop, reuse)
-            walked = self.index.walked  # a new dict per walk, never changed after: shared
+            walked = self.index.walked  # never changed after (the walk before's when the same): shared
             if previous is not None:
                 records = [same_record(record, previous, walked, exact) for record in records]
             snapshot = Listed.of(records, walked, began, self.index.directories, state, previous)

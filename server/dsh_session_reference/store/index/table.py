@@ -79,6 +79,8 @@ class RowTable:
         (:meth:`shared_path`); what the latest full walk saw."""
         self.walked: dict[str, Fingerprint] = {}
         """Every regular log file the latest full listing looked at, with its fingerprint."""
+        self._kept_walked: Mapping[str, Fingerprint] = {}
+        """The fingerprints of a kept listing being served (:meth:`share_with`), until a full walk."""
         self.directories = 0
         """Directories the latest full listing listed or looked in (project directories, and session
         directories with a log or not): what a walk costs."""
@@ -202,8 +204,14 @@ class RowTable:
         log (:class:`.kept.SharedWithRows`): ``records`` by log path, ``walked``, and the title
         shown for a log at a fingerprint. A server answering from a kept listing keeps its records."""
         with self._lock:
+            self._kept_walked = walked
             if self._rows is None:
                 self._shared = SharedWithRows(records, walked, title_of)
+
+    def last_walked(self) -> Mapping[str, Fingerprint]:
+        """What the latest full walk saw; before one, what the kept listing being served lists (a
+        walk that sees the same gives that table back: :class:`.walk._FullWalk`)."""
+        return self.walked or self._kept_walked
 
     def _set(self, path: str, row: IndexRow) -> None:
         with self._lock:
@@ -297,6 +305,7 @@ class RowTable:
                 del table[path]
                 self._dirty.append(path)  # removed from the file when next written
             self.walked = walked
+            self._kept_walked = {}
             self.directories = directories
             for path in list(self._paths):  # a copy made at once: sources may add paths meanwhile
                 if path not in walked:
