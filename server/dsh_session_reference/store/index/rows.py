@@ -262,6 +262,9 @@ class IndexRow:
     """The title entry was read by this process (not loaded from the file, which anyone who can
     write the cache folder can forge, checksum and all): the language server counts a title it
     did not read only once it has scanned the log (:mod:`..titles`)."""
+    path: str = field(default="", compare=False, repr=False)
+    """The log's path, once the row table keeps the row: the one string every map of the log
+    holds (:meth:`.table.RowTable.shared_path`), so the table needs no map of paths beside it."""
 
     def __post_init__(self) -> None:
         trusted_from = self.fp.mtime_ns + RACY_NS

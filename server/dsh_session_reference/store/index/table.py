@@ -75,8 +75,8 @@ class RowTable:
         self._until: float | None = None
         """Set by :meth:`close`: no write transaction begins after this time (``time.monotonic``)."""
         self._paths: dict[str, str] = {}
-        """Every log path the rows, the walks and the kept listing hold, as one string each
-        (:meth:`shared_path`); what the latest full walk saw."""
+        """Every log path the walks and the kept listing hold that no loaded row holds, as one
+        string each (:meth:`shared_path`); of what the latest full walk saw."""
         self.walked: dict[str, Fingerprint] = {}
         """Every regular log file the latest full listing looked at, with its fingerprint."""
         self._kept_walked: Mapping[str, Fingerprint] = {}
@@ -156,7 +156,7 @@ class RowTable:
                 shared = self._shared
 
                 def keep(path: str, row: IndexRow) -> str:
-                    path = self.shared_path(path)
+                    path = self._placed(path, row)
                     if shared is not None:
                         shared.share(path, row)
                     return path
@@ -167,10 +167,11 @@ class RowTable:
                     if row is None:
                         rows.pop(path, None)
                     else:
-                        rows[path] = row
+                        rows[row.path or self._placed(path, row)] = row
                 self._rows = rows
                 if self._whole:
                     self._some = {}
+                self._let_rows_hold_paths()
             return self._rows
 
     def shared_path(self, path: str) -> str:
@@ -181,8 +182,29 @@ class RowTable:
         index file's rows, each walk's directory names. Over a warm index of 200,000 sessions
         the copies were three, 76 MB more than one. Every source takes its paths from here; a
         walk's end forgets those it did not see (:meth:`walk_done`). Interning them instead
-        cost the interpreter's own table, grown by doubling (700 bytes a log at 3,000)."""
+        cost the interpreter's own table, grown by doubling (700 bytes a log at 3,000).
+
+        A log with a row in the loaded table has its string there (:attr:`.rows.IndexRow.path`);
+        only the others are kept in a table of their own (:meth:`_let_rows_hold_paths`)."""
+        rows = self._rows
+        row = None if rows is None else rows.get(path)
+        if row is not None and row.path:
+            return row.path
         return self._paths.setdefault(path, path)
+
+    def _placed(self, path: str, row: IndexRow) -> str:
+        """``row``, about to be kept for ``path``, holding the one string for it (returned)."""
+        row.path = self.shared_path(path)
+        return row.path
+
+    def _let_rows_hold_paths(self) -> None:
+        """Forget the strings the loaded rows hold: a table of every log's path to itself beside
+        the rows' (keyed by the same strings) was 7.7 MB at 200,000 sessions, held for as long as
+        the server ran. Made anew (a dict keeps the table it grew to); a path a source adds
+        meanwhile may be lost, and then kept again as another string: never a wrong one."""
+        rows = self._rows
+        if rows is not None and self._paths:
+            self._paths = {path: path for path in self._paths if path not in rows}
 
     def row(self, path: str) -> IndexRow | None:
         """One log's row; before anything needs the whole table (or when the file was not loaded
@@ -190,8 +212,10 @@ class RowTable:
         with self._lock:
             if not self._in_rows(path) and path not in self._some:
                 row = self._some[path] = self._database().load_row(path)
-                if row is not None and self._shared is not None:
-                    self._shared.share(path, row)
+                if row is not None:
+                    self._placed(path, row)
+                    if self._shared is not None:
+                        self._shared.share(path, row)
             return self._current(path)
 
     def share_with(
@@ -215,6 +239,7 @@ class RowTable:
 
     def _set(self, path: str, row: IndexRow) -> None:
         with self._lock:
+            path = self._placed(path, row)
             self._dirty.append(path)
             if self._rows is None or not self._whole:
                 self._some[path] = row
@@ -310,6 +335,7 @@ class RowTable:
             for path in list(self._paths):  # a copy made at once: sources may add paths meanwhile
                 if path not in walked:
                     self._paths.pop(path, None)
+            self._let_rows_hold_paths()
 
     def cached_title(
         self, record: SessionRecord, fp: Fingerprint, key: str | None
