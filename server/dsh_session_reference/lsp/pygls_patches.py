@@ -22,7 +22,6 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-import attrs
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError
 from pygls.lsp.client import LanguageClient
@@ -89,16 +88,17 @@ the features register)."""
 
 
 def _classes_within(root: type) -> Iterator[type]:
-    """``root`` and every attrs class its fields' types name, at any depth, each once."""
+    """``root`` and every attrs class (lsprotocol's) its fields' types name, at any depth, each once."""
     seen: set[type] = set()
     waiting: list[object] = [root]
     while waiting:
         kind = waiting.pop()
         waiting.extend(typing.get_args(kind))
-        if isinstance(kind, type) and attrs.has(kind) and kind not in seen:
+        fields = getattr(kind, "__attrs_attrs__", None)
+        if isinstance(kind, type) and fields is not None and kind not in seen:
             seen.add(kind)
             yield kind
-            waiting.extend(field.type for field in attrs.fields(kind))
+            waiting.extend(field.type for field in fields)
 
 
 class ServerHooks(Protocol):
