@@ -37,6 +37,7 @@ __all__ = [
     "root_origin",
     "root_problem",
     "sessions_root",
+    "start_over",
     "start_spare_worker",
     "target_session",
     "zstd_missing",
@@ -114,16 +115,32 @@ def target_session(explicit: str | None, environ: Mapping[str, str] | None = Non
     return (os.environ if environ is None else environ).get(TARGET_ENV) or None
 
 
-def open_live(root: str, *, index_dir: str | os.PathLike[str] | None = None) -> LiveSource:
+def open_live(
+    root: str, *, index_dir: str | os.PathLike[str] | None = None, held: bool = False
+) -> LiveSource:
     """The store the language server reads ``root`` through: the catalog with its background
-    thread, worker process and write-behind index, so no request waits on a file."""
+    thread, worker process and write-behind index, so no request waits on a file. Its background
+    work waits at first for a request to be answered, or with ``held`` for :func:`start_over`; at
+    most :data:`.store.scheduler.START_GRACE`."""
     from .store.index.store import APART_READ_BYTES, IndexedSessionStore
+    from .store.scheduler import Scheduler
 
     cores = os.cpu_count() or 1
     store = IndexedSessionStore(
         root, index_dir=index_dir, workers=cores, apart_bytes=APART_READ_BYTES, autoflush=False
     )
-    return store.start_catalog()
+    return store.start_catalog(scheduler=Scheduler(held=held))
+
+
+def start_over(store: LiveSource) -> None:
+    """The language server's start is over (its first completion went out): ``store``'s background
+    work (:func:`open_live` ``held``) may run. The requests it answered before did not end its
+    wait: the listing read ahead at ``initialize`` and the prompt's diagnostics and links come
+    first, while the editor is still starting on the same cores, where the background's worker
+    process and scans took about half a second of CPU before the first ``@`` was answered."""
+    catalog = getattr(store, "catalog", None)
+    if catalog is not None:
+        catalog.scheduler.start_over()
 
 
 def open_source(

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from lsprotocol import types
 
-from dsh_session_reference.assembly import open_live, open_source
+from dsh_session_reference.assembly import open_live, open_source, start_over
 from dsh_session_reference.cancellation import AbortSignal
 from dsh_session_reference.candidate_cache import CandidateCache
 from dsh_session_reference.candidates import CandidateTable, candidate_rank
@@ -343,6 +343,25 @@ def test_the_server_source_writes_the_index_file_behind_its_requests(tmp_path: P
         on_disk = IndexedSessionStore(root, index_dir=cache).table()
         assert sorted(on_disk) == sorted(record.location for record in records)
         assert all(row.listing is not None and row.title is not None for row in on_disk.values())
+    finally:
+        source.close()
+
+
+def test_a_held_server_source_works_behind_only_once_its_start_is_over(tmp_path: Path) -> None:
+    """The language server's store (``held``): the requests it answers first (the listing read
+    ahead at ``initialize``, the prompt's diagnostics) do not start its background work; the
+    first completion's answer does (:func:`start_over`), or ``START_GRACE`` (issue 36: in real
+    VS Code that work took about half a second of CPU before the first ``@`` was answered)."""
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    source = open_live(str(root), index_dir=tmp_path / "cache", held=True)
+    try:
+        source.read_titles(source.list_sessions())
+        time.sleep(0.3)
+        assert source._dirty  # type: ignore[attr-defined]  # nothing written behind yet
+        start_over(source)
+        wait_for(lambda: not source._dirty)  # type: ignore[attr-defined]
     finally:
         source.close()
 

@@ -92,3 +92,25 @@ def test_background_work_waits_at_the_start_for_the_first_answer_at_most_the_sta
     closed = Scheduler(start_grace=60.0)
     closed.close()
     assert not closed.wait_started()  # closed: the work is to stop
+
+
+def test_a_language_servers_start_ends_at_its_first_completion_not_at_the_first_request() -> None:
+    """A language server's scheduler (``held``) waits for :meth:`Scheduler.start_over` (the first
+    completion's answer), not for the first request answered: the server's own listing read
+    ahead at ``initialize`` and the prompt's diagnostics are requests too, and ended the wait
+    before the editor had its first answer (in real VS Code the worker process then spent about a
+    third of a second of CPU on the cores the editor's start needed)."""
+    held = Scheduler(start_grace=60.0, held=True)
+    started = threading.Thread(target=held.wait_started)
+    started.start()
+    with held.serving():
+        pass
+    started.join(0.3)
+    assert started.is_alive()  # a request answered: still waiting
+    held.start_over()
+    started.join(5)
+    assert not started.is_alive()
+    assert held.wait_started()  # over: no wait
+    began = time.monotonic()
+    assert Scheduler(start_grace=0.2, held=True).wait_started()  # never over: the grace bounds it
+    assert 0.15 <= time.monotonic() - began < 5

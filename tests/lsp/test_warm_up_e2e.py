@@ -3,16 +3,22 @@ index takes seconds to list, which would otherwise be spent while the user waits
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 import shutil
 import sqlite3
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import pytest_lsp
+from lsp_harness import lsp_session
 from lsp_support import (
+    NO_DSH_HOME,
+    TARGET_ID,
     Session,
     default_specs,
     initialize_params,
@@ -43,10 +49,10 @@ def _remove_cache() -> Iterator[None]:
     shutil.rmtree(CACHE, ignore_errors=True)
 
 
-def listed_rows() -> int:
-    """Listing entries in the index file the server keeps under ``CACHE``."""
+def listed_rows(cache: Path = CACHE) -> int:
+    """Listing entries in the index file the server keeps under ``cache``."""
     found = 0
-    for path in CACHE.glob("dsh-session-reference/index/*.sqlite3"):
+    for path in cache.glob("dsh-session-reference/index/*.sqlite3"):
         # A file still being made has no table yet: it counts as none.
         with (
             sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db,
@@ -76,3 +82,28 @@ async def test_the_spare_worker_started_with_the_server_does_not_outlive_a_small
     logs = len(list(s.client.store.glob("*/*/session.jsonl*")))  # type: ignore[attr-defined]
     await wait_until(lambda: listed_rows() == logs)
     await wait_until(lambda: children(server.pid) == [])
+
+
+async def test_the_index_is_written_behind_once_the_first_completion_is_answered(tmp_path: Path) -> None:
+    """Issue 36: the server's background work (here writing the index behind its listing) waits
+    for its first completion's answer, not for the first request answered: the listing read ahead
+    at ``initialize`` and the prompt's diagnostics came first and started it while the editor was
+    still starting on the same cores (at most ``START_GRACE``, 2 s, when no completion comes)."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    root = write_store(tmp_path / "sessions", default_specs(str(workspace)))
+    cache = tmp_path / "cache"
+    env = {
+        **os.environ,
+        "XDG_CACHE_HOME": str(cache),
+        "DSH_SESSION_ID": TARGET_ID,
+        "DSH_HOME": str(NO_DSH_HOME),
+    }
+    command = [sys.executable, "-m", "dsh_session_reference", "lsp", "--stdio"]
+    async with lsp_session(command, env, workspace, root) as s:
+        uri = s.open(workspace, "see @")
+        await s.diagnostics(uri)  # answered after the listing read ahead at initialize
+        await asyncio.sleep(0.3)  # on the old code the rows were written within milliseconds of it
+        assert listed_rows(cache) == 0
+        assert "Refactor the parser" in [item.label for item in (await s.complete(uri)).items]
+        await wait_until(lambda: listed_rows(cache) == len(default_specs("/w")))

@@ -17,7 +17,8 @@ import functools
 import inspect
 import logging
 import threading
-from collections.abc import Generator
+import typing
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -47,7 +48,7 @@ _DOCUMENT_NOTIFICATIONS: Final = (
     types.TEXT_DOCUMENT_DID_CLOSE,
 )
 
-PYGLS_STATE: Final = ("_request_futures", "_shutdown", "_server", "msg_id", "fm")
+PYGLS_STATE: Final = ("_request_futures", "_shutdown", "_server", "msg_id", "fm", "_converter")
 """Attributes of a pygls protocol instance read or changed here."""
 
 
@@ -79,6 +80,25 @@ def missing_internals() -> list[str]:
     if not hasattr(LanguageClient("pygls-check", "0"), "_server"):
         problems.append("a LanguageClient has no _server")
     return problems
+
+
+INITIALIZE_ANSWER: Final = (types.InitializeResponse, types.InitializeResult, types.ServerCapabilities)
+"""What the answer to ``initialize`` is unstructured as (the rest of it is the few option classes
+the features register)."""
+
+
+def _classes_within(root: type) -> Iterator[type]:
+    """``root`` and every attrs class (lsprotocol's) its fields' types name, at any depth, each once."""
+    seen: set[type] = set()
+    waiting: list[object] = [root]
+    while waiting:
+        kind = waiting.pop()
+        waiting.extend(typing.get_args(kind))
+        fields = getattr(kind, "__attrs_attrs__", None)
+        if isinstance(kind, type) and fields is not None and kind not in seen:
+            seen.add(kind)
+            yield kind
+            waiting.extend(field.type for field in fields)
 
 
 class ServerHooks(Protocol):
@@ -123,6 +143,23 @@ class DshProtocol(LanguageServerProtocol):
     def shutting_down(self) -> bool:
         """Whether ``shutdown`` has been received."""
         return bool(self._shutdown)
+
+    def prepare_initialize(self, waiting: Callable[[], bool]) -> None:
+        """Have cattrs write its functions for ``initialize``'s params (about 85 classes of client
+        capabilities) and answer while ``waiting()`` is false, one class at a time: the first
+        ``initialize`` otherwise wrote them before it could be answered (60 ms of the server's CPU,
+        more on the cores an editor's start shares), while a server spawned as the extension's code
+        loads is usually idle until its client sends it. A message arriving stops it: what is left
+        is written as that message needs it."""
+        converter = self._converter
+        for kind in _classes_within(types.InitializeRequest):
+            if waiting():
+                return
+            converter.get_structure_hook(kind)
+        for kind in INITIALIZE_ANSWER:
+            if waiting():
+                return
+            converter.get_unstructure_hook(kind)
 
     def send_raw(self, data: dict[str, Any]) -> None:
         """Send a message that is no answer to a parsed request (a parse error's)."""

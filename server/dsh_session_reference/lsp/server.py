@@ -79,7 +79,8 @@ class Engine:
     ) -> None:
         kept = previous if previous is not None and previous.root == root else None
         self.root = root
-        self.store = open_live(root) if kept is None else kept.store
+        # Its background work waits for the first completion's answer (features/completion.py).
+        self.store = open_live(root, held=True) if kept is None else kept.store
         self.targets: dict[str, AgentRef] = {} if kept is None else kept.targets
         if settings.body_search and (previous is None or not previous.resolver.body_search):
             self.store.resume_bodies()  # turned on (again): indexing a user cancelled resumes

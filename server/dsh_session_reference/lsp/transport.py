@@ -310,8 +310,14 @@ def _json_int(text: str) -> int | float:
 async def _loop(server: DshLanguageServer, reader: FrameReader, stop: threading.Event) -> None:
     loop = asyncio.get_running_loop()
     with ThreadPoolExecutor(1, thread_name_prefix="dsh-lsp-reader") as reading:
+        # The first read waits in its thread while this one prepares for `initialize`, until a
+        # message arrives (the client has not written yet: the editor is still activating us).
+        read: asyncio.Future[list[bytes] | None] | None = loop.run_in_executor(reading, reader.read_batch)
+        server.protocol.prepare_initialize(reader.waiting)
         while not stop.is_set():
-            bodies = await loop.run_in_executor(reading, reader.read_batch)
+            if read is None:
+                read = loop.run_in_executor(reading, reader.read_batch)
+            bodies, read = await read, None
             if bodies is None:
                 return
             messages: list[Any] = []

@@ -2,7 +2,8 @@
 only once the editor pauses. The scheduler owns the background thread and the worker process.
 
 A request marks itself (:meth:`Scheduler.serving`) and background work waits until none is in
-progress, and at the start until the first is answered (:data:`START_GRACE`); any message from
+progress, and at the start until the first is answered, or for a language server's until its
+start is over (:meth:`Scheduler.start_over`), at most :data:`START_GRACE`; any message from
 the editor (:meth:`Scheduler.touch`) pushes the walk that revalidates a big root's listing back
 until the editor has been quiet for ``idle_grace`` (at most ``max_defer``). The clock and the
 delays are parameters, so a test can drive them.
@@ -49,9 +50,15 @@ class Scheduler:
         idle_grace: float = IDLE_GRACE,
         max_defer: float = MAX_DEFER,
         start_grace: float = START_GRACE,
+        held: bool = False,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.idle_grace = idle_grace
+        self.held = held
+        """Whether the start's grace ends only at :meth:`start_over` (a language server's), not at
+        the first request answered: the server reads its listing ahead of the first ``@`` and
+        answers the prompt's diagnostics and links first, each a request here, while the editor is
+        still starting on the same cores."""
         self.max_defer = max_defer
         self.clock = clock
         self._lock = threading.Lock()
@@ -60,7 +67,8 @@ class Scheduler:
         """Set while no request is being answered: background work waits for it."""
         self._quiet.set()
         self._answered = threading.Event()
-        """Set once the first request has been answered (or the scheduler closed)."""
+        """Set once the start is over: the first request answered, or :meth:`start_over` when
+        ``held`` (or the scheduler closed)."""
         self._start_until = time.monotonic() + start_grace
         self.active = clock()
         """When the editor last asked for something (see :meth:`touch`)."""
@@ -92,7 +100,8 @@ class Scheduler:
                 self.active = self.clock()
                 if self._foreground == 0:
                     self._quiet.set()
-                    self._answered.set()
+                    if not self.held:
+                        self._answered.set()
 
     @property
     def quiet(self) -> bool:
@@ -105,9 +114,15 @@ class Scheduler:
         self._quiet.wait()
         return not self.closed
 
+    def start_over(self) -> None:
+        """The start is over: the answer the user waits for has gone out (a language server's
+        first completion). Background work held for it (``held``) may run."""
+        self._answered.set()
+
     def wait_started(self) -> bool:
-        """Wait until the first request has been answered, or :data:`START_GRACE` has passed since
-        the start (real time); ``False`` once closed."""
+        """Wait until the start is over (the first request answered, or :meth:`start_over` when
+        ``held``), or :data:`START_GRACE` has passed since the start (real time); ``False`` once
+        closed."""
         self._answered.wait(max(0.0, self._start_until - time.monotonic()))
         return not self.closed
 

@@ -11,6 +11,7 @@ from typing import Any, ClassVar, Final
 
 from lsprotocol import types
 
+from ...assembly import start_over
 from ...cancellation import AbortSignal
 from ...errors import CANCELLED, SessionReferenceError
 from ...resolver import Candidate
@@ -93,6 +94,16 @@ class Completion(Feature):
             signal.abort("shutdown")
 
     async def completion(self, params: types.CompletionParams) -> types.CompletionList:
+        answer = await self._complete(params)
+        if answer.items:
+            # The answer to an `@` ends the server's start (the store's background work waited for
+            # it), once pygls has written it: its done callback is queued as this returns, and the
+            # inner call_soon runs after it.
+            loop = asyncio.get_running_loop()
+            loop.call_soon(loop.call_soon, start_over, self.ls.store)
+        return answer
+
+    async def _complete(self, params: types.CompletionParams) -> types.CompletionList:
         ls = self.ls
         uri = params.text_document.uri
         document = ls.documents.get(uri)
