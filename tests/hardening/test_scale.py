@@ -36,7 +36,7 @@ from dsh_session_reference.store import titles as titles_module
 from dsh_session_reference.store.changes import changed_sessions
 from dsh_session_reference.store.index import database
 from dsh_session_reference.store.index.headers import compact_header
-from dsh_session_reference.store.index.kept import same_header
+from dsh_session_reference.store.index.kept import StoredListing, same_header
 from dsh_session_reference.store.index.rows import (
     RACY_NS,
     SETTLED_NS,
@@ -576,6 +576,13 @@ def _kept_by_a_first_store(root: Path, index: Path) -> list[SessionRecord]:
     return records
 
 
+def _share_as_the_catalog_does(store: IndexedSessionStore, kept: StoredListing) -> None:
+    """Have the rows ``store`` loads share ``kept``'s objects, as the catalog that serves it does
+    (with its own table of records and its title board)."""
+    by_location = {str(record.location): record for record in kept.records}
+    store.share_with(by_location, kept.walked, lambda path, _fp: kept.titles.get(path))
+
+
 def test_rows_loaded_after_a_kept_listing_share_its_headers_ids_titles_and_fingerprints(
     tmp_path: Path,
 ) -> None:
@@ -591,9 +598,7 @@ def test_rows_loaded_after_a_kept_listing_share_its_headers_ids_titles_and_finge
     try:
         kept = again.stored_listing()
         assert kept.whole and len(kept.records) == 12
-        # As the catalog has them share (with its own table of records and its title board).
-        by_location = {str(record.location): record for record in kept.records}
-        again.share_with(by_location, kept.walked, lambda path, _fp: kept.titles.get(path))
+        _share_as_the_catalog_does(again, kept)
         again.walk_listing()
         for record in kept.records[1:]:
             location = str(record.location)
@@ -663,6 +668,7 @@ def test_a_log_path_is_one_string_for_the_kept_listing_the_rows_and_the_walk(tmp
     again = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
     try:
         kept = again.stored_listing()
+        _share_as_the_catalog_does(again, kept)
         for walk in ("the first walk", "a walk after it"):
             walked = again.walk_listing()
             assert sorted(str(record.location) for record in walked) == sorted(
@@ -684,8 +690,9 @@ def test_a_log_path_is_one_string_for_the_kept_listing_the_rows_and_the_walk(tmp
 def test_the_rows_hold_their_log_paths_and_no_table_of_paths_beside_them(tmp_path: Path) -> None:
     """The one string a log's path is kept as was found in a table of every path to itself, held
     beside the rows, which are keyed by the same strings: 7.7 MB at 200,000 sessions for as long
-    as a server ran. A row now holds its path, and that table keeps only paths no row holds: none
-    once the rows are loaded after a kept listing, and none once a walk has made every row."""
+    as a server ran, and made from a kept listing's paths before its rows were loaded (the peak
+    over a kept index). A row now holds its path, rows loaded after a kept listing take its
+    records' strings, and that table keeps only paths no row holds: none here."""
     root = _shop_root(tmp_path, 8)
     cold = IndexedSessionStore(str(root), index_dir=tmp_path / "cold")
     try:
@@ -701,9 +708,10 @@ def test_the_rows_hold_their_log_paths_and_no_table_of_paths_beside_them(tmp_pat
     again = IndexedSessionStore(str(root), index_dir=tmp_path / "index")
     try:
         kept = again.stored_listing()
-        assert len(again._paths) == 8  # the kept listing's, until the rows hold them
+        _share_as_the_catalog_does(again, kept)
+        assert again._paths == {}  # the kept listing's strings are its records'
         again.table()
-        assert again._paths == {}
+        assert again._paths == {}  # and the rows loaded after it took them
         for record in kept.records:
             row = again.row(str(record.location))
             assert row is not None and row.path is record.location

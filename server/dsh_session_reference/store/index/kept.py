@@ -75,6 +75,11 @@ class SharedWithRows:
         self._walked = walked
         self._title_of = title_of
 
+    def path_of(self, path: str) -> str | None:
+        """The string the listing's record holds for the log path ``path``, if it lists that log."""
+        record = self._records.get(path)
+        return None if record is None else record.location
+
     def share(self, path: str, row: IndexRow) -> None:
         """Have ``row`` (of the log at ``path``, just loaded) hold the listing's fingerprint, header
         and title observation wherever it holds equal ones."""
@@ -176,9 +181,7 @@ def listing_pieces(
         yield "\n".join(piece).encode("ascii")  # ASCII JSON (ensure_ascii)
 
 
-def kept_listing(
-    chunks: Iterable[bytes], root: str, canonical: Callable[[str], str] = str
-) -> StoredListing | None:
+def kept_listing(chunks: Iterable[bytes], root: str) -> StoredListing | None:
     """The listing :func:`listing_pieces` wrote, read from ``chunks`` (the document, in pieces), or
     ``None`` if it is not one a walk of ``root`` could have made. The cache folder is not trusted,
     so it is read one line at a time and refused at the first line that is not an entry a walk
@@ -186,7 +189,8 @@ def kept_listing(
     :data:`MAX_ENTRY_BYTES`, or when too many entries name a log that is not there (a forged
     document's entries must name the root's own logs: what it can hold is bounded by the root).
     ``chunks`` raises :class:`.rows.Untrusted` when the document's checksum does not hold.
-    ``canonical`` gives the one string its caller keeps for a log path (:meth:`.table.RowTable.shared_path`).
+    Each log path is one string its record, fingerprint and title share; the rows loaded after it
+    take those (:meth:`.table.RowTable.share_with`), so no table of paths is made for them.
 
     Tens of thousands of containers are made here at once and none of them can form a cycle, so
     the cyclic collector is held off meanwhile: its young collections during the build took a
@@ -195,7 +199,7 @@ def kept_listing(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _kept_listing(_lines(chunks), root, canonical)
+        return _kept_listing(_lines(chunks), root)
     except (Untrusted, ValueError, RecursionError):  # RecursionError: nesting past the stack
         return None
     finally:
@@ -233,7 +237,7 @@ def _entries(lines: Iterator[bytes]) -> Iterator[object]:
         yield from values
 
 
-def _kept_listing(lines: Iterator[bytes], root: str, canonical: Callable[[str], str]) -> StoredListing | None:
+def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
     first = json.loads(next(lines, b"null"))
     if not (type(first) is dict and first.get("v") == LISTING_VERSION and non_negative_safe(first.get("d"))):
         return None
@@ -249,7 +253,7 @@ def _kept_listing(lines: Iterator[bytes], root: str, canonical: Callable[[str], 
         relative, fp, header, title = entry
         if not (type(relative) is str and is_walk_relative(relative)):
             return None
-        path = canonical(prefix + relative)
+        path = prefix + relative
         if path in walked:
             return None
         if not (

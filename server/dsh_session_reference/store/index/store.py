@@ -205,7 +205,7 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         (:func:`.walk.stored_walk`). A caller that keeps the first has the rows share its objects
         (:meth:`~.table.RowTable.share_with`)."""
         with self._database().kept_listing() as pieces:
-            kept = None if pieces is None else kept_listing(pieces, self.root, self.shared_path)
+            kept = None if pieces is None else kept_listing(pieces, self.root)
         return stored_walk(self, self.skips) if kept is None else kept
 
     def keep_whole_listing(

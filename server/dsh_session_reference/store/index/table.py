@@ -184,13 +184,16 @@ class RowTable:
         walk's end forgets those it did not see (:meth:`walk_done`). Interning them instead
         cost the interpreter's own table, grown by doubling (700 bytes a log at 3,000).
 
-        A log with a row in the loaded table has its string there (:attr:`.rows.IndexRow.path`);
-        only the others are kept in a table of their own (:meth:`_let_rows_hold_paths`)."""
+        A log with a row in the loaded table has its string there (:attr:`.rows.IndexRow.path`),
+        one the kept listing being served lists has its record's (:meth:`share_with`); only the
+        others are kept in a table of their own (:meth:`_let_rows_hold_paths`)."""
         rows = self._rows
         row = None if rows is None else rows.get(path)
         if row is not None and row.path:
             return row.path
-        return self._paths.setdefault(path, path)
+        shared = self._shared
+        kept = None if shared is None else shared.path_of(path)
+        return kept if kept is not None else self._paths.setdefault(path, path)
 
     def _placed(self, path: str, row: IndexRow) -> str:
         """``row``, about to be kept for ``path``, holding the one string for it (returned)."""
