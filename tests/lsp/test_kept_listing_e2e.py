@@ -11,13 +11,12 @@ was the "Listing dsh sessions…" row and the sessions came with the client's re
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from lsp_harness import lsp_session
-from lsp_support import NO_DSH_HOME, TARGET_ID, Spec, write_store
+from lsp_support import Spec, server_config, write_store
 
 from dsh_session_reference.lsp.completion import only_listing
 from dsh_session_reference.store import catalog
@@ -71,14 +70,8 @@ async def test_the_first_completion_over_a_listing_left_without_titles_holds_the
     cache = tmp_path / "cache"
     left_by_a_server_closed_at_once(root, cache, monkeypatch)
 
-    env = {
-        **os.environ,
-        "XDG_CACHE_HOME": str(cache),
-        "DSH_SESSION_ID": TARGET_ID,
-        "DSH_HOME": str(NO_DSH_HOME),
-    }
-    command = [sys.executable, "-m", "dsh_session_reference", "lsp", "--stdio"]
-    async with lsp_session(command, env, workspace, root) as s:
+    config = server_config({"XDG_CACHE_HOME": str(cache)})
+    async with lsp_session(config.server_command, config.server_env, workspace, root) as s:
         first = await s.complete(s.open(workspace, "@"), listed=False)
         assert not only_listing(first), "the first answer was the listing row"
         # The newest 50, newest first, each labelled with its title: a title scanned from its log

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import shutil
 import sqlite3
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,8 +15,6 @@ import pytest
 import pytest_lsp
 from lsp_harness import lsp_session
 from lsp_support import (
-    NO_DSH_HOME,
-    TARGET_ID,
     Session,
     default_specs,
     initialize_params,
@@ -93,14 +89,8 @@ async def test_the_index_is_written_behind_once_the_first_completion_is_answered
     workspace.mkdir()
     root = write_store(tmp_path / "sessions", default_specs(str(workspace)))
     cache = tmp_path / "cache"
-    env = {
-        **os.environ,
-        "XDG_CACHE_HOME": str(cache),
-        "DSH_SESSION_ID": TARGET_ID,
-        "DSH_HOME": str(NO_DSH_HOME),
-    }
-    command = [sys.executable, "-m", "dsh_session_reference", "lsp", "--stdio"]
-    async with lsp_session(command, env, workspace, root) as s:
+    config = server_config({"XDG_CACHE_HOME": str(cache)})
+    async with lsp_session(config.server_command, config.server_env, workspace, root) as s:
         uri = s.open(workspace, "see @")
         await s.diagnostics(uri)  # answered after the listing read ahead at initialize
         await asyncio.sleep(0.3)  # on the old code the rows were written within milliseconds of it
