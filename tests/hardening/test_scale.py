@@ -36,7 +36,7 @@ from dsh_session_reference.store import titles as titles_module
 from dsh_session_reference.store.changes import changed_sessions
 from dsh_session_reference.store.index import database
 from dsh_session_reference.store.index.headers import compact_header
-from dsh_session_reference.store.index.kept import StoredListing, same_header
+from dsh_session_reference.store.index.kept import SharedWithRows, StoredListing, same_header
 from dsh_session_reference.store.index.rows import (
     RACY_NS,
     SETTLED_NS,
@@ -580,7 +580,7 @@ def _share_as_the_catalog_does(store: IndexedSessionStore, kept: StoredListing) 
     """Have the rows ``store`` loads share ``kept``'s objects, as the catalog that serves it does
     (with its own table of records and its title board)."""
     by_location = {str(record.location): record for record in kept.records}
-    store.share_with(by_location, kept.walked, lambda path, _fp: kept.titles.get(path))
+    store.share_with(SharedWithRows(by_location, kept.walked, lambda path, _fp: kept.titles.get(path)))
 
 
 def test_rows_loaded_after_a_kept_listing_share_its_headers_ids_titles_and_fingerprints(

@@ -31,7 +31,7 @@ import threading
 import time
 import weakref
 from array import array
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final, Protocol
 
 from ..cancellation import AbortSignal
@@ -45,7 +45,7 @@ from ..model import (
 )
 from .changes import Listeners, changed_sessions
 from .feed import Index, WorkerFeed
-from .index.kept import StoredListing
+from .index.kept import SharedWithRows, StoredListing
 from .index.rows import Fingerprint, IndexRow, header_text
 from .listed import Listed, reusable, same_record
 from .listing import Reuse
@@ -105,12 +105,7 @@ class Backing(Index, Protocol):
 
     def row(self, path: str) -> IndexRow | None: ...
 
-    def share_with(
-        self,
-        records: Mapping[str, SessionRecord],
-        walked: Mapping[str, Fingerprint],
-        title_of: Callable[[str, Fingerprint], TitleObservation | None],
-    ) -> None: ...
+    def share_with(self, shared: SharedWithRows) -> None: ...
 
     def read_titles_exact(
         self, records: Sequence[SessionRecord], stop: AbortSignal | None = None
@@ -279,7 +274,7 @@ class SessionCatalog:
             return None  # small roots are walked by every request anyway
         self.titles.claim(ListingClaims(titles, snapshot.by_location, walked), hints)
         # The rows the first walk loads hold the listing's objects, found where the catalog keeps them.
-        self.index.share_with(snapshot.by_location, walked, self.titles.current)
+        self.index.share_with(SharedWithRows(snapshot.by_location, walked, self.titles.current))
         self._ask()  # the claims are scanned behind
         if whole:  # already the document _keep_listing would write
             self._listing_kept = (records, self.titles.version)

@@ -63,16 +63,19 @@ class SharedWithRows:
     beside those until the rows were loaded, the peak of a server over a kept index.
     """
 
-    __slots__ = ("_records", "_title_of", "_walked")
+    __slots__ = ("_records", "_title_of", "walked")
 
     def __init__(
         self,
         records: Mapping[str, SessionRecord],
-        walked: Mapping[str, Fingerprint],
+        walked: dict[str, Fingerprint],
         title_of: Callable[[str, Fingerprint], TitleObservation | None],
     ) -> None:
+        """``records`` by log path, ``walked`` (the listing's fingerprints: what a walk that sees
+        the same gives back, :class:`.walk._FullWalk`), and the title shown for a log at a
+        fingerprint."""
         self._records = records
-        self._walked = walked
+        self.walked = walked
         self._title_of = title_of
 
     def path_of(self, path: str) -> str | None:
@@ -84,7 +87,7 @@ class SharedWithRows:
         """Have ``row`` (of the log at ``path``, just loaded) hold the listing's fingerprint, header
         and title observation wherever it holds equal ones."""
         record = self._records.get(path)
-        fp = self._walked.get(path)
+        fp = self.walked.get(path)
         if record is None or fp is None or row.fp != fp:
             return
         row.fp = fp

@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterator
 from dataclasses import replace
 from typing import Final
 
@@ -63,7 +63,8 @@ class RowTable:
         self._whole = True
         """``_rows`` holds every row of the file that is of use (see :meth:`table`)."""
         self._shared: SharedWithRows | None = None
-        """The kept listing rows loaded from now on share their objects with (:meth:`share_with`)."""
+        """The kept listing being served, until a full walk: the rows loaded meanwhile share its
+        objects (:meth:`share_with`)."""
         self._prune = False
         """The file holds rows never loaded that are of no use: removed at the next :meth:`flush`."""
         self._dirty: list[str] = []
@@ -79,8 +80,6 @@ class RowTable:
         string each (:meth:`shared_path`); of what the latest full walk saw."""
         self.walked: dict[str, Fingerprint] = {}
         """Every regular log file the latest full listing looked at, with its fingerprint."""
-        self._kept_walked: Mapping[str, Fingerprint] = {}
-        """The fingerprints of a kept listing being served (:meth:`share_with`), until a full walk."""
         self.directories = 0
         """Directories the latest full listing listed or looked in (project directories, and session
         directories with a log or not): what a walk costs."""
@@ -162,7 +161,6 @@ class RowTable:
                     return path
 
                 rows, self._whole = self._database().load(keep)
-                self._shared = None  # every row that could share has been loaded
                 for path, row in self._some.items():
                     if row is None:
                         rows.pop(path, None)
@@ -200,14 +198,17 @@ class RowTable:
         row.path = self.shared_path(path)
         return row.path
 
-    def _let_rows_hold_paths(self) -> None:
-        """Forget the strings the loaded rows hold: a table of every log's path to itself beside
-        the rows' (keyed by the same strings) was 7.7 MB at 200,000 sessions, held for as long as
-        the server ran. Made anew (a dict keeps the table it grew to); a path a source adds
-        meanwhile may be lost, and then kept again as another string: never a wrong one."""
+    def _let_rows_hold_paths(self, walked: Container[str] | None = None) -> None:
+        """Forget the strings the loaded rows hold (and, after a full walk, those of logs it did
+        not see, ``walked`` being what it saw): a table of every log's path to itself beside the
+        rows' (keyed by the same strings) was 7.7 MB at 200,000 sessions, held for as long as the
+        server ran. Made anew (a dict keeps the table it grew to); a path a source adds meanwhile
+        may be lost, and then kept again as another string: never a wrong one."""
         rows = self._rows
         if rows is not None and self._paths:
-            self._paths = {path: path for path in self._paths if path not in rows}
+            self._paths = {
+                path: path for path in self._paths if path not in rows and (walked is None or path in walked)
+            }
 
     def row(self, path: str) -> IndexRow | None:
         """One log's row; before anything needs the whole table (or when the file was not loaded
@@ -221,24 +222,18 @@ class RowTable:
                         self._shared.share(path, row)
             return self._current(path)
 
-    def share_with(
-        self,
-        records: Mapping[str, SessionRecord],
-        walked: Mapping[str, Fingerprint],
-        title_of: Callable[[str, Fingerprint], TitleObservation | None],
-    ) -> None:
-        """Rows loaded from now on hold a kept listing's objects where they say the same about a
-        log (:class:`.kept.SharedWithRows`): ``records`` by log path, ``walked``, and the title
-        shown for a log at a fingerprint. A server answering from a kept listing keeps its records."""
+    def share_with(self, shared: SharedWithRows) -> None:
+        """Rows loaded from now on, until a full walk, hold the objects of the kept listing being
+        served where they say the same about a log (:class:`.kept.SharedWithRows`): a server
+        answering from a kept listing keeps its records."""
         with self._lock:
-            self._kept_walked = walked
-            if self._rows is None:
-                self._shared = SharedWithRows(records, walked, title_of)
+            self._shared = shared
 
-    def last_walked(self) -> Mapping[str, Fingerprint]:
+    def last_walked(self) -> dict[str, Fingerprint]:
         """What the latest full walk saw; before one, what the kept listing being served lists (a
         walk that sees the same gives that table back: :class:`.walk._FullWalk`)."""
-        return self.walked or self._kept_walked
+        shared = self._shared
+        return self.walked or ({} if shared is None else shared.walked)
 
     def _set(self, path: str, row: IndexRow) -> None:
         with self._lock:
@@ -333,12 +328,9 @@ class RowTable:
                 del table[path]
                 self._dirty.append(path)  # removed from the file when next written
             self.walked = walked
-            self._kept_walked = {}
+            self._shared = None  # every row that could share it has been loaded
             self.directories = directories
-            for path in list(self._paths):  # a copy made at once: sources may add paths meanwhile
-                if path not in walked:
-                    self._paths.pop(path, None)
-            self._let_rows_hold_paths()
+            self._let_rows_hold_paths(walked)
 
     def cached_title(
         self, record: SessionRecord, fp: Fingerprint, key: str | None

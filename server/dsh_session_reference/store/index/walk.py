@@ -14,7 +14,6 @@ import json
 import logging
 import os
 import stat
-from collections.abc import Mapping
 from concurrent.futures import Future
 from functools import partial
 from typing import Any, Final
@@ -58,7 +57,7 @@ def walk_rows(rows: RowTable, walk: Walk, only: str | None, stop: AbortSignal | 
         return walk
     full = readers = None
     if only is None:
-        full = _FullWalk(rows.last_walked())  # taken before the rows: a kept listing's, until they load
+        full = _FullWalk(rows.last_walked())  # the walk before's, or before the first the kept listing's
         rows.table()  # a full walk looks up every row: one query for all, not one per log
         readers = start_header_readers(rows, workers) if not rows.walked and workers > 1 else None
     try:
@@ -88,7 +87,7 @@ class _FullWalk:
 
     __slots__ = ("_before", "_same", "_walked")
 
-    def __init__(self, before: Mapping[str, Fingerprint]) -> None:
+    def __init__(self, before: dict[str, Fingerprint]) -> None:
         self._before = before
         self._same: list[str] | None = []
         """The logs seen as ``before`` has them, while every one so far was (else ``None``)."""
@@ -113,7 +112,7 @@ class _FullWalk:
         """What the walk saw: the walk before's own table when it saw the very same."""
         same = self._same
         if same is not None:
-            if len(same) == len(self._before) and isinstance(self._before, dict):
+            if len(same) == len(self._before):
                 return self._before
             self._own(same)
         return self._walked
