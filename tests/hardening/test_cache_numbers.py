@@ -26,7 +26,7 @@ import pytest
 from dsh_session_reference.sample import write_sample_store
 from dsh_session_reference.store.index.database import default_index_dir, index_file
 from dsh_session_reference.store.index.kept import LISTING_VERSION, kept_listing
-from dsh_session_reference.store.index.rows import fingerprint_at, key_path, row_crc
+from dsh_session_reference.store.index.rows import fingerprint_at, fp_numbers, key_path, row_crc
 from dsh_session_reference.store.jsvalue import js_parse_line
 from dsh_session_reference.store.log_header import parse_header_meta
 
@@ -123,7 +123,7 @@ def kept_document(root: Path, change: Callable[[Entry], bytes]) -> bytes:
     assert fp is not None
     header = json.loads(log.read_text().split("\n", 1)[0])
     header.pop("type")
-    entry: Entry = [str(log.relative_to(root)), list(fp), header, ["a title", None]]
+    entry: Entry = [str(log.relative_to(root)), list(fp_numbers(fp)), header, ["a title", None]]
     head = json.dumps({"v": LISTING_VERSION, "d": 1}, separators=(",", ":")).encode()
     return head + b"\n" + change(entry) + b"\n"
 

@@ -18,7 +18,7 @@ import pytest
 from lsp_harness import lsp_session
 
 from dsh_session_reference.store.index.database import IndexDatabase
-from dsh_session_reference.store.index.rows import Fingerprint, IndexRow, fingerprint_of
+from dsh_session_reference.store.index.rows import Fingerprint, IndexRow, fingerprint, fingerprint_of
 from dsh_session_reference.uri import format_session_reference_mention
 from store.logbuild import header, lines, one_turn, put, title
 
@@ -128,9 +128,9 @@ def test_paths_of_any_bytes_round_trip_through_the_index(database: IndexDatabase
     assert sorted(database.load()[0]) == sorted(path for path, _ in made)
     assert database.load_row(made[0][0]) == IndexRow(made[0][1], listing="{}", listing_ns=9)
     surrogate = "/r/\ud83d/session.jsonl"  # no file system names it; the index still keeps it
-    database.write({surrogate: IndexRow(Fingerprint(1, 2, 3, 4, 5), listing="{}", listing_ns=9)})
-    assert database.load_row(surrogate) == IndexRow(Fingerprint(1, 2, 3, 4, 5), listing="{}", listing_ns=9)
-    database.put_body(surrogate, Fingerprint(1, 2, 3, 4, 5), "zebra \ud83d crossing")
+    database.write({surrogate: IndexRow(fingerprint(1, 2, 3, 4, 5), listing="{}", listing_ns=9)})
+    assert database.load_row(surrogate) == IndexRow(fingerprint(1, 2, 3, 4, 5), listing="{}", listing_ns=9)
+    database.put_body(surrogate, fingerprint(1, 2, 3, 4, 5), "zebra \ud83d crossing")
     assert [path for path, _ in database.search_bodies('"crossing"*', 5)] == [surrogate]
 
 

@@ -44,6 +44,8 @@ from dsh_session_reference.store.index.rows import (
     IndexRow,
     ListingEntry,
     entry_text,
+    fingerprint,
+    fp_numbers,
     fp_parse,
     fp_text,
     header_text,
@@ -221,7 +223,7 @@ def test_a_change_dsh_writes_costs_no_table_of_every_session_directory() -> None
         location = log_path(root, "/home/dev/shop", session_id, "zstd" if number % 2 else "none")
         header = {"id": session_id, "createdAt": BASE_MS - number, "cwd": "/home/dev/shop"}
         records.append(SessionRecord(session_id, BASE_MS - number, "/home/dev/shop", header, location))
-        walked[location] = Fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+        walked[location] = fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
     listed = Listed.of(records, walked, -math.inf, len(records))
     zstd, plain = str(records[1].location), str(records[2].location)
     project = os.path.dirname(os.path.dirname(zstd))
@@ -251,7 +253,7 @@ def test_rows_waiting_to_be_written_cost_a_pointer_each(tmp_path: Path) -> None:
     index = IndexedSessionStore(str(root), index_dir=tmp_path / "index", autoflush=False)
     count = 20_000
     locations = [log_path(str(root), "/home/dev/shop", _session_id(n), "zstd") for n in range(count)]
-    fp = Fingerprint(1, 2, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    fp = fingerprint(1, 2, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
     try:
         index.keep_listing(locations[0], fp, BASE_MS * 1_000_000, '{"a":[],"b":[]}')
         index.flush()  # the index file made, SQLite warmed up
@@ -337,7 +339,7 @@ def test_the_board_s_queues_shrink_as_they_drain() -> None:
     held while every title verified meanwhile was held too (the peak of a cold root's
     server). They are copied smaller as they drain, in their order."""
     board = TitleBoard()
-    fp = Fingerprint(1, 2, 3, 4, 5)
+    fp = fingerprint(1, 2, 3, 4, 5)
     records = [
         SessionRecord(_session_id(n), BASE_MS, "/p", {}, f"/r/--p--/{_session_id(n)}/session.jsonl.zstd")
         for n in range(20_000)
@@ -389,7 +391,7 @@ def test_closing_a_catalog_with_a_big_listing_and_many_rows_pending_is_prompt(tm
     for number in range(EXIT_ROWS):
         session_id = _session_id(number)
         location = log_path(str(root), "/home/dev/shop", session_id, "zstd")
-        fp = Fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+        fp = fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
         header = {"id": session_id, "createdAt": BASE_MS - number, "cwd": "/home/dev/shop"}
         records.append(SessionRecord(session_id, BASE_MS - number, "/home/dev/shop", header, location))
         walked[location] = fp
@@ -481,7 +483,7 @@ def _listed(
         location = log_path(str(root), folder, session_id, "zstd")
         header = {"id": session_id, "createdAt": BASE_MS - number, "cwd": folder}
         records.append(SessionRecord(session_id, BASE_MS - number, folder, header, location))
-        walked[location] = Fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+        walked[location] = fingerprint(1, number, 100, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
     return records, walked
 
 
@@ -738,7 +740,7 @@ def test_a_trusted_read_keeps_one_shared_time_for_every_row(tmp_path: Path) -> N
                 assert row.listing_outcome(row.fp, str(record.location)) is not None
         finally:
             store.close()
-    fp = Fingerprint(1, 2, 3, 10**18, 10**18)
+    fp = fingerprint(1, 2, 3, 10**18, 10**18)
     racy = IndexRow(fp, "{}", 10**18 + RACY_NS - 1, None, 10**18 + RACY_NS)
     assert racy.listing_ns == 10**18 + RACY_NS - 1 and not racy.fresh(fp, racy.listing_ns)
     assert racy.title_ns is SETTLED_NS and racy.fresh(fp, racy.title_ns)
@@ -837,7 +839,7 @@ def test_a_header_is_shared_only_where_its_text_would_be_the_same() -> None:
 _KEEP_IN_A_PROCESS = """
 import os, sys
 from dsh_session_reference.model import SessionRecord
-from dsh_session_reference.store.index.rows import Fingerprint
+from dsh_session_reference.store.index.rows import fingerprint
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.layout import log_path
 
@@ -848,7 +850,7 @@ for number in range(count):
     location = log_path(root, folder, session_id, "zstd")
     header = {"id": session_id, "createdAt": 1_735_000_000_000 - number, "cwd": folder}
     records.append(SessionRecord(session_id, 1_735_000_000_000 - number, folder, header, location))
-    walked[location] = Fingerprint(1, number, 100, 1_735_000_000_000_000_000, 1_735_000_000_000_000_000)
+    walked[location] = fingerprint(1, number, 100, 1_735_000_000_000_000_000, 1_735_000_000_000_000_000)
 index = IndexedSessionStore(root, index_dir=index_dir, autoflush=False)
 index.keep_whole_listing(records[:10], walked, 10)  # the index file made, SQLite warmed up
 
@@ -914,7 +916,7 @@ def test_a_verified_title_keeps_the_fingerprint_its_log_is_listed_at() -> None:
     listed ones but copies; kept for every title, they were about 250 bytes a session (50 MB at
     200,000). The board keeps the fingerprint it already holds, the feed the listed record's id."""
     board = TitleBoard()
-    location, fp = "/r/p/s/session.jsonl.zstd", Fingerprint(1, 2, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    location, fp = "/r/p/s/session.jsonl.zstd", fingerprint(1, 2, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
     board.provisional(location, fp, TitleObservation("s"))  # the hint, at the listed fingerprint
     sent_back = pickle.loads(pickle.dumps(fp))
     board.observe(location, sent_back, TitleObservation("s", title="Verified"))
@@ -927,7 +929,7 @@ def test_titles_observed_between_two_reads_of_the_board_share_one_version() -> N
     ``int`` (32 bytes) kept with each of a big root's titles. What no reader told apart shares one
     now, and a reader still sees every change after its read as newer than what it read."""
     board = TitleBoard()
-    fp = Fingerprint(1, 2, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    fp = fingerprint(1, 2, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
     for number in range(300):  # past the integers Python keeps one of each
         board.provisional(f"log{number}", fp, TitleObservation(f"s{number}"))
     seen = board.version
@@ -952,7 +954,7 @@ def test_the_claims_left_to_scan_let_their_table_go_once_all_are_taken() -> None
     scans in batches. A dict keeps its table as it empties: the claims' was 8 MB at 200,000 logs,
     held for as long as the server ran."""
     board = TitleBoard()
-    fp = Fingerprint(1, 2, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    fp = fingerprint(1, 2, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
     record = SessionRecord("c", 1, None, {}, "claimed")
     board.claim({f"log{number}": (record, fp, TitleObservation("c", title="T")) for number in range(5000)})
     empty = sys.getsizeof({})
@@ -968,7 +970,7 @@ def test_a_claim_waiting_to_be_scanned_costs_its_board_entries_alone() -> None:
     scanned as a pair of its record and fingerprint beside the board's entry, which has both
     (13 MB until the last was scanned). The scans still get each claim's fingerprint."""
     board = TitleBoard()
-    fps = [Fingerprint(1, number, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000) for number in range(CLAIMS)]
+    fps = [fingerprint(1, number, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000) for number in range(CLAIMS)]
     records = [SessionRecord(f"c{number}", 1, None, {}, f"log{number}") for number in range(CLAIMS)]
     observation = TitleObservation("c", title="T")
     claims = {f"log{n}": (records[n], fps[n], observation) for n in range(CLAIMS)}
@@ -1205,26 +1207,39 @@ def test_a_listed_header_keeps_its_repeated_values_once(tmp_path: Path) -> None:
 
 
 def test_a_fingerprint_is_one_small_object_of_five_numbers() -> None:
-    """Compared and hashed as its five numbers, through pickling (worker processes send them back)
-    and the index's text; at most 100 bytes (a tuple of five ``int`` objects was about 250)."""
-    fp = Fingerprint(2049, 1 << 40, 3_000, BASE_MS * 1_000_000, -1)
-    assert list(fp) == [2049, 1 << 40, 3_000, BASE_MS * 1_000_000, -1]
-    assert (fp.dev, fp.ino, fp.size, fp.mtime_ns, fp.ctime_ns) == tuple(fp)
+    """Equal exactly when its five numbers are, hashed as one, through pickling (worker processes
+    send them back) and the index's text; 48 bytes for a log's usual numbers and not tracked by the
+    cyclic collector (a ``bytes`` subclass of nine bytes a number was 96, a tuple of five about 250)."""
+    fp = fingerprint(2049, 1 << 40, 3_000, BASE_MS * 1_000_000, -1)
+    assert fp_numbers(fp) == (2049, 1 << 40, 3_000, BASE_MS * 1_000_000, -1)
     assert pickle.loads(pickle.dumps(fp)) == fp and fp_parse(fp_text(fp)) == fp
-    assert {fp: 1}[Fingerprint(*fp)] == 1 and fp != Fingerprint(2049, 1 << 40, 3_001, BASE_MS * 1_000_000, -1)
+    assert {fp: 1}[fingerprint(*fp_numbers(fp))] == 1
+    for number in range(5):  # one number off, anywhere, is another fingerprint
+        numbers = list(fp_numbers(fp))
+        for other in (numbers[number] + 1, numbers[number] - 1, -numbers[number] - 1):
+            numbers[number] = other
+            assert fingerprint(*numbers) != fp and fp_numbers(fingerprint(*numbers)) == tuple(numbers)
+    for numbers in (
+        [0] * 5,
+        [-1, -2, 3, -(1 << 64) + 1, (1 << 64) - 1],
+        [(1 << 64) - 1] * 5,
+        [-(10**20)] * 5,
+    ):
+        assert list(fp_numbers(fingerprint(*numbers))) == numbers  # any 64-bit st_* value, any stored text
+    assert fingerprint(1, 2, 3, 4, 5) != fingerprint(1, 2, 3, 5, 4)
+    usual = fingerprint(2049, 9_000_000, 3_000, BASE_MS * 1_000_000 + 123, BASE_MS * 1_000_000 + 123)
+    assert sys.getsizeof(usual) <= 48 and not gc.is_tracked(usual)
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         kept = [
-            Fingerprint(2049, (1 << 40) + n, 3_000 + n, BASE_MS * 1_000_000 + n, BASE_MS * 1_000_000)
+            fingerprint(2049, (1 << 40) + n, 3_000 + n, BASE_MS * 1_000_000 + n, BASE_MS * 1_000_000 + n)
             for n in range(1000)
         ]
         each = (tracemalloc.get_traced_memory()[0] - before) / len(kept)
     finally:
         tracemalloc.stop()
-    assert each < 110, f"{each:.0f} bytes a fingerprint"
-    largest = Fingerprint(*[(1 << 64) - 1] * 5)  # any 64-bit st_* value
-    assert list(largest) == [(1 << 64) - 1] * 5
+    assert each < 60, f"{each:.0f} bytes a fingerprint"
 
 
 WALKED_LOGS = 3_000
@@ -1234,7 +1249,7 @@ def test_a_row_keeps_the_usual_listing_entry_as_its_header_alone() -> None:
     """An entry object beside every listed log's header was 64 bytes a row, 13 MB at 200,000."""
     path = "/root/p/0198c2a4-7b1e-7c3d-9f00-000000000001/session.jsonl.zstd"
     header = compact_header({"version": 1, "id": _session_id(1), "createdAt": BASE_MS, "cwd": "/w"})
-    fp = Fingerprint(1, 2, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
+    fp = fingerprint(1, 2, 3, BASE_MS * 1_000_000, BASE_MS * 1_000_000)
     text = entry_text(ListingEntry(((None, "zstd", header),), ()), path)
     row = IndexRow(fp, text, SETTLED_NS).parse(path)
     assert type(row.parsed_listing) is dict and row.parsed_listing == header

@@ -33,7 +33,7 @@ from dsh_session_reference.store import JsonlSessionStore, catalog
 from dsh_session_reference.store import scheduler as scheduler_module
 from dsh_session_reference.store import titles as titles_module
 from dsh_session_reference.store.catalog import SessionCatalog
-from dsh_session_reference.store.index.rows import Fingerprint, fingerprint_at
+from dsh_session_reference.store.index.rows import fingerprint, fingerprint_at
 from dsh_session_reference.store.index.store import IndexedSessionStore
 from dsh_session_reference.store.listing import Reuse
 from dsh_session_reference.store.root_state import root_state
@@ -708,18 +708,18 @@ def test_a_dropped_store_is_freed_at_once_not_at_the_next_full_collection(tmp_pa
 
 def test_a_hint_never_replaces_a_verified_title() -> None:
     board = TitleBoard()
-    fp = Fingerprint(1, 2, 3, 4, 5)
+    fp = fingerprint(1, 2, 3, 4, 5)
     board.observe("log", fp, TitleObservation("s", error="the log is damaged"))
     board.provisional("log", fp, TitleObservation("s", title="Looks fine"))
     assert board.current("log", fp) == TitleObservation("s", error="the log is damaged")
-    board.provisional("log", Fingerprint(1, 2, 9, 9, 9), TitleObservation("s", title="Grown"))
-    assert board.current("log", Fingerprint(1, 2, 9, 9, 9)) == TitleObservation("s", title="Grown")
+    board.provisional("log", fingerprint(1, 2, 9, 9, 9), TitleObservation("s", title="Grown"))
+    assert board.current("log", fingerprint(1, 2, 9, 9, 9)) == TitleObservation("s", title="Grown")
 
 
 def test_a_claimed_title_counts_only_once_a_scan_of_its_log_agrees() -> None:
     """Titles from the cache folder are claims: shown, queued to be scanned, and proved or replaced."""
     board = TitleBoard()
-    fp = Fingerprint(1, 2, 3, 4, 5)
+    fp = fingerprint(1, 2, 3, 4, 5)
     record = SessionRecord("s", 1, None, {"id": "s", "createdAt": 1}, "log")
     claimed = TitleObservation("s", title="Claimed")
     board.claim({"log": (record, fp, claimed)})
@@ -757,7 +757,7 @@ def test_claimed_titles_not_scanned_yet_count_as_background_work() -> None:
     on show): that is work a person waits on, so the progress shows it and the listing is kept
     only once it is done, as for titles being verified."""
     board = TitleBoard()
-    fp = Fingerprint(1, 2, 3, 4, 5)
+    fp = fingerprint(1, 2, 3, 4, 5)
     record = SessionRecord("s", 1, None, {"id": "s", "createdAt": 1}, "log")
     board.claim({"log": (record, fp, TitleObservation("s", title="Claimed"))})
     assert board.pending() == 1
@@ -783,7 +783,7 @@ def test_hints_left_to_scan_are_scanned_in_the_order_they_came_skipping_forgotte
     monkeypatch.setattr(titles_module, "scan_last_title", scan)
     monkeypatch.setattr(titles_module, "HINT_BUDGET", 0.0)  # the requests scan none themselves
     monkeypatch.setattr(titles_module, "LATER_HINT_BUDGET", 0.0)
-    fp = Fingerprint(1, 2, 3, 4, 5)
+    fp = fingerprint(1, 2, 3, 4, 5)
     records = [SessionRecord(f"s{n}", 1, None, {"id": f"s{n}", "createdAt": 1}, f"log{n}") for n in range(6)]
     board = TitleBoard()
     listed_at = {str(record.location): fp for record in records}.get
@@ -888,7 +888,7 @@ def test_the_stored_listing_ignores_rows_a_walk_of_the_root_would_never_make(tmp
     index.list_sessions()
     outside = put(tmp_path / "elsewhere", "evil", lines(header("evil", createdAt=99)))
     project = os.path.dirname(os.path.dirname(put(root, "x", b"")))
-    fp = Fingerprint(0, 0, 0, 0, 0)
+    fp = fingerprint(0, 0, 0, 0, 0)
     forged = [
         outside,
         os.path.join(root, "..", "elsewhere", "session.jsonl"),

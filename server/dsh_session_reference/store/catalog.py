@@ -46,7 +46,7 @@ from ..model import (
 from .changes import Listeners, changed_sessions
 from .feed import Index, WorkerFeed
 from .index.kept import SharedWithRows, StoredListing
-from .index.rows import Fingerprint, IndexRow, header_text
+from .index.rows import Fingerprint, IndexRow, fp_size, header_text
 from .listed import Listed, reusable, same_record
 from .listing import Reuse
 from .root_state import root_state
@@ -340,7 +340,7 @@ class SessionCatalog:
                     hintable.append(index)
                 else:
                     exact.append(index)
-                to_read += fp.size
+                to_read += fp_size(fp)
             if claims:
                 self.titles.claim(claims)
                 self._ask()

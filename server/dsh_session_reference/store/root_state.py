@@ -62,7 +62,7 @@ def _entry_state(state: int, entry: os.DirEntry[str]) -> int:
             state = hash((state, path, error.errno))
             continue
         if stat.S_ISREG(info.st_mode):
-            state = hash((state, path, *fingerprint_of(info)))
+            state = hash((state, path, fingerprint_of(info)))
         else:
             state = hash((state, path, _status(path)))
     return state
@@ -74,4 +74,4 @@ def _status(path: str) -> object:
         link = os.stat(path) if stat.S_ISLNK(info.st_mode) else None
     except OSError as error:
         return error.errno
-    return (info.st_mode, *fingerprint_of(info), None if link is None else fingerprint_of(link))
+    return (info.st_mode, fingerprint_of(info), None if link is None else fingerprint_of(link))

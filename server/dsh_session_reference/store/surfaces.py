@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Final, TypeVar, cast
 
 from ..model import ConversationSnapshot, SurfaceSnapshot
-from .index.rows import ReadAt, fingerprint_at
+from .index.rows import ReadAt, fingerprint_at, fp_size
 
 MAX_SURFACES: Final = 16
 MAX_SURFACE_LOG_BYTES: Final = 8 << 20
@@ -44,7 +44,7 @@ class SurfaceCache:
         path = value.session.location
         if path is None or before is None:
             return value
-        if isinstance(value, SurfaceSnapshot) and before.size > MAX_SURFACE_LOG_BYTES:
+        if isinstance(value, SurfaceSnapshot) and fp_size(before) > MAX_SURFACE_LOG_BYTES:
             return value  # a whole surface of a big log is not kept; a bounded conversation is
         if fingerprint_at(path) != before:
             return value  # written to while it was read

@@ -25,6 +25,8 @@ from .rows import (
     Fingerprint,
     IndexRow,
     Untrusted,
+    fingerprint,
+    fp_numbers,
     non_negative_safe,
     regular_fingerprint,
     too_many_missing,
@@ -166,7 +168,7 @@ def listing_pieces(
         json.dumps(
             [
                 record.location[len(prefix) :],
-                list(walked[record.location]),
+                list(fp_numbers(walked[record.location])),
                 record.header,
                 None if title is None else [title[0].title, title[0].error, *([True] if title[1] else [])],
             ],
@@ -282,7 +284,7 @@ def _kept_listing(lines: Iterator[bytes], root: str) -> StoredListing | None:
             if too_many_missing(missing, len(records)):
                 return None
             continue
-        walked[path] = Fingerprint(*fp)
+        walked[path] = fingerprint(*fp)
         # A header of its own, fresh from this parse, its repeated strings kept once as a row's are.
         record = record_at(path, compact_header(kept_header(header)))
         records.append(record)

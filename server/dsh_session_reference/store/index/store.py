@@ -51,6 +51,7 @@ from .rows import (
     Fingerprint,
     ReadAt,
     fingerprint_at,
+    fp_size,
     fp_text,
     header_text,
     regular_fingerprint,
@@ -274,7 +275,7 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
             seen.add(record.id)
             fp = regular_fingerprint(record.location)
             if fp is not None and self.cached_title(record, fp, header_text(record.header)) is None:
-                misses.append((fp.size, record))
+                misses.append((fp_size(fp), record))
         if len(misses) < 2 or sum(size for size, _ in misses) < PARALLEL_MIN_BYTES:
             return
 
