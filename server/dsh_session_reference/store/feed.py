@@ -79,7 +79,7 @@ class WorkerFeed:
                 return  # one batch at a time keeps a core free for requests
             # Claimed titles first: until its log is scanned, a claim may be a forged title on show
             # (a verification only confirms what a scan or a hint already shows).
-            if titles.to_prove:
+            if titles.claims_waiting():
                 worker = self.scheduler.worker()
                 if worker is None:
                     return

@@ -147,9 +147,15 @@ class TitleBoard:
         self.in_flight: set[str] = set()
         """Logs a worker process is verifying now."""
         self.to_prove: dict[str, SessionRecord] = {}
-        """Logs whose claimed titles are to be scanned, in the order they were claimed. The
-        fingerprint a claim is about is its entry's in :attr:`observed` (a pair of the record and
-        the fingerprint a log was 64 bytes, 13 MB while a server's first 200,000 claims waited)."""
+        """Logs whose claimed titles are to be scanned, in the order they were claimed, after
+        :attr:`_first_claims`. The fingerprint a claim is about is its entry's in :attr:`observed`
+        (a pair of the record and the fingerprint a log was 64 bytes, 13 MB while a server's first
+        200,000 claims waited)."""
+        self._first_claims: deque[SessionRecord] = deque()
+        """The records of claims made while none waited (the listing a server left, all at once),
+        in order, each log once: a pointer a claim, where a dict of them was 7.7 MB at 200,000
+        logs, held through the first walk over that listing, a server's peak there. A log claimed
+        again while it waits here waits in :attr:`to_prove` instead (:meth:`to_scan_claims`)."""
         self.proving: set[str] = set()
         """Logs a worker process is scanning now."""
 
@@ -192,14 +198,23 @@ class TitleBoard:
         title read here at the same fingerprint is kept instead."""
         with self._lock:
             version = self._stamp()
+            first = not self.claims_waiting()
             for location, (record, fp, observation) in claims.items():
                 entry = self.observed.get(location)
                 if entry is not None and entry.fp == fp and not entry.claimed:
                     continue
                 claimed = HINTED_CLAIM if location in hinted else CLAIM
                 self.observed[location] = Observed(fp, observation, version, claimed)
-                if location not in self.proving:
+                if location in self.proving:
+                    continue
+                if first:  # each log once in ``claims``: no table needed to keep them apart
+                    self._first_claims.append(record)
+                else:
                     self.to_prove[location] = record
+
+    def claims_waiting(self) -> bool:
+        """Whether claimed titles wait to be scanned (:meth:`to_scan_claims`)."""
+        return bool(self._first_claims or self.to_prove)
 
     def prove(self, location: str, fp: Fingerprint, scanned: str | None) -> bool:
         """What a scan of the log at ``fp`` found (its last ``session/title``) against the title
@@ -252,6 +267,7 @@ class TitleBoard:
                     del kept[location]
             live = (location for location in self._scan_order if location in self.to_scan)
             self._scan_order = deque(dict.fromkeys(live))  # each log once, in its first place
+            self._first_claims = deque(r for r in self._first_claims if r.location in listed)
 
     def changed_since(self, version: int) -> tuple[int, list[str]]:
         """The current version and every log observed after ``version``."""
@@ -354,7 +370,8 @@ class TitleBoard:
         sessions over the index a server left, every title is a claim to scan, work a person
         waits on (a claim may be a forged title on show) and the progress says so."""
         with self._lock:
-            return len(self.queued) + len(self.in_flight) + len(self.to_prove) + len(self.proving)
+            claims = len(self._first_claims) + len(self.to_prove)
+            return len(self.queued) + len(self.in_flight) + claims + len(self.proving)
 
     def take(self, batch: list[SessionRecord]) -> None:
         """``batch`` (from :attr:`queued`) goes to a worker process."""
@@ -381,10 +398,17 @@ class TitleBoard:
         """Up to ``count`` claimed logs to scan next (now in a worker process's hands), in the
         order they were claimed."""
         with self._lock:
-            taken = list(itertools.islice(self.to_prove.items(), count))
+            taken: list[tuple[str, SessionRecord]] = []
+            first = self._first_claims
+            while first and len(taken) < count:
+                record = first.popleft()
+                location = str(record.location)
+                if location not in self.to_prove:  # else claimed again since: taken from there
+                    taken.append((location, record))
+            taken += itertools.islice(self.to_prove.items(), count - len(taken))
             claims = []
             for location, record in taken:
-                del self.to_prove[location]
+                self.to_prove.pop(location, None)
                 if (entry := self.observed.get(location)) is not None:
                     self.proving.add(location)
                     # The entry's fingerprint: a claim made again at another one replaced it and
