@@ -1314,6 +1314,32 @@ def test_a_walk_lists_the_records_it_made_and_counts_ids_without_a_table() -> No
     assert peak < 3 * sys.getsizeof(listed) + 50_000, f"{peak} bytes at the walk's end"
 
 
+def test_a_listing_finds_its_records_by_id_without_a_table_of_ids() -> None:
+    """A table of every id beside the listing's table of logs was 7.7 MB at 200,000 sessions, held
+    for as long as the listing was served; the records sorted by id are a pointer each. The record
+    found is the one a table would give: the last listed with that id."""
+    count = 20_000
+    records = [
+        SessionRecord(_session_id(n), BASE_MS + n, None, {}, f"/r/p/{_session_id(n)}/session.jsonl.zstd")
+        for n in reversed(range(count))
+    ]
+    twin = SessionRecord(_session_id(3), BASE_MS, None, {}, "/r/q/twin/session.jsonl.zstd")
+    listing = [*records, twin]
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        listed = Listed.of(listing, {}, 0.0, count + 1)
+        found = [listed.record_of(record.id) for record in records]
+        held = tracemalloc.get_traced_memory()[0] - before - sys.getsizeof(found)
+    finally:
+        tracemalloc.stop()
+    assert found == [twin if record.id == twin.id else record for record in records]
+    assert listed.record_of(_session_id(count)) is None and listed.record_of("") is None
+    beside = held - sys.getsizeof(listed.by_location)  # the table of logs every lookup by path uses
+    assert beside < 10 * count, f"{beside / count:.1f} bytes a session beside the table of logs"
+
+
 def test_a_walk_that_finds_the_same_sessions_keeps_the_listing_s_lookups(tmp_path: Path) -> None:
     """Two new lookups of 200,000 sessions (by path and by id) were made beside the old ones at the
     end of every walk, 15 MB of the peak of a server over a kept index; a walk that found nothing
@@ -1327,10 +1353,15 @@ def test_a_walk_that_finds_the_same_sessions_keeps_the_listing_s_lookups(tmp_pat
         again = catalog_._refresh(None)
         assert again is not first and again.records is first.records
         assert again.by_id is first.by_id and again.by_location is first.by_location
+        assert not first.by_id and first.record_of(first.records[7].id) is first.records[7]
+        assert len(again.by_id) == len(first.records)  # sorted by id once, for both
         changed = Path(str(first.records[0].location))
         changed.write_bytes(_log_bytes(first.records[0].id, str(first.records[0].cwd), "Renamed"))
         third = catalog_._refresh(None)
-        assert third.by_id is not first.by_id and third.by_id.keys() == first.by_id.keys()
+        assert third.by_id is not first.by_id and third.by_location is not first.by_location
+        assert all(third.record_of(record.id) is record for record in third.records)
+        assert [r.id for r in third.by_id] == sorted(r.id for r in first.records)
+        assert third.record_of("no such id") is None and third.record_of("") is None
         assert third.records[1:] == first.records[1:] and third.records[0] is not first.records[0]
     finally:
         source.close()

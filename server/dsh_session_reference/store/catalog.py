@@ -378,7 +378,7 @@ class SessionCatalog:
         not share the interpreter with them."""
         with self.scheduler.serving():
             snapshot = self.snapshot
-            listed = snapshot.by_id.get(str(key[1])) if snapshot is not None else None
+            listed = snapshot.record_of(str(key[1])) if snapshot is not None else None
             return self.surfaces.read(key, listed.location if listed is not None else None, read)
 
     def background_work(self) -> tuple[str, int] | None:
@@ -465,7 +465,7 @@ class SessionCatalog:
         watcher, snapshot = self._watcher, self.snapshot
         if watcher is None or snapshot is None:
             return
-        records = (snapshot.by_id.get(session_id) for session_id in session_ids)
+        records = (snapshot.record_of(session_id) for session_id in session_ids)
         locations = (r.location for r in records if r is not None and r.location is not None)
         watcher.interest(dict.fromkeys(os.path.dirname(location) for location in locations))
 

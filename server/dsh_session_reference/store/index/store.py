@@ -161,8 +161,9 @@ class IndexedSessionStore(RowTable, ReadsOnDemand):
         catalog = self.catalog
         if catalog is None:
             return super().find_records(session_ids, stop)
-        by_id = catalog.listing(stop).by_id
-        return {session_id: by_id[session_id] for session_id in session_ids if session_id in by_id}
+        listing = catalog.listing(stop)
+        found = ((session_id, listing.record_of(session_id)) for session_id in session_ids)
+        return {session_id: record for session_id, record in found if record is not None}
 
     def warm_listing(self, since: int | None, stop: AbortSignal | None = None) -> WarmListing | None:
         """The catalog's listing and titles version (:meth:`..catalog.SessionCatalog.warm`); ``None``
