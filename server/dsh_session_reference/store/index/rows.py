@@ -47,8 +47,9 @@ compared and hashed as such, and taken apart by :func:`fp_numbers`.
 
 A server keeps one for every listed log. As a tuple of five ``int`` objects each was about 250
 bytes; as a ``bytes`` subclass of nine bytes a number, 96 (a subclass's objects are tracked by the
-cyclic collector, 16 bytes more); as a plain ``int`` of the numbers' own lengths, 48: 9.6 MB less
-at 200,000 sessions, and 200,000 objects fewer for every collection to look at."""
+cyclic collector, 16 bytes more); as a plain ``int`` of the numbers' own lengths, 48 for a log's
+usual numbers: 9.6 MB less at 200,000 sessions, and 200,000 objects fewer for every collection to
+look at."""
 
 _LENGTH_BITS: Final = 7
 """Bits that give the length of each packed number: a number of up to 127 bits. A fingerprint's
