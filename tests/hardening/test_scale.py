@@ -14,6 +14,7 @@ import logging
 import math
 import os
 import pickle
+import stat
 import subprocess
 import sys
 import threading
@@ -303,6 +304,41 @@ def test_the_root_s_state_takes_a_project_s_entries_one_at_a_time(tmp_path: Path
     assert peak < 100_000, f"a peak of {peak:,} bytes"
     log.write_bytes(b"xy")
     assert root_state(str(root)) != before  # a log that changed changes it
+
+
+def test_a_root_s_state_tells_apart_logs_whose_packed_fingerprints_hash_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A packed fingerprint is one ``int``, whose hash is the number modulo a prime: a log one byte
+    shorter and a power of two nanoseconds newer hashes alike. The root's state hashed it so, and a
+    background check would have kept the listing of a log rewritten so."""
+    root = tmp_path / "sessions"
+    log = Path(log_path(str(root), "/home/dev/shop", _session_id(1), "zstd"))
+    log.parent.mkdir(parents=True)
+    log.write_bytes(b"x" * 50_000)
+    real = os.lstat(log)
+
+    def moved(size: int, later: int) -> os.stat_result:
+        fields = list(real)
+        fields[stat.ST_SIZE] = real.st_size + size
+        return os.stat_result(
+            fields, {"st_mtime_ns": real.st_mtime_ns + later, "st_ctime_ns": real.st_ctime_ns + later}
+        )
+
+    def packed(info: os.stat_result) -> int:
+        return fingerprint(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+    later = next(1 << k for k in range(60) if hash(packed(moved(-1, 1 << k))) == hash(packed(real)))
+    states = []
+    for status in (real, moved(-1, later)):
+        monkeypatch.setattr(
+            os, "lstat", lambda path, status=status: status if path == str(log) else _LSTAT(path)
+        )
+        states.append(root_state(str(root)))
+    assert states[0] != states[1]
+
+
+_LSTAT = os.lstat
 
 
 def test_a_walk_holds_a_project_s_names_not_its_directory_entries(tmp_path: Path) -> None:
