@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -1282,6 +1283,29 @@ def test_a_dropped_watched_catalog_is_collected_and_stops_watching(tmp_path: Pat
         assert time.monotonic() < deadline, [t.name for t in threading.enumerate()]
         gc.collect()
         time.sleep(0.05)
+
+
+def test_a_store_dropped_during_a_background_round_ends_it_quietly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The catalog holds its store weakly: a store dropped while a round runs (the root setting
+    changed) made the round fail on the store's proxy, logged with its traceback, which held the
+    round's frame and so the catalog and its threads for as long as the record was kept (a test
+    saw them alive 5 s later). The round now ends as a closed source's does, and says nothing."""
+    put(tmp_path, "s-a", lines(header("s-a"), *one_turn()))
+    source = open_live(str(tmp_path))
+    source.list_sessions()
+    held = source.catalog  # type: ignore[attr-defined]
+    assert held is not None
+    del source
+    gc.collect()
+    with caplog.at_level(logging.INFO, logger="dsh_session_reference"):
+        assert held._work() is None
+    assert not [record for record in caplog.records if record.levelno >= logging.WARNING], caplog.text
+    dropped = weakref.ref(held)
+    del held
+    gc.collect()
+    assert dropped() is None
 
 
 def test_a_new_session_is_walked_for_while_the_editor_is_busy(

@@ -585,6 +585,11 @@ class SessionCatalog:
                     self.feed.feed()
                 if seen is not None:
                     self.listeners.tell(seen)
+        except ReferenceError:
+            # The store was dropped during the round (the server opened another root): as closed.
+            # Logged, its traceback would hold this round's frame and so this catalog, its
+            # threads and its worker process, for as long as the log record is kept.
+            return None
         except Exception:  # the next request still works from the snapshot; say why here
             LOG.exception("background index work failed")
         return IDLE_ROUND
