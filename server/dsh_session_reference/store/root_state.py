@@ -10,6 +10,7 @@ import os
 import stat
 from collections.abc import Callable
 
+from .index.rows import stat_numbers
 from .layout import PLAIN_NAME, ZSTD_NAME
 
 
@@ -61,7 +62,9 @@ def _entry_state(state: int, entry: os.DirEntry[str]) -> int:
             state = hash((state, path, error.errno))
             continue
         if stat.S_ISREG(info.st_mode):
-            state = hash((state, path, *_numbers(info)))
+            # Its numbers apart, not its packed fingerprint: a tuple's hash mixes its items, where an
+            # ``int``'s is the number modulo a prime (a log a byte shorter and 256 ns newer hashed alike).
+            state = hash((state, path, *stat_numbers(info)))
         else:
             state = hash((state, path, _status(path)))
     return state
@@ -73,11 +76,4 @@ def _status(path: str) -> object:
         link = os.stat(path) if stat.S_ISLNK(info.st_mode) else None
     except OSError as error:
         return error.errno
-    return (info.st_mode, *_numbers(info), None if link is None else _numbers(link))
-
-
-def _numbers(info: os.stat_result) -> tuple[int, int, int, int, int]:
-    """What a fingerprint holds of a status, as separate numbers: a tuple's hash mixes its items,
-    where a packed fingerprint's hash is the ``int`` itself modulo a prime, so a log a byte shorter
-    and 256 ns newer hashed alike (:func:`.index.rows.fingerprint`)."""
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+    return (info.st_mode, *stat_numbers(info), None if link is None else stat_numbers(link))

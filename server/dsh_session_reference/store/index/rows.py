@@ -110,8 +110,13 @@ class ReadAt(NamedTuple, Generic[T]):
     value: T
 
 
+def stat_numbers(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    """The five numbers of a status a fingerprint is made of, in :func:`fingerprint`'s order."""
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
+
+
 def fingerprint_of(info: os.stat_result) -> Fingerprint:
-    return fingerprint(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    return fingerprint(*stat_numbers(info))
 
 
 def fingerprint_at(path: str) -> Fingerprint | None:
