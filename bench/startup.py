@@ -12,6 +12,10 @@ the server had used by then, every thread, what an editor sharing its cores lose
   began (VS Code shows it in the status bar);
 - over the index the previous server left (every later start).
 
+With ``--busy N``, N processes spin in this benchmark's own session while the kept-index starts run,
+as an editor's own processes (its renderer, its extension host) keep its cores busy while the
+server it spawned starts: the server competes for a core with them, as it does in a real editor.
+
 With ``--initialize-after SECONDS`` the client writes ``initialize`` that long after the spawn, as
 VS Code does once it has activated the extension (the server is spawned as the extension's code
 loads, 0.4-1.3 s before ``activate`` in the e2e runs): ``initialize`` is then timed from when it
@@ -31,12 +35,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +149,7 @@ async def start_once(
     return marks
 
 
-async def run(sessions: int, kept_runs: int, initialize_after: float) -> None:
+async def run(sessions: int, kept_runs: int, initialize_after: float, busy: int) -> None:
     manifest = ensure_store(StoreSpec(sessions=sessions, huge=0, medium=0))
     with tempfile.TemporaryDirectory(prefix="dsh-startup-") as scratch:
         cache, bytecode = Path(scratch) / "cache", Path(scratch) / "bytecode"
@@ -150,7 +157,10 @@ async def run(sessions: int, kept_runs: int, initialize_after: float) -> None:
         await start_once(root, Path(scratch) / "compiling", target, bytecode)
         cold = await start_once(root, cache, target, bytecode)
         print(f"empty index: {_line(cold)}")
-        kept = [await start_once(root, cache, target, bytecode, initialize_after) for _ in range(kept_runs)]
+        with _spinning(busy):
+            kept = [
+                await start_once(root, cache, target, bytecode, initialize_after) for _ in range(kept_runs)
+            ]
         for marks in kept:
             print(f"kept index:  {_line(marks)}")
         figures = [marks["sessions"] for marks in kept]
@@ -161,6 +171,18 @@ async def run(sessions: int, kept_runs: int, initialize_after: float) -> None:
         cpu = [marks["server CPU"] for marks in kept if "server CPU" in marks]
         if cpu:
             print(f"kept index, the server's CPU until then: median {statistics.median(cpu) * 1000:.0f} ms")
+
+
+@contextlib.contextmanager
+def _spinning(count: int) -> Iterator[None]:
+    """``count`` processes busy on the CPU in this process's session while the block runs."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
 
 
 def _cpu_seconds(client: LanguageClient) -> float | None:
@@ -190,8 +212,15 @@ def main() -> None:
         metavar="SECONDS",
         help="over the kept index, send initialize this long after the spawn (VS Code: once activated)",
     )
+    parser.add_argument(
+        "--busy",
+        type=int,
+        default=0,
+        metavar="N",
+        help="over the kept index, N processes spinning in this session (an editor's own, busy)",
+    )
     args = parser.parse_args()
-    asyncio.run(run(args.sessions, args.runs, args.initialize_after))
+    asyncio.run(run(args.sessions, args.runs, args.initialize_after, args.busy))
 
 
 if __name__ == "__main__":
