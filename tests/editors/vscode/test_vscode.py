@@ -269,7 +269,7 @@ USER_SETTINGS = {
 def _code_server(
     tools: Tools, env: dict[str, str], user_data: Path, extensions: Path, folder: Path, log: Path
 ) -> Iterator[tuple[str, int]]:
-    """code-server on a free loopback port; yields its URL and its session id (= its pid)."""
+    """code-server on a free loopback port; yields its URL and its pid (the id of its session and process group)."""
     port = _free_port()
     with log.open("w") as log_file:
         process = subprocess.Popen(
@@ -320,34 +320,46 @@ def _code_server(
             process.wait()
 
 
-def _server_pids(session: int) -> list[int]:
-    """The language servers running under code-server (its session holds the extension host's children)."""
-    pids = []
+def _server_pids(code_server: int) -> list[int]:
+    """The language servers running under code-server: its descendants (the extension host's
+    children). Not its session: the server leads a session of its own (``assembly.leave_editor_session``)."""
+    parents: dict[int, int] = {}
+    servers = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if os.getsid(int(entry.name)) != session:
-                continue
+            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
+        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
         if any(arg.endswith(b"launch_server.py") for arg in argv) and b"lsp" in argv:
-            pids.append(int(entry.name))
-    return pids
+            servers.append(int(entry.name))
+
+    def under_code_server(pid: int) -> bool:
+        seen = set()
+        while pid > 1 and pid not in seen:
+            if pid == code_server:
+                return True
+            seen.add(pid)
+            pid = parents.get(pid, 0)
+        return False
+
+    return [pid for pid in servers if under_code_server(pid)]
 
 
-def _crash_and_recover(session: int, user_data: Path) -> float:
+def _crash_and_recover(code_server: int, user_data: Path) -> float:
     """Kill the server as a crash would; the extension must restart it (and say so) by itself."""
     deadline = time.monotonic() + 10
-    while len(running := _server_pids(session)) != 1 and time.monotonic() < deadline:
+    while len(running := _server_pids(code_server)) != 1 and time.monotonic() < deadline:
         time.sleep(0.2)  # a restart the driver asked for may still be finishing
     assert len(running) == 1, f"expected one server, found {running}"
     first = running[0]
     os.kill(first, signal.SIGKILL)
     killed = time.monotonic()
     while time.monotonic() - killed < 20:
-        restarted = [pid for pid in _server_pids(session) if pid != first]
+        restarted = [pid for pid in _server_pids(code_server) if pid != first]
         if restarted and "restarting (1 of 3 restarts)" in _extension_log(user_data):
             return time.monotonic() - killed
         time.sleep(0.2)
@@ -565,7 +577,7 @@ def _drive(
     no error (else the failure, with what explains it)."""
     with _code_server(
         tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
-    ) as (url, _session):
+    ) as (url, _pid):
         spec["url"] = url
         result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
     assert result["error"] is None, _explain(result, output, profile, artifacts)
@@ -703,11 +715,13 @@ def test_vscode_diagnostic_quick_fix_completion_and_preview(
     )
     with _code_server(
         tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
-    ) as (url, session):
+    ) as (url, code_server):
         spec["url"] = url
         result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
         log_before_crash = profile.extension_log()
-        recovered_after = _crash_and_recover(session, profile.user_data) if result["error"] is None else None
+        recovered_after = (
+            _crash_and_recover(code_server, profile.user_data) if result["error"] is None else None
+        )
     log = profile.extension_log()
 
     def explain() -> str:
@@ -1404,10 +1418,10 @@ def test_vscode_too_old_python_gives_one_clear_notification(
         profile.extensions,
         scenario.workspace,
         tmp_path / "code-server.log",
-    ) as (url, session):
+    ) as (url, code_server):
         spec["url"] = url
         result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
-        running = _server_pids(session)
+        running = _server_pids(code_server)
     assert result["error"] is None, _explain(result, output, profile, artifacts)
     notice = result["steps"]["notification"]
     assert notice["count"] == 1, notice
