@@ -32,7 +32,7 @@ from .store.layout import dsh_home, resolve_root, root_origin, root_problem
 __all__ = [
     "ROOT_NOT_FOUND",
     "dsh_profile_budgets",
-    "leave_editor_session",
+    "lead_own_process_session",
     "make_resolver",
     "open_live",
     "open_source",
@@ -201,21 +201,25 @@ def zstd_missing() -> str | None:
     return None
 
 
-def leave_editor_session() -> None:
-    """Make the language server the leader of a session of its own, on Linux, as Neovim does for
-    every language server it starts (``detached``, on by default) and VS Code does not.
+def lead_own_process_session() -> None:
+    """Make the language server the leader of a process session of its own (``setsid``), on Linux,
+    when an editor started it over pipes: as Neovim starts every language server by default
+    (``detached``, but on Windows), and VS Code does not.
 
-    Linux's scheduler shares the CPU between sessions before it shares it between their threads
-    (autogroups, on by default in most distributions' kernels). Left in the editor's session, the
-    server's start is one thread among the editor's many: with four processes of that session busy
-    on two cores, spawn to the first sessions took 1.39 s against 0.46 s on a quiet host, and 0.77 s
-    in a session of its own (``bench/startup.py --busy 4``, medians of 5). There it gets the share
-    of a whole session while it works, and the server and its worker processes together never get
-    more, so a cold index's walk cannot crowd out the editor either. The server reads the editor's
-    requests from its stdin and exits when that closes, as before: it needs no terminal and no
-    signal from the editor's process group. Where the process leads a process group already (a
-    terminal's job, an editor that started it detached), ``setsid`` fails and nothing changes."""
-    if sys.platform == "linux":
+    Where the kernel shares the CPU between process sessions before their threads (autogroups:
+    ``kernel.sched_autogroup_enabled`` on, as in most distributions' kernels, and the editor in
+    the root CPU cgroup), a server left in the editor's session is one thread among the editor's
+    many, and a busy editor starves its start (``bench/startup.py --busy``, docs/benchmarks.md).
+    In a session of its own it gets a session's share while it works, and together with its
+    worker processes (started after this, so in the same session) no more. The server reads the
+    editor's requests from its stdin and exits when that closes: it needs no terminal, and no
+    signal sent to the editor's process group reaches it. Left alone: a server whose
+    stdin is a terminal (run by hand, where Ctrl+C must still reach it), and one that leads a
+    process group already (a terminal's job, an editor that started it detached), for which
+    ``setsid`` fails. A session leader takes a terminal it opens as its controlling one, unless
+    opened with ``O_NOCTTY``: so are the paths a client, a root or the cache folder names
+    (``jsjson.read_untrusted``, ``store.logbase``, ``store.cache_files``)."""
+    if sys.platform == "linux" and not os.isatty(0):
         with contextlib.suppress(OSError):
             os.setsid()
 

@@ -434,7 +434,7 @@ def _lsp(args: argparse.Namespace, serve_stdio: Callable[[str | None], int]) -> 
     except OSError as error:
         reason = error.strerror or str(error)
         return _fail(args, "IO_ERROR", f"cannot write the log file {args.log_file!r}: {reason}")
-    assembly.leave_editor_session()  # before the spare worker, which stays in the server's session
+    assembly.lead_own_process_session()  # before the spare worker, which stays in the server's session
     assembly.start_spare_worker()
     return serve_stdio(args.sessions)
 

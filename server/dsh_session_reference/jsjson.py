@@ -71,9 +71,11 @@ def read_untrusted(path: str, limit: int) -> bytes:
     """The bytes of the regular file at ``path`` (a symlink to one is followed), at most ``limit``:
     the one way a file a client, a workspace or the cache folder names is read. Opened without
     blocking and checked to be a regular file, so a FIFO cannot hang the reader, and read up to
-    ``limit`` + 1 bytes, so ``/dev/zero`` or a file that grows cannot fill memory.
+    ``limit`` + 1 bytes, so ``/dev/zero`` or a file that grows cannot fill memory; a terminal never
+    becomes the server's controlling one (it leads its own process session).
     :class:`NotRegularFile`, :class:`FileTooLarge`, or the :class:`OSError` of the open or read."""
     flags = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
+    flags |= getattr(os, "O_NOCTTY", 0)
     with open(os.open(path, flags), "rb") as handle:
         info = os.fstat(handle.fileno())
         if not stat.S_ISREG(info.st_mode):

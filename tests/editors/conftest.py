@@ -311,7 +311,9 @@ def run_editor(tmp_path: Path) -> Callable[[list[str], Scenario, dict[str, Any]]
             output, _ = process.communicate()
             timed_out = True
         finally:
-            # The group outlives the editor only if a child (the server) did.
+            # The group outlives the editor only if a child did. A language server is not one of
+            # them: it leads a process session of its own (or the editor started it so), and ends
+            # when the editor's pipe to it closes.
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
         text = output.decode(errors="replace")

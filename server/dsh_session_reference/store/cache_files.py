@@ -28,6 +28,7 @@ _LOG = logging.getLogger("dsh_session_reference.index")
 _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 _NONBLOCK: Final = getattr(os, "O_NONBLOCK", 0)
+_NOCTTY: Final = getattr(os, "O_NOCTTY", 0)
 
 DATABASE_SUFFIXES: Final = ("", "-wal", "-shm", "-journal")
 """The files SQLite keeps for a database ``path``: ``path`` plus each suffix."""
@@ -53,7 +54,7 @@ def open_private(path: str, flags: int) -> int:
     With ``O_CREAT``, a planted entry is removed and the file is made afresh (``O_EXCL``, 0600), so
     what is returned is always our own file; without it, a planted entry is :class:`PlantedFile`.
     """
-    base = flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK
+    base = flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK | _NOCTTY
     for _ in range(3):
         try:
             seen: os.stat_result | None = os.lstat(path)

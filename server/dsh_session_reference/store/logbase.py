@@ -85,6 +85,7 @@ def open_artifact(
         | getattr(os, "O_NOFOLLOW", 0)
         | getattr(os, "O_NONBLOCK", 0)
         | getattr(os, "O_CLOEXEC", 0)
+        | getattr(os, "O_NOCTTY", 0)
     )
     fd = -1
     if resolved is not None and is_within(root_real, resolved):

@@ -295,6 +295,7 @@ def _code_server(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        failed = True  # until the block ran to its end
         try:
             url = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + 30
@@ -309,7 +310,11 @@ def _code_server(
                 )
                 time.sleep(0.2)
             yield f"{url}/?folder={folder}", process.pid
+            failed = False
         finally:
+            # The language servers lead process sessions of their own, outside code-server's group:
+            # each must end by itself once the extension host that reads it is gone.
+            servers = _server_pids(process.pid)
             # code-server forks several Node children: stop the whole group, then make sure.
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)
@@ -318,11 +323,15 @@ def _code_server(
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
             process.wait()
+            left = _outliving(servers, 10)
+            if left and not failed:
+                pytest.fail(f"language servers outlived code-server by 10 s: {left}")
 
 
 def _server_pids(code_server: int) -> list[int]:
     """The language servers running under code-server: its descendants (the extension host's
-    children). Not its session: the server leads a session of its own (``assembly.leave_editor_session``)."""
+    children). Not its session: the server leads a process session of its own
+    (``assembly.lead_own_process_session``)."""
     parents: dict[int, int] = {}
     servers = []
     for entry in Path("/proc").iterdir():
@@ -347,6 +356,34 @@ def _server_pids(code_server: int) -> list[int]:
         return False
 
     return [pid for pid in servers if under_code_server(pid)]
+
+
+def _outliving(pids: list[int], seconds: float) -> list[int]:
+    """Those of ``pids`` still running (not zombies) after up to ``seconds``; killed before returning."""
+    deadline = time.monotonic() + seconds
+
+    def running() -> list[int]:
+        alive = []
+        for pid in pids:
+            try:
+                state = (
+                    Path(f"/proc/{pid}/stat")
+                    .read_text(encoding="ascii", errors="replace")
+                    .rsplit(")", 1)[1]
+                    .split()[0]
+                )
+            except (OSError, IndexError):
+                continue
+            if state not in ("Z", "X"):
+                alive.append(pid)
+        return alive
+
+    while (alive := running()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return alive
 
 
 def _crash_and_recover(code_server: int, user_data: Path) -> float:

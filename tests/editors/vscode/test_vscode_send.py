@@ -63,7 +63,7 @@ def test_vscode_sends_the_prompt_to_real_dsh_and_the_model_gets_its_model_facing
         )
         with _code_server(
             tools, profile.env, profile.user_data, profile.extensions, workspace, tmp_path / "code-server.log"
-        ) as (url, _session):
+        ) as (url, _pid):
             spec["url"] = url
             mark = dsh.model.mark()
             result, output = _run_driver(tools, spec, tmp_path / "spec.json", profile.env)
