@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Awaitable
 from pathlib import Path
@@ -25,6 +24,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from pygls.protocol import default_converter
 
 from dsh_session_reference.uri import encode_session_reference_uri
+from processes import cpu_seconds
 
 from .audit import audited_env, audited_server_command, run_audited, vm_kb
 from .probed_server import BLOCK, COMMAND, STATS
@@ -254,12 +254,6 @@ async def exits_soon_after_exit(s: Session) -> int | None:
     await asyncio.wait_for(server.wait(), 30)
     assert time.monotonic() - started < 2 * ANSWER_SECONDS
     return server.returncode
-
-
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU time a live process has used."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def test_exit_does_not_wait_for_work_that_cannot_stop(root: Path, workspace: Path) -> None:

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from processes import children, proc_stat, running
+
 pytestmark = pytest.mark.skipif(
     sys.platform != "linux", reason="process sessions as scheduling groups are Linux's"
 )
@@ -28,24 +30,6 @@ pytestmark = pytest.mark.skipif(
 def _frame(message: dict[str, Any]) -> bytes:
     body = json.dumps(message).encode()
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-
-def _stat(pid: int) -> list[str] | None:
-    """``/proc/PID/stat``'s fields after the command name (state, ppid, pgrp, session, ...), or
-    ``None`` once the process is gone (a zombie counts as gone)."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return None
-    fields = text.rsplit(")", 1)[1].split()
-    return None if fields[0] in ("Z", "X") else fields
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-    except OSError:
-        return []
 
 
 def _wait_for(condition: Callable[[], object], what: str) -> None:
@@ -99,20 +83,20 @@ def test_the_server_and_its_worker_leave_the_editor_s_session_and_end_with_its_p
         # The spare worker a cold index's walk takes starts before `initialize` (the walk may stop
         # it once it finds nothing to do): it starts after the server left, in the server's session.
         if (os.cpu_count() or 1) > 1:
-            _wait_for(lambda: _children(server.pid), "the spare worker did not start")
-            workers = _children(server.pid)
-            sessions = [(_stat(pid) or ["?"] * 4)[3] for pid in workers]
+            _wait_for(lambda: children(server.pid), "the spare worker did not start")
+            workers = children(server.pid)
+            sessions = [(proc_stat(pid) or ["?"] * 4)[3] for pid in workers]
             assert sessions == [str(server.pid)] * len(workers), (workers, sessions)
         else:
             workers = []
-        stat = _stat(server.pid)
+        stat = proc_stat(server.pid)
         assert stat is not None and int(stat[3]) == server.pid != os.getsid(0)
         # No terminal and no process group ties it to the editor: its stdin closing ends it, and
         # its worker with it.
         assert server.stdin is not None
         server.stdin.close()
         assert server.wait(timeout=20) == 0
-        _wait_for(lambda: all(_stat(pid) is None for pid in workers), "a worker outlived the server")
+        _wait_for(lambda: not any(running(pid) for pid in workers), "a worker outlived the server")
     finally:
         server.kill()
         server.wait()
@@ -125,7 +109,7 @@ def test_a_server_that_leads_its_process_group_already_runs_as_it_is(tmp_path: P
     try:
         reply = _initialize(server)
         assert reply["id"] == 1 and "capabilities" in reply["result"], reply
-        stat = _stat(server.pid)
+        stat = proc_stat(server.pid)
         assert stat is not None and int(stat[2]) == server.pid  # its own group, as it was started
         assert int(stat[3]) == os.getsid(0)  # still ours: setsid refused, and nothing broke
     finally:
@@ -141,10 +125,10 @@ def test_a_server_run_in_a_terminal_stays_in_its_session(tmp_path: Path) -> None
         server = _server(tmp_path, stdin=secondary)
         # The spare worker starts right after the call that would have left the session.
         if (os.cpu_count() or 1) > 1:
-            _wait_for(lambda: _children(server.pid), "the spare worker did not start")
+            _wait_for(lambda: children(server.pid), "the spare worker did not start")
         else:
             time.sleep(1)
-        stat = _stat(server.pid)
+        stat = proc_stat(server.pid)
         assert stat is not None and int(stat[3]) == os.getsid(0)
         server.kill()
         server.wait()

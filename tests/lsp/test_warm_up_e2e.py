@@ -25,6 +25,8 @@ from lsp_support import (
 )
 from pytest_lsp import LanguageClient
 
+from processes import children
+
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CACHE = Path(tempfile.mkdtemp(prefix="dsh-warm-up-cache-"))
@@ -62,10 +64,6 @@ async def test_the_root_is_listed_and_indexed_before_any_request(s: Session) -> 
     logs = len(list(s.client.store.glob("*/*/session.jsonl*")))  # type: ignore[attr-defined]
     assert logs == len(default_specs("/w"))
     await wait_until(lambda: listed_rows() == logs)
-
-
-def children(pid: int) -> list[int]:
-    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 async def test_the_spare_worker_started_with_the_server_does_not_outlive_a_small_first_walk(

@@ -70,6 +70,7 @@ from editors.ranking import (
     ranked_for,
     titled_log,
 )
+from processes import proc_stat, running
 
 if TYPE_CHECKING:
     from conftest import Scenario
@@ -332,53 +333,34 @@ def _server_pids(code_server: int) -> list[int]:
     """The language servers running under code-server: its descendants (the extension host's
     children). Not its session: the server leads a process session of its own
     (``assembly.lead_own_process_session``)."""
-    parents: dict[int, int] = {}
     servers = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text(encoding="ascii", errors="replace")
             argv = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        parents[int(entry.name)] = int(stat.rsplit(")", 1)[1].split()[1])
         if any(arg.endswith(b"launch_server.py") for arg in argv) and b"lsp" in argv:
             servers.append(int(entry.name))
+    return [pid for pid in servers if _descends_from(pid, code_server)]
 
-    def under_code_server(pid: int) -> bool:
-        seen = set()
-        while pid > 1 and pid not in seen:
-            if pid == code_server:
-                return True
-            seen.add(pid)
-            pid = parents.get(pid, 0)
-        return False
 
-    return [pid for pid in servers if under_code_server(pid)]
+def _descends_from(pid: int, ancestor: int) -> bool:
+    seen = set()
+    while pid > 1 and pid not in seen:
+        if pid == ancestor:
+            return True
+        seen.add(pid)
+        fields = proc_stat(pid)
+        pid = 0 if fields is None else int(fields[1])
+    return False
 
 
 def _outliving(pids: list[int], seconds: float) -> list[int]:
     """Those of ``pids`` still running (not zombies) after up to ``seconds``; killed before returning."""
     deadline = time.monotonic() + seconds
-
-    def running() -> list[int]:
-        alive = []
-        for pid in pids:
-            try:
-                state = (
-                    Path(f"/proc/{pid}/stat")
-                    .read_text(encoding="ascii", errors="replace")
-                    .rsplit(")", 1)[1]
-                    .split()[0]
-                )
-            except (OSError, IndexError):
-                continue
-            if state not in ("Z", "X"):
-                alive.append(pid)
-        return alive
-
-    while (alive := running()) and time.monotonic() < deadline:
+    while (alive := [pid for pid in pids if running(pid)]) and time.monotonic() < deadline:
         time.sleep(0.1)
     for pid in alive:
         with contextlib.suppress(ProcessLookupError):
