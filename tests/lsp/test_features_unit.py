@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
@@ -898,3 +899,66 @@ def quick_fixes(
         suggest_command=suggest_command,
     )
     return [a for a in found if isinstance(a, types.CodeAction) and a.kind == types.CodeActionKind.QuickFix]
+
+
+class _RecordedProgress:
+    """The work-done progress calls a server makes, recorded (the client accepts every token)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, object]] = []
+
+    async def create_async(self, token: str) -> None:
+        self.sent.append(("create", token))
+
+    def begin(self, token: str, value: types.WorkDoneProgressBegin) -> None:
+        self.sent.append(("begin", value))
+
+    def report(self, token: str, value: types.WorkDoneProgressReport) -> None:
+        self.sent.append(("report", value))
+
+    def end(self, token: str, value: types.WorkDoneProgressEnd) -> None:
+        self.sent.append(("end", value))
+
+
+def _titles_progress(*, done: bool, supported: bool = True) -> list[tuple[str, object]]:
+    """What :func:`titles_with_progress` sends for a completion's titles, read for 20 ms (or
+    already read), with 3,040 sessions walked."""
+    from dsh_session_reference.lsp.progress import titles_with_progress
+
+    progress = _RecordedProgress()
+    host = SimpleNamespace(
+        work_done_progress=progress,
+        store=SimpleNamespace(walked_sessions=3040),
+        capability=lambda path, default=None: supported,
+    )
+
+    async def run() -> None:
+        titles: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if done:
+            titles.set_result(None)
+        showing = asyncio.ensure_future(titles_with_progress(host, host.store, titles))
+        await asyncio.sleep(0.02)
+        assert not showing.done() or done or not supported  # it waits on the titles
+        if not titles.done():
+            titles.set_result(None)
+        await showing
+
+    asyncio.run(run())
+    return progress.sent
+
+
+def test_a_completion_reading_titles_after_the_walk_shows_the_listing_progress_until_they_are_read() -> None:
+    """The first `@` over a cold root whose walk ended before it (the VS Code extension starts the
+    server before the editor is up) answers "Listing dsh sessions…" while it reads titles: the
+    listing's progress shows again, at once, and ends when they are read."""
+    sent = _titles_progress(done=False)
+    assert [kind for kind, _ in sent] == ["create", "begin", "end"], sent
+    begin, end = sent[1][1], sent[2][1]
+    assert isinstance(begin, types.WorkDoneProgressBegin) and isinstance(end, types.WorkDoneProgressEnd)
+    assert (begin.title, begin.message) == ("Listing dsh sessions", "3,040 sessions read; reading titles")
+    assert end.message == "3,040 sessions read"
+
+
+def test_titles_already_read_or_a_client_without_progress_shows_none() -> None:
+    assert _titles_progress(done=True) == []
+    assert _titles_progress(done=False, supported=False) == []

@@ -127,21 +127,46 @@ async def list_with_progress(
     token = await _progress_token(ls) if shown else None
     if token is not None:
         progress = ls.work_done_progress
-
-        def message() -> str:
-            return f"{store.walked_sessions:,} sessions read"
-
-        progress.begin(token, types.WorkDoneProgressBegin(title="Listing dsh sessions", message=message()))
+        progress.begin(token, types.WorkDoneProgressBegin(title=LISTING_TITLE, message=_read(store)))
         try:
             while not work.done():
                 await asyncio.wait({work}, timeout=PROGRESS_EVERY)
                 if not work.done():
-                    progress.report(token, types.WorkDoneProgressReport(message=message()))
+                    progress.report(token, types.WorkDoneProgressReport(message=_read(store)))
             following = None if then is None else then()
             if following is not None and not following.done():
-                titles = f"{message()}; reading titles"
-                progress.report(token, types.WorkDoneProgressReport(message=titles))
+                progress.report(token, types.WorkDoneProgressReport(message=_read(store, titles=True)))
                 await asyncio.wait({following})
         finally:
-            progress.end(token, types.WorkDoneProgressEnd(message=message()))
+            progress.end(token, types.WorkDoneProgressEnd(message=_read(store)))
     await work
+
+
+async def titles_with_progress(ls: ProgressHost, store: LiveSource, titles: asyncio.Future[Any]) -> None:
+    """A completion answered "Listing dsh sessions…" once the root's walk was over (:func:`list_with_progress`
+    ran ahead of it from the server's start, its progress ended with the walk), while the titles of
+    the sessions it ranks are still being read: the same progress, at once, until ``titles`` is
+    done, so the popup's row never waits without it in the status bar. A client that starts the
+    server before its editor is up (the VS Code extension does) sends ``initialize`` early enough
+    for the walk of a big cold root to be over by the first ``@``."""
+    if titles.done() or not ls.capability("window.work_done_progress", False):
+        return
+    token = await _progress_token(ls)
+    if token is None:
+        return
+    progress = ls.work_done_progress
+    progress.begin(token, types.WorkDoneProgressBegin(title=LISTING_TITLE, message=_read(store, titles=True)))
+    try:
+        await asyncio.wait({titles})
+    finally:
+        progress.end(token, types.WorkDoneProgressEnd(message=_read(store)))
+
+
+LISTING_TITLE: Final = "Listing dsh sessions"
+"""The title of a listing's progress (the popup's row says the same)."""
+
+
+def _read(store: LiveSource, *, titles: bool = False) -> str:
+    """A listing's progress message: the sessions walked so far, and whether titles are being read."""
+    read = f"{store.walked_sessions:,} sessions read"
+    return f"{read}; reading titles" if titles else read

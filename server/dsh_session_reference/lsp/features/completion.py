@@ -18,7 +18,7 @@ from ...resolver import Candidate
 from ..completion import completion_items, find_trigger, item_data, listing_item
 from ..contract import Feature, Handler, Services
 from ..hover import documentation, read_session_facts, session_summary
-from ..progress import list_with_progress
+from ..progress import list_with_progress, titles_with_progress
 
 LOG = logging.getLogger(__name__)
 
@@ -54,6 +54,7 @@ class Completion(Feature):
             "markdown",
             "completion_columns",
             "window_log_message",
+            "spawn",
         }
     )
 
@@ -66,6 +67,8 @@ class Completion(Feature):
         :data:`COMPLETION_PATIENCE`)."""
         self.listing_awaited = asyncio.Event()
         """Set when a completion answered "Listing dsh sessions…": the listing's progress shows at once."""
+        self.warming = False
+        """While :meth:`warm_up`'s listing runs: its progress goes on through a completion's titles."""
 
     def handlers(self) -> Sequence[Handler]:
         options = types.CompletionOptions(trigger_characters=["@"], resolve_provider=True)
@@ -82,8 +85,12 @@ class Completion(Feature):
         takes seconds to list, which would otherwise be spent while the user waits for a popup
         (a request that arrives meanwhile shares this listing rather than starting its own)."""
         source = self.ls.engine.store
+        self.warming = True
         try:
-            await list_with_progress(self.ls, source, self.listing_awaited, lambda: self.pending_listing)
+            try:
+                await list_with_progress(self.ls, source, self.listing_awaited, lambda: self.pending_listing)
+            finally:
+                self.warming = False
             self.listing_awaited.clear()
             await self.ls.agent_for(None)
         except Exception as error:  # the first request meets the same problem and reports it
@@ -134,6 +141,8 @@ class Completion(Feature):
         running = asyncio.ensure_future(self._candidates(uri, trigger.query, signal))
         if not await self._patient(running):
             self.pending_listing = running
+            if not self.warming:  # its progress ended with the walk, or there was none
+                self.ls.spawn(titles_with_progress(ls, ls.store, running))
             return listing()
         items = completion_items(
             running.result() or [],  # none when it failed or was superseded
