@@ -5,8 +5,10 @@
 // other extensions activated by the same event: 0.3-2.3 s in the e2e runs. The server's own
 // start (about 0.4 s of imports) runs in that time instead of after it. Everything here is
 // synchronous: a promise's continuation would run only after those other extensions' work. The
-// interpreter is found as the start finds it (python.ts); the start takes this process only if it
-// resolves the same interpreter and its probe (kept or fresh) is clean, else it is killed.
+// interpreter is found as the start finds it (python.ts). The language client starts on this
+// process as soon as the module has loaded (extension.ts, `ServerController.startEarly`); the start
+// after `activate` keeps it only if it resolves the same interpreter and its probe (kept or fresh)
+// is clean, else it is stopped.
 
 import { PVSC_EXTENSION_ID } from '@vscode/python-extension';
 import * as path from 'node:path';

@@ -1,4 +1,4 @@
-// Entry point: wires the controller controller, the virtual documents, the status bar and the
+// Entry point: wires the server's controller, the virtual documents, the status bar and the
 // commands. Each piece lives in its own module; this file only connects them.
 
 // First, so that the bundle runs them before any other module: the start's clock, then the
@@ -19,26 +19,32 @@ import { asTranscriptResult, CLIENT_COMMANDS, PREVIEW_SCHEME, SERVER_COMMANDS, T
 import { Sender } from './send';
 import { CLIENT_NAME } from './server';
 import { ServerController } from './serverController';
-import { reopenCompletion, reopenCompletionAfterStart } from './startupCompletion';
+import { CompletionReopener } from './startupCompletion';
 import { MentionStatus } from './statusBar';
 import { selectTargetSession, TargetStore } from './targetPicker';
 import { TranscriptDocuments } from './transcript';
 
-/** The controller of the active extension, stopped on deactivation. */
-let activeController: ServerController | undefined;
+// Made as the extension's code loads, not in `activate`: VS Code prepares the extension's context
+// before it calls `activate` (up to a second or more on a busy machine, docs/benchmarks.md), and the
+// client starts on the early server in that time
+// (`ServerController.startEarly`). What needs the context (the interpreter's kept probe, the
+// target store) and everything a user sees waits for `activate`.
+const output = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });
+// The providers ask the controller, made just below (it hands the server's requests to them).
+const previews = new PreviewDocuments(async (uri): Promise<string | undefined> => controller.textDocumentContent(uri));
+const transcripts = new TranscriptDocuments(async (uri, token): Promise<string | undefined> => controller.transcriptText(uri, token));
+const providers = new Map<string, vscode.TextDocumentContentProvider>([
+  [PREVIEW_SCHEME, previews],
+  [TRANSCRIPT_SCHEME, transcripts],
+]);
+const controller: ServerController = new ServerController(output, (uri) => previews.show(uri), providers, { loadedAt, early: earlyServer });
+// Before the client starts: its start may come before `activate`, and an `@` typed by then is asked again.
+const reopener = new CompletionReopener(controller);
+controller.startEarly();
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
-  const output = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });
   output.info(`activate called ${Date.now() - loadedAt} ms after activation (the extension's code began to run at ${new Date(loadedAt).toISOString()})`);
-  // The providers ask the controller, made just below (it hands the server's requests to them).
-  const previews = new PreviewDocuments(async (uri): Promise<string | undefined> => controller.textDocumentContent(uri));
-  const transcripts = new TranscriptDocuments(async (uri, token): Promise<string | undefined> => controller.transcriptText(uri, token));
-  const providers = new Map<string, vscode.TextDocumentContentProvider>([
-    [PREVIEW_SCHEME, previews],
-    [TRANSCRIPT_SCHEME, transcripts],
-  ]);
-  const controller: ServerController = new ServerController(context, output, (uri) => previews.show(uri), providers, { loadedAt, early: earlyServer });
-  activeController = controller;
+  controller.attach(context);
   const targets = new TargetStore(context.workspaceState);
   const status = new MentionStatus(controller, targets);
   const sender = new Sender(controller);
@@ -61,7 +67,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     new MentionChips(controller),
     controller.onDidChangeState(updateContext),
     vscode.window.onDidChangeActiveTextEditor(updateContext),
-    ...reopenCompletionAfterStart(controller),
+    reopener,
     vscode.commands.registerCommand(CLIENT_COMMANDS.selectTarget, () => selectTargetSession(controller, targets)),
     vscode.commands.registerCommand(CLIENT_COMMANDS.insertMention, () => insertSessionMention(controller)),
     vscode.commands.registerCommand(CLIENT_COMMANDS.goToSession, () => goToSession(controller)),
@@ -73,7 +79,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand(CLIENT_COMMANDS.sendToDsh, (resource?: vscode.Uri | string) => sender.send(resource)),
   );
   updateContext();
-  reopenCompletion(controller); // an `@` typed before the extension was active gets "Starting dsh…"
+  reopener.started(); // an `@` typed before the editor was known here gets "Starting dsh…"
   await controller.start();
   updateContext();
 }
@@ -88,6 +94,5 @@ function setContextKeys(controller: ServerController): void {
 }
 
 export async function deactivate(): Promise<void> {
-  await activeController?.stop();
-  activeController = undefined;
+  await controller.stop();
 }

@@ -114,6 +114,11 @@ export class PreviewFollower implements vscode.Disposable {
       }),
       { dispose: () => clearTimeout(this.timer) },
     );
+    if (controller.state === 'running') {
+      // The server may have started before this existed (ServerController.startEarly, before
+      // `activate`): the open previews are prepared as if it started now.
+      this.schedule();
+    }
   }
 
   /** Prepare the open previews of `prompt` again once edits settle (every open preview without one). */

@@ -23,7 +23,7 @@ import {
 import { unbreakable } from './format';
 import { ListingRetries } from './listingRetries';
 import { CLIENT_COMMANDS, PREVIEW_SCHEME } from './protocol';
-import { quietRaces, serverStdio } from './serverLog';
+import { HeldOutput, quietRaces, serverStdio } from './serverLog';
 import { LanguageFilter, SECTION } from './settings';
 import { TraceChannel } from './traceChannel';
 import { currentServerSettings } from './workspaceSettings';
@@ -90,13 +90,45 @@ export class SuggestCommandFeature implements StaticFeature {
 }
 
 /**
+ * A client started before its interpreter was probed (`ServerController.startEarly`): until it has
+ * started, vscode-languageclient's toast that it "couldn't create connection to server" is not
+ * shown (its lines are held, `HeldOutput`): the start that follows probes the interpreter and says
+ * what is wrong, once.
+ */
+class EarlyClient extends LanguageClient {
+  constructor(
+    serverOptions: ServerOptions,
+    options: LanguageClientOptions,
+    private readonly held: HeldOutput,
+  ) {
+    super(CLIENT_ID, CLIENT_NAME, serverOptions, options);
+  }
+
+  override error(message: string, data?: unknown, showNotification?: boolean | 'force'): void {
+    super.error(message, data, this.held.quiet ? false : showNotification);
+  }
+}
+
+/**
  * A client (not started) for the server `serverProcess` gives it: a process already running (see
  * earlyStart.ts) or spawned then, for each start of the client (a crash restart asks again). The
- * client does not own the process: whoever gives it ends it (serverController.ts).
+ * client does not own the process: whoever gives it ends it (serverController.ts). With `held`,
+ * it is an early client (`EarlyClient`) and logs through it.
  */
-export function createClient(serverProcess: () => Promise<ChildProcess>, selector: LanguageFilter[], parts: ClientParts): LanguageClient {
+export function createClient(serverProcess: () => Promise<ChildProcess>, selector: LanguageFilter[], parts: ClientParts, held?: HeldOutput): LanguageClient {
   const serverOptions: ServerOptions = serverProcess;
-  const client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions(selector, parts));
+  let client: LanguageClient;
+  if (held === undefined) {
+    client = new LanguageClient(CLIENT_ID, CLIENT_NAME, serverOptions, clientOptions(selector, parts));
+  } else {
+    const options = clientOptions(selector, { ...parts, output: held.channel });
+    // Else a failed `initialize` is a toast of its own (vscode-languageclient's doInitialize).
+    options.initializationFailedHandler = (error): boolean => {
+      held.channel.error(`Server initialization failed: ${String(error)}`);
+      return false;
+    };
+    client = new EarlyClient(serverOptions, options, held);
+  }
   client.registerFeature(new SuggestCommandFeature());
   return client;
 }

@@ -13,8 +13,9 @@ import { PreviewRequests } from './preview';
 import { asTranscriptResult, CONTENT_CHANGED_NOTIFICATION, DIAGNOSTIC_SOURCE, SERVER_COMMANDS } from './protocol';
 import { PythonInterpreter } from './python';
 import { RestartPolicy } from './restartPolicy';
-import { ContentProviders, createClient } from './server';
-import { EarlyServer, ended, serverArgs, spawnServer, SpawnSpec } from './serverProcess';
+import { ClientParts, ContentProviders, createClient } from './server';
+import { EarlyServer, ended, sameSpec, serverArgs, spawnServer, SpawnSpec } from './serverProcess';
+import { HeldOutput } from './serverLog';
 import { didChangeConfigurationParams, LanguageFilter, toDocumentSelector } from './settings';
 import { StartupCompletions } from './startupCompletion';
 import { TraceChannel } from './traceChannel';
@@ -49,7 +50,8 @@ export class ServerController implements vscode.Disposable {
   private transition: Promise<void> = Promise.resolve();
   private readonly policy = new RestartPolicy(MAX_RESTARTS, RESTART_WINDOW_MS);
   private readonly notices: Notices;
-  private readonly python: PythonInterpreter;
+  /** What `activate` hands over (`attach`): which Python runs the server is decided with it. */
+  private attached: { readonly python: PythonInterpreter; readonly extensionPath: string } | undefined;
   private readonly stateEmitter = new vscode.EventEmitter<ServerState>();
   private readonly contentChangedEmitter = new vscode.EventEmitter<unknown>();
   private readonly startedEmitter = new vscode.EventEmitter<void>();
@@ -60,15 +62,21 @@ export class ServerController implements vscode.Disposable {
   /** The `@` popup before the server answers, and asking again with the popup kept open. */
   readonly completions = new StartupCompletions(
     (document) => this.selects(document),
-    () => this.client?.isRunning() === true,
+    // Not `isRunning()`: that holds from the `initialize` answer on, before the client has
+    // registered its completion provider, and an `@` typed in between found neither provider.
+    () => this.client !== undefined && this.client === this.startedClient && this.client.isRunning(),
   );
   private readonly listingRetries: ListingRetries;
   private readonly previewRequests = new PreviewRequests();
   private selector: LanguageFilter[] = toDocumentSelector(undefined);
+  /** The last client whose start finished: its features (its completion provider) are registered. */
+  private startedClient: LanguageClient | undefined;
   /** The current client's server process (the client is handed it and does not end it). */
   private process: ChildProcess | undefined;
   /** The server spawned as the extension loaded (earlyStart.ts), until the first start takes or discards it. */
   private early: EarlyServer | undefined;
+  /** The client `startEarly` started, until `start` has checked its interpreter (its spawn spec). */
+  private unchecked: { readonly client: LanguageClient; readonly spec: SpawnSpec } | undefined;
   private _state: ServerState = 'stopped';
 
   readonly onDidChangeState = this.stateEmitter.event;
@@ -80,8 +88,11 @@ export class ServerController implements vscode.Disposable {
    */
   readonly onDidStart = this.startedEmitter.event;
 
+  /**
+   * Made as the extension's code loads (extension.ts), before VS Code calls `activate`; `attach`
+   * gives it the extension's context, which it needs to start a server (see `startEarly`).
+   */
   constructor(
-    private readonly context: vscode.ExtensionContext,
     readonly output: vscode.LogOutputChannel,
     private readonly openPreview: PreviewOpener,
     private readonly contentProviders: ContentProviders = new Map(),
@@ -89,10 +100,6 @@ export class ServerController implements vscode.Disposable {
   ) {
     this.early = start.early;
     this.notices = new Notices(output);
-    this.python = new PythonInterpreter(context, output, this.notices, (reason) => {
-      this.output.info(reason);
-      void this.restart();
-    });
     this.listingRetries = new ListingRetries(this.completions, output, start.loadedAt);
     this.disposables.push(
       this.stateEmitter,
@@ -100,7 +107,6 @@ export class ServerController implements vscode.Disposable {
       this.startedEmitter,
       this.traceChannel,
       this.completions,
-      this.python,
       vscode.workspace.onDidChangeConfiguration((event) => this.onConfigurationChanged(event)),
       vscode.workspace.onDidCloseTextDocument((document) => this.forgetLinks(document.uri.toString())),
       vscode.languages.onDidChangeDiagnostics((event) => {
@@ -121,13 +127,23 @@ export class ServerController implements vscode.Disposable {
     this.completions.register(this.selector);
   }
 
+  /** The extension's context, from `activate`: which interpreter to run is decided with it. */
+  attach(context: vscode.ExtensionContext): void {
+    const python = new PythonInterpreter(context, this.output, this.notices, (reason) => {
+      this.output.info(reason);
+      void this.restart();
+    });
+    this.attached = { python, extensionPath: context.extensionPath };
+    this.disposables.push(python);
+  }
+
   get state(): ServerState {
     return this._state;
   }
 
   /** The interpreter the running (or last started) server uses, and why: for the tooltip. */
   get interpreter(): PythonInterpreter['interpreter'] {
-    return this.python.interpreter;
+    return this.attached?.python.interpreter;
   }
 
   /** True when `document` is one the server checks (the `documentSelector` setting). */
@@ -135,8 +151,28 @@ export class ServerController implements vscode.Disposable {
     return vscode.languages.match(this.selector, document) > 0;
   }
 
+  /** Starts the server (after `attach`); a client `startEarly` started is kept if its interpreter is the one chosen. */
   start(): Promise<void> {
     return this.enqueue(() => this.doStart());
+  }
+
+  /**
+   * Starts a client on the server spawned as the extension's code began to run (earlyStart.ts),
+   * before `activate`. VS Code prepares the extension's context before it calls `activate` (up to a
+   * second or more on a busy machine, docs/benchmarks.md); the client's start, the server's `initialize` and the
+   * completion provider's registration take that time instead of following it. The
+   * interpreter was found as `start` finds it, but not probed: the kept probe is in the context's
+   * globalState. So `start`, once `activate` is called, resolves the interpreter as always and
+   * keeps this client only if it runs the same server and nothing is wrong; else it stops it and
+   * starts as it would have. Until this client has started, what it logs is held (`HeldOutput`),
+   * and a failure to start is logged at debug only: the start after `activate` says what is wrong,
+   * once (its probe's notices).
+   */
+  startEarly(): void {
+    const early = this.early;
+    if (early !== undefined) {
+      void this.enqueue(() => this.doStartEarly(early.spec));
+    }
   }
 
   /** The user's restart: forgives earlier crashes and repeats notifications that still apply. */
@@ -356,36 +392,89 @@ export class ServerController implements vscode.Disposable {
   }
 
   private async doStart(): Promise<void> {
-    if (this.client !== undefined) {
-      return;
+    const attached = this.attached;
+    const unchecked = this.unchecked;
+    this.unchecked = undefined;
+    if (attached === undefined || (this.client !== undefined && unchecked === undefined)) {
+      return; // not attached yet (a restart before `activate`: its start follows), or running
     }
-    this.setState('starting');
-    this.selector = documentSelectorSetting();
-    const resolved = await this.python.resolve();
+    this.readSelector();
+    const resolved = await attached.python.resolve();
     this.completions.register(this.selector); // the setting's languages, if not the default ones
-    if (resolved === undefined) {
+    const spec: SpawnSpec | undefined =
+      resolved === undefined
+        ? undefined
+        : { command: resolved.choice.executable, args: serverArgs(attached.python.launcher, serverLogLevelSetting()), cwd: attached.extensionPath };
+    if (unchecked !== undefined && this.client === unchecked.client) {
+      if (spec !== undefined && sameSpec(spec, unchecked.spec)) {
+        attached.python.started();
+        return;
+      }
+      this.output.info(`stopping the server started early: ${spec === undefined ? 'its interpreter cannot run it' : 'another interpreter is chosen'}`);
+      await this.doStop();
+    }
+    if (spec === undefined) {
       this.takeEarly(undefined);
       this.setState('stopped');
       return;
     }
-    const spec: SpawnSpec = {
-      command: resolved.choice.executable,
-      args: serverArgs(this.python.launcher, serverLogLevelSetting()),
-      cwd: this.context.extensionPath,
-    };
+    this.setState('starting');
+    if (!(await this.run(this.newClient(spec, undefined)))) {
+      await attached.python.failed();
+      void this.notices.once('start', 'error', 'The DSH Session Reference server failed to start. The output has the details.', ['Show Output', 'Restart Server']);
+      return;
+    }
+    attached.python.started();
+  }
+
+  /** `startEarly`'s step: a client on the early server, not yet checked (`unchecked`). */
+  private async doStartEarly(spec: SpawnSpec): Promise<void> {
+    if (this.client !== undefined || this.attached !== undefined) {
+      return; // defensive: `startEarly` is called as the module loads, before `activate` can be
+    }
+    this.readSelector();
+    this.completions.register(this.selector);
+    const held = new HeldOutput(this.output);
+    const client = this.newClient(spec, held);
+    this.unchecked = { client, spec };
+    if (await this.run(client, held)) {
+      held.release(); // released already as it reached Running
+    } else {
+      held.drop();
+      if (this.unchecked?.client === client) {
+        this.unchecked = undefined;
+      }
+    }
+  }
+
+  /** The documentSelector setting, read as a start begins (the state says it is starting, unless a client runs). */
+  private readSelector(): void {
+    if (this.client === undefined) {
+      this.setState('starting');
+    }
+    this.selector = documentSelectorSetting();
+  }
+
+  /**
+   * A client (now `this.client`) for the server `spec` runs, the early server if it was spawned
+   * for it. With `held` it is an early client (see `startEarly`): until it has run, its lines are
+   * held, its server is not restarted, and no server but the early one is spawned for it.
+   */
+  private newClient(spec: SpawnSpec, held: HeldOutput | undefined): LanguageClient {
     // A stopped client can still report its process's exit (and ask to be restarted) after a
     // newer one took over: only the current client may change the state or restart.
     const isCurrent = (): boolean => this.client === client;
+    const quiet = (): boolean => held?.quiet === true;
     // Never a workspace folder as cwd: an interpreter may import from its working directory (an
     // empty PYTHONPATH entry, `python -m`), and a restricted workspace must not run code of its
     // own. The server learns the workspace from `initialize`, not from its cwd.
-    const serverProcess = async (): Promise<ChildProcess> => this.serverProcess(spec, isCurrent);
-    const client: LanguageClient = createClient(serverProcess, this.selector, {
+    const serverProcess = async (): Promise<ChildProcess> => this.serverProcess(spec, isCurrent, quiet);
+    const parts: ClientParts = {
       output: this.output,
       traceChannel: this.traceChannel,
       contentProviders: this.contentProviders,
       listingRetries: this.listingRetries,
-      closed: () => (isCurrent() ? this.crashed() : { action: CloseAction.DoNotRestart, handled: true }),
+      closed: () => (isCurrent() && !quiet() ? this.crashed() : { action: CloseAction.DoNotRestart, handled: true }),
       placeHints: (document, position) => this.placeHints(document, position),
       hintsPlaced: (document, range, hints) => this.hintsPlaced(document, range, hints),
       openPreview: async (uri) => this.previewRequests.ours(uri) || (await this.openPreview(uri)),
@@ -401,7 +490,8 @@ export class ServerController implements vscode.Disposable {
         }
         return client.protocol2CodeConverter.asDocumentLinks(Array.isArray(links) ? (links as LspDocumentLink[]) : null, token);
       },
-    });
+    };
+    const client: LanguageClient = createClient(serverProcess, this.selector, parts, held);
     client.onNotification(CONTENT_CHANGED_NOTIFICATION, (params: unknown) => {
       if (isCurrent()) {
         this.contentChangedEmitter.fire(params);
@@ -409,6 +499,9 @@ export class ServerController implements vscode.Disposable {
     });
     this.client = client;
     client.onDidChangeState((event) => {
+      if (event.newState === State.Running) {
+        held?.release(); // it started: what it logged meanwhile, at its own levels
+      }
       if (!isCurrent()) {
         return;
       }
@@ -420,19 +513,38 @@ export class ServerController implements vscode.Disposable {
         this.setState('starting');
       }
     });
+    return client;
+  }
+
+  /**
+   * Starts `client`; false if it failed, which is logged (at debug for an early one, whose lines
+   * are `held`). A client that failed is let go with its process, which may still run (an
+   * `initialize` answered with an error): vscode-languageclient ends only processes it spawned.
+   */
+  private async run(client: LanguageClient, held?: HeldOutput): Promise<boolean> {
     try {
       await client.start();
       this.output.info(`server started (${this.listingRetries.sinceLoaded()} ms after activation)`);
-      if (isCurrent()) {
+      if (this.client === client) {
+        this.startedClient = client;
         this.startedEmitter.fire();
       }
-      this.python.started();
+      return true;
     } catch (error) {
-      await this.python.failed();
-      this.output.error(`server failed to start: ${String(error)}`);
-      this.client = undefined;
-      this.setState('stopped');
-      void this.notices.once('start', 'error', 'The DSH Session Reference server failed to start. The output has the details.', ['Show Output', 'Restart Server']);
+      if (held === undefined) {
+        this.output.error(`server failed to start: ${String(error)}`);
+      } else {
+        this.output.debug(`the server started early did not start (${String(error)}); the start after activation checks the interpreter`);
+      }
+      if (this.client === client) {
+        const process = this.process;
+        this.client = undefined;
+        this.process = undefined;
+        process?.kill('SIGKILL');
+        this.setState('stopped');
+      }
+      await client.dispose().catch(() => undefined);
+      return false;
     }
   }
 
@@ -451,7 +563,8 @@ export class ServerController implements vscode.Disposable {
       return undefined;
     }
     const child = early.take(spec);
-    this.output.info(child === undefined ? 'the server spawned early was not for this start; spawning another' : `server spawned early (${early.spawnedAt - this.listingRetries.loadedAt} ms after activation)`);
+    const taken = `server spawned early (${early.spawnedAt - this.listingRetries.loadedAt} ms after activation; the client took it ${this.listingRetries.sinceLoaded()} ms after)`;
+    this.output.info(child === undefined ? 'the server spawned early was not for this start, or has exited' : taken);
     return child;
   }
 
@@ -460,8 +573,13 @@ export class ServerController implements vscode.Disposable {
    * server for the first, else a new one. Its exit is logged here, as the client logs the exit of a
    * process it spawns itself, and `doStop` ends it.
    */
-  private async serverProcess(spec: SpawnSpec, isCurrent: () => boolean): Promise<ChildProcess> {
+  private async serverProcess(spec: SpawnSpec, isCurrent: () => boolean, quiet: () => boolean): Promise<ChildProcess> {
     let child = this.takeEarly(spec);
+    if (child === undefined && quiet()) {
+      // An early client runs only the early server: another, of an interpreter not yet probed, is
+      // the checked start's to spawn.
+      throw new Error('the server spawned early has exited');
+    }
     if (child === undefined) {
       child = spawnServer(spec, (error) => this.output.error(`server process: ${errorText(error)}`));
       if (child.pid === undefined) {
@@ -470,12 +588,13 @@ export class ServerController implements vscode.Disposable {
       this.output.info(`server spawned (${this.listingRetries.sinceLoaded()} ms after activation)`);
     }
     child.on('exit', (code, signal) => {
+      const log = quiet() ? this.output.debug.bind(this.output) : this.output.error.bind(this.output);
       if (code === 0) {
         this.output.info('Server process exited successfully');
       } else if (code !== null) {
-        this.output.error(`Server process exited with code ${code}.`);
+        log(`Server process exited with code ${code}.`);
       } else if (signal !== null) {
-        this.output.error(`Server process exited with signal ${signal}.`);
+        log(`Server process exited with signal ${signal}.`);
       }
     });
     if (isCurrent()) {

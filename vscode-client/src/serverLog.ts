@@ -84,3 +84,78 @@ export function quietRaces(channel: vscode.LogOutputChannel): vscode.LogOutputCh
     },
   });
 }
+
+const LEVEL_NAMES: Readonly<Record<LogLevel, true>> = { debug: true, info: true, warn: true, error: true };
+
+/** How many lines an early client's output holds at most (`HeldOutput`); the rest are counted. */
+const HELD_LINES = 500;
+
+/**
+ * The output of a client started before its interpreter was probed (`ServerController.startEarly`),
+ * its server's stderr included: held until it is known whether that client started. Once it has,
+ * `release` writes the lines at their own levels, and later ones go through (a warning the server
+ * gave as it started is still a warning). If it never did, `drop` writes them at debug, and every
+ * later one too (the connection's close, the server's last words): the start that follows probes
+ * the interpreter and says what is wrong, once. At most HELD_LINES are held: a server may write
+ * without end.
+ */
+export class HeldOutput {
+  private mode: 'hold' | 'release' | 'drop' = 'hold';
+  private held: { level: LogLevel; message: string; args: unknown[] }[] = [];
+  private dropped = 0;
+  /** The channel to hand the client. */
+  readonly channel: vscode.LogOutputChannel;
+
+  constructor(private readonly target: vscode.LogOutputChannel) {
+    this.channel = new Proxy(target, {
+      get: (channel, property, receiver) => {
+        const level = typeof property === 'string' && property in LEVEL_NAMES ? (property as LogLevel) : undefined;
+        if (level !== undefined && this.mode !== 'release') {
+          return (message: string | Error, ...args: unknown[]): void => this.write(level, message, args);
+        }
+        const value: unknown = Reflect.get(channel, property, receiver);
+        return typeof value === 'function' ? value.bind(channel) : value;
+      },
+    });
+  }
+
+  /** True until `release`: what the client would show a user of a failure is not shown. */
+  get quiet(): boolean {
+    return this.mode !== 'release';
+  }
+
+  /** The client started: what it held, at its own levels, and what follows as it comes. */
+  release(): void {
+    this.end('release');
+  }
+
+  /** The client never started: what it held, and what follows, at debug. */
+  drop(): void {
+    this.end('drop');
+  }
+
+  private write(level: LogLevel, message: string | Error, args: unknown[]): void {
+    const text = typeof message === 'string' ? message : String(message.stack ?? message);
+    if (this.mode === 'hold' && this.held.length < HELD_LINES) {
+      this.held.push({ level, message: text, args });
+    } else if (this.mode === 'hold') {
+      this.dropped += 1;
+    } else {
+      this.target[this.mode === 'drop' ? 'debug' : level](text, ...args);
+    }
+  }
+
+  private end(mode: 'release' | 'drop'): void {
+    if (this.mode !== 'hold') {
+      return;
+    }
+    this.mode = mode;
+    for (const { level, message, args } of this.held) {
+      this.target[mode === 'drop' ? 'debug' : level](message, ...args);
+    }
+    this.held = [];
+    if (this.dropped > 0) {
+      this.target[mode === 'drop' ? 'debug' : 'warn'](`${this.dropped} more lines from the server's start were not kept`);
+    }
+  }
+}

@@ -1,7 +1,7 @@
 // The server's process, owned by the extension rather than by vscode-languageclient: the client
 // is handed a process already running (ServerOptions as a function), so that the server can be
 // spawned the moment the extension's code starts to run, while VS Code is still preparing the
-// extension's context, before `activate` builds the client (earlyStart.ts). The controller then
+// extension's context (earlyStart.ts), and the client started on it then. The controller then
 // ends each process itself. Free of `vscode`, so the Node unit tests run it against real processes.
 
 import { ChildProcess, spawn } from 'node:child_process';
@@ -72,8 +72,9 @@ export async function ended(child: ChildProcess | undefined, graceMs: number): P
 /**
  * A server spawned before anyone asked for one: the first start whose spec is the same takes it;
  * any other start, or none, has it killed. Spawned speculatively, it runs the same interpreter the
- * start would run (found the same way), only earlier: a start that then finds the interpreter
- * unusable (its probe) discards it before the client ever talks to it.
+ * start would run (found the same way), only earlier: the client that talks to it before the
+ * interpreter is probed (`ServerController.startEarly`) is stopped, and it with it, if the probe
+ * then finds the interpreter unusable.
  */
 export class EarlyServer {
   private child: ChildProcess | undefined;

@@ -2,9 +2,9 @@
 //
 // The language client registers its completion provider only once the server has answered
 // `initialize` (2-3 s after the window opens over a big store): an `@` typed before then found no
-// provider, and the popup stayed shut. This provider is registered at activation and answers such
-// an `@` with one "Starting dsh…" row, marked incomplete, while the client is not running; once it
-// runs, this one says nothing, so no row is ever doubled.
+// provider, and the popup stayed shut. This provider is registered as the code loads and answers such
+// an `@` with one "Starting dsh…" row, marked incomplete, until the client has started (its own
+// provider registered); then this one says nothing, so no row is ever doubled.
 //
 // VS Code asks its providers again, keeping the popup open with the rows it shows until the new
 // answer arrives, whenever a completion provider is registered or unregistered while a popup is
@@ -115,33 +115,57 @@ function answerKey(document: vscode.TextDocument, position: vscode.Position): st
  * An `@` typed while the server was starting found no one to ask, and VS Code would not ask again
  * by itself: once the client has started, ask if the cursor sits on an `@` token. The editor learns
  * of the new completion provider a moment later still (its registration crosses from the extension
- * host; a clean-clone run typed `@` in that moment and got no popup), so for STARTUP_RETRIGGER_MS a
- * cursor that comes to sit on an `@` token asks again too. The same holds for the extension's own
- * provider after activation.
+ * host; a clean-clone run typed `@` in that moment and got no popup), so for STARTUP_RETRIGGER_MS
+ * after each start a cursor that comes to sit on an `@` token asks again too. The same holds for
+ * the extension's own provider, registered as its code loads, and for `activate`: in a window that
+ * is itself starting, the extension host may learn of the editor only then (an `@` typed 0.2 s
+ * after the code loaded got no popup until the server had started, 3 s later, when the only
+ * starts counted were the load's and the server's).
  */
-export function reopenCompletionAfterStart(controller: ServerController): vscode.Disposable[] {
-  // The extension's activation counts as a start too: StartupCompletions' provider, registered
-  // then, reaches the editor a moment later, and an `@` typed in that moment got no popup until the
-  // server had started (3.4 s in one run of the start test).
-  let startedAt = Date.now();
-  const activated = setTimeout(() => reopenCompletion(controller), REOPEN_CHECK_MS);
-  return [
-    new vscode.Disposable(() => clearTimeout(activated)),
-    controller.onDidStart(() => {
-      startedAt = Date.now();
-      // At once: the client registered its completion provider before its start resolved, and
-      // that registration reaches the editor before this command does (both cross in order). The
-      // later look only acts if that completion ended without rows.
-      reopenCompletion(controller);
-      setTimeout(() => reopenCompletion(controller), REOPEN_CHECK_MS);
-    }),
-    vscode.window.onDidChangeTextEditorSelection((event) => {
-      if (Date.now() - startedAt < STARTUP_RETRIGGER_MS && event.textEditor === vscode.window.activeTextEditor) {
-        // After the completion that this keystroke asks for has had time to answer.
-        setTimeout(() => reopenCompletion(controller), REOPEN_CHECK_MS);
-      }
-    }),
-  ];
+export class CompletionReopener implements vscode.Disposable {
+  private startedAt = 0;
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  private readonly disposables: vscode.Disposable[];
+
+  constructor(private readonly controller: ServerController) {
+    this.disposables = [
+      controller.onDidStart(() => this.started()),
+      vscode.window.onDidChangeTextEditorSelection((event) => {
+        if (Date.now() - this.startedAt < STARTUP_RETRIGGER_MS && event.textEditor === vscode.window.activeTextEditor) {
+          this.later(); // after the completion that this keystroke asks for has had time to answer
+        }
+      }),
+    ];
+    this.started();
+  }
+
+  /**
+   * A start (the code's load, `activate`, the client's): ask at once, since a provider registered
+   * before it reaches the editor before this command does (both cross in order), and again a
+   * moment later if that completion ended without rows; for a while keystrokes ask again too.
+   */
+  started(): void {
+    this.startedAt = Date.now();
+    reopenCompletion(this.controller);
+    this.later();
+  }
+
+  dispose(): void {
+    for (const timer of this.timers) {
+      clearTimeout(timer);
+    }
+    for (const disposable of this.disposables) {
+      disposable.dispose();
+    }
+  }
+
+  private later(): void {
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      reopenCompletion(this.controller);
+    }, REOPEN_CHECK_MS);
+    this.timers.add(timer);
+  }
 }
 
 /** Opens the completion popup if the cursor sits on an `@` token whose completion got no rows. */

@@ -35,6 +35,9 @@ export class TranscriptDocuments implements vscode.TextDocumentContentProvider, 
    * logs changed and when it (re)starts; the text of one closed is forgotten.
    */
   follow(controller: ServerController): vscode.Disposable[] {
+    if (controller.state === 'running') {
+      this.refresh(); // it started before this existed (ServerController.startEarly): as if it started now
+    }
     return [
       controller.onDidChangeContent((params) => this.refresh(changedContent(params).transcripts.map((uri) => vscode.Uri.parse(uri)))),
       controller.onDidChangeState((state) => {
