@@ -26,9 +26,9 @@ import { TranscriptDocuments } from './transcript';
 
 // Made as the extension's code loads, not in `activate`: VS Code prepares the extension's context
 // before it calls `activate` (up to a second or more on a busy machine, docs/benchmarks.md), and the
-// client starts on the early server in that time
-// (`ServerController.startEarly`). What needs the context (the interpreter's kept probe, the
-// target store) and everything a user sees waits for `activate`.
+// client starts on the early server in that time (`ServerController.startEarly`). What needs the
+// context (the interpreter's kept probe, the target store) and everything a user sees waits for
+// `activate`.
 const output = vscode.window.createOutputChannel(CLIENT_NAME, { log: true });
 // The providers ask the controller, made just below (it hands the server's requests to them).
 const previews = new PreviewDocuments(async (uri): Promise<string | undefined> => controller.textDocumentContent(uri));
