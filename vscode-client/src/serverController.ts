@@ -419,7 +419,7 @@ export class ServerController implements vscode.Disposable {
       return;
     }
     this.setState('starting');
-    if (!(await this.run(this.newClient(spec, undefined)))) {
+    if (!(await this.run(this.newClient(spec, undefined), false))) {
       await attached.python.failed();
       void this.notices.once('start', 'error', 'The DSH Session Reference server failed to start. The output has the details.', ['Show Output', 'Restart Server']);
       return;
@@ -437,7 +437,7 @@ export class ServerController implements vscode.Disposable {
     const held = new HeldOutput(this.output);
     const client = this.newClient(spec, held);
     this.unchecked = { client, spec };
-    if (await this.run(client, held)) {
+    if (await this.run(client, true)) {
       held.release(); // released already as it reached Running
     } else {
       held.drop();
@@ -517,11 +517,11 @@ export class ServerController implements vscode.Disposable {
   }
 
   /**
-   * Starts `client`; false if it failed, which is logged (at debug for an early one, whose lines
-   * are `held`). A client that failed is let go with its process, which may still run (an
+   * Starts `client`; false if it failed, which is logged (at debug for an `early` one, whose lines
+   * are held). A client that failed is disposed and its process killed, which may still run (an
    * `initialize` answered with an error): vscode-languageclient ends only processes it spawned.
    */
-  private async run(client: LanguageClient, held?: HeldOutput): Promise<boolean> {
+  private async run(client: LanguageClient, early: boolean): Promise<boolean> {
     try {
       await client.start();
       this.output.info(`server started (${this.listingRetries.sinceLoaded()} ms after activation)`);
@@ -531,7 +531,7 @@ export class ServerController implements vscode.Disposable {
       }
       return true;
     } catch (error) {
-      if (held === undefined) {
+      if (!early) {
         this.output.error(`server failed to start: ${String(error)}`);
       } else {
         this.output.debug(`the server started early did not start (${String(error)}); the start after activation checks the interpreter`);

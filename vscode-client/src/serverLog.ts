@@ -89,6 +89,8 @@ const LEVEL_NAMES: Readonly<Record<LogLevel, true>> = { debug: true, info: true,
 
 /** How many lines an early client's output holds at most (`HeldOutput`); the rest are counted. */
 const HELD_LINES = 500;
+/** How many characters of them at most: one stderr line may be megabytes long. */
+const HELD_CHARS = 256 * 1024;
 
 /**
  * The output of a client started before its interpreter was probed (`ServerController.startEarly`),
@@ -96,13 +98,14 @@ const HELD_LINES = 500;
  * `release` writes the lines at their own levels, and later ones go through (a warning the server
  * gave as it started is still a warning). If it never did, `drop` writes them at debug, and every
  * later one too (the connection's close, the server's last words): the start that follows probes
- * the interpreter and says what is wrong, once. At most HELD_LINES are held: a server may write
- * without end.
+ * the interpreter and says what is wrong, once. At most HELD_LINES lines, HELD_CHARS characters in
+ * all, are held: a server may write without end, and a line of megabytes.
  */
 export class HeldOutput {
   private mode: 'hold' | 'release' | 'drop' = 'hold';
   private held: { level: LogLevel; message: string; args: unknown[] }[] = [];
   private dropped = 0;
+  private heldChars = 0;
   /** The channel to hand the client. */
   readonly channel: vscode.LogOutputChannel;
 
@@ -136,7 +139,8 @@ export class HeldOutput {
 
   private write(level: LogLevel, message: string | Error, args: unknown[]): void {
     const text = typeof message === 'string' ? message : String(message.stack ?? message);
-    if (this.mode === 'hold' && this.held.length < HELD_LINES) {
+    if (this.mode === 'hold' && this.held.length < HELD_LINES && this.heldChars + text.length <= HELD_CHARS) {
+      this.heldChars += text.length;
       this.held.push({ level, message: text, args });
     } else if (this.mode === 'hold') {
       this.dropped += 1;

@@ -75,3 +75,12 @@ test('HeldOutput: a server that writes without end is held to 500 lines, the res
   assert.equal(lines[499], 'info line 499');
   assert.equal(lines[500], "warn 100 more lines from the server's start were not kept");
 });
+
+test('HeldOutput: a line of megabytes is not held, and counted', () => {
+  const { channel, lines } = recordingChannel();
+  const held = new HeldOutput(channel);
+  held.channel.error('x'.repeat(2 * 1024 * 1024));
+  held.channel.error('after it');
+  held.release();
+  assert.deepEqual(lines, ['error after it', "warn 1 more lines from the server's start were not kept"]);
+});
