@@ -92,15 +92,25 @@ def completion_params(uri: str, position: types.Position) -> types.CompletionPar
 async def test_cancel_request_stops_a_slow_completion(
     s: Session, workspace: Path, robust_store: Path
 ) -> None:
-    append_title(robust_store, "s-big", "Very long session")  # every cached read of it is stale
     uri = s.open(workspace, "@very")  # a query reads every title, the 4 MB log's too
-    pending = s.client.protocol.send_request(
-        types.TEXT_DOCUMENT_COMPLETION, completion_params(uri, s.end(uri)), msg_id="slow-completion"
-    )
-    await asyncio.sleep(0.05)
-    s.client.cancel_request(types.CancelParams(id="slow-completion"))
-    with pytest.raises(JsonRpcRequestCancelled):
-        await asyncio.wrap_future(pending)
+    for attempt in range(3):
+        append_title(robust_store, "s-big", "Very long session")  # every cached read of it is stale
+        msg_id = f"slow-completion-{attempt}"
+        pending = s.client.protocol.send_request(
+            types.TEXT_DOCUMENT_COMPLETION, completion_params(uri, s.end(uri)), msg_id=msg_id
+        )
+        await asyncio.sleep(0.01)  # the server is reading titles when the cancel comes
+        s.client.cancel_request(types.CancelParams(id=msg_id))
+        try:
+            answer = await asyncio.wrap_future(pending)
+        except JsonRpcRequestCancelled:
+            break
+        # A loaded machine can hold the cancel back past the server's patience: the answer is then
+        # the "still listing" row, never sessions. Try again, with the log made stale again.
+        assert answer.is_incomplete is True, answer
+        assert [item.label for item in answer.items] == [LISTING_LABEL], answer
+    else:
+        pytest.fail("the cancel came after the server's patience three times")
     assert [item.label for item in (await s.complete(s.open(workspace, "@deploy"))).items] == [
         "Deploy checklist"
     ]
