@@ -250,7 +250,8 @@ class LiveSource(SessionSource, Protocol):
 
     def from_memory(self) -> bool:
         """Whether a listing now is served from memory (the one the last server left, being read
-        or read, or the latest walk's), so no walk of the root stands before an answer."""
+        or read, or the latest walk's once the titles came with the one it left), so neither a walk
+        of the root nor reads of the first rows' titles stand before an answer."""
 
     def stop_bodies(self) -> None:
         """Stop indexing message text (the user cancelled it); body search answers from what is indexed."""

@@ -1018,6 +1018,32 @@ def test_the_listing_is_left_in_the_background_once_its_titles_are_verified(
         live.close()
 
 
+def test_a_listing_is_from_memory_only_with_the_titles_a_server_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A completion waits up to a second for an answer from memory (``MEMORY_PATIENCE``). Over an
+    index that kept no listing, this server's own walk leaves every title to hint from its log
+    first: not from memory, so the first ``@`` gets the "Listing" row at once (it waited the whole
+    second in a starting editor). The next server takes the listing and its titles as claims."""
+    served_as_big(monkeypatch)
+    root = tmp_path / "sessions"
+    store(root)
+    age(root)
+    first = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog()
+    try:
+        assert not first.from_memory()
+        assert len(kept_table(first).rows) == 3  # walked
+        assert not first.from_memory()
+    finally:
+        first.close()
+    second = IndexedSessionStore(root, index_dir=tmp_path / "cache").start_catalog()
+    try:
+        assert len(kept_table(second).rows) == 3  # the listing the first left
+        assert second.from_memory()
+    finally:
+        second.close()
+
+
 def test_a_server_that_never_walked_still_leaves_its_listing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

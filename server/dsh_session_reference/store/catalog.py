@@ -163,6 +163,9 @@ class SessionCatalog:
         self._stored_loading = False
         """The listing the index remembers is being read (:meth:`_stored`): a bounded read, not a walk."""
         self._stored_whole = False
+        self._titles_kept = False
+        """The listing the index remembers was taken, its titles claimed: the first rows of an
+        answer from memory are titled at once (see :meth:`from_memory`)."""
         """The listing served until the first walk is the one document a server left (its titles are
         every title the rows held then: a log it lists without one is hinted, not looked up)."""
         self._listing_kept: tuple[list[SessionRecord], int] | None = None
@@ -225,12 +228,16 @@ class SessionCatalog:
         self.scheduler.touch()
 
     def from_memory(self) -> bool:
-        """Whether a request is answered from a listing in memory, with no walk of the root before it:
-        the listing the index remembers is being read (a bounded read of one document), or the
-        latest listing is served (:meth:`_served`). Then the answer waits only on titles that are
-        claimed or hinted in rank order, never on a walk."""
+        """Whether a request is answered from memory, with neither a walk of the root nor reads of
+        its first rows' titles before it: the listing the index remembers is being read (a bounded
+        read of one document), or the latest listing is served (:meth:`_served`) and that one's
+        titles came with it (claims). A root this server listed by its own walk over an index that
+        kept no listing is not: each row's title is then hinted from its log first, which took a
+        second and more on cores an editor's start kept busy."""
         snapshot = self.snapshot
-        return self._stored_loading if snapshot is None else self._served(snapshot)
+        if snapshot is None:
+            return self._stored_loading
+        return self._titles_kept and self._served(snapshot)
 
     def _listing(self, stop: AbortSignal | None) -> Listed:
         """The current listing (shared: callers must not mutate its records); walked again when
@@ -273,6 +280,7 @@ class SessionCatalog:
         if not self._served(snapshot):
             return None  # small roots are walked by every request anyway
         self.titles.claim(ListingClaims(titles, snapshot.by_location, walked), hints)
+        self._titles_kept = True
         # The rows the first walk loads hold the listing's objects, found where the catalog keeps them.
         self.index.share_with(SharedWithRows(snapshot.by_location, walked, self.titles.current))
         self._ask()  # the claims are scanned behind

@@ -29,10 +29,12 @@ second or more, and a popup that stays shut meanwhile reads as nothing happening
 on; the next ask waits on it rather than start another. Warm answers take a few milliseconds."""
 MEMORY_PATIENCE: Final = 1.0
 """Seconds a completion waits in all while the sessions are listed from memory (the listing the
-last server left, being read or read: :meth:`..model.LiveSource.from_memory`) rather than by a
-walk of the root: what is left is a bounded read and the claimed or hinted titles of the first
-rows, so the first answer over the index a server left holds the sessions, where the "Listing"
-row would have cost a retry (the VS Code extension asks again after 250 ms)."""
+last server left, being read or read, with its titles: :meth:`..model.LiveSource.from_memory`)
+rather than by a walk of the root: what is left is a bounded read and the claimed titles of the
+first rows, so the first answer over the index a server left holds the sessions, where the
+"Listing" row would have cost a retry (the VS Code extension asks again after 250 ms). Not over a
+root this server walked itself with no titles kept: hinting them from the logs took over this
+second in a starting editor, which showed nothing meanwhile."""
 
 
 def now_ms() -> int:
