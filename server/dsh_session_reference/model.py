@@ -168,7 +168,7 @@ class SessionSource(Protocol):
     @property
     def walked_sessions(self) -> int:
         """Session directories the latest full listing has looked at so far (progress for a cold
-        root of thousands of logs)."""
+        root of thousands of logs), never fewer than the last finished listing's."""
         ...
 
     def list_sessions(self, stop: AbortSignal | None = None) -> list[SessionRecord]:

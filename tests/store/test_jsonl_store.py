@@ -65,6 +65,30 @@ def test_listing_order_matches_upstream(tmp_path: Path, compression: str) -> Non
     assert snapshot.session.id == 'uni/引号"/\\x' and snapshot.captured_through_seq == 6
 
 
+def test_the_sessions_read_figure_never_goes_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Progress and the popup's "Listing" row say how many sessions are read: a walk after one that
+    ended (a revalidation) counts from that one's total, not from zero ("1,316 read", then "1,038")."""
+    from dsh_session_reference.store import listing
+
+    root = tmp_path / "sessions"
+    logs = [put(root, f"s{n}", plain(f"s{n}")) for n in range(4)]
+    store = JsonlSessionStore(root)
+    seen: list[int] = []
+    inspect = listing.inspect_directory
+
+    def counting(*args: object) -> None:
+        seen.append(store.walked_sessions)
+        inspect(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(listing, "inspect_directory", counting)
+    assert len(store.list_sessions()) == 4
+    assert seen == [0, 1, 2, 3] and store.walked_sessions == 4
+    seen.clear()
+    Path(logs[3]).parent.rename(tmp_path / "gone")  # the next walk finds fewer
+    assert len(store.list_sessions()) == 3
+    assert seen == [4, 4, 4] and store.walked_sessions == 3  # the new total once it ended
+
+
 def test_missing_root_lists_nothing(tmp_path: Path) -> None:
     store = JsonlSessionStore(tmp_path / "absent")
     assert store.list_sessions() == []

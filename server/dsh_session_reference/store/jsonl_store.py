@@ -234,9 +234,11 @@ class ReadsOnDemand:
 
     @property
     def walked_sessions(self) -> int:
-        """Session directories the latest full walk has looked at so far (progress)."""
+        """Session directories the latest full walk has looked at so far (progress). A walk after
+        one that ended (a revalidation behind the requests) counts from that one's total, so the
+        figure a person reads never goes back: a popup row said "1,316 read", then "1,038 read"."""
         walking = self._walking
-        return self._walked if walking is None else walking.sessions
+        return self._walked if walking is None else max(self._walked, walking.sessions)
 
     def find_record(self, session_id: str, stop: AbortSignal | None = None) -> SessionRecord | None:
         raise NotImplementedError
