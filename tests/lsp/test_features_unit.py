@@ -962,3 +962,55 @@ def test_a_completion_reading_titles_after_the_walk_shows_the_listing_progress_u
 def test_titles_already_read_or_a_client_without_progress_shows_none() -> None:
     assert _titles_progress(done=True) == []
     assert _titles_progress(done=False, supported=False) == []
+
+
+def test_a_completion_asked_again_for_the_same_query_joins_the_candidates_being_found() -> None:
+    """VS Code cancels and asks again for the popup it has open (three times in a row for one `@`
+    as a client started, over a cold root): the same query joins the work under way, where each ask
+    used to begin it again; another query supersedes it (aborted), and stopping aborts the rest."""
+    from dsh_session_reference.lsp.features.completion import Completion
+
+    asked: list[tuple[str, AbortSignal]] = []
+    found = asyncio.Event()
+
+    async def list_candidates(agent: object, query: str, signal: AbortSignal) -> list[object]:
+        asked.append((query, signal))
+        await found.wait()
+        return []
+
+    async def agent_for(uri: str | None) -> object:
+        return object()
+
+    services = SimpleNamespace(
+        agent_for=agent_for, engine=SimpleNamespace(resolver=SimpleNamespace(list_candidates=list_candidates))
+    )
+    feature = Completion(services)  # type: ignore[arg-type]
+
+    async def run() -> None:
+        first = feature._start("file:///p.md", "mig")
+        await asyncio.sleep(0)
+        assert feature._start("file:///p.md", "mig") is first
+        other = feature._start("file:///q.md", "mig")  # another document: its own
+        await asyncio.sleep(0)
+        assert [query for query, _ in asked] == ["mig", "mig"]
+        newer = feature._start("file:///p.md", "migr")
+        await asyncio.sleep(0)
+        assert asked[0][1].aborted and not asked[1][1].aborted and not asked[2][1].aborted
+        feature.stop()
+        assert all(signal.aborted for _, signal in asked)
+        found.set()
+        assert await asyncio.gather(first, other, newer) == [[], [], []]
+        assert feature.running == {}  # each ended and let go of its entry
+        again = feature._start("file:///p.md", "mig")  # done work is not joined: asked anew
+        assert again is not first
+        await again
+        assert len(asked) == 4
+        found.clear()
+        stale = feature._start("file:///p.md", "mig")
+        await asyncio.sleep(0)
+        feature.reset()  # new settings (another root, say): what runs was asked under the old ones
+        assert asked[4][1].aborted and feature._start("file:///p.md", "mig") is not stale
+        found.set()
+        await asyncio.sleep(0.01)
+
+    asyncio.run(run())

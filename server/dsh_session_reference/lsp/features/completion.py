@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, NamedTuple
 
 from lsprotocol import types
 
@@ -37,6 +37,14 @@ root this server walked itself with no titles kept: hinting them from the logs t
 second in a starting editor, which showed nothing meanwhile."""
 
 
+class Running(NamedTuple):
+    """A completion's candidates being found: for which query, how to stop them, and the work."""
+
+    query: str
+    signal: AbortSignal
+    work: asyncio.Future[list[Candidate] | None]
+
+
 def now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -62,8 +70,9 @@ class Completion(Feature):
 
     def __init__(self, ls: Services) -> None:
         super().__init__(ls)
-        self.running: dict[str, AbortSignal] = {}
-        """The completion in flight per document, stopped when a newer one starts."""
+        self.running: dict[str, Running] = {}
+        """The candidates in flight per document: joined by a completion for the same query,
+        stopped when one for another query starts (:meth:`_start`)."""
         self.pending_listing: asyncio.Future[Any] | None = None
         """A completion's listing still running after its answer went out (see
         :data:`COMPLETION_PATIENCE`)."""
@@ -80,7 +89,11 @@ class Completion(Feature):
         )
 
     def reset(self) -> None:
-        self.pending_listing = None  # listed under the old settings (maybe a stalled old root)
+        # Listed under the old settings (maybe a stalled old root): the next ask joins none of it.
+        self.pending_listing = None
+        for running in self.running.values():
+            running.signal.abort("superseded")
+        self.running.clear()
 
     async def warm_up(self) -> None:
         """List the root and find the target before the first ``@``: a big root over a cold index
@@ -99,8 +112,8 @@ class Completion(Feature):
             LOG.info("listing the sessions root ahead of requests failed: %s", error)
 
     def stop(self) -> None:
-        for signal in self.running.values():
-            signal.abort("shutdown")
+        for running in self.running.values():
+            running.signal.abort("shutdown")
 
     async def completion(self, params: types.CompletionParams) -> types.CompletionList:
         answer = await self._complete(params)
@@ -139,8 +152,7 @@ class Completion(Feature):
         pending = self.pending_listing
         if pending is not None and not pending.done() and not await self._patient(pending):
             return listing()
-        signal = self._begin(uri)
-        running = asyncio.ensure_future(self._candidates(uri, trigger.query, signal))
+        running = self._start(uri, trigger.query)
         if not await self._patient(running):
             self.pending_listing = running
             if not self.warming:  # its progress ended with the walk, or there was none
@@ -188,16 +200,24 @@ class Completion(Feature):
         finally:
             self._end(uri, signal)
 
-    def _begin(self, uri: str) -> AbortSignal:
-        """A new completion for ``uri`` supersedes (aborts) the one still running."""
+    def _start(self, uri: str, query: str) -> asyncio.Future[list[Candidate] | None]:
+        """The candidates for ``query`` in ``uri``. Those still being found for the same query are
+        joined: the editor asks again for the popup it has open (VS Code, as a client starts,
+        cancelled three asks of one `@` in a row on a cold root, and each began the work again on
+        cores its start kept busy). Those for another query are superseded (aborted)."""
         previous = self.running.get(uri)
         if previous is not None:
-            previous.abort("superseded")
-        signal = self.running[uri] = AbortSignal()
-        return signal
+            if previous.query == query and not previous.work.done():
+                return previous.work
+            previous.signal.abort("superseded")
+        signal = AbortSignal()
+        work = asyncio.ensure_future(self._candidates(uri, query, signal))
+        self.running[uri] = Running(query, signal, work)
+        return work
 
     def _end(self, uri: str, signal: AbortSignal) -> None:
-        if self.running.get(uri) is signal:
+        running = self.running.get(uri)
+        if running is not None and running.signal is signal:
             del self.running[uri]
 
     async def resolve(self, item: types.CompletionItem) -> types.CompletionItem:
