@@ -6,6 +6,13 @@
 export const STARTING_LABEL = 'Starting dsh…';
 /** That row's detail: short, so the default-width popup shows it whole. */
 export const STARTING_DETAIL = 'sessions follow';
+/**
+ * The row the extension shows while a running server is slow to answer an `@` (its start, or a cold
+ * listing, shares busy cores with the editor): the server's own row says the same.
+ */
+export const LISTING_LABEL = 'Listing dsh sessions…';
+/** The listing's progress in the status bar: the server's own says the same (lsp/progress.py). */
+export const LISTING_TITLE = 'Listing dsh sessions';
 
 export interface AtToken {
   /** Column of the `@`. */

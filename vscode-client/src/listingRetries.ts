@@ -1,15 +1,25 @@
 // While the server is still listing the sessions (a fresh server over a big root), its answer to
 // a completion is one "Listing dsh sessions…" row: ask again shortly, so the sessions replace it
-// without another key pressed and without the popup closing in between.
+// without another key pressed and without the popup closing in between. A server slow to answer
+// at all (its start, or a cold listing, on cores the editor keeps busy) gets the same row from the
+// extension meanwhile, and its answer replaces it the same way.
 
 import * as vscode from 'vscode';
 import type { CompletionItem, CompletionList } from 'vscode';
 
+import { LISTING_LABEL, LISTING_TITLE } from './atToken';
 import { isListingOnly } from './protocol';
-import { StartupCompletions } from './startupCompletion';
+import { answerKey, StartupCompletions, waitingRow } from './startupCompletion';
+import { LATE, within } from './within';
 
 /** How soon a completion answered "Listing dsh sessions…" is asked again. */
 const LISTING_RETRY_MS = 250;
+/**
+ * How long a completion waits for the server before the extension shows its own "Listing dsh
+ * sessions…" row: a server starting, or listing a cold root, on two cores the editor's own start
+ * kept busy took 0.5-1 s to answer even its listing row (a warm answer takes 10-150 ms).
+ */
+const SLOW_ANSWER_MS = 300;
 /**
  * How many times in a row it is asked again (about 30 s): a root that never finishes listing (a
  * stalled network mount) leaves the row up until the next key, rather than reopen the popup forever.
@@ -23,6 +33,11 @@ export class ListingRetries {
   private activatedAt: number | undefined;
   /** Whether a completion has been asked of the server yet (see `asking`). */
   private asked = false;
+  /**
+   * The server's answer that came after the extension's listing row went out in its place (see
+   * `answer`), for the place it answers: VS Code, asked again, gets it without a second request.
+   */
+  private held: { place: string; result: CompletionItem[] | CompletionList } | undefined;
 
   constructor(
     private readonly completions: StartupCompletions,
@@ -42,6 +57,54 @@ export class ListingRetries {
   }
 
   /**
+   * The server's answer to the completion at `position` (`ask` asks it), or, if it has not come
+   * within SLOW_ANSWER_MS, the extension's own "Listing dsh sessions…" row, marked incomplete, with
+   * the listing's progress in the status bar until the answer comes: that answer then replaces the
+   * row, the popup kept open, if the user is still there. Never a silent popup while the server
+   * works.
+   */
+  async answer(
+    document: vscode.TextDocument,
+    position: vscode.Position,
+    token: vscode.CancellationToken,
+    ask: () => vscode.ProviderResult<CompletionItem[] | CompletionList>,
+  ): Promise<CompletionItem[] | CompletionList | null | undefined> {
+    const held = this.held;
+    this.held = undefined;
+    if (held !== undefined && held.place === answerKey(document, position)) {
+      this.answered(document, position, held.result);
+      return held.result;
+    }
+    const ended = this.asking(document, position);
+    let shown = false;
+    const asked = Promise.resolve(ask()).then(
+      (result) => {
+        ended();
+        this.answered(document, position, result, shown && !token.isCancellationRequested ? 0 : undefined);
+        return result;
+      },
+      (error: unknown) => {
+        ended();
+        throw error;
+      },
+    );
+    const first = await within(asked, SLOW_ANSWER_MS);
+    if (first !== LATE) {
+      return first;
+    }
+    const row = token.isCancellationRequested ? undefined : waitingRow(document, position, LISTING_LABEL);
+    if (row === undefined) {
+      return asked;
+    }
+    shown = true;
+    asked.catch(() => undefined); // a later failure is the client's to log; the row stays until the next key
+    this.completions.answered(document, position);
+    this.output.trace('completion: the server is slow to answer; showing the listing row meanwhile');
+    void vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: LISTING_TITLE }, () => asked.catch(() => undefined));
+    return row;
+  }
+
+  /**
    * A completion at `position` is asked of the server; the function returned is called when it
    * ended. The first is logged with its time: when the `@` comes after the server is ready, the
    * start's figure is the time until the `@`, not the server's.
@@ -54,42 +117,57 @@ export class ListingRetries {
     return this.completions.asking(document, position);
   }
 
-  /** The server answered the completion at `position` with `result`. */
+  /**
+   * The server answered the completion at `position` with `result`; with `askAgainAfter` the popup
+   * shows the extension's row instead (see `answer`), and is asked again that many ms after rows of
+   * sessions, too.
+   */
   answered(
     document: vscode.TextDocument,
     position: vscode.Position,
     result: CompletionItem[] | CompletionList | null | undefined,
+    askAgainAfter?: number,
   ): void {
     const items = Array.isArray(result) ? result : result?.items;
     if (items !== undefined && items.length > 0) {
       this.completions.answered(document, position);
     }
-    if (!isListingOnly(result)) {
-      this.retries = 0;
-      if (this.activatedAt !== undefined && items !== undefined && items.length > 0) {
-        // What a user waits for after opening a window (docs/benchmarks.md quotes it).
-        this.output.info(`first completion with sessions: ${Date.now() - this.activatedAt} ms after activation`);
-        this.activatedAt = undefined;
+    if (isListingOnly(result)) {
+      if (this.retries < MAX_LISTING_RETRIES) {
+        this.retries += 1;
+        this.askAgainSoon(document, position, LISTING_RETRY_MS);
       }
-    } else if (this.retries < MAX_LISTING_RETRIES) {
-      this.retries += 1;
-      this.askAgainSoon(document, position);
+      return;
+    }
+    this.retries = 0;
+    if (askAgainAfter !== undefined) {
+      // The popup shows the extension's row: this answer replaces it once asked again, and the
+      // figure below is logged then, as VS Code shows it.
+      if (result !== null && result !== undefined) {
+        this.held = { place: answerKey(document, position), result };
+      }
+      this.askAgainSoon(document, position, askAgainAfter);
+      return;
+    }
+    if (this.activatedAt !== undefined && items !== undefined && items.length > 0) {
+      // What a user waits for after opening a window (docs/benchmarks.md quotes it).
+      this.output.info(`first completion with sessions: ${Date.now() - this.activatedAt} ms after activation`);
+      this.activatedAt = undefined;
     }
   }
 
   /**
-   * Asks for the completion at `position` again in a little while, if the user is still there
-   * (same document version, same cursor), keeping the popup open: the server answered before it
-   * had listed the sessions.
+   * Asks for the completion at `position` again after `ms`, if the user is still there (same
+   * document version, same cursor), keeping the popup open: it shows a listing row.
    */
-  private askAgainSoon(document: vscode.TextDocument, position: vscode.Position): void {
+  private askAgainSoon(document: vscode.TextDocument, position: vscode.Position, ms: number): void {
     const version = document.version;
     setTimeout(() => {
       const editor = vscode.window.activeTextEditor;
       if (editor?.document === document && document.version === version && editor.selection.active.isEqual(position)) {
-        this.output.trace('completion: asking again (the sessions are still being listed)');
+        this.output.trace('completion: asking again (the popup shows a listing row)');
         this.completions.askAgain();
       }
-    }, LISTING_RETRY_MS);
+    }, ms);
   }
 }

@@ -168,16 +168,8 @@ function clientOptions(selector: LanguageFilter[], parts: ClientParts): Language
       // VS Code's own link request joins the one the mention chips and broken-mention links
       // share: one request per document version, not two.
       provideDocumentLinks: (document, token) => parts.documentLinks(document, token),
-      provideCompletionItem: async (document, position, context, token, next) => {
-        const ended = parts.listingRetries.asking(document, position);
-        try {
-          const result = await next(document, position, context, token);
-          parts.listingRetries.answered(document, position, result);
-          return result;
-        } finally {
-          ended();
-        }
-      },
+      provideCompletionItem: (document, position, context, token, next) =>
+        parts.listingRetries.answer(document, position, token, () => next(document, position, context, token)),
       // Sessions are searched in the extension's own picker (goToSession.ts says why Go to
       // Symbol in Workspace cannot show them as dsh lists them); other clients list them.
       provideWorkspaceSymbols: () => [],

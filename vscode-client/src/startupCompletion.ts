@@ -57,20 +57,11 @@ export class StartupCompletions implements vscode.CompletionItemProvider, vscode
     if (this.serverRunning() || !this.selects(document)) {
       return undefined;
     }
-    const token = atToken(document.lineAt(position.line).text.slice(0, position.character));
-    if (token === undefined) {
-      return undefined;
+    const list = waitingRow(document, position, STARTING_LABEL);
+    if (list !== undefined) {
+      this.answered(document, position);
     }
-    // Inserts nothing: accepted, it puts back what was typed. Its filter text is what was typed,
-    // so VS Code keeps it whatever follows the `@`.
-    const item = new vscode.CompletionItem(STARTING_LABEL, vscode.CompletionItemKind.Text);
-    item.detail = STARTING_DETAIL;
-    item.range = new vscode.Range(position.line, token.start, position.line, position.character);
-    item.insertText = token.typed;
-    item.filterText = token.typed;
-    item.sortText = '0';
-    this.answered(document, position);
-    return new vscode.CompletionList([item], true);
+    return list;
   }
 
   /** Notes that a completion at `position` got rows (the middleware calls it for the server's). */
@@ -107,7 +98,28 @@ export class StartupCompletions implements vscode.CompletionItemProvider, vscode
   }
 }
 
-function answerKey(document: vscode.TextDocument, position: vscode.Position): string {
+/**
+ * One row saying the sessions are coming (`label`: "Starting dsh…", "Listing dsh sessions…"), marked
+ * incomplete, for the `@` token before `position`; undefined where there is none. It inserts
+ * nothing: accepted, it puts back what was typed. Its filter text is what was typed, so VS Code
+ * keeps it whatever follows the `@`.
+ */
+export function waitingRow(document: vscode.TextDocument, position: vscode.Position, label: string): vscode.CompletionList | undefined {
+  const token = atToken(document.lineAt(position.line).text.slice(0, position.character));
+  if (token === undefined) {
+    return undefined;
+  }
+  const item = new vscode.CompletionItem(label, vscode.CompletionItemKind.Text);
+  item.detail = STARTING_DETAIL;
+  item.range = new vscode.Range(position.line, token.start, position.line, position.character);
+  item.insertText = token.typed;
+  item.filterText = token.typed;
+  item.sortText = '0';
+  return new vscode.CompletionList([item], true);
+}
+
+/** A completion's place: the document as it is now, and the position. */
+export function answerKey(document: vscode.TextDocument, position: vscode.Position): string {
   return `${document.uri.toString()}#${document.version}:${position.line}:${position.character}`;
 }
 

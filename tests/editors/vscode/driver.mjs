@@ -17,6 +17,7 @@
 //   "seen": what a chip and the preview show of what is sent, and a chip line's wrapped rows
 //   (spec: forgedMention, soundMention, forgedHeading).
 
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
@@ -1772,7 +1773,7 @@ async function watchFirstAt(page, promptEditor, name, { open } = {}) {
  * the page, and `typedAt`, when it did. With `shots`, the popup is photographed when our
  * first row shows, and again when the status bar first shows the listing's progress beside it.
  */
-async function watchPopup(page, name, { shots, place = async () => undefined }) {
+async function watchPopup(page, name, { shots, place = async () => undefined, onFirst = async () => undefined }) {
   await page.evaluate((pattern) => {
     const placeholder = new RegExp(pattern);
     const watch = { armedAt: null, timeline: [], first: null, rows: null, listing: null, closedAfterFirst: 0, seen: '' };
@@ -1858,10 +1859,15 @@ async function watchPopup(page, name, { shots, place = async () => undefined }) 
   });
   let firstShot = false;
   let listingShot = false;
+  let firstSeen = false;
   for (let now = await state(); !now.rows && Date.now() - typed < spec.waitMs; now = await state()) {
     if (shots && now.first && !firstShot) {
       firstShot = true;
       await screenshot(page, `${name}-popup`);
+    }
+    if (now.first && !firstSeen) {
+      firstSeen = true;
+      await onFirst();
     }
     if (shots && now.listing && !listingShot) {
       listingShot = true; // the listing row and the listing's progress in the status bar
@@ -1959,7 +1965,36 @@ async function startAndRows(page, promptEditor) {
     const watched = await watchFirstAt(page, promptEditor, 'open-at', { open });
     return { openedAt, ...watched };
   });
+  // A server slow to answer (stopped here, as one starving on busy cores is): the extension's own
+  // listing row shows meanwhile, with the listing's progress in the status bar, and the sessions
+  // replace it once the server answers, the popup open throughout.
+  await step('slow-at', page, async () => {
+    await page.keyboard.press('Escape');
+    await page.waitForTimeout(500); // the server done with what the last popup asked
+    execFileSync('pkill', ['-STOP', '-f', SERVER_PATTERN]);
+    let resumedAt = null;
+    try {
+      const watched = await watchPopup(page, 'slow-at', {
+        shots: false,
+        place: () => toLastTextLine(page, promptEditor),
+        onFirst: async () => {
+          await page.waitForTimeout(SLOW_SERVER_MS); // the row stays, the progress shows
+          await screenshot(page, 'slow-at-listing');
+          resumedAt = Date.now();
+          execFileSync('pkill', ['-CONT', '-f', SERVER_PATTERN]);
+        },
+      });
+      return { ...watched, resumedMs: resumedAt === null ? null : resumedAt - watched.typedAt };
+    } finally {
+      execFileSync('pkill', ['-CONT', '-f', SERVER_PATTERN]);
+    }
+  });
 }
+
+/** The language server's processes, as the extension starts them (serverProcess.ts's serverArgs). */
+const SERVER_PATTERN = 'launch_server.py lsp';
+/** How long the server is kept stopped once the popup shows the extension's row. */
+const SLOW_SERVER_MS = 1500;
 
 /** How long a reloaded window is left to finish its own start before the prompt is opened. */
 const SETTLE_MS = 5000;

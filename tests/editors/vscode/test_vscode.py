@@ -1381,6 +1381,23 @@ def test_vscode_first_at_before_the_server_and_rows_that_fit(
     # Issue 36 sets 1 s for this start; the bound here only catches a start gone wrong (the
     # measured figures, under what load, are in docs/benchmarks.md).
     assert starts[-1] <= 5000, _open_start(log, opened)
+
+    # A server slow to answer (the driver stopped it): the extension's own listing row, with the
+    # listing's progress in the status bar, until the server, let go, answers with the sessions;
+    # the popup open throughout.
+    slow = steps["slow-at"]
+    slow_timeline = json.dumps(slow["timeline"], ensure_ascii=False)
+    assert slow["first"] is not None and slow["first"]["labels"][:1] == [LISTING_LABEL], slow_timeline
+    assert slow["resumedMs"] is not None and slow["rows"] is not None, slow_timeline
+    assert slow["rows"]["ms"] >= slow["resumedMs"], slow_timeline  # the server's, once let go
+    assert slow["closedAfterFirst"] == 0, f"the popup closed before the sessions came: {slow_timeline}"
+    waiting = [
+        entry
+        for entry in slow["timeline"]
+        if 0 <= entry["ms"] < slow["resumedMs"] and any(row.startswith(LISTING_LABEL) for row in entry["rows"])
+    ]
+    assert waiting and all(entry["rows"] == [f"{LISTING_LABEL} | sessions follow"] for entry in waiting), slow_timeline
+    assert any(any("Listing dsh sessions" in s for s in entry["status"]) for entry in waiting), slow_timeline
     print(f"vscode prompt opened in a window already up: {_open_start(log, opened)}")
     print(
         f"vscode start: asked {asked}, initialize answered {started} (ms after activation); "
