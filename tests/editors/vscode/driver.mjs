@@ -17,8 +17,7 @@
 //   "seen": what a chip and the preview show of what is sent, and a chip line's wrapped rows
 //   (spec: forgedMention, soundMention, forgedHeading).
 
-import { execFileSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import * as path from 'node:path';
 
@@ -1971,7 +1970,7 @@ async function startAndRows(page, promptEditor) {
   await step('slow-at', page, async () => {
     await page.keyboard.press('Escape');
     await page.waitForTimeout(500); // the server done with what the last popup asked
-    execFileSync('pkill', ['-STOP', '-f', SERVER_PATTERN]);
+    signalServer('SIGSTOP');
     let resumedAt = null;
     try {
       const watched = await watchPopup(page, 'slow-at', {
@@ -1981,18 +1980,48 @@ async function startAndRows(page, promptEditor) {
           await page.waitForTimeout(SLOW_SERVER_MS); // the row stays, the progress shows
           await screenshot(page, 'slow-at-listing');
           resumedAt = Date.now();
-          execFileSync('pkill', ['-CONT', '-f', SERVER_PATTERN]);
+          signalServer('SIGCONT');
         },
       });
       return { ...watched, resumedMs: resumedAt === null ? null : resumedAt - watched.typedAt };
     } finally {
-      execFileSync('pkill', ['-CONT', '-f', SERVER_PATTERN]);
+      signalServer('SIGCONT', false); // never left stopped, whatever failed
     }
   });
 }
 
-/** The language server's processes, as the extension starts them (serverProcess.ts's serverArgs). */
-const SERVER_PATTERN = 'launch_server.py lsp';
+/**
+ * Sends `signal` to the language server's processes, as the extension starts them (its launcher,
+ * then `lsp`: serverProcess.ts's serverArgs), found in /proc (no procps needed); at least one
+ * when `required`.
+ */
+function signalServer(signal, required = true) {
+  const servers = readdirSync('/proc').filter((pid) => {
+    if (!/^\d+$/.test(pid)) {
+      return false;
+    }
+    try {
+      const args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      const launcher = args.findIndex((arg) => arg.endsWith('launch_server.py'));
+      return launcher >= 0 && args[launcher + 1] === 'lsp';
+    } catch {
+      return false; // gone meanwhile
+    }
+  });
+  if (servers.length === 0 && required) {
+    throw new Error(`no language server to send ${signal} to`);
+  }
+  for (const pid of servers) {
+    try {
+      process.kill(Number(pid), signal);
+    } catch (error) {
+      if (error?.code !== 'ESRCH') {
+        throw error; // not one that exited meanwhile
+      }
+    }
+  }
+  log(`${signal} sent to the server (${servers.join(', ')})`);
+}
 /** How long the server is kept stopped once the popup shows the extension's row. */
 const SLOW_SERVER_MS = 1500;
 
