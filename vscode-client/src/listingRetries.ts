@@ -20,6 +20,8 @@ const LISTING_RETRY_MS = 250;
  * kept busy took 0.5-1 s to answer even its listing row (a warm answer takes 10-150 ms).
  */
 const SLOW_ANSWER_MS = 300;
+/** How long an answer held for VS Code's next ask waits for it (VS Code asks within milliseconds). */
+const HELD_MS = 1000;
 /**
  * How many times in a row it is asked again (about 30 s): a root that never finishes listing (a
  * stalled network mount) leaves the row up until the next key, rather than reopen the popup forever.
@@ -35,9 +37,12 @@ export class ListingRetries {
   private asked = false;
   /**
    * The server's answer that came after the extension's listing row went out in its place (see
-   * `answer`), for the place it answers: VS Code, asked again, gets it without a second request.
+   * `answer`), for the place it was asked at: VS Code, asked again there, gets it without a second
+   * request. Dropped when it is not taken at once (the user moved on, or no popup was left to ask).
    */
   private held: { place: string; result: CompletionItem[] | CompletionList } | undefined;
+  /** A re-ask for a held answer is on its way (one for several answers that came together). */
+  private reasking = false;
 
   constructor(
     private readonly completions: StartupCompletions,
@@ -60,8 +65,8 @@ export class ListingRetries {
    * The server's answer to the completion at `position` (`ask` asks it), or, if it has not come
    * within SLOW_ANSWER_MS, the extension's own "Listing dsh sessions…" row, marked incomplete, with
    * the listing's progress in the status bar until the answer comes: that answer then replaces the
-   * row, the popup kept open, if the user is still there. Never a silent popup while the server
-   * works.
+   * row, the popup kept open, if the document and the cursor are still as they were asked. Never a
+   * silent popup while the server works.
    */
   async answer(
     document: vscode.TextDocument,
@@ -69,25 +74,30 @@ export class ListingRetries {
     token: vscode.CancellationToken,
     ask: () => vscode.ProviderResult<CompletionItem[] | CompletionList>,
   ): Promise<CompletionItem[] | CompletionList | null | undefined> {
+    const place = answerKey(document, position);
     const held = this.held;
     this.held = undefined;
-    if (held !== undefined && held.place === answerKey(document, position)) {
-      this.answered(document, position, held.result);
+    this.reasking = false;
+    if (held !== undefined && held.place === place) {
+      this.answered(document, position, document.version, held.result);
       return held.result;
     }
+    const version = document.version;
     const ended = this.asking(document, position);
     let shown = false;
-    const asked = Promise.resolve(ask()).then(
-      (result) => {
-        ended();
-        this.answered(document, position, result, shown && !token.isCancellationRequested ? 0 : undefined);
-        return result;
-      },
-      (error: unknown) => {
-        ended();
-        throw error;
-      },
-    );
+    const asked = Promise.resolve()
+      .then(ask)
+      .then(
+        (result) => {
+          ended();
+          this.answered(document, position, version, result, shown);
+          return result;
+        },
+        (error: unknown) => {
+          ended();
+          throw error;
+        },
+      );
     const first = await within(asked, SLOW_ANSWER_MS);
     if (first !== LATE) {
       return first;
@@ -118,35 +128,37 @@ export class ListingRetries {
   }
 
   /**
-   * The server answered the completion at `position` with `result`; with `askAgainAfter` the popup
-   * shows the extension's row instead (see `answer`), and is asked again that many ms after rows of
-   * sessions, too.
+   * The server answered the completion asked at `position` of `document` at `version` with
+   * `result`; with `rowShown` the popup shows the extension's row instead (see `answer`), which
+   * this answer replaces if the document is still at that version.
    */
   answered(
     document: vscode.TextDocument,
     position: vscode.Position,
+    version: number,
     result: CompletionItem[] | CompletionList | null | undefined,
-    askAgainAfter?: number,
+    rowShown = false,
   ): void {
     const items = Array.isArray(result) ? result : result?.items;
-    if (items !== undefined && items.length > 0) {
+    const current = document.version === version;
+    if (current && items !== undefined && items.length > 0) {
       this.completions.answered(document, position);
     }
     if (isListingOnly(result)) {
       if (this.retries < MAX_LISTING_RETRIES) {
         this.retries += 1;
-        this.askAgainSoon(document, position, LISTING_RETRY_MS);
+        this.askAgainSoon(document, position, version, LISTING_RETRY_MS);
       }
       return;
     }
     this.retries = 0;
-    if (askAgainAfter !== undefined) {
+    if (rowShown) {
       // The popup shows the extension's row: this answer replaces it once asked again, and the
-      // figure below is logged then, as VS Code shows it.
-      if (result !== null && result !== undefined) {
+      // figure below is logged then, as VS Code shows it. An answer to older text is no one's.
+      if (current && result !== null && result !== undefined) {
         this.held = { place: answerKey(document, position), result };
+        this.askAgainSoon(document, position, version, 0);
       }
-      this.askAgainSoon(document, position, askAgainAfter);
       return;
     }
     if (this.activatedAt !== undefined && items !== undefined && items.length > 0) {
@@ -157,16 +169,29 @@ export class ListingRetries {
   }
 
   /**
-   * Asks for the completion at `position` again after `ms`, if the user is still there (same
-   * document version, same cursor), keeping the popup open: it shows a listing row.
+   * Asks for the completion at `position` again after `ms`, if the user is still there (the
+   * document at `version`, the same cursor), keeping the popup open: it shows a listing row. A held
+   * answer not asked for then is dropped; several re-asks due at once ask once.
    */
-  private askAgainSoon(document: vscode.TextDocument, position: vscode.Position, ms: number): void {
-    const version = document.version;
+  private askAgainSoon(document: vscode.TextDocument, position: vscode.Position, version: number, ms: number): void {
     setTimeout(() => {
       const editor = vscode.window.activeTextEditor;
       if (editor?.document === document && document.version === version && editor.selection.active.isEqual(position)) {
-        this.output.trace('completion: asking again (the popup shows a listing row)');
-        this.completions.askAgain();
+        if (!this.reasking) {
+          this.reasking = true;
+          this.output.trace('completion: asking again (the popup shows a listing row)');
+          this.completions.askAgain();
+          const held = this.held;
+          setTimeout(() => {
+            // No ask came (the popup was closed meanwhile): the next ask is not this one's.
+            this.reasking = false;
+            if (this.held === held) {
+              this.held = undefined;
+            }
+          }, HELD_MS);
+        }
+      } else {
+        this.held = undefined;
       }
     }, ms);
   }
