@@ -144,6 +144,16 @@ export class ListingRetries {
     if (current && items !== undefined && items.length > 0) {
       this.completions.answered(document, position);
     }
+    if (rowShown) {
+      // The popup shows the extension's row: this answer replaces it once asked again (the
+      // server's own listing row too, with how far it is), and is taken as it is handed over
+      // then, as VS Code shows it. An answer to older text is no one's.
+      if (current && result !== null && result !== undefined) {
+        this.held = { place: answerKey(document, position), result };
+        this.askAgainSoon(document, position, version, 0);
+      }
+      return;
+    }
     if (isListingOnly(result)) {
       if (this.retries < MAX_LISTING_RETRIES) {
         this.retries += 1;
@@ -152,15 +162,6 @@ export class ListingRetries {
       return;
     }
     this.retries = 0;
-    if (rowShown) {
-      // The popup shows the extension's row: this answer replaces it once asked again, and the
-      // figure below is logged then, as VS Code shows it. An answer to older text is no one's.
-      if (current && result !== null && result !== undefined) {
-        this.held = { place: answerKey(document, position), result };
-        this.askAgainSoon(document, position, version, 0);
-      }
-      return;
-    }
     if (this.activatedAt !== undefined && items !== undefined && items.length > 0) {
       // What a user waits for after opening a window (docs/benchmarks.md quotes it).
       this.output.info(`first completion with sessions: ${Date.now() - this.activatedAt} ms after activation`);
