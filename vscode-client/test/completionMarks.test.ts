@@ -28,4 +28,14 @@ describe('CompletionMarks', () => {
     assert.equal(marks.settled('a#2:0:2'), false);
     assert.equal(marks.settled('a#1:0:1'), true);
   });
+
+  test('a question asked again at the same place stays on its way until the later one ends', () => {
+    const marks = new CompletionMarks();
+    const first = marks.ask('a#1:0:1');
+    const again = marks.ask('a#1:0:1'); // VS Code asked again before the first answer came
+    first();
+    assert.equal(marks.settled('a#1:0:1'), true);
+    again();
+    assert.equal(marks.settled('a#1:0:1'), false);
+  });
 });
