@@ -119,7 +119,7 @@ export class ListingRetries {
    * ended. The first is logged with its time: when the `@` comes after the server is ready, the
    * start's figure is the time until the `@`, not the server's.
    */
-  asking(document: vscode.TextDocument, position: vscode.Position): () => void {
+  private asking(document: vscode.TextDocument, position: vscode.Position): () => void {
     if (!this.asked) {
       this.asked = true;
       this.output.info(`first completion asked of the server ${this.sinceLoaded()} ms after activation`);
@@ -132,7 +132,7 @@ export class ListingRetries {
    * `result`; with `rowShown` the popup shows the extension's row instead (see `answer`), which
    * this answer replaces if the document is still at that version.
    */
-  answered(
+  private answered(
     document: vscode.TextDocument,
     position: vscode.Position,
     version: number,
@@ -178,22 +178,28 @@ export class ListingRetries {
     setTimeout(() => {
       const editor = vscode.window.activeTextEditor;
       if (editor?.document === document && document.version === version && editor.selection.active.isEqual(position)) {
-        if (!this.reasking) {
-          this.reasking = true;
-          this.output.trace('completion: asking again (the popup shows a listing row)');
-          this.completions.askAgain();
-          const held = this.held;
-          setTimeout(() => {
-            // No ask came (the popup was closed meanwhile): the next ask is not this one's.
-            this.reasking = false;
-            if (this.held === held) {
-              this.held = undefined;
-            }
-          }, HELD_MS);
-        }
+        this.askAgainOnce();
       } else {
         this.held = undefined;
       }
     }, ms);
+  }
+
+  /** Has VS Code ask again, unless an ask it was asked for has not come yet (see `answer`). */
+  private askAgainOnce(): void {
+    if (this.reasking) {
+      return;
+    }
+    this.reasking = true;
+    this.output.trace('completion: asking again (the popup shows a listing row)');
+    this.completions.askAgain();
+    const held = this.held;
+    setTimeout(() => {
+      // No ask came (the popup was closed meanwhile): the next ask is not this one's.
+      this.reasking = false;
+      if (this.held === held) {
+        this.held = undefined;
+      }
+    }, HELD_MS);
   }
 }

@@ -163,11 +163,11 @@ class SessionCatalog:
         self._stored_loading = False
         """The listing the index remembers is being read (:meth:`_stored`): a bounded read, not a walk."""
         self._stored_whole = False
+        """The listing served until the first walk is the one document a server left (its titles are
+        every title the rows held then: a log it lists without one is hinted, not looked up)."""
         self._titles_kept = False
         """The listing the index remembers was taken, its titles claimed: the first rows of an
         answer from memory are titled at once (see :meth:`from_memory`)."""
-        """The listing served until the first walk is the one document a server left (its titles are
-        every title the rows held then: a log it lists without one is hinted, not looked up)."""
         self._listing_kept: tuple[list[SessionRecord], int] | None = None
         """The listing and titles version last left in the index (:meth:`_keep_listing`)."""
         self._listing_kept_at = -math.inf
